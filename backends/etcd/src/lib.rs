@@ -1,0 +1,1 @@
+//! etcd lock recipes: etcd-lease and etcd-lockapi

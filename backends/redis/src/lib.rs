@@ -1,0 +1,1 @@
+//! Redis lock recipes: redis-setnx and redlock

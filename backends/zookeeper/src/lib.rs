@@ -1,0 +1,1 @@
+//! ZooKeeper lock recipes: zk-fair and zk-curator

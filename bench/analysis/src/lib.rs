@@ -1,0 +1,1 @@
+//! Checkers and figures computed from a run's history

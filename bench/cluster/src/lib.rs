@@ -1,0 +1,1 @@
+//! Managed ZooKeeper, etcd and Redis servers started from the OS packages

@@ -1,0 +1,100 @@
+//! Identifiers. All are small and `Copy` so that recording an op is a copy, not an allocation.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// A client process (Jepsen's *process*): one logical thread of lock calls with its own
+/// session, lease or connections. A client that saw an indeterminate outcome is retired and
+/// replaced by a client with a fresh id, so an id never spans two sessions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ClientId(pub u32);
+
+/// A lock key, as an index into the scenario's key table (`0..workload.keys`). Backends turn it
+/// into a path or key name once, when a client connects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct KeyId(pub u32);
+
+/// A fencing token: a number the lock service hands out with each grant and that only grows,
+/// so a protected resource can reject a write carrying a token lower than one it has seen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct FencingToken(pub u64);
+
+impl fmt::Display for ClientId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "c{}", self.0)
+    }
+}
+
+impl fmt::Display for KeyId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "k{}", self.0)
+    }
+}
+
+/// Every lock recipe lockbench can run. The serialized names are the ones users type
+/// (`backends = ["zk-fair", "redlock"]`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BackendKind {
+    /// ZooKeeper: ephemeral-sequential node, watch on the predecessor only.
+    ZkFair,
+    /// ZooKeeper: the `zookeeper-client` crate's Curator-compatible lock recipe.
+    ZkCurator,
+    /// etcd: lease + keep-alive, wait for the key with the next lower create revision.
+    EtcdLease,
+    /// etcd: the server-side v3 Lock API, on the same kind of lease.
+    EtcdLockapi,
+    /// Redis: `SET key value NX PX ttl` on one server, compare-and-delete release.
+    RedisSetnx,
+    /// Redlock over five independent Redis servers, quorum three.
+    Redlock,
+    /// Deliberately broken: Redis `SET` *without* `NX`. Exists to prove the checkers catch a
+    /// recipe that does not exclude; never part of a comparison.
+    RedisBrokenNoNx,
+}
+
+impl BackendKind {
+    /// Every backend, in the order comparisons print them.
+    pub const ALL: [BackendKind; 7] = [
+        BackendKind::ZkFair,
+        BackendKind::ZkCurator,
+        BackendKind::EtcdLease,
+        BackendKind::EtcdLockapi,
+        BackendKind::RedisSetnx,
+        BackendKind::Redlock,
+        BackendKind::RedisBrokenNoNx,
+    ];
+
+    /// The name users type and results print.
+    pub fn name(self) -> &'static str {
+        match self {
+            BackendKind::ZkFair => "zk-fair",
+            BackendKind::ZkCurator => "zk-curator",
+            BackendKind::EtcdLease => "etcd-lease",
+            BackendKind::EtcdLockapi => "etcd-lockapi",
+            BackendKind::RedisSetnx => "redis-setnx",
+            BackendKind::Redlock => "redlock",
+            BackendKind::RedisBrokenNoNx => "redis-broken-nonx",
+        }
+    }
+
+    /// Parses a user-typed name; the error lists the valid names.
+    pub fn parse(name: &str) -> Result<BackendKind, String> {
+        BackendKind::ALL
+            .into_iter()
+            .find(|b| b.name() == name)
+            .ok_or_else(|| {
+                let valid: Vec<&str> = BackendKind::ALL.iter().map(|b| b.name()).collect();
+                format!("unknown backend `{name}`; expected one of: {}", valid.join(", "))
+            })
+    }
+}
+
+impl fmt::Display for BackendKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}

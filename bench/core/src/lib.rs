@@ -1,0 +1,37 @@
+//! The vocabulary every other lockbench crate speaks, and nothing else.
+//!
+//! lockbench compares distributed-lock *backends* (ZooKeeper, etcd and Redis recipes) by running
+//! the same *workload* against each and checking the recorded *history*. Those three things meet
+//! here, in plain types and two small traits, so that a backend crate, the workload driver and
+//! the checkers can be written, tested and read without knowing about one another:
+//!
+//! - [`ids`]: small `Copy` identifiers ([`ClientId`], [`KeyId`], [`FencingToken`]) so the client
+//!   loop never handles strings;
+//! - [`op`]: one history event ([`Op`]) and the definite/indeterminate [`Outcome`] of a call,
+//!   as Jepsen models them (`ok`, `fail`, `info`);
+//! - [`history`]: the merged, time-ordered list of ops, and its JSON-lines form;
+//! - [`time`]: the one monotonic clock every op is stamped with;
+//! - [`scenario`]: the TOML scenario a run is made from, with its defaults and validation;
+//! - [`endpoints`]: where each backend's servers listen (managed or external cluster);
+//! - [`traits`]: [`Backend`] (makes clients for one recipe) and [`LockClient`]
+//!   (`acquire` / `release` / `renew`).
+//!
+//! No runtime, no network clients and no rendering live here: those pull in heavy dependencies
+//! and change for their own reasons.
+#![deny(missing_docs)]
+
+pub mod endpoints;
+pub mod history;
+pub mod ids;
+pub mod op;
+pub mod scenario;
+pub mod time;
+pub mod traits;
+
+pub use endpoints::Endpoints;
+pub use history::History;
+pub use ids::{BackendKind, ClientId, FencingToken, KeyId};
+pub use op::{ErrorKind, Op, OpF, OpType, Outcome};
+pub use scenario::Scenario;
+pub use time::{Nanos, RunClock};
+pub use traits::{Backend, BackendInfo, Grant, LockClient, ServerCounters};

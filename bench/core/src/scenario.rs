@@ -1,0 +1,533 @@
+//! A scenario: backends x workload x knobs x duration x seed, as one TOML value.
+//!
+//! A scenario is read from a file (or a built-in), overridden with `--set path=value`, filled
+//! with defaults, validated, and saved verbatim beside its results, so a run can be repeated
+//! exactly. Every random choice in the run draws from RNGs seeded from [`Scenario::seed`].
+//!
+//! Errors name the field: unknown keys are rejected (`deny_unknown_fields`), and
+//! [`Scenario::validate`] reports values that parse but make no sense.
+
+use crate::ids::BackendKind;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::time::Duration;
+
+/// A complete, validated description of a run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Short name, used in the results directory name.
+    pub name: String,
+    /// One line on what the scenario shows.
+    #[serde(default)]
+    pub description: String,
+    /// Seed for every random choice in the run (hold/think times, retry jitter, schedules).
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    /// The recipes to run, one after another, on the same workload.
+    pub backends: Vec<BackendKind>,
+    /// How long each backend is measured, after warm-up.
+    #[serde(with = "humantime_serde", default = "default_duration")]
+    pub duration: Duration,
+    /// How long each backend runs before measuring starts. Ops during warm-up are still in the
+    /// history and still checked for safety; they are left out of latency and throughput.
+    #[serde(with = "humantime_serde", default = "default_warmup")]
+    pub warmup: Duration,
+    /// What the clients do.
+    pub workload: Workload,
+    /// How the protected resource treats fencing tokens.
+    #[serde(default)]
+    pub resource: ResourceMode,
+    /// ZooKeeper recipe knobs.
+    #[serde(default)]
+    pub zookeeper: ZookeeperKnobs,
+    /// etcd recipe knobs.
+    #[serde(default)]
+    pub etcd: EtcdKnobs,
+    /// Redis `SET NX` recipe knobs.
+    #[serde(default)]
+    pub redis: RedisKnobs,
+    /// Redlock knobs.
+    #[serde(default)]
+    pub redlock: RedlockKnobs,
+}
+
+fn default_seed() -> u64 {
+    1
+}
+fn default_duration() -> Duration {
+    Duration::from_secs(10)
+}
+fn default_warmup() -> Duration {
+    Duration::from_secs(1)
+}
+
+/// The workload: N clients contending for K lock keys.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Workload {
+    /// Which workload. Only `contention` exists so far.
+    #[serde(default)]
+    pub kind: WorkloadKind,
+    /// Number of concurrent clients, each with its own session/lease/connections.
+    pub clients: u32,
+    /// Number of lock keys; client `i` starts on key `i % keys` and picks keys at random after.
+    pub keys: u32,
+    /// How long a client holds the lock before releasing it.
+    #[serde(default)]
+    pub hold: Dist,
+    /// How long a client waits after releasing before it asks again (closed loop only).
+    #[serde(default)]
+    pub think: Dist,
+    /// Offered load in acquisitions per second over all clients (open loop). Absent: closed
+    /// loop, each client asks again as soon as it has released and thought.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<f64>,
+    /// Stop after this many measured acquisitions in total, instead of after `duration`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acquisitions: Option<u64>,
+    /// An acquire that takes longer than this is abandoned and recorded as indeterminate
+    /// (`info`); the client that saw it is retired and replaced.
+    #[serde(with = "humantime_serde", default = "default_acquire_timeout")]
+    pub acquire_timeout: Duration,
+}
+
+fn default_acquire_timeout() -> Duration {
+    Duration::from_secs(15)
+}
+
+/// Which workload shape.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WorkloadKind {
+    /// N clients, K keys: acquire, write to the resource, hold, release, think.
+    #[default]
+    Contention,
+}
+
+impl WorkloadKind {
+    /// The name results print.
+    pub fn name(self) -> &'static str {
+        match self {
+            WorkloadKind::Contention => "contention",
+        }
+    }
+}
+
+/// A duration that is fixed or drawn from a distribution.
+///
+/// TOML: `"5ms"`, `{ uniform = ["1ms", "5ms"] }` or `{ exponential = "2ms" }` (the mean).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(
+    untagged,
+    expecting = "a duration like \"5ms\", { uniform = [\"1ms\", \"5ms\"] } or { exponential = \"2ms\" }"
+)]
+pub enum Dist {
+    /// Always the same.
+    Fixed(#[serde(with = "humantime_serde")] Duration),
+    /// Uniform between two bounds.
+    Uniform {
+        /// `[low, high]`.
+        uniform: [humantime_serde::Serde<Duration>; 2],
+    },
+    /// Exponential with the given mean.
+    Exponential {
+        /// The mean.
+        #[serde(with = "humantime_serde")]
+        exponential: Duration,
+    },
+}
+
+impl Default for Dist {
+    fn default() -> Dist {
+        Dist::Fixed(Duration::ZERO)
+    }
+}
+
+impl Dist {
+    /// Draws a duration, given a uniform sample `u` in `[0, 1)`.
+    pub fn sample(&self, u: f64) -> Duration {
+        match *self {
+            Dist::Fixed(d) => d,
+            Dist::Uniform { uniform: [lo, hi] } => *lo + (hi.saturating_sub(*lo)).mul_f64(u),
+            Dist::Exponential { exponential } => exponential.mul_f64(-(1.0 - u).ln()),
+        }
+    }
+
+    /// `true` when every draw is zero (lets the client loop skip a sleep).
+    pub fn is_zero(&self) -> bool {
+        matches!(self, Dist::Fixed(d) if d.is_zero())
+    }
+}
+
+impl fmt::Display for Dist {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let h = humantime::format_duration;
+        match self {
+            Dist::Fixed(d) => write!(f, "{}", h(*d)),
+            Dist::Uniform { uniform: [a, b] } => write!(f, "uniform({}..{})", h(**a), h(**b)),
+            Dist::Exponential { exponential } => write!(f, "exponential(mean {})", h(*exponential)),
+        }
+    }
+}
+
+/// How the protected resource treats the fencing tokens holders write with.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ResourceMode {
+    /// Reject a write whose token is lower than the highest seen (what a careful service does).
+    #[default]
+    Fenced,
+    /// Accept every write, but still count the stale ones (what most services do).
+    Unfenced,
+}
+
+/// ZooKeeper recipe knobs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ZookeeperKnobs {
+    /// Session timeout requested by each client; its locks vanish this long after it dies.
+    #[serde(with = "humantime_serde")]
+    pub session_timeout: Duration,
+    /// Parent node under which lock nodes are created.
+    pub root: String,
+}
+
+impl Default for ZookeeperKnobs {
+    fn default() -> Self {
+        ZookeeperKnobs {
+            session_timeout: Duration::from_secs(4),
+            root: "/lockbench".into(),
+        }
+    }
+}
+
+/// etcd recipe knobs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EtcdKnobs {
+    /// Lease TTL (whole seconds; etcd rounds up to its minimum of about 2 s).
+    #[serde(with = "humantime_serde")]
+    pub lease_ttl: Duration,
+    /// Key prefix for locks.
+    pub prefix: String,
+}
+
+impl Default for EtcdKnobs {
+    fn default() -> Self {
+        EtcdKnobs {
+            lease_ttl: Duration::from_secs(5),
+            prefix: "/lockbench".into(),
+        }
+    }
+}
+
+/// Redis `SET NX` recipe knobs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RedisKnobs {
+    /// The lock's TTL (`PX`).
+    #[serde(with = "humantime_serde")]
+    pub ttl: Duration,
+    /// Waiters poll: after a refused `SET NX` they sleep this long ...
+    #[serde(with = "humantime_serde")]
+    pub retry_delay: Duration,
+    /// ... plus a uniformly random extra up to this much.
+    #[serde(with = "humantime_serde")]
+    pub retry_jitter: Duration,
+    /// Budget for one request's reply.
+    #[serde(with = "humantime_serde")]
+    pub response_timeout: Duration,
+    /// Key prefix for locks.
+    pub prefix: String,
+}
+
+impl Default for RedisKnobs {
+    fn default() -> Self {
+        RedisKnobs {
+            ttl: Duration::from_secs(10),
+            retry_delay: Duration::from_millis(1),
+            retry_jitter: Duration::from_millis(2),
+            response_timeout: Duration::from_secs(1),
+            prefix: "lockbench:".into(),
+        }
+    }
+}
+
+/// Redlock knobs (Redis's published algorithm).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RedlockKnobs {
+    /// The lock's TTL on each server.
+    #[serde(with = "humantime_serde")]
+    pub ttl: Duration,
+    /// How long to wait for one server's answer before counting it as a no.
+    #[serde(with = "humantime_serde")]
+    pub node_timeout: Duration,
+    /// After a failed attempt, wait this long ...
+    #[serde(with = "humantime_serde")]
+    pub retry_delay: Duration,
+    /// ... plus a uniformly random extra up to this much (breaks split votes).
+    #[serde(with = "humantime_serde")]
+    pub retry_jitter: Duration,
+    /// Clock drift allowance as a fraction of the TTL (added to a 2 ms constant).
+    pub drift_factor: f64,
+    /// Key prefix for locks.
+    pub prefix: String,
+}
+
+impl Default for RedlockKnobs {
+    fn default() -> Self {
+        RedlockKnobs {
+            ttl: Duration::from_secs(10),
+            node_timeout: Duration::from_millis(50),
+            retry_delay: Duration::from_millis(2),
+            retry_jitter: Duration::from_millis(20),
+            drift_factor: 0.01,
+            prefix: "lockbench:".into(),
+        }
+    }
+}
+
+/// A problem with a scenario, naming the field.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("scenario field `{field}`: {problem}")]
+pub struct ScenarioError {
+    /// Dotted path of the field, e.g. `workload.clients`.
+    pub field: String,
+    /// What is wrong with it, and how to fix it.
+    pub problem: String,
+}
+
+fn bad(field: &str, problem: impl Into<String>) -> ScenarioError {
+    ScenarioError {
+        field: field.into(),
+        problem: problem.into(),
+    }
+}
+
+impl Scenario {
+    /// Parses TOML text, applies `--set path=value` overrides, fills defaults and validates.
+    ///
+    /// `source` names the text in errors (a file path or `built-in scenario quick`).
+    pub fn load(source: &str, text: &str, overrides: &[String]) -> Result<Scenario, String> {
+        let parsed: Scenario =
+            toml::from_str(text).map_err(|e| format!("{source}: {}", e.to_string().trim_end()))?;
+        let scenario = if overrides.is_empty() {
+            parsed
+        } else {
+            let mut table = toml::Table::try_from(&parsed).map_err(|e| e.to_string())?;
+            for o in overrides {
+                apply_override(&mut table, o)?;
+            }
+            let text = toml::to_string(&table).map_err(|e| e.to_string())?;
+            toml::from_str(&text).map_err(|e| {
+                format!(
+                    "{source} with --set {}: {}",
+                    overrides.join(" --set "),
+                    e.to_string().trim_end()
+                )
+            })?
+        };
+        scenario.validate().map_err(|e| format!("{source}: {e}"))?;
+        Ok(scenario)
+    }
+
+    /// The scenario as TOML with every default filled in (what `scenario.toml` holds).
+    pub fn to_toml(&self) -> String {
+        toml::to_string(self).expect("scenario serializes")
+    }
+
+    /// Checks values that parse but cannot work.
+    pub fn validate(&self) -> Result<(), ScenarioError> {
+        let w = &self.workload;
+        if self.name.trim().is_empty() {
+            return Err(bad("name", "must not be empty"));
+        }
+        if self.backends.is_empty() {
+            return Err(bad("backends", "list at least one backend, e.g. [\"zk-fair\"]"));
+        }
+        if w.clients == 0 {
+            return Err(bad("workload.clients", "must be at least 1"));
+        }
+        if w.keys == 0 {
+            return Err(bad("workload.keys", "must be at least 1"));
+        }
+        if self.duration.is_zero() && w.acquisitions.is_none() {
+            return Err(bad(
+                "duration",
+                "must be above zero unless workload.acquisitions sets a count",
+            ));
+        }
+        if let Some(rate) = w.rate {
+            if !(rate.is_finite() && rate > 0.0) {
+                return Err(bad("workload.rate", "must be a positive number of acquisitions/s"));
+            }
+        }
+        if w.acquisitions == Some(0) {
+            return Err(bad("workload.acquisitions", "must be at least 1 when set"));
+        }
+        if w.acquire_timeout.is_zero() {
+            return Err(bad("workload.acquire_timeout", "must be above zero"));
+        }
+        for (field, d) in [("workload.hold", &w.hold), ("workload.think", &w.think)] {
+            if let Dist::Uniform { uniform: [lo, hi] } = d {
+                if **lo > **hi {
+                    return Err(bad(field, "uniform bounds must be [low, high]"));
+                }
+            }
+        }
+        let z = &self.zookeeper;
+        if z.session_timeout < Duration::from_millis(500) {
+            return Err(bad("zookeeper.session_timeout", "must be at least 500ms"));
+        }
+        if !z.root.starts_with('/') || z.root.len() < 2 || z.root.ends_with('/') {
+            return Err(bad("zookeeper.root", "must be an absolute path like \"/lockbench\""));
+        }
+        if self.etcd.lease_ttl < Duration::from_secs(1) {
+            return Err(bad("etcd.lease_ttl", "must be at least 1s (etcd leases are whole seconds)"));
+        }
+        if self.redis.ttl < Duration::from_millis(1) {
+            return Err(bad("redis.ttl", "must be at least 1ms"));
+        }
+        if self.redis.response_timeout.is_zero() {
+            return Err(bad("redis.response_timeout", "must be above zero"));
+        }
+        let r = &self.redlock;
+        if !(0.0..0.5).contains(&r.drift_factor) {
+            return Err(bad("redlock.drift_factor", "must be in [0, 0.5)"));
+        }
+        if r.node_timeout.is_zero() || r.node_timeout >= r.ttl {
+            return Err(bad(
+                "redlock.node_timeout",
+                "must be above zero and well below redlock.ttl",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Applies one `path=value` override to a scenario table.
+///
+/// The value is read as TOML when it parses (`8`, `true`, `"x"`, `[1, 2]`) and as a string
+/// otherwise (`8s`, `zk-fair`). A comma-separated value, or any value for a field that holds a
+/// list, becomes a list of strings: `backends=zk-fair,etcd-lease`.
+pub fn apply_override(table: &mut toml::Table, assignment: &str) -> Result<(), String> {
+    let (path, raw) = assignment
+        .split_once('=')
+        .ok_or_else(|| format!("--set {assignment}: expected path=value, e.g. workload.clients=8"))?;
+    let path = path.trim();
+    let parts: Vec<&str> = path.split('.').collect();
+    if parts.iter().any(|p| p.is_empty()) {
+        return Err(format!("--set {assignment}: `{path}` is not a field path"));
+    }
+    let mut cursor = table;
+    for part in &parts[..parts.len() - 1] {
+        let entry = cursor
+            .entry(part.to_string())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        cursor = entry
+            .as_table_mut()
+            .ok_or_else(|| format!("--set {assignment}: `{part}` is a value, not a table"))?;
+    }
+    let leaf = parts[parts.len() - 1];
+    let existing_is_list = matches!(cursor.get(leaf), Some(toml::Value::Array(_)));
+    let value = parse_override_value(raw.trim(), existing_is_list);
+    cursor.insert(leaf.to_string(), value);
+    Ok(())
+}
+
+fn parse_override_value(raw: &str, want_list: bool) -> toml::Value {
+    let parsed = format!("v = {raw}")
+        .parse::<toml::Table>()
+        .ok()
+        .and_then(|mut t| t.remove("v"));
+    match parsed {
+        Some(v @ toml::Value::Array(_)) => v,
+        Some(v) if !want_list => v,
+        _ if want_list || raw.contains(',') => toml::Value::Array(
+            raw.split(',')
+                .map(|s| toml::Value::String(s.trim().to_string()))
+                .collect(),
+        ),
+        _ => toml::Value::String(raw.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINIMAL: &str = r#"
+name = "t"
+backends = ["zk-fair"]
+[workload]
+clients = 2
+keys = 1
+"#;
+
+    #[test]
+    fn defaults_are_filled_and_round_trip() {
+        let s = Scenario::load("t", MINIMAL, &[]).unwrap();
+        assert_eq!(s.workload.acquire_timeout, Duration::from_secs(15));
+        let again = Scenario::load("again", &s.to_toml(), &[]).unwrap();
+        assert_eq!(again, s);
+    }
+
+    #[test]
+    fn overrides_set_numbers_durations_lists_and_distributions() {
+        let sets = [
+            "workload.clients=8",
+            "duration=8s",
+            "backends=zk-fair,etcd-lease",
+            "workload.hold={ uniform = [\"1ms\", \"3ms\"] }",
+            "workload.rate=500",
+        ]
+        .map(String::from);
+        let s = Scenario::load("t", MINIMAL, &sets).unwrap();
+        assert_eq!(s.workload.clients, 8);
+        assert_eq!(s.duration, Duration::from_secs(8));
+        assert_eq!(s.backends, vec![BackendKind::ZkFair, BackendKind::EtcdLease]);
+        assert_eq!(
+            s.workload.hold,
+            Dist::Uniform {
+                uniform: [Duration::from_millis(1).into(), Duration::from_millis(3).into()]
+            }
+        );
+        assert_eq!(s.workload.rate, Some(500.0));
+        let one = Scenario::load("t", MINIMAL, &["backends=redlock".into()]).unwrap();
+        assert_eq!(one.backends, vec![BackendKind::Redlock]);
+    }
+
+    #[test]
+    fn a_misspelled_field_is_named() {
+        let err = Scenario::load("f.toml", &MINIMAL.replace("clients", "clinets"), &[]).unwrap_err();
+        assert!(err.contains("clinets") && err.contains("f.toml"), "{err}");
+        let err = Scenario::load("t", MINIMAL, &["workload.clinets=3".into()]).unwrap_err();
+        assert!(err.contains("clinets"), "{err}");
+    }
+
+    #[test]
+    fn a_bad_value_is_named_with_its_field() {
+        let err = Scenario::load("t", MINIMAL, &["workload.clients=0".into()]).unwrap_err();
+        assert!(err.contains("workload.clients"), "{err}");
+        let err = Scenario::load("t", &MINIMAL.replace("zk-fair", "zk-fast"), &[]).unwrap_err();
+        assert!(err.contains("zk-fast"), "{err}");
+        let err = Scenario::load("t", MINIMAL, &["duration=soon".into()]).unwrap_err();
+        assert!(err.contains("duration"), "{err}");
+    }
+
+    #[test]
+    fn distributions_sample_within_their_bounds() {
+        let u = Dist::Uniform {
+            uniform: [Duration::from_millis(1).into(), Duration::from_millis(3).into()],
+        };
+        assert_eq!(u.sample(0.0), Duration::from_millis(1));
+        assert_eq!(u.sample(0.5), Duration::from_millis(2));
+        let e = Dist::Exponential {
+            exponential: Duration::from_millis(2),
+        };
+        assert!(e.sample(0.0).is_zero());
+        assert!(e.sample(0.99) > Duration::from_millis(9));
+    }
+}

@@ -1,0 +1,118 @@
+//! The two roles a backend plays: [`Backend`] makes clients, [`LockClient`] is one client.
+//!
+//! Both use `impl Future + Send` rather than boxed futures: the runner picks the backend once at
+//! the top (`match kind { ZkFair => run::<ZkFair>(..), .. }`) and everything below is generic,
+//! so the client loop makes no virtual calls and no allocation per op.
+
+use crate::ids::{BackendKind, ClientId, FencingToken, KeyId};
+use crate::op::Outcome;
+use serde::{Deserialize, Serialize};
+use std::future::Future;
+
+/// A granted lock. `handle` is whatever the recipe needs to release it (a node path, a lease,
+/// a random value); `token` is the fencing token when the recipe has one.
+#[derive(Debug)]
+pub struct Grant<H> {
+    /// The lock that was granted.
+    pub key: KeyId,
+    /// The fencing token, or `None` for recipes that have none (Redlock): results say so
+    /// rather than invent one.
+    pub token: Option<FencingToken>,
+    /// Recipe-specific state needed to release or renew.
+    pub handle: H,
+}
+
+/// One lock client with its own session, lease or connections (Jepsen's *client*).
+///
+/// Contract:
+/// - `acquire` blocks until the lock is granted or the call definitely failed. It is cancelled
+///   (dropped) by the caller on timeout; the caller then treats the outcome as indeterminate and
+///   calls [`LockClient::close`], which must clean up whatever a half-finished acquire left.
+/// - `release` and `renew` report [`ErrorKind::LockLost`](crate::ErrorKind::LockLost) when the
+///   lock was no longer held (session expired, lease gone, key taken over).
+/// - `requests_sent` counts every request the client sent to a server (not keep-alive pings
+///   that the client library sends on its own), so results can state requests per acquisition
+///   and cross-check them against the servers' own counters.
+pub trait LockClient: Send + 'static {
+    /// What the recipe keeps about a held lock.
+    type Handle: Send + 'static;
+
+    /// Waits for the lock on `key`.
+    fn acquire(&mut self, key: KeyId) -> impl Future<Output = Outcome<Grant<Self::Handle>>> + Send;
+
+    /// Releases a held lock.
+    fn release(&mut self, grant: Grant<Self::Handle>) -> impl Future<Output = Outcome<()>> + Send;
+
+    /// Extends a held lock's lease or TTL (a no-op check for session-based recipes).
+    fn renew(&mut self, grant: &Grant<Self::Handle>) -> impl Future<Output = Outcome<()>> + Send;
+
+    /// Requests this client has sent to servers so far.
+    fn requests_sent(&self) -> u64;
+
+    /// Ends the client cleanly: closes the session, revokes the lease, drops connections.
+    fn close(self) -> impl Future<Output = ()> + Send;
+
+    /// Ends the client as a crash would: stops heartbeats and keep-alives and drops
+    /// connections *without* releasing anything, so held locks are freed only by the backend's
+    /// own expiry. Used to test that a dead holder's lock is given to someone else.
+    fn abandon(self) -> impl Future<Output = ()> + Send;
+}
+
+/// Why a backend could not make a client.
+#[derive(Debug, thiserror::Error)]
+pub enum BackendError {
+    /// A server did not answer.
+    #[error("cannot reach {endpoint}: {reason}")]
+    Unreachable {
+        /// The address that was tried.
+        endpoint: String,
+        /// What went wrong.
+        reason: String,
+    },
+    /// The cluster description lacks what this backend needs.
+    #[error("{0}")]
+    Config(String),
+}
+
+/// What results print about a recipe: how it waits, where its token comes from, its knobs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BackendInfo {
+    /// Which recipe.
+    pub backend: BackendKind,
+    /// How a waiter learns the lock is free (watch on what, or polling with what delay).
+    pub waits_by: String,
+    /// Where the fencing token comes from, or why there is none.
+    pub fencing: String,
+    /// Every knob that shapes the recipe's behaviour, as `name = value` strings.
+    pub knobs: Vec<(String, String)>,
+}
+
+/// Requests counted by the servers themselves, for cross-checking lockbench's own count.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ServerCounters {
+    /// Where the count comes from, e.g. "redis INFO commandstats (sum of calls)".
+    pub source: String,
+    /// The counter's current value, summed over the backend's servers.
+    pub requests: u64,
+}
+
+/// A recipe bound to a cluster: makes clients and reads the servers' request counters.
+pub trait Backend: Send + Sync + 'static {
+    /// The client type this recipe uses.
+    type Client: LockClient;
+
+    /// How the recipe works and which knobs it runs with.
+    fn info(&self) -> BackendInfo;
+
+    /// Opens a new client with its own session/lease/connections. Must not change any lock's
+    /// state. An unreachable server fails fast with [`BackendError::Unreachable`].
+    fn connect(
+        &self,
+        client: ClientId,
+    ) -> impl Future<Output = Result<Self::Client, BackendError>> + Send;
+
+    /// Reads the servers' own request counters (ZooKeeper `mntr`, Redis `INFO commandstats`,
+    /// etcd `/metrics`). Called before and after a run; the difference is compared with the
+    /// sum of [`LockClient::requests_sent`].
+    fn server_counters(&self) -> impl Future<Output = Result<ServerCounters, String>> + Send;
+}

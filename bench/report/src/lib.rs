@@ -1,0 +1,1 @@
+//! The results model, results.json, the terminal table and the run directory

@@ -1,0 +1,1 @@
+//! Workloads: the contention generator, the client loop and the fenced resource
