@@ -32,10 +32,12 @@ pub struct Grant<H> {
 ///   lock was no longer held (session expired, lease gone, key taken over).
 /// - `requests_sent` counts every request the client sent to a server (not keep-alive pings
 ///   that the client library sends on its own), so results can state requests per acquisition
-///   and cross-check them against the servers' own counters.
+///   and cross-check them against the servers' own counters. `None` means the recipe runs
+///   inside a library that cannot be counted from outside (results then rely on the server's
+///   counters alone, and say so).
 pub trait LockClient: Send + 'static {
     /// What the recipe keeps about a held lock.
-    type Handle: Send + 'static;
+    type Handle: Send + std::fmt::Debug + 'static;
 
     /// Waits for the lock on `key`.
     fn acquire(&mut self, key: KeyId) -> impl Future<Output = Outcome<Grant<Self::Handle>>> + Send;
@@ -46,8 +48,8 @@ pub trait LockClient: Send + 'static {
     /// Extends a held lock's lease or TTL (a no-op check for session-based recipes).
     fn renew(&mut self, grant: &Grant<Self::Handle>) -> impl Future<Output = Outcome<()>> + Send;
 
-    /// Requests this client has sent to servers so far.
-    fn requests_sent(&self) -> u64;
+    /// Requests this client has sent to servers so far, or `None` when it cannot know.
+    fn requests_sent(&self) -> Option<u64>;
 
     /// Ends the client cleanly: closes the session, revokes the lease, drops connections.
     fn close(self) -> impl Future<Output = ()> + Send;
