@@ -1,1 +1,24 @@
-//! Workloads: the contention generator, the client loop and the fenced resource
+//! What the clients do, and the protected resource they do it to.
+//!
+//! A workload is data (a [`Workload`](lockbench_core::scenario::Workload) in the scenario) plus
+//! a deterministic plan drawn from a seeded RNG ([`plan`]), executed by one generic client loop
+//! per client ([`driver`]). The loop is the hot path of the whole tool, so its shape is set by
+//! what it must not do: no allocation per op beyond pre-sized buffers, no formatting, no shared
+//! locks, no virtual calls. Each client records into its own [`recorder::Recorder`]: ops into a
+//! buffer that is shipped to the history writer in chunks (so an interrupted run keeps what it
+//! recorded), latencies into its own HdrHistograms, merged when the run ends.
+//!
+//! The [`resource::FencedResource`] stands in for the thing a lock protects: each holder writes
+//! its fencing token to it inside the critical section, and the resource says whether the token
+//! was stale (a higher one was already seen) and whether it accepted the write.
+#![deny(missing_docs)]
+
+pub mod driver;
+pub mod pacer;
+pub mod plan;
+pub mod recorder;
+pub mod resource;
+
+pub use driver::{ContentionRun, RunControl, run_contention};
+pub use recorder::{RunOutput, WorkerStats};
+pub use resource::{FencedResource, WriteVerdict};

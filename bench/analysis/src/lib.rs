@@ -1,1 +1,22 @@
-//! Checkers and figures computed from a run's history
+//! Checkers and figures computed from a finished history.
+//!
+//! Everything here is a pure function of a [`History`](lockbench_core::History) (plus the
+//! measured window), so it can be re-run offline on a saved `history.jsonl` and tested on
+//! hand-written histories. Checkers follow Jepsen's rule: a checker that cannot decide says
+//! [`Validity::Unknown`], never "valid"; [`safety::check`] turns a panicking checker into
+//! `Unknown` rather than a pass.
+//!
+//! - [`mutex`]: overlapping holds of one key (two clients that both believed they held it);
+//! - [`fencing`]: stale writes the protected resource accepted or rejected;
+//! - [`handoff`]: release-to-next-grant latency on contended keys;
+//! - [`fairness`]: Jain's index over per-client acquisition counts;
+//! - [`safety`]: all safety checkers together, with one verdict.
+#![deny(missing_docs)]
+
+pub mod fairness;
+pub mod fencing;
+pub mod handoff;
+pub mod mutex;
+pub mod safety;
+
+pub use safety::{Safety, Validity};
