@@ -1,0 +1,204 @@
+//! Assembles a [`BackendResult`] from what was measured and what the checkers found.
+
+use crate::model::{BackendResult, Errors, Percentiles, Requests, SafetyResult};
+use hdrhistogram::Histogram;
+use lockbench_analysis::{Safety, fairness, handoff, safety};
+use lockbench_core::scenario::Workload;
+use lockbench_core::{BackendInfo, History, OpType, ServerCounters};
+use lockbench_workloads::RunOutput;
+
+/// Percentiles of a histogram, or `None` when it is empty.
+pub fn percentiles(h: &Histogram<u64>) -> Option<Percentiles> {
+    (!h.is_empty()).then(|| Percentiles {
+        count: h.len(),
+        mean: (h.mean() * 10.0).round() / 10.0,
+        p50: h.value_at_quantile(0.50),
+        p90: h.value_at_quantile(0.90),
+        p99: h.value_at_quantile(0.99),
+        p999: h.value_at_quantile(0.999),
+        max: h.max(),
+    })
+}
+
+/// The servers' request counters read before and after a run.
+#[derive(Debug, Clone)]
+pub struct CounterReadings {
+    /// Before the first client connected.
+    pub before: Result<ServerCounters, String>,
+    /// After the last client closed.
+    pub after: Result<ServerCounters, String>,
+}
+
+/// Everything [`backend_result`] needs about one finished run.
+#[derive(Debug)]
+pub struct Measured<'a> {
+    /// The recipe.
+    pub info: &'a BackendInfo,
+    /// The workload it ran.
+    pub workload: &'a Workload,
+    /// The client loop's output.
+    pub output: &'a RunOutput,
+    /// The merged history.
+    pub history: &'a History,
+    /// Server counters around the run.
+    pub counters: &'a CounterReadings,
+}
+
+/// Builds the result of one (backend, workload) run.
+pub fn backend_result(m: Measured<'_>) -> (BackendResult, Histogram<u64>) {
+    let out = m.output;
+    let latency = out.acquire_latency();
+    let service = out.acquire_service();
+    let handoffs = handoff::latencies(m.history, out.measure_start, out.measure_end);
+    let measured_s = out.measured().as_secs_f64();
+    let acquisitions = out.acquisitions();
+    let total = out.acquisitions_total();
+    let per_client: Vec<u64> = out.workers.iter().map(|w| w.acquisitions).collect();
+
+    let mut errors = Errors::default();
+    for ((f, ty, kind), n) in out.errors() {
+        match ty {
+            OpType::Info => errors.info += n,
+            OpType::Fail => errors.fail += n,
+            _ => {}
+        }
+        let name = format!("{}/{}/{}", op_name(f), op_type_name(ty), kind.name());
+        *errors.by_kind.entry(name).or_insert(0) += n;
+    }
+
+    let requests = requests(out.requests_sent(), m.counters, total);
+    let server_ops_per_acquisition = requests
+        .client_per_acquisition
+        .or(requests.server_per_acquisition);
+    let result = BackendResult {
+        backend: m.info.backend.name().into(),
+        workload: m.workload.kind.name().into(),
+        status: if out.interrupted { "interrupted" } else { "ok" }.into(),
+        error: None,
+        clients: m.workload.clients,
+        keys: m.workload.keys,
+        offered_rate_per_s: m.workload.rate,
+        measured_s: round3(measured_s),
+        acquisitions,
+        acquisitions_total: total,
+        throughput_per_s: if measured_s > 0.0 {
+            round3(acquisitions as f64 / measured_s)
+        } else {
+            0.0
+        },
+        acquire_latency_us: percentiles(&latency),
+        acquire_service_time_us: percentiles(&service),
+        handoff_latency_us: percentiles(&handoffs),
+        fairness_jain: fairness::jain(&per_client).map(round3),
+        per_client_acquisitions: per_client,
+        longest_wait_us: (!latency.is_empty()).then(|| latency.max()),
+        clients_replaced: out.workers.iter().map(|w| w.clients_replaced).sum(),
+        errors,
+        safety: safety_result(safety::check(m.history)),
+        server_ops_per_acquisition: server_ops_per_acquisition.map(round3),
+        requests,
+        recipe: Some(m.info.clone()),
+    };
+    (result, handoffs)
+}
+
+/// A result for a backend that could not run at all.
+pub fn failed_result(backend: &str, workload: &Workload, error: String) -> BackendResult {
+    BackendResult {
+        backend: backend.into(),
+        workload: workload.kind.name().into(),
+        status: "error".into(),
+        error: Some(error),
+        clients: workload.clients,
+        keys: workload.keys,
+        offered_rate_per_s: workload.rate,
+        measured_s: 0.0,
+        acquisitions: 0,
+        acquisitions_total: 0,
+        throughput_per_s: 0.0,
+        acquire_latency_us: None,
+        acquire_service_time_us: None,
+        handoff_latency_us: None,
+        fairness_jain: None,
+        per_client_acquisitions: Vec::new(),
+        longest_wait_us: None,
+        clients_replaced: 0,
+        errors: Errors::default(),
+        safety: SafetyResult {
+            verdict: "unknown".into(),
+            mutex_violations: 0,
+            overlap_ms: 0.0,
+            max_overlap_ms: 0.0,
+            locks_lost: 0,
+            stale_writes_accepted: 0,
+            stale_writes_rejected: 0,
+            unfenced_writes: 0,
+            failed_checkers: vec!["backend did not run".into()],
+        },
+        server_ops_per_acquisition: None,
+        requests: Requests {
+            client_counted: None,
+            server_counted: None,
+            server_source: String::new(),
+            server_error: None,
+            server_per_acquisition: None,
+            client_per_acquisition: None,
+        },
+        recipe: None,
+    }
+}
+
+fn requests(client: Option<u64>, counters: &CounterReadings, total: u64) -> Requests {
+    let per = |n: u64| (total > 0).then(|| round3(n as f64 / total as f64));
+    let (server, source, error) = match (&counters.before, &counters.after) {
+        (Ok(b), Ok(a)) => (Some(a.requests.saturating_sub(b.requests)), a.source.clone(), None),
+        (Err(e), _) | (_, Err(e)) => (None, String::new(), Some(e.clone())),
+    };
+    Requests {
+        client_counted: client,
+        server_counted: server,
+        server_source: source,
+        server_error: error,
+        server_per_acquisition: server.and_then(per),
+        client_per_acquisition: client.and_then(per),
+    }
+}
+
+fn safety_result(s: Safety) -> SafetyResult {
+    let m = s.mutex.unwrap_or_default();
+    let f = s.fencing.unwrap_or_default();
+    SafetyResult {
+        verdict: format!("{:?}", s.verdict).to_lowercase(),
+        mutex_violations: m.violations,
+        overlap_ms: round3(m.overlap_ms),
+        max_overlap_ms: round3(m.max_overlap_ms),
+        locks_lost: m.locks_lost,
+        stale_writes_accepted: f.stale_writes_accepted,
+        stale_writes_rejected: f.stale_writes_rejected,
+        unfenced_writes: f.unfenced_writes,
+        failed_checkers: s.failed_checkers,
+    }
+}
+
+fn op_name(f: lockbench_core::OpF) -> &'static str {
+    use lockbench_core::OpF::*;
+    match f {
+        Acquire => "acquire",
+        Release => "release",
+        Renew => "renew",
+        Write => "write",
+    }
+}
+
+fn op_type_name(t: OpType) -> &'static str {
+    match t {
+        OpType::Invoke => "invoke",
+        OpType::Ok => "ok",
+        OpType::Fail => "fail",
+        OpType::Info => "info",
+    }
+}
+
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}

@@ -1,0 +1,171 @@
+//! The shape of `results.json`. Field names are a contract with users' tools: add fields
+//! freely, but rename or remove one only with a `SCHEMA_VERSION` bump (see `SCHEMA.md`).
+
+use lockbench_core::BackendInfo;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Version of the `results.json` layout.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Everything one `lockbench run` produced.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunResults {
+    /// Layout version ([`SCHEMA_VERSION`]).
+    pub schema_version: u32,
+    /// Scenario name.
+    pub scenario: String,
+    /// Scenario seed.
+    pub seed: u64,
+    /// When the run started (RFC 3339, UTC).
+    pub started_at: String,
+    /// `false` while the run is going or when it was interrupted before the last backend.
+    pub complete: bool,
+    /// `managed` or `external:<file>`.
+    pub cluster: String,
+    /// Where and on what the run happened.
+    pub environment: Environment,
+    /// One entry per (backend, workload).
+    pub results: Vec<BackendResult>,
+}
+
+/// The machine, the servers and lockbench itself.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Environment {
+    /// lockbench's version.
+    pub lockbench_version: String,
+    /// Kernel release (`/proc/sys/kernel/osrelease`).
+    pub kernel: String,
+    /// Operating system (`PRETTY_NAME` from `/etc/os-release`).
+    pub os: String,
+    /// CPUs available to lockbench.
+    pub cpus: usize,
+    /// Server versions as the servers report them, by system (`zookeeper`, `etcd`, `redis`).
+    pub servers: BTreeMap<String, String>,
+}
+
+/// Latency percentiles in microseconds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Percentiles {
+    /// Number of samples.
+    pub count: u64,
+    /// Mean.
+    pub mean: f64,
+    /// Median.
+    pub p50: u64,
+    /// 90th percentile.
+    pub p90: u64,
+    /// 99th percentile.
+    pub p99: u64,
+    /// 99.9th percentile.
+    pub p999: u64,
+    /// Largest sample.
+    pub max: u64,
+}
+
+/// Failed and indeterminate completions.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Errors {
+    /// Definite failures (`fail`) of acquire and release.
+    pub fail: u64,
+    /// Indeterminate outcomes (`info`), each of which retired a client.
+    pub info: u64,
+    /// Counts by `<call>/<type>/<kind>`, e.g. `acquire/info/timeout`.
+    pub by_kind: BTreeMap<String, u64>,
+}
+
+/// Safety findings.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SafetyResult {
+    /// `valid`, `invalid` or `unknown`.
+    pub verdict: String,
+    /// Grants made while another client still believed it held the key.
+    pub mutex_violations: u64,
+    /// Total overlap of such holds, ms.
+    pub overlap_ms: f64,
+    /// Longest single overlap, ms.
+    pub max_overlap_ms: f64,
+    /// Releases that found their lock already gone.
+    pub locks_lost: u64,
+    /// Stale writes the resource accepted (damage).
+    pub stale_writes_accepted: u64,
+    /// Stale writes the resource rejected (fencing worked).
+    pub stale_writes_rejected: u64,
+    /// Writes without a fencing token (the resource could not judge them).
+    pub unfenced_writes: u64,
+    /// Checkers that failed (their failure makes the verdict `unknown`).
+    pub failed_checkers: Vec<String>,
+}
+
+/// Requests lockbench sent, counted by its clients and by the servers.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Requests {
+    /// Counted by lockbench's clients over the whole run (warm-up included); `null` when the
+    /// recipe runs inside a library that cannot be counted.
+    pub client_counted: Option<u64>,
+    /// The servers' own counter delta over the same span; `null` if it could not be read.
+    pub server_counted: Option<u64>,
+    /// What the server counter is.
+    pub server_source: String,
+    /// Why the server counter could not be read, if it could not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_error: Option<String>,
+    /// `server_counted / acquisitions_total`.
+    pub server_per_acquisition: Option<f64>,
+    /// `client_counted / acquisitions_total`.
+    pub client_per_acquisition: Option<f64>,
+}
+
+/// The figures for one (backend, workload).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BackendResult {
+    /// Recipe name, e.g. `zk-fair`.
+    pub backend: String,
+    /// Workload name, e.g. `contention`.
+    pub workload: String,
+    /// `ok`, `interrupted`, or `error` (see `error`).
+    pub status: String,
+    /// Why the backend could not run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Concurrent clients.
+    pub clients: u32,
+    /// Lock keys.
+    pub keys: u32,
+    /// Offered rate for open loop, `null` for closed loop.
+    pub offered_rate_per_s: Option<f64>,
+    /// Length of the measured window, seconds.
+    pub measured_s: f64,
+    /// Acquisitions in the measured window.
+    pub acquisitions: u64,
+    /// Acquisitions in the whole run (warm-up included).
+    pub acquisitions_total: u64,
+    /// `acquisitions / measured_s`.
+    pub throughput_per_s: f64,
+    /// Acquire latency from the intended start (coordinated-omission corrected).
+    pub acquire_latency_us: Option<Percentiles>,
+    /// Acquire latency from the moment the call was made (service time).
+    pub acquire_service_time_us: Option<Percentiles>,
+    /// Release-completes to next-grant latency on contended keys; `null` when no release had
+    /// a waiter.
+    pub handoff_latency_us: Option<Percentiles>,
+    /// Jain's fairness index over per-client measured acquisitions.
+    pub fairness_jain: Option<f64>,
+    /// Measured acquisitions per client slot.
+    pub per_client_acquisitions: Vec<u64>,
+    /// Longest acquire wait in the measured window, µs.
+    pub longest_wait_us: Option<u64>,
+    /// Clients retired after an indeterminate outcome and replaced.
+    pub clients_replaced: u32,
+    /// Failures and indeterminate outcomes.
+    pub errors: Errors,
+    /// Safety findings.
+    pub safety: SafetyResult,
+    /// Requests per acquisition sent to the servers: lockbench's own count when the recipe
+    /// can count, else the servers' counter; `null` when neither is available.
+    pub server_ops_per_acquisition: Option<f64>,
+    /// Both counts, for cross-checking.
+    pub requests: Requests,
+    /// How the recipe waits, where its token comes from, its knobs.
+    pub recipe: Option<BackendInfo>,
+}

@@ -1,0 +1,161 @@
+//! The files a run leaves behind, in `results/<UTC time>-<scenario>/`:
+//!
+//! - `scenario.toml`: the scenario exactly as run, every default filled in, seed included;
+//! - `history.jsonl`: every op of every backend, one JSON object per line with a `backend`
+//!   field, appended while the run goes (lines are in time order per client; sort by `t` for a
+//!   global order). An interrupted run keeps every line written so far;
+//! - `histograms/<backend>.<metric>.hgrm`: HdrHistogram percentile distribution as text;
+//! - `histograms/<backend>.<metric>.hdr`: the same histogram, V2-deflate serialized, so
+//!   histograms from several runs or processes can be merged exactly;
+//! - `results.json`: the figures (see `SCHEMA.md`), rewritten after each backend so a cut-off
+//!   run still has the backends that finished.
+
+use crate::model::RunResults;
+use anyhow::Context;
+use hdrhistogram::Histogram;
+use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
+use lockbench_core::Op;
+use serde::Serialize;
+use std::fs::{self, File, OpenOptions};
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+/// A run's output directory.
+#[derive(Debug, Clone)]
+pub struct RunDir {
+    path: PathBuf,
+}
+
+/// One history line: an op tagged with its backend.
+#[derive(Serialize)]
+struct Line<'a> {
+    backend: &'a str,
+    #[serde(flatten)]
+    op: &'a Op,
+}
+
+impl RunDir {
+    /// Creates `<parent>/<UTC time>-<scenario>/` (or uses `exact` when given), failing if it
+    /// already holds results so nothing is overwritten.
+    pub fn create(parent: &Path, scenario: &str, exact: Option<&Path>) -> anyhow::Result<RunDir> {
+        let path = match exact {
+            Some(p) => p.to_path_buf(),
+            None => {
+                let stamp = humantime::format_rfc3339_seconds(SystemTime::now())
+                    .to_string()
+                    .replace(':', "")
+                    .trim_end_matches('Z')
+                    .to_string();
+                parent.join(format!("{stamp}-{scenario}"))
+            }
+        };
+        if path.join("results.json").exists() {
+            anyhow::bail!(
+                "{} already holds results; choose another --out directory",
+                path.display()
+            );
+        }
+        fs::create_dir_all(path.join("histograms"))
+            .with_context(|| format!("cannot create results directory {}", path.display()))?;
+        Ok(RunDir { path })
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Writes `scenario.toml`.
+    pub fn write_scenario(&self, toml: &str) -> anyhow::Result<()> {
+        write_atomic(&self.path.join("scenario.toml"), toml.as_bytes())
+    }
+
+    /// Writes (replaces) `results.json`.
+    pub fn write_results(&self, results: &RunResults) -> anyhow::Result<()> {
+        let mut json = serde_json::to_vec_pretty(results)?;
+        json.push(b'\n');
+        write_atomic(&self.path.join("results.json"), &json)
+    }
+
+    /// Writes a histogram as `.hgrm` text and `.hdr` (V2 deflate) under `histograms/`.
+    pub fn write_histogram(&self, backend: &str, metric: &str, h: &Histogram<u64>) -> anyhow::Result<()> {
+        let dir = self.path.join("histograms");
+        let mut bin = Vec::new();
+        V2DeflateSerializer::new()
+            .serialize(h, &mut bin)
+            .map_err(|e| anyhow::anyhow!("serialize histogram: {e:?}"))?;
+        write_atomic(&dir.join(format!("{backend}.{metric}.hdr")), &bin)?;
+        write_atomic(&dir.join(format!("{backend}.{metric}.hgrm")), hgrm(h).as_bytes())
+    }
+
+    /// Starts the history writer for `backend`: returns the sender the client loop records
+    /// into and a task that appends every chunk to `history.jsonl` as it arrives and, when all
+    /// senders are gone, returns every op it wrote.
+    pub fn history_writer(
+        &self,
+        backend: &'static str,
+    ) -> anyhow::Result<(mpsc::UnboundedSender<Vec<Op>>, JoinHandle<anyhow::Result<Vec<Op>>>)> {
+        let path = self.path.join("history.jsonl");
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .with_context(|| format!("cannot open {}", path.display()))?;
+        let (tx, mut rx) = mpsc::unbounded_channel::<Vec<Op>>();
+        let task = tokio::task::spawn_blocking(move || {
+            let mut out = BufWriter::with_capacity(1 << 16, file);
+            let mut all = Vec::new();
+            while let Some(chunk) = rx.blocking_recv() {
+                for op in &chunk {
+                    serde_json::to_writer(&mut out, &Line { backend, op })?;
+                    out.write_all(b"\n")?;
+                }
+                out.flush()?;
+                all.extend_from_slice(&chunk);
+            }
+            out.flush()?;
+            Ok(all)
+        });
+        Ok((tx, task))
+    }
+}
+
+/// HdrHistogram's text percentile distribution, values in microseconds.
+fn hgrm(h: &Histogram<u64>) -> String {
+    let mut s = String::from("       Value(us)   Percentile   TotalCount 1/(1-Percentile)\n\n");
+    if h.is_empty() {
+        s.push_str("(no samples)\n");
+        return s;
+    }
+    for v in h.iter_quantiles(2) {
+        let q = v.quantile_iterated_to();
+        let inv = if q < 1.0 { format!("{:.2}", 1.0 / (1.0 - q)) } else { "inf".into() };
+        s.push_str(&format!(
+            "{:>16} {:>12.6} {:>12} {:>14}\n",
+            v.value_iterated_to(),
+            q,
+            v.count_since_last_iteration(),
+            inv
+        ));
+    }
+    s.push_str(&format!(
+        "#[Mean = {:.3}, StdDeviation = {:.3}]\n#[Max = {}, Total count = {}]\n",
+        h.mean(),
+        h.stdev(),
+        h.max(),
+        h.len()
+    ));
+    s
+}
+
+fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let tmp = path.with_extension("tmp");
+    let mut f = File::create(&tmp).with_context(|| format!("cannot write {}", tmp.display()))?;
+    f.write_all(bytes)?;
+    f.sync_all()?;
+    fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
+}

@@ -1,0 +1,75 @@
+//! The compact comparison table printed at the end of a run.
+
+use crate::model::{BackendResult, Percentiles, RunResults};
+use comfy_table::{Cell, CellAlignment, ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
+
+fn ms(us: u64) -> String {
+    if us >= 100_000 {
+        format!("{:.0}", us as f64 / 1e3)
+    } else if us >= 1_000 {
+        format!("{:.1}", us as f64 / 1e3)
+    } else {
+        format!("{:.2}", us as f64 / 1e3)
+    }
+}
+
+fn pct(p: &Option<Percentiles>, f: impl Fn(&Percentiles) -> u64) -> String {
+    p.as_ref().map(|p| ms(f(p))).unwrap_or_else(|| "-".into())
+}
+
+fn opt(x: Option<f64>, digits: usize) -> String {
+    x.map(|v| format!("{v:.digits$}")).unwrap_or_else(|| "-".into())
+}
+
+fn safety(r: &BackendResult) -> String {
+    let s = &r.safety;
+    match s.verdict.as_str() {
+        "valid" => "ok".into(),
+        "invalid" => format!(
+            "VIOLATED: {} overlaps, {} stale accepted",
+            s.mutex_violations, s.stale_writes_accepted
+        ),
+        _ => "unknown".into(),
+    }
+}
+
+/// Renders the comparison table (latencies in milliseconds).
+pub fn render(results: &RunResults) -> String {
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED)
+        .set_content_arrangement(ContentArrangement::Dynamic)
+        .set_header(vec![
+            "backend", "N/K", "acq/s", "p50", "p90", "p99", "p99.9", "max", "hand-off p50", "hand-off p99",
+            "fair", "fail/info", "req/acq (client|server)", "safety",
+        ]);
+    for r in &results.results {
+        if let Some(err) = &r.error {
+            t.add_row(vec![Cell::new(&r.backend), Cell::new(format!("error: {err}"))]);
+            continue;
+        }
+        let q = &r.requests;
+        let reqs = format!(
+            "{} | {}",
+            opt(q.client_per_acquisition, 2),
+            opt(q.server_per_acquisition, 2)
+        );
+        let row = vec![
+            Cell::new(&r.backend),
+            Cell::new(format!("{}/{}", r.clients, r.keys)),
+            Cell::new(format!("{:.0}", r.throughput_per_s)).set_alignment(CellAlignment::Right),
+            Cell::new(pct(&r.acquire_latency_us, |p| p.p50)).set_alignment(CellAlignment::Right),
+            Cell::new(pct(&r.acquire_latency_us, |p| p.p90)).set_alignment(CellAlignment::Right),
+            Cell::new(pct(&r.acquire_latency_us, |p| p.p99)).set_alignment(CellAlignment::Right),
+            Cell::new(pct(&r.acquire_latency_us, |p| p.p999)).set_alignment(CellAlignment::Right),
+            Cell::new(pct(&r.acquire_latency_us, |p| p.max)).set_alignment(CellAlignment::Right),
+            Cell::new(pct(&r.handoff_latency_us, |p| p.p50)).set_alignment(CellAlignment::Right),
+            Cell::new(pct(&r.handoff_latency_us, |p| p.p99)).set_alignment(CellAlignment::Right),
+            Cell::new(opt(r.fairness_jain, 2)).set_alignment(CellAlignment::Right),
+            Cell::new(format!("{}/{}", r.errors.fail, r.errors.info)).set_alignment(CellAlignment::Right),
+            Cell::new(reqs).set_alignment(CellAlignment::Right),
+            Cell::new(safety(r)),
+        ];
+        t.add_row(row);
+    }
+    format!("{t}\nlatencies in ms (acquire: from intended start); req/acq: lockbench's count | the servers' own counters\n")
+}
