@@ -1,1 +1,144 @@
-//! Managed ZooKeeper, etcd and Redis servers started from the OS packages
+//! Managed ZooKeeper, etcd and Redis servers started from the OS packages.
+//!
+//! lockbench compares lock recipes against *real* servers, and on a machine without Docker it
+//! runs them itself ("managed mode"): a 3-member ZooKeeper ensemble, a 3-member etcd cluster, a
+//! standalone Redis and five independent Redis servers for Redlock, all on loopback, on fixed
+//! ports (other crates' tests and the docs rely on them). Why the crate has this shape:
+//!
+//! - **Servers outlive the command.** `lockbench up` starts them and returns; a later
+//!   `lockbench run` uses them; `lockbench down` stops them. So no state lives in memory: a
+//!   [`Cluster`] is just a state directory, and every call reads pid files, `/proc` and the
+//!   servers' own health answers afresh (`process.rs` spawns servers in their own process group
+//!   with output in `<state>/cluster/<name>/server.log`).
+//! - **Idempotent and self-healing.** `up` compares what runs with what should and fixes the
+//!   difference: healthy servers are reused, leftovers of a crashed run are killed and
+//!   restarted, a system with no live member starts from empty data directories. A process is
+//!   only ever signalled after it is recognised as ours (its command line or working directory
+//!   is inside the state directory), so a recycled pid never gets a stranger killed; a port
+//!   held by a stranger is an error that names it.
+//! - **The cluster is data.** [`spec::SERVERS`] lists every server (name, system, ports); what
+//!   differs per system (command line and config files, health check, version query) sits in
+//!   one small module each: `zookeeper.rs`, `etcd.rs`, `redis.rs`. `up`, `down` and `status` are
+//!   loops over that list.
+//! - **Health means "a lock client can use it"**: ZooKeeper `srvr` says `leader`/`follower` with
+//!   exactly one leader, etcd `/health` is `true`, Redis answers `PING`. Probes are raw
+//!   request/reply exchanges over `TcpStream` with a timeout, so no client crate is needed.
+//! - **Parallel callers are serialised** by `flock` on `<state>/cluster.lock` ([`ClusterLock`]),
+//!   so parallel test processes calling [`for_tests`] never start a server twice.
+//!
+//! Caveat for tests: there is one managed cluster per machine and user. The lock is held only
+//! while the cluster is being brought up or down, not while tests use it; a test that stops
+//! servers (this crate's lifecycle test) will disturb other crates' tests running at the same
+//! time. CI runs that test on its own.
+#![deny(missing_docs)]
+
+mod cluster;
+mod etcd;
+mod health;
+mod install;
+mod lock;
+mod net;
+mod process;
+mod redis;
+pub mod spec;
+mod state_dir;
+mod zookeeper;
+
+pub use cluster::{Cluster, UpReport, endpoints};
+pub use install::{ensure_installed, missing as missing_packages};
+pub use lock::ClusterLock;
+pub use spec::{SERVERS, ServerSpec, System};
+pub use state_dir::default_state_dir;
+
+use lockbench_core::Endpoints;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// Every server of a managed cluster, and where clients reach it.
+#[derive(Clone, Debug, Serialize)]
+pub struct ClusterStatus {
+    /// The state directory the cluster lives in.
+    pub state_dir: PathBuf,
+    /// One entry per server, in [`SERVERS`] order.
+    pub servers: Vec<ServerStatus>,
+    /// The addresses clients use.
+    pub endpoints: Endpoints,
+}
+
+impl ClusterStatus {
+    /// `true` when every server runs and is healthy.
+    pub fn all_healthy(&self) -> bool {
+        self.servers.iter().all(|s| s.healthy)
+    }
+}
+
+/// One server's process and health.
+#[derive(Clone, Debug, Serialize)]
+pub struct ServerStatus {
+    /// `zk1`, `etcd2`, `redis`, `redlock5`, ...
+    pub name: String,
+    /// `zookeeper`, `etcd` or `redis`.
+    pub system: String,
+    /// The address clients use.
+    pub endpoint: String,
+    /// The pid of our live server process, if there is one.
+    pub pid: Option<u32>,
+    /// Our process for this server is alive.
+    pub running: bool,
+    /// It is running and its health check passes.
+    pub healthy: bool,
+    /// ZooKeeper's mode (`leader` / `follower`); `None` for etcd and Redis.
+    pub role: Option<String>,
+    /// Its log file.
+    pub log: PathBuf,
+    /// Resident memory (`VmRSS`), when running.
+    pub rss_bytes: Option<u64>,
+}
+
+/// Server versions for the results' environment block, asked from the servers themselves
+/// (ZooKeeper `srvr`, etcd `GET /version`, Redis `INFO server`), so they are right for external
+/// clusters too. Maps `zookeeper` / `etcd` / `redis` to a version; a system whose servers do
+/// not answer (or that has no endpoints) is left out.
+pub async fn server_versions(endpoints: &Endpoints) -> BTreeMap<String, String> {
+    async fn first<F: Future<Output = Option<String>>>(
+        addrs: &[String],
+        ask: impl Fn(String) -> F,
+    ) -> Option<String> {
+        for addr in addrs {
+            if let Some(v) = ask(addr.clone()).await {
+                return Some(v);
+            }
+        }
+        None
+    }
+    let redis_addrs: Vec<String> = endpoints
+        .redis
+        .iter()
+        .chain(&endpoints.redlock)
+        .cloned()
+        .collect();
+    let (zk, etcd, redis) = tokio::join!(
+        first(&endpoints.zookeeper, |a| async move {
+            zookeeper::version(&zookeeper::srvr(&a).await.ok()?)
+        }),
+        first(&endpoints.etcd, |a| async move { etcd::version(&a).await }),
+        first(&redis_addrs, |a| async move { redis::version(&a).await }),
+    );
+    [("zookeeper", zk), ("etcd", etcd), ("redis", redis)]
+        .into_iter()
+        .filter_map(|(k, v)| Some((k.to_string(), v?)))
+        .collect()
+}
+
+/// For tests in other crates: brings the managed cluster in [`default_state_dir`] up (under the
+/// cluster lock, so parallel test processes do not race) and returns its endpoints. The cluster
+/// is left running; CI's wrapper script stops it with `lockbench down`. Panics with the reason
+/// (naming the unhealthy server and its log) when it cannot come up.
+pub async fn for_tests() -> Endpoints {
+    let cluster = Cluster::new(default_state_dir());
+    match cluster.up().await {
+        Ok(report) => report.status.endpoints,
+        Err(e) => panic!("lockbench managed cluster did not come up: {e:#}"),
+    }
+}

@@ -1,0 +1,68 @@
+//! Redis servers (the standalone one and the five Redlock ones): the command line, `PING` and
+//! `INFO server`, spoken as raw RESP.
+//!
+//! Redis rewrites its process title (`redis-server 127.0.0.1:16379`), so its
+//! `/proc/<pid>/cmdline` no longer shows the state directory; it is recognised as ours by its
+//! working directory instead (`--dir` is the node directory), see [`crate::process::is_ours`].
+
+use crate::net;
+use crate::spec::{Command, ServerSpec};
+use crate::state_dir::NodeDir;
+
+/// The `redis-server` command line: no persistence, loopback only, logs to `server.log`.
+pub(crate) fn command(spec: &ServerSpec, node: &NodeDir) -> Command {
+    let args = [
+        "--port".into(),
+        spec.client_port.to_string(),
+        "--bind".into(),
+        "127.0.0.1".into(),
+        "--save".into(),
+        "".into(),
+        "--appendonly".into(),
+        "no".into(),
+        "--protected-mode".into(),
+        "no".into(),
+        "--dir".into(),
+        node.data().display().to_string(),
+        "--logfile".into(),
+        node.log().display().to_string(),
+        "--daemonize".into(),
+        "no".into(),
+    ];
+    let program = crate::install::which("redis-server").unwrap_or_else(|| "redis-server".into());
+    Command {
+        program,
+        args: args.into_iter().map(|a: String| a.into()).collect(),
+    }
+}
+
+/// `true` when `PING` answers `+PONG`.
+pub(crate) async fn healthy(addr: &str) -> bool {
+    let reply = net::exchange(addr, b"*1\r\n$4\r\nPING\r\n", |r| r.ends_with(b"\r\n")).await;
+    reply.is_ok_and(|r| r.starts_with(b"+PONG"))
+}
+
+/// `redis_version` from `INFO server`.
+pub(crate) async fn version(addr: &str) -> Option<String> {
+    let request = b"*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n";
+    let reply = net::exchange(addr, request, bulk_complete).await.ok()?;
+    let text = String::from_utf8_lossy(&reply);
+    text.lines()
+        .find_map(|l| l.strip_prefix("redis_version:"))
+        .map(|v| v.trim().to_string())
+}
+
+/// `true` once a RESP bulk string (`$<len>\r\n<len bytes>\r\n`) has fully arrived.
+fn bulk_complete(reply: &[u8]) -> bool {
+    let Some(end) = reply.windows(2).position(|w| w == b"\r\n") else {
+        return false;
+    };
+    if reply.first() != Some(&b'$') {
+        return true; // an error or other simple reply: one line
+    }
+    let len: i64 = std::str::from_utf8(&reply[1..end])
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    reply.len() as i64 >= end as i64 + 2 + len.max(0) + 2
+}

@@ -1,0 +1,150 @@
+//! The managed cluster as data: one [`ServerSpec`] per server process.
+//!
+//! `up`, `down` and `status` iterate over [`SERVERS`]; what differs between systems (the
+//! command line, the config files, the health check) is looked up by [`System`] in the
+//! per-system modules. Ports are fixed because other crates' tests and the docs rely on them.
+
+use crate::state_dir::NodeDir;
+use crate::{etcd, redis, zookeeper};
+use serde::Serialize;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+/// Which server software a process runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum System {
+    /// An Apache ZooKeeper ensemble member.
+    Zookeeper,
+    /// An etcd cluster member.
+    Etcd,
+    /// A Redis server (standalone or one of the Redlock servers).
+    Redis,
+}
+
+impl System {
+    /// The lowercase name used in status output and the versions map.
+    pub fn name(self) -> &'static str {
+        match self {
+            System::Zookeeper => "zookeeper",
+            System::Etcd => "etcd",
+            System::Redis => "redis",
+        }
+    }
+}
+
+/// Which list of [`lockbench_core::Endpoints`] a server belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Group {
+    /// `endpoints.zookeeper`
+    Zookeeper,
+    /// `endpoints.etcd`
+    Etcd,
+    /// `endpoints.redis` (the standalone server)
+    Redis,
+    /// `endpoints.redlock` (the independent Redlock servers)
+    Redlock,
+}
+
+/// One server process of the managed cluster.
+#[derive(Clone, Copy, Debug)]
+pub struct ServerSpec {
+    /// Unique name, also the name of its directory (`zk1`, `etcd2`, `redlock5`).
+    pub name: &'static str,
+    /// What it runs.
+    pub system: System,
+    /// Which endpoint list it is in.
+    pub group: Group,
+    /// 1-based member id within its system (ZooKeeper's `myid`).
+    pub id: u8,
+    /// The port clients use.
+    pub client_port: u16,
+    /// Ports the members use among themselves: ZooKeeper quorum and election ports, etcd's
+    /// peer port. Empty for Redis.
+    pub peer_ports: &'static [u16],
+}
+
+const fn zk(name: &'static str, id: u8, client: u16, peers: &'static [u16]) -> ServerSpec {
+    ServerSpec {
+        name,
+        system: System::Zookeeper,
+        group: Group::Zookeeper,
+        id,
+        client_port: client,
+        peer_ports: peers,
+    }
+}
+const fn etcd(name: &'static str, id: u8, client: u16, peers: &'static [u16]) -> ServerSpec {
+    ServerSpec {
+        name,
+        system: System::Etcd,
+        group: Group::Etcd,
+        id,
+        client_port: client,
+        peer_ports: peers,
+    }
+}
+const fn redis(name: &'static str, group: Group, id: u8, port: u16) -> ServerSpec {
+    ServerSpec {
+        name,
+        system: System::Redis,
+        group,
+        id,
+        client_port: port,
+        peer_ports: &[],
+    }
+}
+
+/// Every server of the managed cluster, in start order.
+pub const SERVERS: [ServerSpec; 12] = [
+    zk("zk1", 1, 12181, &[12888, 13888]),
+    zk("zk2", 2, 12182, &[12889, 13889]),
+    zk("zk3", 3, 12183, &[12890, 13890]),
+    etcd("etcd1", 1, 12379, &[12380]),
+    etcd("etcd2", 2, 12381, &[12382]),
+    etcd("etcd3", 3, 12383, &[12384]),
+    redis("redis", Group::Redis, 1, 16379),
+    redis("redlock1", Group::Redlock, 1, 16380),
+    redis("redlock2", Group::Redlock, 2, 16381),
+    redis("redlock3", Group::Redlock, 3, 16382),
+    redis("redlock4", Group::Redlock, 4, 16383),
+    redis("redlock5", Group::Redlock, 5, 16384),
+];
+
+/// The program and arguments that start one server.
+pub(crate) struct Command {
+    pub program: PathBuf,
+    pub args: Vec<OsString>,
+}
+
+impl ServerSpec {
+    /// The address clients use: `127.0.0.1:P`, or `http://127.0.0.1:P` for etcd.
+    pub fn endpoint(&self) -> String {
+        match self.system {
+            System::Etcd => format!("http://127.0.0.1:{}", self.client_port),
+            _ => format!("127.0.0.1:{}", self.client_port),
+        }
+    }
+
+    /// Every port the server listens on (client port first).
+    pub fn ports(&self) -> impl Iterator<Item = u16> + '_ {
+        std::iter::once(self.client_port).chain(self.peer_ports.iter().copied())
+    }
+
+    /// The other members of this server's system (itself included).
+    pub fn members(&self) -> impl Iterator<Item = &'static ServerSpec> + '_ {
+        SERVERS
+            .iter()
+            .filter(move |s| s.system == self.system && s.group == self.group)
+    }
+
+    /// Writes the config files the server needs and returns its command line.
+    pub(crate) fn prepare(&self, state_dir: &Path, node: &NodeDir) -> anyhow::Result<Command> {
+        std::fs::create_dir_all(node.data())?;
+        match self.system {
+            System::Zookeeper => zookeeper::prepare(self, node),
+            System::Etcd => Ok(etcd::command(self, state_dir, node)),
+            System::Redis => Ok(redis::command(self, node)),
+        }
+    }
+}

@@ -1,0 +1,136 @@
+//! ZooKeeper members: `zoo.cfg`, logging, the JVM command line, and the `srvr` four-letter
+//! command used both as health check (`Mode: leader|follower`) and version source.
+//!
+//! Gotcha: Debian's `zookeeper.jar` names its dependencies in its manifest `Class-Path`, but not
+//! an SLF4J binding; with only the jar and a `log4j.properties` directory on the class path the
+//! server logs *nothing* ("Defaulting to no-operation (NOP) logger"). So the class path also
+//! carries `slf4j-log4j12.jar` and `log4j-1.2.jar` (both pulled in by the `zookeeper` package),
+//! and `log4j.properties` sends everything to stdout, which the spawner sends to `server.log`.
+
+use crate::net;
+use crate::spec::{Command, ServerSpec};
+use crate::state_dir::NodeDir;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+/// Jars the server's class path is made of (the first one names the rest in its manifest).
+pub(crate) const JARS: [&str; 3] = [
+    "/usr/share/java/zookeeper.jar",
+    "/usr/share/java/slf4j-log4j12.jar",
+    "/usr/share/java/log4j-1.2.jar",
+];
+
+const LOG4J: &str = "\
+log4j.rootLogger=INFO, CONSOLE
+log4j.appender.CONSOLE=org.apache.log4j.ConsoleAppender
+log4j.appender.CONSOLE.layout=org.apache.log4j.PatternLayout
+log4j.appender.CONSOLE.layout.ConversionPattern=%d{ISO8601} %-5p [%t:%C{1}@%L] - %m%n
+";
+
+/// Writes `zoo.cfg`, `data/myid` and `conf/log4j.properties`; returns the `java` command line.
+pub(crate) fn prepare(spec: &ServerSpec, node: &NodeDir) -> anyhow::Result<Command> {
+    let conf = node.root.join("conf");
+    std::fs::create_dir_all(&conf)?;
+    std::fs::write(conf.join("log4j.properties"), LOG4J)?;
+    std::fs::write(node.data().join("myid"), format!("{}\n", spec.id))?;
+    let cfg = node.root.join("zoo.cfg");
+    std::fs::write(&cfg, zoo_cfg(spec, node))?;
+
+    let mut classpath: Vec<String> = JARS.iter().map(|j| j.to_string()).collect();
+    classpath.push(conf.display().to_string());
+    let args = [
+        "-Xms32m",
+        "-Xmx256m",
+        "-XX:+UseSerialGC",
+        "-Djava.net.preferIPv4Stack=true",
+        "-Dzookeeper.jmx.log4j.disable=true",
+        "-cp",
+        &classpath.join(":"),
+        "org.apache.zookeeper.server.quorum.QuorumPeerMain",
+        &cfg.display().to_string(),
+    ];
+    Ok(Command {
+        program: java(),
+        args: args.iter().map(Into::into).collect(),
+    })
+}
+
+fn zoo_cfg(spec: &ServerSpec, node: &NodeDir) -> String {
+    let mut cfg = format!(
+        "# Written by lockbench; rewritten on every start.\n\
+         tickTime=500\n\
+         initLimit=10\n\
+         syncLimit=5\n\
+         minSessionTimeout=1000\n\
+         maxSessionTimeout=20000\n\
+         dataDir={}\n\
+         clientPortAddress=127.0.0.1\n\
+         clientPort={}\n\
+         maxClientCnxns=0\n\
+         admin.enableServer=false\n\
+         4lw.commands.whitelist=mntr,srvr,ruok,stat,cons,wchs\n\
+         standaloneEnabled=false\n\
+         reconfigEnabled=false\n",
+        node.data().display(),
+        spec.client_port,
+    );
+    for m in spec.members() {
+        let _ = writeln!(
+            cfg,
+            "server.{}=127.0.0.1:{}:{}",
+            m.id, m.peer_ports[0], m.peer_ports[1]
+        );
+    }
+    cfg
+}
+
+/// `java` from `$JAVA_HOME`, else the one on `PATH`.
+fn java() -> PathBuf {
+    std::env::var_os("JAVA_HOME")
+        .map(|home| PathBuf::from(home).join("bin/java"))
+        .filter(|p| p.exists())
+        .or_else(|| crate::install::which("java"))
+        .unwrap_or_else(|| "java".into())
+}
+
+/// The reply to the `srvr` four-letter command.
+pub(crate) async fn srvr(addr: &str) -> anyhow::Result<String> {
+    let reply = net::exchange(addr, b"srvr", |_| false).await?;
+    Ok(String::from_utf8_lossy(&reply).into_owned())
+}
+
+/// `leader` / `follower` / `standalone` / `observer` from a `srvr` reply; `None` while the
+/// member is not serving (no quorum, election in progress).
+pub(crate) fn mode(srvr: &str) -> Option<String> {
+    srvr.lines()
+        .find_map(|l| l.strip_prefix("Mode: "))
+        .map(|m| m.trim().to_string())
+}
+
+/// `3.8.0` from `Zookeeper version: 3.8.0-${mvngit.commit.id}, built on ...`: Debian's build
+/// leaves the git placeholder unexpanded, so it is cut off.
+pub(crate) fn version(srvr: &str) -> Option<String> {
+    let v = srvr
+        .lines()
+        .find_map(|l| l.strip_prefix("Zookeeper version: "))?;
+    let v = v.split(',').next()?.trim();
+    let v = v.strip_suffix("-${mvngit.commit.id}").unwrap_or(v);
+    Some(v.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_srvr() {
+        let text = "Zookeeper version: 3.8.0-${mvngit.commit.id}, built on 2024-12-29 17:54 UTC\n\
+                    Latency min/avg/max: 0/0.0/0\nMode: follower\nNode count: 5\n";
+        assert_eq!(mode(text).as_deref(), Some("follower"));
+        assert_eq!(version(text).as_deref(), Some("3.8.0"));
+        assert_eq!(
+            mode("This ZooKeeper instance is not currently serving requests\n"),
+            None
+        );
+    }
+}
