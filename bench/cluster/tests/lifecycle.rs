@@ -77,6 +77,10 @@ fn processes_in(dir: &Path) -> Vec<u32> {
         .collect()
 }
 
+// Ignored in the normal run because it kills and restarts servers that every other crate's
+// tests use at the same time. `scripts/test` (and so CI) runs it alone, first, with
+// `--run-ignored only`.
+#[ignore = "stops shared servers; scripts/test runs it alone before the other tests"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn up_is_idempotent_heals_leftovers_and_down_stops_everything() {
     let cluster = Cluster::new(default_state_dir());
