@@ -1,0 +1,22 @@
+//! The built-in scenarios: TOML files in the repository's `scenarios/` folder, compiled in so
+//! the binary works from anywhere.
+
+/// `(name, TOML text)` of every built-in scenario.
+pub const SCENARIOS: &[(&str, &str)] = &[
+    ("quick", include_str!("../../../scenarios/quick.toml")),
+    ("contention", include_str!("../../../scenarios/contention.toml")),
+    ("spread", include_str!("../../../scenarios/spread.toml")),
+    ("uncontended", include_str!("../../../scenarios/uncontended.toml")),
+    ("redis-throughput", include_str!("../../../scenarios/redis-throughput.toml")),
+    ("broken-recipe", include_str!("../../../scenarios/broken-recipe.toml")),
+];
+
+/// The TOML of the built-in scenario `name`.
+pub fn find(name: &str) -> Option<&'static str> {
+    SCENARIOS.iter().find(|(n, _)| *n == name).map(|(_, t)| *t)
+}
+
+/// Names of all built-ins, for error messages.
+pub fn names() -> Vec<&'static str> {
+    SCENARIOS.iter().map(|(n, _)| *n).collect()
+}

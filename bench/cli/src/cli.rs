@@ -1,0 +1,74 @@
+//! The command-line surface (clap derive). Everything here is parsing and help text; the
+//! commands themselves live in `commands/`.
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+
+/// Compare distributed-lock backends (ZooKeeper, etcd, Redis SET NX, Redlock) side by side,
+/// against real servers, with every run's history checked for safety.
+///
+/// Quick start: `lockbench run quick` starts a local cluster from the OS packages (installing
+/// them if needed), runs every backend under contention and prints a comparison table; the full
+/// results land in `results/<time>-quick/`.
+#[derive(Debug, Parser)]
+#[command(name = "lockbench", version, propagate_version = true)]
+pub struct Cli {
+    /// State directory of the managed cluster [default: $LOCKBENCH_STATE_DIR, else
+    /// $XDG_STATE_HOME/lockbench, else ~/.local/state/lockbench].
+    #[arg(long, global = true, env = "LOCKBENCH_STATE_DIR", hide_env = true)]
+    pub state_dir: Option<PathBuf>,
+
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a scenario: every backend it lists, one after another, then print the comparison.
+    Run(RunArgs),
+    /// List the built-in scenarios.
+    Scenarios,
+    /// Start the managed cluster (3 ZooKeeper, 3 etcd, 1 + 5 Redis) and leave it running.
+    /// Installs missing server packages first. Idempotent.
+    Up,
+    /// Stop the managed cluster and remove leftovers of crashed runs.
+    Down,
+    /// Describe the managed cluster: every server's pid, health, role and endpoint.
+    Status {
+        /// Print JSON (with every backend's endpoints) instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Arguments of `lockbench run`.
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// A scenario file (TOML) or the name of a built-in scenario (see `lockbench scenarios`).
+    pub scenario: String,
+
+    /// Results directory [default: results/<UTC time>-<scenario>].
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+
+    /// Seed for every random choice (overrides the scenario's `seed`).
+    #[arg(long)]
+    pub seed: Option<u64>,
+
+    /// Override a scenario field, e.g. `--set workload.clients=8 --set duration=8s
+    /// --set backends=zk-fair,etcd-lease`. Repeatable.
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    pub sets: Vec<String>,
+
+    /// Which servers to use: `managed` (start local servers from the OS packages, reuse them if
+    /// already up, stop them afterwards if this run started them) or `external:FILE` (a TOML
+    /// file with `zookeeper`, `etcd`, `redis` and `redlock` endpoint lists).
+    #[arg(long, default_value = "managed")]
+    pub cluster: String,
+
+    /// Do not print the progress bar.
+    #[arg(long)]
+    pub quiet: bool,
+}

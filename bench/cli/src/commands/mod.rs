@@ -1,0 +1,23 @@
+//! One module per subcommand.
+
+mod cluster;
+mod run;
+mod scenarios;
+
+use crate::cli::{Cli, Command};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Runs the parsed command.
+pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
+    let state_dir: PathBuf = cli
+        .state_dir
+        .unwrap_or_else(lockbench_cluster::default_state_dir);
+    match cli.command {
+        Command::Run(args) => run::run(args, state_dir).await,
+        Command::Scenarios => scenarios::list(),
+        Command::Up => cluster::up(state_dir).await,
+        Command::Down => cluster::down(state_dir).await,
+        Command::Status { json } => cluster::status(state_dir, json).await,
+    }
+}

@@ -1,0 +1,183 @@
+//! `lockbench run`: load the scenario, make sure servers are there, run each backend, write
+//! and print the results. Ctrl-C stops the current backend, keeps everything recorded so far
+//! (history, partial `results.json`) and stops a cluster this run started.
+
+use crate::cli::RunArgs;
+use crate::{builtin, dispatch, progress::Progress};
+use anyhow::Context;
+use lockbench_cluster::Cluster;
+use lockbench_core::{Endpoints, Scenario};
+use lockbench_report::{RunDir, RunResults, SCHEMA_VERSION, build, environment, table};
+use lockbench_workloads::RunControl;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
+
+/// Runs a scenario.
+pub async fn run(args: RunArgs, state_dir: PathBuf) -> anyhow::Result<ExitCode> {
+    let scenario = load_scenario(&args)?;
+    let (endpoints, cluster_label, started_cluster) = prepare_cluster(&args.cluster, state_dir).await?;
+    let outcome = run_scenario(&args, &scenario, &endpoints, &cluster_label).await;
+    if let Some(cluster) = started_cluster {
+        eprintln!("lockbench: stopping the managed cluster this run started");
+        if let Err(e) = cluster.down().await {
+            eprintln!("warning: could not stop the managed cluster: {e:#} (run `lockbench down`)");
+        }
+    }
+    outcome
+}
+
+async fn run_scenario(
+    args: &RunArgs,
+    scenario: &Scenario,
+    endpoints: &Endpoints,
+    cluster_label: &str,
+) -> anyhow::Result<ExitCode> {
+    let run_dir = RunDir::create(Path::new("results"), &scenario.name, args.out.as_deref())?;
+    run_dir.write_scenario(&scenario.to_toml())?;
+    eprintln!(
+        "lockbench: scenario `{}` (seed {}), {} clients on {} key(s), {} per backend after {} warm-up",
+        scenario.name,
+        scenario.seed,
+        scenario.workload.clients,
+        scenario.workload.keys,
+        humantime::format_duration(scenario.duration),
+        humantime::format_duration(scenario.warmup),
+    );
+    eprintln!("lockbench: results go to {}", run_dir.path().display());
+
+    let servers = lockbench_cluster::server_versions(endpoints).await;
+    let mut results = RunResults {
+        schema_version: SCHEMA_VERSION,
+        scenario: scenario.name.clone(),
+        seed: scenario.seed,
+        started_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
+        complete: false,
+        cluster: cluster_label.to_string(),
+        environment: environment::detect(servers),
+        results: Vec::new(),
+    };
+    run_dir.write_results(&results)?;
+
+    let interrupted = Arc::new(AtomicBool::new(false));
+    let current: Arc<Mutex<Option<RunControl>>> = Arc::new(Mutex::new(None));
+    let watcher = {
+        let (interrupted, current) = (interrupted.clone(), current.clone());
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                eprintln!("\nlockbench: interrupted; stopping the current backend and saving what was recorded");
+                interrupted.store(true, Ordering::SeqCst);
+                if let Some(c) = current.lock().expect("control lock").as_ref() {
+                    c.stop.send_replace(true);
+                }
+            }
+        })
+    };
+
+    let mut any_error = false;
+    for &kind in &scenario.backends {
+        if interrupted.load(Ordering::SeqCst) {
+            break;
+        }
+        let control = RunControl::new(scenario.workload.clients);
+        *current.lock().expect("control lock") = Some(control.clone());
+        let progress = Progress::start(
+            kind.name(),
+            scenario.warmup + scenario.duration,
+            control.clone(),
+            args.quiet,
+        );
+        let result = match dispatch::run_backend(kind, scenario, endpoints, &run_dir, control).await {
+            Ok(r) => {
+                progress.finish(format!(
+                    "{:.0} acq/s, safety {}",
+                    r.throughput_per_s, r.safety.verdict
+                ));
+                r
+            }
+            Err(e) => {
+                any_error = true;
+                let msg = format!("{e:#}");
+                progress.finish(format!("error: {msg}"));
+                build::failed_result(kind.name(), &scenario.workload, msg)
+            }
+        };
+        results.results.push(result);
+        run_dir.write_results(&results)?;
+    }
+    watcher.abort();
+    let was_interrupted = interrupted.load(Ordering::SeqCst);
+    results.complete = !was_interrupted;
+    run_dir.write_results(&results)?;
+
+    println!("{}", table::render(&results));
+    for r in &results.results {
+        if r.safety.verdict == "invalid" {
+            println!(
+                "FINDING: {} broke mutual exclusion: {} overlapping holds ({:.1} ms overlap), {} stale writes accepted, {} rejected",
+                r.backend,
+                r.safety.mutex_violations,
+                r.safety.overlap_ms,
+                r.safety.stale_writes_accepted,
+                r.safety.stale_writes_rejected
+            );
+        }
+    }
+    println!("results: {}", run_dir.path().join("results.json").display());
+    Ok(if was_interrupted {
+        ExitCode::from(130)
+    } else if any_error {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn load_scenario(args: &RunArgs) -> anyhow::Result<Scenario> {
+    let path = Path::new(&args.scenario);
+    let (source, text) = if path.exists() {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read scenario file {}", path.display()))?;
+        (path.display().to_string(), text)
+    } else if let Some(text) = builtin::find(&args.scenario) {
+        (format!("built-in scenario {}", args.scenario), text.to_string())
+    } else {
+        anyhow::bail!(
+            "`{}` is neither a scenario file nor a built-in scenario; built-ins: {}",
+            args.scenario,
+            builtin::names().join(", ")
+        );
+    };
+    let mut sets = args.sets.clone();
+    if let Some(seed) = args.seed {
+        sets.push(format!("seed={seed}"));
+    }
+    Scenario::load(&source, &text, &sets).map_err(anyhow::Error::msg)
+}
+
+/// Resolves `--cluster`: the endpoints, a label for the results, and the managed cluster if
+/// this run started it (so it is stopped afterwards).
+async fn prepare_cluster(
+    spec: &str,
+    state_dir: PathBuf,
+) -> anyhow::Result<(Endpoints, String, Option<Cluster>)> {
+    if spec == "managed" {
+        let cluster = Cluster::new(state_dir);
+        eprintln!("lockbench: checking the managed cluster (starting it if needed)");
+        let report = cluster
+            .up()
+            .await
+            .context("the managed cluster did not come up (see `lockbench status`)")?;
+        let endpoints = report.status.endpoints.clone();
+        Ok((endpoints, "managed".into(), report.started.then_some(cluster)))
+    } else if let Some(file) = spec.strip_prefix("external:") {
+        let text = std::fs::read_to_string(file)
+            .with_context(|| format!("cannot read cluster file {file}"))?;
+        let endpoints = Endpoints::from_toml(&text).map_err(|e| anyhow::anyhow!("cluster file {file}: {e}"))?;
+        Ok((endpoints, spec.to_string(), None))
+    } else {
+        anyhow::bail!("--cluster {spec}: expected `managed` or `external:FILE`")
+    }
+}

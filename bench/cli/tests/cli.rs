@@ -1,0 +1,212 @@
+//! End-to-end tests of the `lockbench` binary against the real managed cluster.
+//!
+//! Runs use `--cluster external:FILE` with the managed cluster's endpoints, so a test never
+//! starts or stops servers that other tests are using, and `--out` into a fresh directory.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("lockbench-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn managed_cluster_file(dir: &Path) -> PathBuf {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let endpoints = rt.block_on(lockbench_cluster::for_tests());
+    let file = dir.join("cluster.toml");
+    std::fs::write(&file, endpoints.to_toml()).unwrap();
+    file
+}
+
+fn lockbench(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lockbench"))
+        .args(args)
+        .output()
+        .expect("run lockbench")
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn results(dir: &Path) -> Value {
+    let raw = std::fs::read_to_string(dir.join("results.json")).expect("results.json");
+    serde_json::from_str(&raw).unwrap()
+}
+
+fn result_of<'a>(results: &'a Value, backend: &str) -> &'a Value {
+    results["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["backend"] == backend)
+        .unwrap_or_else(|| panic!("no result for {backend}"))
+}
+
+#[test]
+fn every_backend_excludes_with_8_clients_on_one_key_and_the_results_are_complete() {
+    let dir = scratch("all");
+    let cluster = managed_cluster_file(&dir);
+    let out_dir = dir.join("run");
+    let out = lockbench(&[
+        "run", "quick", "--quiet",
+        "--cluster", &format!("external:{}", cluster.display()),
+        "--out", out_dir.to_str().unwrap(),
+        "--set", "duration=2s", "--set", "warmup=500ms",
+        "--set", "workload.hold=200us",
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    let r = results(&out_dir);
+    assert_eq!(r["schema_version"], 1);
+    assert_eq!(r["complete"], true);
+    for system in ["zookeeper", "etcd", "redis"] {
+        assert!(r["environment"]["servers"][system].is_string(), "{system} version missing");
+    }
+    let all = r["results"].as_array().unwrap();
+    assert_eq!(all.len(), 6, "{}", text(&out));
+    for res in all {
+        let name = res["backend"].as_str().unwrap();
+        assert_eq!(res["status"], "ok", "{name}: {res}");
+        assert_eq!(res["safety"]["verdict"], "valid", "{name}: {res}");
+        assert_eq!(res["safety"]["mutex_violations"], 0, "{name}");
+        assert_eq!(res["safety"]["stale_writes_accepted"], 0, "{name}");
+        assert!(res["acquisitions"].as_u64().unwrap() > 0, "{name}: no acquisitions");
+        assert!(res["throughput_per_s"].as_f64().unwrap() > 0.0, "{name}");
+        for field in ["p50", "p90", "p99", "p999", "max"] {
+            assert!(res["acquire_latency_us"][field].is_u64(), "{name}: {field}");
+        }
+        assert!(res["handoff_latency_us"]["p50"].is_u64(), "{name}: 8 clients on 1 key must hand off");
+        assert!(res["fairness_jain"].as_f64().unwrap() > 0.0, "{name}");
+        assert_eq!(res["per_client_acquisitions"].as_array().unwrap().len(), 8);
+        assert!(res["server_ops_per_acquisition"].as_f64().unwrap() >= 1.0, "{name}: {res}");
+        assert!(res["requests"]["server_counted"].as_u64().unwrap() > 0, "{name}: {res}");
+        assert!(res["recipe"]["waits_by"].is_string(), "{name}");
+    }
+    // Redis counts exactly what lockbench sends: the two counts must agree.
+    for name in ["redis-setnx", "redlock"] {
+        let q = &result_of(&r, name)["requests"];
+        assert_eq!(q["client_counted"], q["server_counted"], "{name}: {q}");
+    }
+    // Tokens are reported only where the recipe has them.
+    assert!(result_of(&r, "redlock")["safety"]["unfenced_writes"].as_u64().unwrap() > 0);
+    assert_eq!(result_of(&r, "zk-fair")["safety"]["unfenced_writes"], 0);
+
+    let scenario = std::fs::read_to_string(out_dir.join("scenario.toml")).unwrap();
+    assert!(scenario.contains("seed = 1") && scenario.contains("duration = \"2s\""), "{scenario}");
+    let history = std::fs::read_to_string(out_dir.join("history.jsonl")).unwrap();
+    assert!(history.lines().count() > 100);
+    assert!(history.lines().all(|l| l.starts_with("{\"backend\":")));
+    for name in ["zk-fair", "redlock"] {
+        for ext in ["hgrm", "hdr"] {
+            let f = out_dir.join("histograms").join(format!("{name}.acquire.{ext}"));
+            assert!(f.metadata().map(|m| m.len() > 0).unwrap_or(false), "{}", f.display());
+        }
+    }
+    let table = String::from_utf8_lossy(&out.stdout);
+    for name in ["zk-fair", "zk-curator", "etcd-lease", "etcd-lockapi", "redis-setnx", "redlock"] {
+        assert!(table.contains(name), "table lacks {name}:\n{table}");
+    }
+}
+
+#[test]
+fn a_broken_recipe_is_caught_by_the_checkers() {
+    let dir = scratch("broken");
+    let cluster = managed_cluster_file(&dir);
+    let out_dir = dir.join("run");
+    let out = lockbench(&[
+        "run", "broken-recipe", "--quiet",
+        "--cluster", &format!("external:{}", cluster.display()),
+        "--out", out_dir.to_str().unwrap(),
+        "--set", "duration=2s",
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    let r = results(&out_dir);
+    let broken = &result_of(&r, "redis-broken-nonx")["safety"];
+    assert_eq!(broken["verdict"], "invalid", "{broken}");
+    assert!(broken["mutex_violations"].as_u64().unwrap() > 0, "{broken}");
+    assert!(broken["overlap_ms"].as_f64().unwrap() > 0.0, "{broken}");
+    let good = &result_of(&r, "redis-setnx")["safety"];
+    assert_eq!(good["verdict"], "valid", "{good}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("FINDING: redis-broken-nonx"));
+}
+
+#[test]
+fn a_bad_scenario_field_is_named_before_anything_runs() {
+    let dir = scratch("bad");
+    let file = dir.join("bad.toml");
+    std::fs::write(
+        &file,
+        "name = \"bad\"\nbackends = [\"zk-fair\"]\n[workload]\nclients = 4\nkeys = 1\nhold = \"fast\"\n",
+    )
+    .unwrap();
+    let out = lockbench(&["run", file.to_str().unwrap(), "--cluster", "external:/nonexistent"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("hold") && err.contains("bad.toml"), "{err}");
+
+    let out = lockbench(&["run", "quick", "--set", "workload.clients=0"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("workload.clients") && err.contains("at least 1"), "{err}");
+
+    let out = lockbench(&["run", "quick", "--set", "workload.clientz=3"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("clientz"));
+
+    let out = lockbench(&["run", "no-such-scenario"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no-such-scenario") && err.contains("quick"), "{err}");
+}
+
+#[test]
+fn an_unreachable_server_fails_fast_naming_its_address() {
+    let dir = scratch("unreachable");
+    let file = dir.join("cluster.toml");
+    std::fs::write(
+        &file,
+        "zookeeper = [\"127.0.0.1:1\"]\netcd = [\"http://127.0.0.1:2\"]\nredis = [\"127.0.0.1:3\"]\nredlock = [\"127.0.0.1:4\"]\n",
+    )
+    .unwrap();
+    for (backend, address) in [
+        ("redis-setnx", "127.0.0.1:3"),
+        ("zk-fair", "127.0.0.1:1"),
+        ("etcd-lease", "127.0.0.1:2"),
+    ] {
+        let started = Instant::now();
+        let out_dir = dir.join(backend);
+        let out = lockbench(&[
+            "run", "quick", "--quiet",
+            "--cluster", &format!("external:{}", file.display()),
+            "--out", out_dir.to_str().unwrap(),
+            "--set", &format!("backends={backend}"),
+        ]);
+        let took = started.elapsed();
+        assert_eq!(out.status.code(), Some(2), "{backend}: {}", text(&out));
+        assert!(took < Duration::from_secs(20), "{backend}: took {took:?}");
+        let all = text(&out);
+        assert!(all.contains(address), "{backend}: error does not name {address}: {all}");
+        let r = results(&out_dir);
+        assert_eq!(result_of(&r, backend)["status"], "error");
+    }
+}
+
+#[test]
+fn scenarios_lists_the_built_ins() {
+    let out = lockbench(&["scenarios"]);
+    assert!(out.status.success());
+    let list = String::from_utf8_lossy(&out.stdout);
+    for name in ["quick", "contention", "spread", "uncontended", "redis-throughput", "broken-recipe"] {
+        assert!(list.contains(name), "{list}");
+    }
+}
