@@ -21,7 +21,9 @@ use crate::recorder::{Recorder, RunOutput};
 use crate::resource::FencedResource;
 use lockbench_core::scenario::Workload;
 use lockbench_core::traits::BackendError;
-use lockbench_core::{Backend, ClientId, ErrorKind, LockClient, Nanos, Op, OpF, OpType, Outcome, RunClock};
+use lockbench_core::{
+    Backend, ClientId, ErrorKind, LockClient, Nanos, Op, OpF, OpType, Outcome, RunClock,
+};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -70,7 +72,10 @@ impl RunControl {
 
     /// Total acquisitions so far.
     pub fn acquisitions(&self) -> u64 {
-        self.progress.iter().map(|a| a.load(Ordering::Relaxed)).sum()
+        self.progress
+            .iter()
+            .map(|a| a.load(Ordering::Relaxed))
+            .sum()
     }
 
     /// `true` once the run has been told to stop.
@@ -98,7 +103,8 @@ pub async fn run_contention<B: Backend>(
     control: RunControl,
 ) -> Result<RunOutput, BackendError> {
     let clients = run.workload.clients;
-    let connected = futures::future::join_all((0..clients).map(|slot| backend.connect(ClientId(slot)))).await;
+    let connected =
+        futures::future::join_all((0..clients).map(|slot| backend.connect(ClientId(slot)))).await;
     let mut ready = Vec::with_capacity(clients as usize);
     let mut first_error = None;
     for c in connected {
@@ -152,8 +158,12 @@ pub async fn run_contention<B: Backend>(
     if let Some(t) = timer {
         t.abort();
     }
-    let interrupted = shared.run.clock.now() < measure_end && measure_end != Nanos(u64::MAX)
-        && shared.remaining.as_ref().is_none_or(|r| r.load(Ordering::Relaxed) > 0);
+    let interrupted = shared.run.clock.now() < measure_end
+        && measure_end != Nanos(u64::MAX)
+        && shared
+            .remaining
+            .as_ref()
+            .is_none_or(|r| r.load(Ordering::Relaxed) > 0);
     let stopped_at = shared.run.clock.now().min(measure_end);
     Ok(RunOutput {
         workers,
@@ -206,7 +216,15 @@ async fn client_loop<B: Backend>(
             // leaves such ops open; checkers treat them as indeterminate).
             None => break,
             Some(Err(_elapsed)) => {
-                rec.complete(done, id, OpF::Acquire, key, OpType::Info, None, Some(ErrorKind::Timeout));
+                rec.complete(
+                    done,
+                    id,
+                    OpF::Acquire,
+                    key,
+                    OpType::Info,
+                    None,
+                    Some(ErrorKind::Timeout),
+                );
                 retire = true;
             }
             Some(Ok(Outcome::Info(e))) => {
@@ -223,7 +241,8 @@ async fn client_loop<B: Backend>(
                 rec.complete(done, id, OpF::Acquire, key, OpType::Ok, grant.token, None);
                 let measured = intended >= shared.measure_start && done <= shared.measure_end;
                 rec.granted(measured, intended, sent, done);
-                shared.control.progress[slot as usize].store(rec.stats.acquisitions_total, Ordering::Relaxed);
+                shared.control.progress[slot as usize]
+                    .store(rec.stats.acquisitions_total, Ordering::Relaxed);
                 if measured {
                     count_towards_target(&shared);
                 }
@@ -234,7 +253,11 @@ async fn client_loop<B: Backend>(
                     id,
                     OpF::Write,
                     key,
-                    if verdict.accepted { OpType::Ok } else { OpType::Fail },
+                    if verdict.accepted {
+                        OpType::Ok
+                    } else {
+                        OpType::Fail
+                    },
                     grant.token,
                     (!verdict.accepted).then_some(ErrorKind::StaleToken),
                 );
@@ -247,17 +270,30 @@ async fn client_loop<B: Backend>(
                 }
                 let token = grant.token;
                 rec.push(Op::invoke(clock.now(), id, OpF::Release, key));
-                let released = tokio::time::timeout(workload.acquire_timeout, client.release(grant)).await;
+                let released =
+                    tokio::time::timeout(workload.acquire_timeout, client.release(grant)).await;
                 let done = clock.now();
                 match released {
-                    Ok(Outcome::Ok(())) => rec.complete(done, id, OpF::Release, key, OpType::Ok, token, None),
-                    Ok(Outcome::Fail(e)) => rec.complete(done, id, OpF::Release, key, OpType::Fail, token, Some(e)),
+                    Ok(Outcome::Ok(())) => {
+                        rec.complete(done, id, OpF::Release, key, OpType::Ok, token, None)
+                    }
+                    Ok(Outcome::Fail(e)) => {
+                        rec.complete(done, id, OpF::Release, key, OpType::Fail, token, Some(e))
+                    }
                     Ok(Outcome::Info(e)) => {
                         rec.complete(done, id, OpF::Release, key, OpType::Info, token, Some(e));
                         retire = true;
                     }
                     Err(_) => {
-                        rec.complete(done, id, OpF::Release, key, OpType::Info, token, Some(ErrorKind::Timeout));
+                        rec.complete(
+                            done,
+                            id,
+                            OpF::Release,
+                            key,
+                            OpType::Info,
+                            token,
+                            Some(ErrorKind::Timeout),
+                        );
                         retire = true;
                     }
                 }

@@ -70,7 +70,9 @@ mod tests {
         let s = Scenario::load("t", text, &[]).unwrap();
         let draws = |seed| {
             let mut p = ClientPlan::new(&s.workload, seed, 3);
-            (0..20).map(|_| (p.next_key(), p.hold())).collect::<Vec<_>>()
+            (0..20)
+                .map(|_| (p.next_key(), p.hold()))
+                .collect::<Vec<_>>()
         };
         assert_eq!(draws(7), draws(7));
         assert_ne!(draws(7), draws(8));

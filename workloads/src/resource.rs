@@ -60,13 +60,49 @@ mod tests {
     fn fenced_mode_rejects_lower_tokens_and_unfenced_accepts_but_flags_them() {
         let fenced = FencedResource::new(ResourceMode::Fenced, 2);
         let t = |n| Some(FencingToken(n));
-        assert_eq!(fenced.write(KeyId(0), t(5)), WriteVerdict { accepted: true, stale: Some(false) });
-        assert_eq!(fenced.write(KeyId(0), t(5)), WriteVerdict { accepted: true, stale: Some(false) });
-        assert_eq!(fenced.write(KeyId(0), t(3)), WriteVerdict { accepted: false, stale: Some(true) });
-        assert_eq!(fenced.write(KeyId(1), t(3)), WriteVerdict { accepted: true, stale: Some(false) });
+        assert_eq!(
+            fenced.write(KeyId(0), t(5)),
+            WriteVerdict {
+                accepted: true,
+                stale: Some(false)
+            }
+        );
+        assert_eq!(
+            fenced.write(KeyId(0), t(5)),
+            WriteVerdict {
+                accepted: true,
+                stale: Some(false)
+            }
+        );
+        assert_eq!(
+            fenced.write(KeyId(0), t(3)),
+            WriteVerdict {
+                accepted: false,
+                stale: Some(true)
+            }
+        );
+        assert_eq!(
+            fenced.write(KeyId(1), t(3)),
+            WriteVerdict {
+                accepted: true,
+                stale: Some(false)
+            }
+        );
         let unfenced = FencedResource::new(ResourceMode::Unfenced, 1);
         unfenced.write(KeyId(0), t(9));
-        assert_eq!(unfenced.write(KeyId(0), t(2)), WriteVerdict { accepted: true, stale: Some(true) });
-        assert_eq!(unfenced.write(KeyId(0), None), WriteVerdict { accepted: true, stale: None });
+        assert_eq!(
+            unfenced.write(KeyId(0), t(2)),
+            WriteVerdict {
+                accepted: true,
+                stale: Some(true)
+            }
+        );
+        assert_eq!(
+            unfenced.write(KeyId(0), None),
+            WriteVerdict {
+                accepted: true,
+                stale: None
+            }
+        );
     }
 }

@@ -33,13 +33,19 @@ pub async fn acquire_release_and_tokens_grow<B: Backend>(backend: &B) {
             other => panic!("{name}: acquire round {round}: {other:?}"),
         };
         if let (Some(prev), Some(now)) = (last, grant.token) {
-            assert!(now > prev, "{name}: token {now:?} after {prev:?} does not grow");
+            assert!(
+                now > prev,
+                "{name}: token {now:?} after {prev:?} does not grow"
+            );
         }
         last = grant.token.or(last);
         let renewed = client.renew(&grant).await;
         assert!(renewed.is_ok(), "{name}: renew of a held lock: {renewed:?}");
         let released = client.release(grant).await;
-        assert!(released.is_ok(), "{name}: release round {round}: {released:?}");
+        assert!(
+            released.is_ok(),
+            "{name}: release round {round}: {released:?}"
+        );
     }
     let other = client.acquire(KeyId(1)).await;
     let Outcome::Ok(other) = other else {
@@ -47,7 +53,10 @@ pub async fn acquire_release_and_tokens_grow<B: Backend>(backend: &B) {
     };
     assert!(client.release(other).await.is_ok(), "{name}: release key 1");
     if let Some(n) = client.requests_sent() {
-        assert!(n >= 12, "{name}: client counted only {n} requests for 12 calls");
+        assert!(
+            n >= 12,
+            "{name}: client counted only {n} requests for 12 calls"
+        );
     }
     client.close().await;
 }
@@ -74,7 +83,10 @@ pub async fn mutual_exclusion<B: Backend>(backend: &B, clients: u32, rounds: u32
                 tokio::time::sleep(Duration::from_micros(300)).await;
                 held.store(false, Ordering::SeqCst);
                 let released = client.release(grant).await;
-                assert!(released.is_ok(), "{name}: client {id} release: {released:?}");
+                assert!(
+                    released.is_ok(),
+                    "{name}: client {id} release: {released:?}"
+                );
             }
             client.close().await;
         }));
@@ -83,14 +95,21 @@ pub async fn mutual_exclusion<B: Backend>(backend: &B, clients: u32, rounds: u32
         t.await.expect("client task panicked");
     }
     let n = overlaps.load(Ordering::SeqCst);
-    assert_eq!(n, 0, "{name}: {n} overlapping holds with {clients} clients on one key");
+    assert_eq!(
+        n, 0,
+        "{name}: {n} overlapping holds with {clients} clients on one key"
+    );
 }
 
 /// A client acquires and then dies without releasing ([`LockClient::abandon`]); a second client
 /// waiting for the same key must be granted it once the backend notices (session timeout, lease
 /// or TTL expiry), within `expiry + margin`. The dead holder's lock must not be granted early:
 /// the wait must last at least `expiry / 2`.
-pub async fn dead_holders_lock_is_taken_over<B: Backend>(backend: &B, expiry: Duration, margin: Duration) {
+pub async fn dead_holders_lock_is_taken_over<B: Backend>(
+    backend: &B,
+    expiry: Duration,
+    margin: Duration,
+) {
     let name = backend.info().backend;
     let mut holder = connect(backend, 0).await;
     let mut waiter = connect(backend, 1).await;
@@ -107,16 +126,25 @@ pub async fn dead_holders_lock_is_taken_over<B: Backend>(backend: &B, expiry: Du
     let grant = match granted {
         Ok(Outcome::Ok(g)) => g,
         Ok(other) => panic!("{name}: waiter acquire after holder died: {other:?}"),
-        Err(_) => panic!("{name}: dead holder's lock not taken over within {:?}", expiry + margin),
+        Err(_) => panic!(
+            "{name}: dead holder's lock not taken over within {:?}",
+            expiry + margin
+        ),
     };
     assert!(
         waited >= expiry / 2,
         "{name}: lock granted {waited:?} after its holder died, before the expiry {expiry:?} could have passed"
     );
     if let (Some(a), Some(b)) = (first_token, grant.token) {
-        assert!(b > a, "{name}: new holder's token {b:?} not above dead holder's {a:?}");
+        assert!(
+            b > a,
+            "{name}: new holder's token {b:?} not above dead holder's {a:?}"
+        );
     }
-    assert!(waiter.release(grant).await.is_ok(), "{name}: release after takeover");
+    assert!(
+        waiter.release(grant).await.is_ok(),
+        "{name}: release after takeover"
+    );
     waiter.close().await;
 }
 
@@ -131,8 +159,14 @@ pub async fn unreachable_fails_fast<B: Backend>(backend: &B, address: &str, limi
         Ok(Ok(_)) => panic!("connect to unreachable {address} succeeded"),
         Ok(Err(e)) => {
             let msg = e.to_string();
-            assert!(msg.contains(address), "error does not name {address}: {msg}");
-            assert!(took <= limit, "connect to unreachable {address} took {took:?} (limit {limit:?})");
+            assert!(
+                msg.contains(address),
+                "error does not name {address}: {msg}"
+            );
+            assert!(
+                took <= limit,
+                "connect to unreachable {address} took {took:?} (limit {limit:?})"
+            );
         }
     }
 }

@@ -45,11 +45,37 @@ mod tests {
     fn only_contended_releases_count() {
         let k = KeyId(0);
         let inv = |t, c| Op::invoke(Nanos(t), ClientId(c), OpF::Acquire, k);
-        let ok = |t, c| Op::complete(Nanos(t), ClientId(c), OpF::Acquire, k, OpType::Ok, None, None);
-        let rel = |t, c| Op::complete(Nanos(t), ClientId(c), OpF::Release, k, OpType::Ok, None, None);
+        let ok = |t, c| {
+            Op::complete(
+                Nanos(t),
+                ClientId(c),
+                OpF::Acquire,
+                k,
+                OpType::Ok,
+                None,
+                None,
+            )
+        };
+        let rel = |t, c| {
+            Op::complete(
+                Nanos(t),
+                ClientId(c),
+                OpF::Release,
+                k,
+                OpType::Ok,
+                None,
+                None,
+            )
+        };
         let h = History::from_unordered(vec![
-            inv(0, 0), ok(1_000, 0), inv(2_000, 1), rel(10_000, 0), ok(13_000, 1), // contended: 3 µs
-            rel(20_000, 1), inv(30_000, 0), ok(31_000, 0),                          // uncontended
+            inv(0, 0),
+            ok(1_000, 0),
+            inv(2_000, 1),
+            rel(10_000, 0),
+            ok(13_000, 1), // contended: 3 µs
+            rel(20_000, 1),
+            inv(30_000, 0),
+            ok(31_000, 0), // uncontended
         ]);
         let lat = latencies(&h, Nanos(0), Nanos(u64::MAX));
         assert_eq!(lat.len(), 1);

@@ -60,7 +60,9 @@ pub fn check(history: &History) -> MutexReport {
                     }
                 }
             }
-            (OpF::Release, OpType::Fail) if op.error == Some(lockbench_core::ErrorKind::LockLost) => {
+            (OpF::Release, OpType::Fail)
+                if op.error == Some(lockbench_core::ErrorKind::LockLost) =>
+            {
                 report.locks_lost += 1;
             }
             _ => {}
@@ -79,7 +81,15 @@ mod tests {
     use lockbench_core::Op;
 
     fn ok(t: u64, c: u32) -> Op {
-        Op::complete(Nanos(t), ClientId(c), OpF::Acquire, KeyId(0), OpType::Ok, None, None)
+        Op::complete(
+            Nanos(t),
+            ClientId(c),
+            OpF::Acquire,
+            KeyId(0),
+            OpType::Ok,
+            None,
+            None,
+        )
     }
     fn rel(t: u64, c: u32) -> Op {
         Op::invoke(Nanos(t), ClientId(c), OpF::Release, KeyId(0))
@@ -94,7 +104,12 @@ mod tests {
     #[test]
     fn overlapping_holds_are_counted_with_their_overlap() {
         let ms = 1_000_000;
-        let h = History::from_unordered(vec![ok(0, 0), ok(2 * ms, 1), rel(5 * ms, 0), rel(6 * ms, 1)]);
+        let h = History::from_unordered(vec![
+            ok(0, 0),
+            ok(2 * ms, 1),
+            rel(5 * ms, 0),
+            rel(6 * ms, 1),
+        ]);
         let r = check(&h);
         assert_eq!(r.violations, 1);
         assert!((r.overlap_ms - 3.0).abs() < 1e-9, "{r:?}");

@@ -53,7 +53,9 @@ pub fn check(history: &History) -> Safety {
     let mutex = guarded("mutex", &mut failed, || mutex::check(history));
     let fencing = guarded("fencing", &mut failed, || fencing::check(history));
     let violation = mutex.as_ref().is_some_and(|m| m.violations > 0)
-        || fencing.as_ref().is_some_and(|f| f.stale_writes_accepted > 0);
+        || fencing
+            .as_ref()
+            .is_some_and(|f| f.stale_writes_accepted > 0);
     let verdict = if violation {
         Validity::Invalid
     } else if !failed.is_empty() {

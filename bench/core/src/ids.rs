@@ -88,7 +88,10 @@ impl BackendKind {
             .find(|b| b.name() == name)
             .ok_or_else(|| {
                 let valid: Vec<&str> = BackendKind::ALL.iter().map(|b| b.name()).collect();
-                format!("unknown backend `{name}`; expected one of: {}", valid.join(", "))
+                format!(
+                    "unknown backend `{name}`; expected one of: {}",
+                    valid.join(", ")
+                )
             })
     }
 }

@@ -345,7 +345,10 @@ impl Scenario {
             return Err(bad("name", "must not be empty"));
         }
         if self.backends.is_empty() {
-            return Err(bad("backends", "list at least one backend, e.g. [\"zk-fair\"]"));
+            return Err(bad(
+                "backends",
+                "list at least one backend, e.g. [\"zk-fair\"]",
+            ));
         }
         if w.clients == 0 {
             return Err(bad("workload.clients", "must be at least 1"));
@@ -361,7 +364,10 @@ impl Scenario {
         }
         if let Some(rate) = w.rate {
             if !(rate.is_finite() && rate > 0.0) {
-                return Err(bad("workload.rate", "must be a positive number of acquisitions/s"));
+                return Err(bad(
+                    "workload.rate",
+                    "must be a positive number of acquisitions/s",
+                ));
             }
         }
         if w.acquisitions == Some(0) {
@@ -382,10 +388,16 @@ impl Scenario {
             return Err(bad("zookeeper.session_timeout", "must be at least 500ms"));
         }
         if !z.root.starts_with('/') || z.root.len() < 2 || z.root.ends_with('/') {
-            return Err(bad("zookeeper.root", "must be an absolute path like \"/lockbench\""));
+            return Err(bad(
+                "zookeeper.root",
+                "must be an absolute path like \"/lockbench\"",
+            ));
         }
         if self.etcd.lease_ttl < Duration::from_secs(1) {
-            return Err(bad("etcd.lease_ttl", "must be at least 1s (etcd leases are whole seconds)"));
+            return Err(bad(
+                "etcd.lease_ttl",
+                "must be at least 1s (etcd leases are whole seconds)",
+            ));
         }
         if self.redis.ttl < Duration::from_millis(1) {
             return Err(bad("redis.ttl", "must be at least 1ms"));
@@ -413,9 +425,9 @@ impl Scenario {
 /// otherwise (`8s`, `zk-fair`). A comma-separated value, or any value for a field that holds a
 /// list, becomes a list of strings: `backends=zk-fair,etcd-lease`.
 pub fn apply_override(table: &mut toml::Table, assignment: &str) -> Result<(), String> {
-    let (path, raw) = assignment
-        .split_once('=')
-        .ok_or_else(|| format!("--set {assignment}: expected path=value, e.g. workload.clients=8"))?;
+    let (path, raw) = assignment.split_once('=').ok_or_else(|| {
+        format!("--set {assignment}: expected path=value, e.g. workload.clients=8")
+    })?;
     let path = path.trim();
     let parts: Vec<&str> = path.split('.').collect();
     if parts.iter().any(|p| p.is_empty()) {
@@ -487,11 +499,17 @@ keys = 1
         let s = Scenario::load("t", MINIMAL, &sets).unwrap();
         assert_eq!(s.workload.clients, 8);
         assert_eq!(s.duration, Duration::from_secs(8));
-        assert_eq!(s.backends, vec![BackendKind::ZkFair, BackendKind::EtcdLease]);
+        assert_eq!(
+            s.backends,
+            vec![BackendKind::ZkFair, BackendKind::EtcdLease]
+        );
         assert_eq!(
             s.workload.hold,
             Dist::Uniform {
-                uniform: [Duration::from_millis(1).into(), Duration::from_millis(3).into()]
+                uniform: [
+                    Duration::from_millis(1).into(),
+                    Duration::from_millis(3).into()
+                ]
             }
         );
         assert_eq!(s.workload.rate, Some(500.0));
@@ -501,7 +519,8 @@ keys = 1
 
     #[test]
     fn a_misspelled_field_is_named() {
-        let err = Scenario::load("f.toml", &MINIMAL.replace("clients", "clinets"), &[]).unwrap_err();
+        let err =
+            Scenario::load("f.toml", &MINIMAL.replace("clients", "clinets"), &[]).unwrap_err();
         assert!(err.contains("clinets") && err.contains("f.toml"), "{err}");
         let err = Scenario::load("t", MINIMAL, &["workload.clinets=3".into()]).unwrap_err();
         assert!(err.contains("clinets"), "{err}");
@@ -520,7 +539,10 @@ keys = 1
     #[test]
     fn distributions_sample_within_their_bounds() {
         let u = Dist::Uniform {
-            uniform: [Duration::from_millis(1).into(), Duration::from_millis(3).into()],
+            uniform: [
+                Duration::from_millis(1).into(),
+                Duration::from_millis(3).into(),
+            ],
         };
         assert_eq!(u.sample(0.0), Duration::from_millis(1));
         assert_eq!(u.sample(0.5), Duration::from_millis(2));

@@ -8,7 +8,9 @@ use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};
 
 /// Nanoseconds since the start of the run.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 #[serde(transparent)]
 pub struct Nanos(pub u64);
 
@@ -38,7 +40,9 @@ pub struct RunClock {
 impl RunClock {
     /// A clock whose zero is now.
     pub fn start() -> RunClock {
-        RunClock { origin: Instant::now() }
+        RunClock {
+            origin: Instant::now(),
+        }
     }
 
     /// A clock whose zero is `origin`.

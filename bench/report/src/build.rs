@@ -151,7 +151,11 @@ pub fn failed_result(backend: &str, workload: &Workload, error: String) -> Backe
 fn requests(client: Option<u64>, counters: &CounterReadings, total: u64) -> Requests {
     let per = |n: u64| (total > 0).then(|| round3(n as f64 / total as f64));
     let (server, source, error) = match (&counters.before, &counters.after) {
-        (Ok(b), Ok(a)) => (Some(a.requests.saturating_sub(b.requests)), a.source.clone(), None),
+        (Ok(b), Ok(a)) => (
+            Some(a.requests.saturating_sub(b.requests)),
+            a.source.clone(),
+            None,
+        ),
         (Err(e), _) | (_, Err(e)) => (None, String::new(), Some(e.clone())),
     };
     Requests {

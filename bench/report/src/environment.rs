@@ -20,7 +20,9 @@ pub fn detect(servers: BTreeMap<String, String>) -> Environment {
         lockbench_version: env!("CARGO_PKG_VERSION").into(),
         kernel,
         os,
-        cpus: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        cpus: std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1),
         servers,
     }
 }

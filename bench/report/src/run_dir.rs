@@ -81,14 +81,22 @@ impl RunDir {
     }
 
     /// Writes a histogram as `.hgrm` text and `.hdr` (V2 deflate) under `histograms/`.
-    pub fn write_histogram(&self, backend: &str, metric: &str, h: &Histogram<u64>) -> anyhow::Result<()> {
+    pub fn write_histogram(
+        &self,
+        backend: &str,
+        metric: &str,
+        h: &Histogram<u64>,
+    ) -> anyhow::Result<()> {
         let dir = self.path.join("histograms");
         let mut bin = Vec::new();
         V2DeflateSerializer::new()
             .serialize(h, &mut bin)
             .map_err(|e| anyhow::anyhow!("serialize histogram: {e:?}"))?;
         write_atomic(&dir.join(format!("{backend}.{metric}.hdr")), &bin)?;
-        write_atomic(&dir.join(format!("{backend}.{metric}.hgrm")), hgrm(h).as_bytes())
+        write_atomic(
+            &dir.join(format!("{backend}.{metric}.hgrm")),
+            hgrm(h).as_bytes(),
+        )
     }
 
     /// Starts the history writer for `backend`: returns the sender the client loop records
@@ -97,7 +105,10 @@ impl RunDir {
     pub fn history_writer(
         &self,
         backend: &'static str,
-    ) -> anyhow::Result<(mpsc::UnboundedSender<Vec<Op>>, JoinHandle<anyhow::Result<Vec<Op>>>)> {
+    ) -> anyhow::Result<(
+        mpsc::UnboundedSender<Vec<Op>>,
+        JoinHandle<anyhow::Result<Vec<Op>>>,
+    )> {
         let path = self.path.join("history.jsonl");
         let file = OpenOptions::new()
             .create(true)
@@ -132,7 +143,11 @@ fn hgrm(h: &Histogram<u64>) -> String {
     }
     for v in h.iter_quantiles(2) {
         let q = v.quantile_iterated_to();
-        let inv = if q < 1.0 { format!("{:.2}", 1.0 / (1.0 - q)) } else { "inf".into() };
+        let inv = if q < 1.0 {
+            format!("{:.2}", 1.0 / (1.0 - q))
+        } else {
+            "inf".into()
+        };
         s.push_str(&format!(
             "{:>16} {:>12.6} {:>12} {:>14}\n",
             v.value_iterated_to(),

@@ -18,7 +18,8 @@ fn pct(p: &Option<Percentiles>, f: impl Fn(&Percentiles) -> u64) -> String {
 }
 
 fn opt(x: Option<f64>, digits: usize) -> String {
-    x.map(|v| format!("{v:.digits$}")).unwrap_or_else(|| "-".into())
+    x.map(|v| format!("{v:.digits$}"))
+        .unwrap_or_else(|| "-".into())
 }
 
 fn safety(r: &BackendResult) -> String {
@@ -39,12 +40,27 @@ pub fn render(results: &RunResults) -> String {
     t.load_preset(UTF8_FULL_CONDENSED)
         .set_content_arrangement(ContentArrangement::Dynamic)
         .set_header(vec![
-            "backend", "N/K", "acq/s", "p50", "p90", "p99", "p99.9", "max", "hand-off p50", "hand-off p99",
-            "fair", "fail/info", "req/acq (client|server)", "safety",
+            "backend",
+            "N/K",
+            "acq/s",
+            "p50",
+            "p90",
+            "p99",
+            "p99.9",
+            "max",
+            "hand-off p50",
+            "hand-off p99",
+            "fair",
+            "fail/info",
+            "req/acq (client|server)",
+            "safety",
         ]);
     for r in &results.results {
         if let Some(err) = &r.error {
-            t.add_row(vec![Cell::new(&r.backend), Cell::new(format!("error: {err}"))]);
+            t.add_row(vec![
+                Cell::new(&r.backend),
+                Cell::new(format!("error: {err}")),
+            ]);
             continue;
         }
         let q = &r.requests;
@@ -65,11 +81,14 @@ pub fn render(results: &RunResults) -> String {
             Cell::new(pct(&r.handoff_latency_us, |p| p.p50)).set_alignment(CellAlignment::Right),
             Cell::new(pct(&r.handoff_latency_us, |p| p.p99)).set_alignment(CellAlignment::Right),
             Cell::new(opt(r.fairness_jain, 2)).set_alignment(CellAlignment::Right),
-            Cell::new(format!("{}/{}", r.errors.fail, r.errors.info)).set_alignment(CellAlignment::Right),
+            Cell::new(format!("{}/{}", r.errors.fail, r.errors.info))
+                .set_alignment(CellAlignment::Right),
             Cell::new(reqs).set_alignment(CellAlignment::Right),
             Cell::new(safety(r)),
         ];
         t.add_row(row);
     }
-    format!("{t}\nlatencies in ms (acquire: from intended start); req/acq: lockbench's count | the servers' own counters\n")
+    format!(
+        "{t}\nlatencies in ms (acquire: from intended start); req/acq: lockbench's count | the servers' own counters\n"
+    )
 }

@@ -1,0 +1,238 @@
+//! Tests of the client loop's own logic, against an in-memory lock (never a stand-in for a
+//! real backend: it exists only to exercise stopping, counting and client retirement).
+
+use lockbench_core::traits::BackendError;
+use lockbench_core::{
+    Backend, BackendInfo, BackendKind, ClientId, ErrorKind, FencingToken, Grant, KeyId, LockClient,
+    Op, OpF, OpType, Outcome, RunClock, Scenario, ServerCounters,
+};
+use lockbench_workloads::{ContentionRun, FencedResource, RunControl, run_contention};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+use tokio::sync::{Mutex, OwnedMutexGuard};
+
+/// One tokio mutex per key; the token is a per-key counter bumped on every grant. Every
+/// `info_every`-th acquire (over all clients) reports an indeterminate outcome instead.
+struct MemoryLocks {
+    keys: Vec<Arc<Mutex<u64>>>,
+    acquires: AtomicU64,
+    info_every: u64,
+    connects: AtomicU64,
+}
+
+struct MemoryClient {
+    locks: Arc<MemoryLocks>,
+    sent: u64,
+}
+
+impl LockClient for MemoryClient {
+    type Handle = OwnedMutexGuard<u64>;
+
+    async fn acquire(&mut self, key: KeyId) -> Outcome<Grant<Self::Handle>> {
+        self.sent += 1;
+        let n = self.locks.acquires.fetch_add(1, Ordering::SeqCst) + 1;
+        if self.locks.info_every > 0 && n % self.locks.info_every == 0 {
+            return Outcome::Info(ErrorKind::ConnectionLost);
+        }
+        let mut guard = self.locks.keys[key.0 as usize].clone().lock_owned().await;
+        *guard += 1;
+        let token = Some(FencingToken(*guard));
+        Outcome::Ok(Grant {
+            key,
+            token,
+            handle: guard,
+        })
+    }
+
+    async fn release(&mut self, grant: Grant<Self::Handle>) -> Outcome<()> {
+        self.sent += 1;
+        drop(grant.handle);
+        Outcome::Ok(())
+    }
+
+    async fn renew(&mut self, _grant: &Grant<Self::Handle>) -> Outcome<()> {
+        Outcome::Ok(())
+    }
+
+    fn requests_sent(&self) -> Option<u64> {
+        Some(self.sent)
+    }
+
+    async fn close(self) {}
+
+    async fn abandon(self) {}
+}
+
+struct MemoryBackend(Arc<MemoryLocks>);
+
+impl Backend for MemoryBackend {
+    type Client = MemoryClient;
+
+    fn info(&self) -> BackendInfo {
+        BackendInfo {
+            backend: BackendKind::RedisSetnx,
+            waits_by: "in-memory mutex".into(),
+            fencing: "per-key counter".into(),
+            knobs: vec![],
+        }
+    }
+
+    async fn connect(&self, _client: ClientId) -> Result<MemoryClient, BackendError> {
+        self.0.connects.fetch_add(1, Ordering::SeqCst);
+        Ok(MemoryClient {
+            locks: self.0.clone(),
+            sent: 0,
+        })
+    }
+
+    async fn server_counters(&self) -> Result<ServerCounters, String> {
+        Err("in-memory".into())
+    }
+}
+
+fn scenario(extra: &str) -> Scenario {
+    let text = format!(
+        "name='t'\nbackends=['redis-setnx']\nwarmup='0s'\nduration='0s'\n[workload]\nclients=4\nkeys=2\n{extra}"
+    );
+    Scenario::load("test", &text, &[]).unwrap()
+}
+
+async fn run(
+    s: &Scenario,
+    info_every: u64,
+) -> (lockbench_workloads::RunOutput, Vec<Op>, Arc<MemoryLocks>) {
+    let locks = Arc::new(MemoryLocks {
+        keys: (0..s.workload.keys)
+            .map(|_| Arc::new(Mutex::new(0)))
+            .collect(),
+        acquires: AtomicU64::new(0),
+        info_every,
+        connects: AtomicU64::new(0),
+    });
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let run = ContentionRun {
+        workload: s.workload.clone(),
+        seed: s.seed,
+        warmup: s.warmup,
+        duration: s.duration,
+        clock: RunClock::start(),
+        resource: Arc::new(FencedResource::new(s.resource, s.workload.keys)),
+        history: tx,
+    };
+    let out = run_contention(
+        Arc::new(MemoryBackend(locks.clone())),
+        run,
+        RunControl::new(s.workload.clients),
+    )
+    .await
+    .unwrap();
+    let mut ops = Vec::new();
+    while let Some(chunk) = rx.recv().await {
+        ops.extend(chunk);
+    }
+    (out, ops, locks)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_count_limited_run_stops_at_its_count_and_records_every_op() {
+    let s = scenario("acquisitions = 500\nhold = '50us'");
+    let (out, ops, _) = run(&s, 0).await;
+    let n = out.acquisitions();
+    assert!(
+        (500..500 + 4).contains(&n),
+        "measured {n} acquisitions for a count of 500"
+    );
+    let granted = ops
+        .iter()
+        .filter(|o| o.f == OpF::Acquire && o.ty == OpType::Ok)
+        .count() as u64;
+    assert_eq!(granted, out.acquisitions_total());
+    let writes = ops.iter().filter(|o| o.f == OpF::Write).count() as u64;
+    assert_eq!(writes, granted, "every holder writes once");
+    assert!(
+        ops.iter().all(|o| o.stale != Some(true)),
+        "a real mutex never writes stale"
+    );
+    assert_eq!(
+        out.requests_sent(),
+        Some(out.acquisitions_total() * 2 + incomplete(&ops))
+    );
+    assert_eq!(out.acquire_latency().len(), n);
+}
+
+/// Acquires invoked but never completed (stopped mid-call at the end of the run) still sent a
+/// request.
+fn incomplete(ops: &[Op]) -> u64 {
+    let invoked = ops
+        .iter()
+        .filter(|o| o.f == OpF::Acquire && o.ty == OpType::Invoke)
+        .count();
+    let completed = ops
+        .iter()
+        .filter(|o| o.f == OpF::Acquire && o.ty != OpType::Invoke)
+        .count();
+    (invoked - completed) as u64
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_indeterminate_acquire_retires_the_client_and_a_fresh_one_continues() {
+    let s = scenario("acquisitions = 200");
+    let (out, ops, locks) = run(&s, 7).await;
+    let infos = ops.iter().filter(|o| o.ty == OpType::Info).count() as u32;
+    assert!(infos > 0);
+    let replaced: u32 = out.workers.iter().map(|w| w.clients_replaced).sum();
+    assert_eq!(replaced, infos, "each info retires exactly one client");
+    assert_eq!(locks.connects.load(Ordering::SeqCst), 4 + u64::from(infos));
+    // Replacement clients get ids beyond the slots, and a retired id never appears again.
+    let max_id = ops.iter().map(|o| o.client.0).max().unwrap();
+    assert!(max_id >= 4, "no replacement client ids in the history");
+    for info in ops.iter().filter(|o| o.ty == OpType::Info) {
+        assert!(
+            !ops.iter()
+                .any(|o| o.client == info.client && o.time > info.time),
+            "client {} used after its info",
+            info.client
+        );
+    }
+    let errors = out.errors();
+    assert_eq!(
+        errors.get(&(OpF::Acquire, OpType::Info, ErrorKind::ConnectionLost)),
+        Some(&u64::from(infos))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stopping_the_run_ends_every_client_promptly() {
+    let s = scenario("acquisitions = 1000000000\nhold = '1ms'");
+    let control = RunControl::new(s.workload.clients);
+    let stopper = control.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        stopper.stop.send_replace(true);
+    });
+    let locks = Arc::new(MemoryLocks {
+        keys: (0..2).map(|_| Arc::new(Mutex::new(0))).collect(),
+        acquires: AtomicU64::new(0),
+        info_every: 0,
+        connects: AtomicU64::new(0),
+    });
+    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let run = ContentionRun {
+        workload: s.workload.clone(),
+        seed: 1,
+        warmup: Duration::ZERO,
+        duration: Duration::ZERO,
+        clock: RunClock::start(),
+        resource: Arc::new(FencedResource::new(s.resource, 2)),
+        history: tx,
+    };
+    let out = tokio::time::timeout(
+        Duration::from_secs(10),
+        run_contention(Arc::new(MemoryBackend(locks)), run, control),
+    )
+    .await
+    .expect("run did not stop")
+    .unwrap();
+    assert!(out.acquisitions() > 0);
+}
