@@ -1,1 +1,44 @@
-//! Redis lock recipes: redis-setnx and redlock
+//! Redis lock recipes for lockbench: `redis-setnx`, `redlock`, and the deliberately broken
+//! `redis-broken-nonx`.
+//!
+//! # Why the recipes have this shape
+//!
+//! - **Every check-then-act is one Lua script** (`scripts`). Redis runs a script atomically,
+//!   so "set if absent, then bump the fencing counter", "delete if it is still mine" and
+//!   "extend if it is still mine" cannot interleave with another client. Without that, a
+//!   release could delete a lock that expired and was re-granted to someone else in between
+//!   its `GET` and its `DEL`.
+//! - **`redis-setnx` hands out a fencing token** (`setnx`): the grant and the `INCR` of a
+//!   per-lock counter happen in the same script, so tokens grow with grants. The token is only
+//!   as durable as that one server's data (see `setnx`).
+//! - **Redlock hands out none** (`redlock`): its servers are independent, so nothing orders
+//!   grants across them; results say "none" rather than invent a number.
+//! - **Waiters poll** with `retry_delay + U[0, retry_jitter)` (`retry`), as the published
+//!   recipes do; the jitter comes from a seeded `ChaCha8Rng` per client, so a run is
+//!   reproducible from its seed.
+//! - **Each client owns its connections** (`connect`): one `MultiplexedConnection` per
+//!   server, with explicit timeouts and `TCP_NODELAY`, rebuilt after a connection error or
+//!   timeout. Clients share nothing, as separate processes would not.
+//! - **Every request is counted** by the client, including the `SCRIPT LOAD` a first
+//!   `EVALSHA` may need, and the servers' own count (`commandstats`) leaves out the commands
+//!   Redis 7 counts inside scripts, so the two can be compared one to one.
+//! - **Outcomes are three-valued** (`errors`): a request that timed out after being sent is
+//!   `info` (it may have run); one that was refused or never sent is `fail`.
+//! - **The broken recipe is the same code** with a mode flag ([`SetMode::BrokenNoNx`]): only the
+//!   script differs, by the missing `NX`, so what the checkers catch is exactly that.
+#![deny(missing_docs)]
+
+mod commandstats;
+mod connect;
+mod errors;
+pub mod redlock;
+mod retry;
+pub mod scripts;
+pub mod setnx;
+mod value;
+
+pub use connect::CONNECT_TIMEOUT;
+
+pub use redlock::{RedlockBackend, RedlockClient, RedlockHandle};
+pub use setnx::{SetMode, SetNxBackend, SetNxClient, SetNxHandle};
+pub use value::LockValue;

@@ -1,0 +1,100 @@
+//! The servers' own count of lock requests, from `INFO commandstats`.
+//!
+//! Measured on Redis 7.0.15 (see the crate's `commandstats_match_requests_sent` test): neither
+//! `total_commands_processed` (in `INFO stats`) nor the sum of every `cmdstat_*` equals the
+//! number of requests a client sent, because Redis 7 counts each `redis.call` made *inside* a
+//! Lua script as a command too (one `EVALSHA` of the acquire script shows up as `evalsha` +1,
+//! `set` +1 and, when granted, `incr` +1, and `total_commands_processed` +3). So lockbench
+//! counts only the commands its clients send themselves, which are never called from its
+//! scripts on the same server:
+//!
+//! - `redis-setnx` / `redis-broken-nonx`: `evalsha` and `script|load`;
+//! - `redlock`: `set`, `evalsha` and `script|load` (Redlock's scripts call only `GET`, `DEL`
+//!   and `PEXPIRE`, so every `SET` there was sent by a client).
+//!
+//! For each it takes `calls + rejected_calls` (a `NOSCRIPT` reply counts in `calls` as a failed
+//! call; a request refused before running, such as one with the wrong arity, counts only in
+//! `rejected_calls`). The `INFO` requests this module sends are not among those commands, so
+//! reading the counter does not move it.
+
+use crate::connect::{Server, config};
+use std::time::Duration;
+
+/// The commands a `redis-setnx` client sends.
+pub(crate) const SETNX_COMMANDS: &[&str] = &["evalsha", "script|load"];
+/// The commands a Redlock client sends.
+pub(crate) const REDLOCK_COMMANDS: &[&str] = &["set", "evalsha", "script|load"];
+
+/// The `source` text for results.
+pub(crate) fn source(commands: &[&str], servers: &[Server]) -> String {
+    let addresses: Vec<&str> = servers.iter().map(|s| s.address.as_str()).collect();
+    format!(
+        "redis INFO commandstats, calls + rejected_calls of {} summed over {} \
+         (commands run inside Lua scripts are counted by Redis too, so only the commands \
+         clients send themselves are summed)",
+        commands.join(" + "),
+        addresses.join(", ")
+    )
+}
+
+/// Sums the counter over `servers`, reading them concurrently on fresh connections.
+pub(crate) async fn read(servers: &[Server], commands: &[&str]) -> Result<u64, String> {
+    let cfg = config(Duration::from_secs(2));
+    let reads = servers.iter().map(|server| {
+        let cfg = cfg.clone();
+        async move {
+            let mut conn = server
+                .connect(&cfg)
+                .await
+                .map_err(|e| format!("{}: {e}", server.address))?;
+            let text: String = redis::cmd("INFO")
+                .arg("commandstats")
+                .query_async(&mut conn)
+                .await
+                .map_err(|e| format!("{}: INFO commandstats: {e}", server.address))?;
+            Ok::<u64, String>(parse(&text, commands))
+        }
+    });
+    let counts = futures::future::join_all(reads).await;
+    counts.into_iter().sum()
+}
+
+/// Sums `calls + rejected_calls` of `commands` in an `INFO commandstats` reply.
+pub(crate) fn parse(text: &str, commands: &[&str]) -> u64 {
+    let mut total = 0;
+    for line in text.lines() {
+        let Some((name, fields)) = line
+            .trim()
+            .strip_prefix("cmdstat_")
+            .and_then(|l| l.split_once(':'))
+        else {
+            continue;
+        };
+        if !commands.contains(&name) {
+            continue;
+        }
+        for field in fields.split(',') {
+            if let Some(("calls" | "rejected_calls", n)) = field.split_once('=') {
+                total += n.parse::<u64>().unwrap_or(0);
+            }
+        }
+    }
+    total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sums_only_the_named_commands() {
+        let text = "# Commandstats\r\n\
+            cmdstat_incr:calls=1,usec=2,usec_per_call=2.00,rejected_calls=0,failed_calls=0\r\n\
+            cmdstat_evalsha:calls=4,usec=84,usec_per_call=21.00,rejected_calls=2,failed_calls=1\r\n\
+            cmdstat_info:calls=1,usec=26,usec_per_call=26.00,rejected_calls=0,failed_calls=0\r\n\
+            cmdstat_script|load:calls=1,usec=37,usec_per_call=37.00,rejected_calls=0,failed_calls=0\r\n\
+            cmdstat_set:calls=4,usec=19,usec_per_call=4.75,rejected_calls=0,failed_calls=0\r\n";
+        assert_eq!(parse(text, SETNX_COMMANDS), 7);
+        assert_eq!(parse(text, REDLOCK_COMMANDS), 11);
+    }
+}

@@ -1,0 +1,279 @@
+//! `redis-setnx` (and its deliberately broken twin `redis-broken-nonx`): a lock on one Redis
+//! server.
+//!
+//! - **acquire**: one script runs `SET lock value NX PX ttl` and, only if that succeeded,
+//!   `INCR fence` and returns the new counter as the fencing token ([`crate::scripts`]). Since
+//!   both happen in one script, no grant exists without its token and tokens follow grants in
+//!   order. A refused waiter sleeps `retry_delay + U[0, retry_jitter)` and asks again.
+//! - **release**: compare-and-delete; `0` means the key expired or someone else holds it now,
+//!   reported as `fail lock-lost`.
+//! - **renew**: compare-and-`PEXPIRE`, reported the same way.
+//!
+//! The token is monotonic only while that one server keeps its data: a restart without
+//! persistence (lockbench runs Redis with `--save "" --appendonly no`) resets the counter and
+//! token numbers start over, and a failover to a replica that missed the last `INCR` hands out
+//! a token again. [`SetMode::BrokenNoNx`] runs the very same code with a script that omits
+//! `NX`, so it grants a lock that is already held.
+
+use crate::commandstats::{self, SETNX_COMMANDS};
+use crate::connect::{self, Server};
+use crate::errors::{self, Failure};
+use crate::retry::{self, Backoff};
+use crate::scripts::{self, SCRIPTS};
+use crate::value::{KeyTable, LockValue, Nonce};
+use lockbench_core::scenario::RedisKnobs;
+use lockbench_core::traits::BackendError;
+use lockbench_core::{
+    Backend, BackendInfo, BackendKind, ClientId, Endpoints, ErrorKind, FencingToken, Grant, KeyId,
+    LockClient, Outcome, ServerCounters,
+};
+use redis::aio::MultiplexedConnection;
+use redis::{AsyncConnectionConfig, Cmd, Script};
+use std::sync::Arc;
+
+/// Whether the acquire script uses `NX`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SetMode {
+    /// `SET ... NX PX`: the real recipe, `redis-setnx`.
+    Nx,
+    /// `SET ... PX` without `NX`: `redis-broken-nonx`, which does not exclude anyone.
+    BrokenNoNx,
+}
+
+impl SetMode {
+    fn kind(self) -> BackendKind {
+        match self {
+            SetMode::Nx => BackendKind::RedisSetnx,
+            SetMode::BrokenNoNx => BackendKind::RedisBrokenNoNx,
+        }
+    }
+
+    fn script(self) -> &'static Script {
+        match self {
+            SetMode::Nx => &SCRIPTS.acquire_nx,
+            SetMode::BrokenNoNx => &SCRIPTS.acquire_no_nx,
+        }
+    }
+}
+
+/// The `redis-setnx` / `redis-broken-nonx` recipe bound to one Redis server.
+#[derive(Debug)]
+pub struct SetNxBackend {
+    server: Server,
+    knobs: RedisKnobs,
+    keys: Arc<KeyTable>,
+    seed: u64,
+    mode: SetMode,
+    config: AsyncConnectionConfig,
+}
+
+impl SetNxBackend {
+    /// The recipe on `endpoints.redis[0]`, for lock keys `0..keys`, drawing retry jitter from
+    /// `seed`.
+    pub fn new(
+        endpoints: &Endpoints,
+        knobs: &RedisKnobs,
+        keys: u32,
+        seed: u64,
+        mode: SetMode,
+    ) -> Result<SetNxBackend, BackendError> {
+        let server = connect::servers(&endpoints.redis, "redis")?.swap_remove(0);
+        Ok(SetNxBackend {
+            server,
+            knobs: knobs.clone(),
+            keys: Arc::new(KeyTable::new(&knobs.prefix, keys)),
+            seed,
+            mode,
+            config: connect::config(knobs.response_timeout),
+        })
+    }
+}
+
+impl Backend for SetNxBackend {
+    type Client = SetNxClient;
+
+    fn info(&self) -> BackendInfo {
+        let k = &self.knobs;
+        let fencing = match self.mode {
+            SetMode::Nx => {
+                "per-lock counter INCRed in the same Lua script as the SET NX grant; \
+                            monotonic only while this one server keeps its data (a restart \
+                            without persistence resets it)"
+            }
+            SetMode::BrokenNoNx => {
+                "per-lock counter INCRed with every (non-exclusive) grant; \
+                                    this recipe is deliberately broken: SET without NX"
+            }
+        };
+        BackendInfo {
+            backend: self.mode.kind(),
+            waits_by: retry::waits_by(k.retry_delay, k.retry_jitter),
+            fencing: fencing.to_string(),
+            knobs: vec![
+                ("ttl".into(), format!("{:?}", k.ttl)),
+                ("retry_delay".into(), format!("{:?}", k.retry_delay)),
+                ("retry_jitter".into(), format!("{:?}", k.retry_jitter)),
+                (
+                    "response_timeout".into(),
+                    format!("{:?}", k.response_timeout),
+                ),
+                (
+                    "connect_timeout".into(),
+                    format!("{:?}", connect::CONNECT_TIMEOUT),
+                ),
+                ("prefix".into(), k.prefix.clone()),
+                ("servers".into(), self.server.address.clone()),
+            ],
+        }
+    }
+
+    async fn connect(&self, client: ClientId) -> Result<SetNxClient, BackendError> {
+        let conn = self.server.connect_or_unreachable(&self.config).await?;
+        let ttl_ms = u64::try_from(self.knobs.ttl.as_millis())
+            .unwrap_or(u64::MAX)
+            .max(1);
+        Ok(SetNxClient {
+            server: self.server.clone(),
+            config: self.config.clone(),
+            conn: Some(conn),
+            cmd: Cmd::with_capacity(8, 256),
+            keys: self.keys.clone(),
+            acquire: self.mode.script(),
+            nonce: Nonce::random(),
+            grants: 0,
+            backoff: Backoff::new(
+                self.seed,
+                client,
+                self.knobs.retry_delay,
+                self.knobs.retry_jitter,
+            ),
+            ttl_ms,
+            sent: 0,
+        })
+    }
+
+    async fn server_counters(&self) -> Result<ServerCounters, String> {
+        let servers = std::slice::from_ref(&self.server);
+        Ok(ServerCounters {
+            source: commandstats::source(SETNX_COMMANDS, servers),
+            requests: commandstats::read(servers, SETNX_COMMANDS).await?,
+        })
+    }
+}
+
+/// What a `redis-setnx` grant keeps: the value written into the lock key.
+#[derive(Debug)]
+pub struct SetNxHandle {
+    /// This grant's unique value.
+    pub value: LockValue,
+}
+
+/// One `redis-setnx` client: its own connection, reopened after a connection error.
+#[derive(Debug)]
+pub struct SetNxClient {
+    server: Server,
+    config: AsyncConnectionConfig,
+    conn: Option<MultiplexedConnection>,
+    /// Reused for every request, so building one allocates nothing once it has grown.
+    cmd: Cmd,
+    keys: Arc<KeyTable>,
+    acquire: &'static Script,
+    nonce: Nonce,
+    grants: u64,
+    backoff: Backoff,
+    ttl_ms: u64,
+    sent: u64,
+}
+
+impl SetNxClient {
+    /// Sends the script call in `self.cmd`, reconnecting first if the last request broke the
+    /// connection. Returns the script's integer reply.
+    async fn run(&mut self, script: &Script) -> Result<i64, Failure> {
+        if self.conn.is_none() {
+            match self.server.connect(&self.config).await {
+                Ok(conn) => self.conn = Some(conn),
+                Err(_) => return Err(Failure::NotSent),
+            }
+        }
+        let conn = self.conn.as_mut().expect("connected above");
+        match scripts::run(conn, &self.cmd, script, &mut self.sent).await {
+            Ok(n) => Ok(n),
+            Err(e) => {
+                if errors::breaks_connection(&e) {
+                    self.conn = None;
+                }
+                Err(Failure::Sent(e))
+            }
+        }
+    }
+
+    /// Runs compare-and-delete (`ttl_ms` = `None`) or compare-and-pexpire for `grant`:
+    /// 1 → ok, 0 → lock lost.
+    async fn compare_and(
+        &mut self,
+        script: &'static Script,
+        grant: &Grant<SetNxHandle>,
+        ttl_ms: Option<u64>,
+    ) -> Outcome<()> {
+        let cmd = scripts::evalsha(&mut self.cmd, script, 1)
+            .arg(self.keys.lock(grant.key).as_ref())
+            .arg(grant.handle.value.as_bytes());
+        if let Some(ttl_ms) = ttl_ms {
+            cmd.arg(ttl_ms);
+        }
+        match self.run(script).await {
+            Ok(1) => Outcome::Ok(()),
+            Ok(_) => Outcome::Fail(ErrorKind::LockLost),
+            Err(f) => f.outcome(),
+        }
+    }
+}
+
+impl LockClient for SetNxClient {
+    type Handle = SetNxHandle;
+
+    async fn acquire(&mut self, key: KeyId) -> Outcome<Grant<SetNxHandle>> {
+        self.grants += 1;
+        let value = LockValue::new(&self.nonce, self.grants);
+        let script = self.acquire;
+        loop {
+            scripts::evalsha(&mut self.cmd, script, 2)
+                .arg(self.keys.lock(key).as_ref())
+                .arg(self.keys.fence(key).as_ref())
+                .arg(value.as_bytes())
+                .arg(self.ttl_ms);
+            match self.run(script).await {
+                Ok(token) if token > 0 => {
+                    return Outcome::Ok(Grant {
+                        key,
+                        token: Some(FencingToken(token as u64)),
+                        handle: SetNxHandle { value },
+                    });
+                }
+                Ok(_) => tokio::time::sleep(self.backoff.next_delay()).await,
+                Err(f) => return f.outcome(),
+            }
+        }
+    }
+
+    async fn release(&mut self, grant: Grant<SetNxHandle>) -> Outcome<()> {
+        self.compare_and(&SCRIPTS.release, &grant, None).await
+    }
+
+    async fn renew(&mut self, grant: &Grant<SetNxHandle>) -> Outcome<()> {
+        self.compare_and(&SCRIPTS.renew, grant, Some(self.ttl_ms))
+            .await
+    }
+
+    fn requests_sent(&self) -> Option<u64> {
+        Some(self.sent)
+    }
+
+    async fn close(self) {
+        drop(self);
+    }
+
+    async fn abandon(self) {
+        drop(self);
+    }
+}

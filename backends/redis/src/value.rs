@@ -1,0 +1,134 @@
+//! The value a client writes into a lock key, and the names of the keys.
+//!
+//! The value must be unique per grant, so that compare-and-delete removes only the grant it was
+//! handed for and never a later one (of this or any other client). It is the client's UUID
+//! (from the OS's random source: it is an identity, not a schedule choice, so it need not be
+//! reproducible) followed by `:` and the client's grant counter. It lives in a fixed-size
+//! array, so making one allocates nothing.
+
+use lockbench_core::KeyId;
+use std::borrow::Cow;
+use std::fmt;
+
+const NONCE: usize = 32;
+const CAP: usize = NONCE + 1 + 20;
+
+/// One grant's lock value: `<client uuid, 32 hex digits>:<grant number>`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct LockValue {
+    bytes: [u8; CAP],
+    len: u8,
+}
+
+/// A client's identity, the first half of each of its lock values.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Nonce([u8; NONCE]);
+
+impl Nonce {
+    /// A fresh random UUID in lower-case hex.
+    pub(crate) fn random() -> Nonce {
+        let mut hex = [0u8; NONCE];
+        uuid::Uuid::new_v4().simple().encode_lower(&mut hex);
+        Nonce(hex)
+    }
+}
+
+impl LockValue {
+    /// The value of grant number `grant` of the client with identity `nonce`.
+    pub(crate) fn new(nonce: &Nonce, grant: u64) -> LockValue {
+        let mut bytes = [0u8; CAP];
+        bytes[..NONCE].copy_from_slice(&nonce.0);
+        bytes[NONCE] = b':';
+        let mut digits = [0u8; 20];
+        let mut n = grant;
+        let mut i = digits.len();
+        loop {
+            i -= 1;
+            digits[i] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        let tail = &digits[i..];
+        bytes[NONCE + 1..NONCE + 1 + tail.len()].copy_from_slice(tail);
+        LockValue {
+            bytes,
+            len: (NONCE + 1 + tail.len()) as u8,
+        }
+    }
+
+    /// The bytes written to Redis.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
+}
+
+impl fmt::Debug for LockValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(std::str::from_utf8(self.as_bytes()).unwrap_or("<bad utf-8>"))
+    }
+}
+
+/// Key names for every lock of a run, made once when the backend is built so the client loop
+/// never formats a string. `KeyId(i)` maps to `<prefix>lock:<i>` and its fencing counter to
+/// `<prefix>fence:<i>`.
+#[derive(Debug)]
+pub(crate) struct KeyTable {
+    prefix: String,
+    lock: Vec<String>,
+    fence: Vec<String>,
+}
+
+impl KeyTable {
+    /// Names for keys `0..keys`.
+    pub(crate) fn new(prefix: &str, keys: u32) -> KeyTable {
+        KeyTable {
+            prefix: prefix.to_string(),
+            lock: (0..keys).map(|i| format!("{prefix}lock:{i}")).collect(),
+            fence: (0..keys).map(|i| format!("{prefix}fence:{i}")).collect(),
+        }
+    }
+
+    /// The lock key of `key` (formatted on the spot only for ids beyond the table).
+    pub(crate) fn lock(&self, key: KeyId) -> Cow<'_, str> {
+        match self.lock.get(key.0 as usize) {
+            Some(name) => Cow::Borrowed(name),
+            None => Cow::Owned(format!("{}lock:{}", self.prefix, key.0)),
+        }
+    }
+
+    /// The fencing counter key of `key`.
+    pub(crate) fn fence(&self, key: KeyId) -> Cow<'_, str> {
+        match self.fence.get(key.0 as usize) {
+            Some(name) => Cow::Borrowed(name),
+            None => Cow::Owned(format!("{}fence:{}", self.prefix, key.0)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_are_uuid_colon_counter() {
+        let nonce = Nonce([b'a'; NONCE]);
+        let v = LockValue::new(&nonce, 0);
+        assert_eq!(v.as_bytes(), format!("{}:0", "a".repeat(32)).as_bytes());
+        let v = LockValue::new(&nonce, u64::MAX);
+        assert_eq!(
+            v.as_bytes(),
+            format!("{}:{}", "a".repeat(32), u64::MAX).as_bytes()
+        );
+        assert_ne!(LockValue::new(&nonce, 1), LockValue::new(&nonce, 2));
+    }
+
+    #[test]
+    fn keys_beyond_the_table_get_the_same_names() {
+        let t = KeyTable::new("p:", 2);
+        assert_eq!(t.lock(KeyId(1)), "p:lock:1");
+        assert_eq!(t.lock(KeyId(5)), "p:lock:5");
+        assert_eq!(t.fence(KeyId(5)), "p:fence:5");
+    }
+}
