@@ -1,0 +1,161 @@
+//! Sessions: how a client opens one, ends it cleanly, ends it as a crash would, and how a test
+//! or a nemesis can expire it from outside.
+//!
+//! **Every session is opened detached** (`Connector::with_detached`). In `zookeeper-client`
+//! 0.11 the session task sends `CloseSession` when the last `Client` handle is dropped
+//! (`session/mod.rs`, `serve_session`: the request channel closes, and unless `detached` a
+//! `CloseSession` is queued). A crashed process never says goodbye, so that behaviour would
+//! make [`abandon`] dishonest: the server would delete the dead holder's ephemeral nodes at
+//! once. With `detached`, dropping the last handle flushes what is pending and closes the TCP
+//! connection without `CloseSession`, which is exactly what the server sees when a process
+//! dies (the kernel closes its sockets); the session, and its lock nodes, live on until the
+//! session timeout. No relay or proxy sits on the hot path.
+//!
+//! The price is paid in [`close`]: to end a detached session gracefully, lockbench drops the
+//! connection and re-attaches to the same session (id and password) with a normal,
+//! non-detached handle, which it then drops, so the crate sends `CloseSession` and the
+//! session's nodes vanish at once. That costs one extra connection setup per client lifetime,
+//! never per op. [`expire`] uses the same re-attach-and-close move while the owner is still
+//! connected, which is how Curator's test utilities kill a session from outside.
+
+use lockbench_core::Endpoints;
+use lockbench_core::scenario::ZookeeperKnobs;
+use lockbench_core::traits::BackendError;
+use std::time::Duration;
+use zookeeper_client as zk;
+
+/// Longest wait for one TCP connection (and, after connecting, the idle time after which the
+/// crate declares the connection dead). Short, so an unreachable ensemble of three fails in
+/// about three seconds, but never more than 2/5 of the session timeout, so a lost connection
+/// is noticed with time left to reconnect before the session expires.
+const CONNECTION_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// Upper bound on a whole connect, whatever the crate does (it also bounds session setup by
+/// the session timeout).
+const CONNECT_BUDGET: Duration = Duration::from_secs(4);
+
+/// How long [`close`] and [`abandon`] wait for the session task to report that it is done.
+const SETTLE: Duration = Duration::from_secs(2);
+
+/// A ZooKeeper ensemble and the session settings every client of one backend uses.
+#[derive(Clone, Debug)]
+pub(crate) struct Ensemble {
+    /// `host:port,host:port,…`, as the crate (and the Java client) take it.
+    pub(crate) connect_string: String,
+    /// The members, for `mntr`.
+    pub(crate) members: Vec<String>,
+    /// Requested session timeout (the server may clamp it to its min/max).
+    pub(crate) session_timeout: Duration,
+}
+
+impl Ensemble {
+    /// The ensemble from the cluster description; `Config` naming `zookeeper` when it has none.
+    pub(crate) fn new(endpoints: &Endpoints, knobs: &ZookeeperKnobs) -> Result<Self, BackendError> {
+        if endpoints.zookeeper.is_empty() {
+            return Err(BackendError::Config(
+                "zookeeper: the cluster has no ZooKeeper endpoints (endpoints.zookeeper is empty)"
+                    .into(),
+            ));
+        }
+        if knobs.session_timeout.is_zero() {
+            return Err(BackendError::Config(
+                "zookeeper.session_timeout must be greater than zero".into(),
+            ));
+        }
+        Ok(Ensemble {
+            connect_string: endpoints.zookeeper.join(","),
+            members: endpoints.zookeeper.clone(),
+            session_timeout: knobs.session_timeout,
+        })
+    }
+
+    fn connector(&self) -> zk::Connector {
+        let connection_timeout = CONNECTION_TIMEOUT.min(self.session_timeout * 2 / 5);
+        zk::Client::connector()
+            .with_session_timeout(self.session_timeout)
+            .with_connection_timeout(connection_timeout)
+            .with_fail_eagerly()
+    }
+
+    fn unreachable(&self, reason: impl Into<String>) -> BackendError {
+        BackendError::Unreachable {
+            endpoint: self.connect_string.clone(),
+            reason: reason.into(),
+        }
+    }
+
+    /// Opens a new detached session. Fails fast with `Unreachable` naming the address list.
+    pub(crate) async fn connect(&self) -> Result<zk::Client, BackendError> {
+        let connecting = self
+            .connector()
+            .with_detached()
+            .connect(&self.connect_string);
+        match tokio::time::timeout(CONNECT_BUDGET, connecting).await {
+            Ok(Ok(client)) => Ok(client),
+            Ok(Err(e)) => Err(self.unreachable(format!("zookeeper: {e}"))),
+            Err(_) => {
+                Err(self.unreachable(format!("zookeeper: no session within {CONNECT_BUDGET:?}")))
+            }
+        }
+    }
+}
+
+/// Ends `client`'s session gracefully: its ephemeral nodes are deleted at once.
+pub(crate) async fn close(ensemble: &Ensemble, client: zk::Client) {
+    let session = client.session().clone();
+    // Let the detached connection go first, so the re-attach below does not have to move the
+    // session away from a live connection.
+    abandon(client).await;
+    close_session(ensemble, session).await;
+}
+
+/// Ends `client` as a crash would: the connection is dropped without `CloseSession` (the
+/// session is detached), so the server keeps the session, and its ephemeral nodes, until the
+/// session timeout. Returns once the connection is gone.
+pub(crate) async fn abandon(client: zk::Client) {
+    let mut state = client.state_watcher();
+    drop(client);
+    wait_terminated(&mut state).await;
+}
+
+/// Ends the session of `client` from outside while `client` stays connected, as a server
+/// expiring it would: the owner's connection is closed by the server and its next reconnect is
+/// told the session expired. Every ephemeral node of the session is deleted at once.
+pub(crate) async fn expire(ensemble: &Ensemble, client: &zk::Client) {
+    close_session(ensemble, client.session().clone()).await;
+}
+
+async fn close_session(ensemble: &Ensemble, session: zk::SessionInfo) {
+    let id = session.id();
+    let attached = ensemble
+        .connector()
+        .with_session(session)
+        .connect(&ensemble.connect_string);
+    match tokio::time::timeout(CONNECT_BUDGET, attached).await {
+        Ok(Ok(closer)) => {
+            let mut state = closer.state_watcher();
+            // Not detached: dropping the only handle sends CloseSession.
+            drop(closer);
+            wait_terminated(&mut state).await;
+        }
+        Ok(Err(zk::Error::SessionExpired)) => {}
+        Ok(Err(e)) => tracing::warn!(
+            session = %id,
+            "zookeeper: cannot re-attach to close the session ({e}); it will expire on its own"
+        ),
+        Err(_) => tracing::warn!(
+            session = %id,
+            "zookeeper: re-attach to close the session timed out; it will expire on its own"
+        ),
+    }
+}
+
+/// Waits (bounded) until the session task reports a terminal state.
+async fn wait_terminated(state: &mut zk::StateWatcher) {
+    let waiting = async {
+        while !state.peek_state().is_terminated() {
+            state.changed().await;
+        }
+    };
+    let _ = tokio::time::timeout(SETTLE, waiting).await;
+}
