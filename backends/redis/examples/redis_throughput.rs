@@ -7,10 +7,12 @@
 //! Arguments: `BACKEND N K SECONDS` with BACKEND one of `redis-setnx`, `redlock`,
 //! `redis-broken-nonx`. Servers: `LOCKBENCH_REDIS` (default `127.0.0.1:16379`) and
 //! `LOCKBENCH_REDLOCK` (default `127.0.0.1:16380,...,16384`, the managed cluster's ports).
-//! Knobs can be changed with `RETRY_DELAY_US`, `RETRY_JITTER_US`, `TTL_MS`.
+//! Knobs can be changed with `RETRY_DELAY_US`, `RETRY_JITTER_US`, `TTL_MS`; the tokio
+//! runtime's worker threads (default: one per core) with `WORKERS`.
 //!
-//! Each client starts on key `i % K` and then picks keys at random (seeded), acquires, releases
-//! at once, and repeats. Prints acquisitions/s, requests/s (every request the clients sent:
+//! Each client starts on key `i % K` and then picks keys at random (seeded; with `FIXED_KEYS=1`
+//! it stays on key `i % K`, as the reference clients in `shared/anchors` do), acquires,
+//! releases at once, and repeats. Prints acquisitions/s, requests/s (every request the clients sent:
 //! acquire attempts, releases, script loads), acquire latency p50/p99, and the servers' own
 //! request count for the same interval.
 
@@ -35,6 +37,7 @@ struct Totals {
 }
 
 async fn run<B: Backend>(b: B, n: u32, k: u32, secs: u64) {
+    let fixed = std::env::var("FIXED_KEYS").is_ok();
     let before = b.server_counters().await;
     let mut clients = Vec::new();
     for id in 0..n {
@@ -59,7 +62,9 @@ async fn run<B: Backend>(b: B, n: u32, k: u32, secs: u64) {
                 latency.saturating_record(t.elapsed().as_micros() as u64);
                 acquisitions += 1;
                 let _ = c.release(grant).await;
-                key = rng.random_range(0..k);
+                if !fixed {
+                    key = rng.random_range(0..k);
+                }
             }
             let requests = c.requests_sent().unwrap_or(0);
             c.close().await;
@@ -132,10 +137,11 @@ fn main() {
         ..Endpoints::default()
     };
     let prefix = format!("lockbench-throughput:{}:", std::process::id());
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let mut rt = tokio::runtime::Builder::new_multi_thread();
+    if let Ok(w) = std::env::var("WORKERS") {
+        rt.worker_threads(w.parse().expect("WORKERS"));
+    }
+    let rt = rt.enable_all().build().unwrap();
     rt.block_on(async {
         match backend.as_str() {
             "redis-setnx" | "redis-broken-nonx" => {

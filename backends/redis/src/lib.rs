@@ -24,6 +24,9 @@
 //!   Redis 7 counts inside scripts, so the two can be compared one to one.
 //! - **Outcomes are three-valued** (`errors`): a request that timed out after being sent is
 //!   `info` (it may have run); one that was refused or never sent is `fail`.
+//! - **`close` and `abandon` release nothing**: a lock still held (or left by an acquire the
+//!   caller cancelled halfway) is freed by its TTL, which is how Redis frees a dead client's
+//!   lock anyway. The workload releases what it holds before closing.
 //! - **The broken recipe is the same code** with a mode flag ([`SetMode::BrokenNoNx`]): only the
 //!   script differs, by the missing `NX`, so what the checkers catch is exactly that.
 #![deny(missing_docs)]

@@ -147,6 +147,7 @@ impl Backend for RedlockBackend {
                 server: server.clone(),
                 conn: conn.ok(),
                 cmd: Cmd::with_capacity(8, 256),
+                sent: 0,
             })
             .collect();
         let k = &self.knobs;
@@ -163,7 +164,6 @@ impl Backend for RedlockBackend {
             ttl: k.ttl,
             ttl_ms: u64::try_from(k.ttl.as_millis()).unwrap_or(u64::MAX).max(1),
             drift,
-            sent: 0,
         })
     }
 
@@ -199,7 +199,6 @@ pub struct RedlockClient {
     ttl: Duration,
     ttl_ms: u64,
     drift: Duration,
-    sent: u64,
 }
 
 /// What one server said to one request.
@@ -225,10 +224,9 @@ struct Tally {
 }
 
 impl Tally {
-    fn of(replies: &[(Reply, u64)], sent: &mut u64) -> Tally {
+    fn of(replies: &[Reply]) -> Tally {
         let mut t = Tally::default();
-        for (reply, n) in replies {
-            *sent += n;
+        for reply in replies {
             match reply {
                 Reply::Yes => t.yes += 1,
                 Reply::No => t.no += 1,
@@ -259,33 +257,35 @@ struct Node {
     conn: Option<MultiplexedConnection>,
     /// The next request to this server; reused so building one allocates nothing.
     cmd: Cmd,
+    /// Requests written to this server, counted before each is sent so that an attempt the
+    /// caller cancels halfway is still counted.
+    sent: u64,
 }
 
 impl Node {
     /// Sends `self.cmd` (as an `EVALSHA` of `script`, or a plain command when `None`),
-    /// reconnecting first if needed. Returns the reply and how many requests were written.
+    /// reconnecting first if needed.
     async fn request(
         &mut self,
         script: Option<&Script>,
         config: &AsyncConnectionConfig,
         timeout: Duration,
-    ) -> (Reply, u64) {
+    ) -> Reply {
         if self.conn.is_none() {
             match tokio::time::timeout(timeout, self.server.connect(config)).await {
                 Ok(Ok(conn)) => self.conn = Some(conn),
-                _ => return (Reply::NotSent, 0),
+                _ => return Reply::NotSent,
             }
         }
         let conn = self.conn.as_mut().expect("connected above");
-        let mut sent = 0;
         let result: redis::RedisResult<Value> = match script {
-            Some(script) => scripts::run(conn, &self.cmd, script, &mut sent).await,
+            Some(script) => scripts::run(conn, &self.cmd, script, &mut self.sent).await,
             None => {
-                sent += 1;
+                self.sent += 1;
                 self.cmd.query_async(conn).await
             }
         };
-        let reply = match result {
+        match result {
             Ok(Value::Okay | Value::Int(1)) => Reply::Yes,
             Ok(Value::SimpleString(s)) if s == "OK" => Reply::Yes,
             Ok(_) => Reply::No,
@@ -299,8 +299,7 @@ impl Node {
                     Reply::Unknown
                 }
             }
-        };
-        (reply, sent)
+        }
     }
 }
 
@@ -314,7 +313,7 @@ impl RedlockClient {
                 .map(|n| n.request(script, config, timeout)),
         )
         .await;
-        Tally::of(&replies, &mut self.sent)
+        Tally::of(&replies)
     }
 
     /// Runs compare-and-delete (`ttl_ms` = `None`) or compare-and-pexpire of `value` on `key`
@@ -406,7 +405,7 @@ impl LockClient for RedlockClient {
     }
 
     fn requests_sent(&self) -> Option<u64> {
-        Some(self.sent)
+        Some(self.nodes.iter().map(|n| n.sent).sum())
     }
 
     async fn close(self) {
