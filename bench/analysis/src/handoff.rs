@@ -1,33 +1,45 @@
-//! Hand-off latency: from a holder's release completing to the next holder's grant, on a key
-//! that had someone waiting when it was released. This is the figure that shows how a recipe
-//! wakes its waiters (a watch fires, a poll comes round), which acquire latency alone hides.
+//! Hand-off latency: from a holder's release completing to the grant of a client that was
+//! already waiting for that key when it was released. This is the figure that shows how a
+//! recipe wakes its waiters (a watch fires, a poll comes round), which acquire latency alone
+//! hides. When the releaser itself (or a client that arrived after the release) gets the key
+//! first, no hand-off to a waiter happened and nothing is recorded.
 
 use hdrhistogram::Histogram;
-use lockbench_core::{History, KeyId, Nanos, OpF, OpType};
+use lockbench_core::{ClientId, History, KeyId, Nanos, OpF, OpType};
 use std::collections::HashMap;
 
 /// Hand-off latencies in microseconds, for releases within `[from, to]`.
 pub fn latencies(history: &History, from: Nanos, to: Nanos) -> Histogram<u64> {
     let mut h = Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid bounds");
-    let mut waiting: HashMap<KeyId, i64> = HashMap::new();
-    let mut released_at: HashMap<KeyId, Nanos> = HashMap::new();
+    // Outstanding acquires: (key, client) -> invoke time.
+    let mut waiting: HashMap<(KeyId, ClientId), Nanos> = HashMap::new();
+    // Last contended release per key: (time, releasing client).
+    let mut released: HashMap<KeyId, (Nanos, ClientId)> = HashMap::new();
     for op in history.ops() {
         match (op.f, op.ty) {
-            (OpF::Acquire, OpType::Invoke) => *waiting.entry(op.key).or_default() += 1,
+            (OpF::Acquire, OpType::Invoke) => {
+                waiting.insert((op.key, op.client), op.time);
+            }
             (OpF::Acquire, done) => {
-                *waiting.entry(op.key).or_default() -= 1;
-                if let Some(t) = released_at.remove(&op.key) {
-                    if done == OpType::Ok && t >= from && op.time <= to {
+                let invoked = waiting.remove(&(op.key, op.client));
+                if done != OpType::Ok {
+                    continue;
+                }
+                if let (Some((t, releaser)), Some(invoked)) = (released.remove(&op.key), invoked) {
+                    if releaser != op.client && invoked <= t && t >= from && op.time <= to {
                         let us = (op.time.saturating_sub(t).as_micros() as u64).max(1);
                         h.saturating_record(us);
                     }
                 }
             }
             (OpF::Release, OpType::Ok) => {
-                if waiting.get(&op.key).copied().unwrap_or(0) > 0 {
-                    released_at.insert(op.key, op.time);
+                let contended = waiting
+                    .keys()
+                    .any(|(k, c)| *k == op.key && *c != op.client);
+                if contended {
+                    released.insert(op.key, (op.time, op.client));
                 } else {
-                    released_at.remove(&op.key);
+                    released.remove(&op.key);
                 }
             }
             _ => {}
@@ -76,9 +88,16 @@ mod tests {
             rel(20_000, 1),
             inv(30_000, 0),
             ok(31_000, 0), // uncontended
+            inv(32_000, 1),
+            rel(40_000, 0),
+            inv(41_000, 0),
+            ok(42_000, 0), // the releaser barges in: no hand-off
+            rel(50_000, 0),
+            ok(51_000, 1), // hand-off to the waiter: 1 µs
         ]);
         let lat = latencies(&h, Nanos(0), Nanos(u64::MAX));
-        assert_eq!(lat.len(), 1);
+        assert_eq!(lat.len(), 2);
         assert_eq!(lat.max(), 3);
+        assert_eq!(lat.min(), 1);
     }
 }

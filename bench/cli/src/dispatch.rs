@@ -19,8 +19,12 @@ pub async fn run_backend(
     let keys = scenario.workload.keys;
     let seed = scenario.seed;
     match kind {
-        BackendKind::ZkFair | BackendKind::ZkCurator => {
-            let b = lockbench_zookeeper::ZkBackend::new(kind, endpoints, &scenario.zookeeper, keys, seed)?;
+        BackendKind::ZkFair => {
+            let b = lockbench_zookeeper::ZkFair::new(endpoints, &scenario.zookeeper, keys, seed)?;
+            execute(b, scenario, run_dir, control).await
+        }
+        BackendKind::ZkCurator => {
+            let b = lockbench_zookeeper::ZkCurator::new(endpoints, &scenario.zookeeper, keys, seed)?;
             execute(b, scenario, run_dir, control).await
         }
         BackendKind::EtcdLease | BackendKind::EtcdLockapi => {

@@ -53,6 +53,7 @@ pub enum BackendKind {
     Redlock,
     /// Deliberately broken: Redis `SET` *without* `NX`. Exists to prove the checkers catch a
     /// recipe that does not exclude; never part of a comparison.
+    #[serde(rename = "redis-broken-nonx")]
     RedisBrokenNoNx,
 }
 
@@ -93,6 +94,20 @@ impl BackendKind {
                     valid.join(", ")
                 )
             })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serialized_names_are_the_names_users_type() {
+        for b in BackendKind::ALL {
+            let json = serde_json::to_string(&b).unwrap();
+            assert_eq!(json, format!("\"{}\"", b.name()));
+            assert_eq!(BackendKind::parse(b.name()), Ok(b));
+        }
     }
 }
 
