@@ -1,0 +1,104 @@
+//! The servers' own request count: `grpc_server_msg_received_total` from each member's
+//! Prometheus `/metrics`, summed over every gRPC service and method and over members.
+//!
+//! Why this counter: it counts every message a member's gRPC server received, unary requests
+//! and each message on a stream (watch creates and cancels, lease keep-alives) alike, and it
+//! exists on etcd 3.4.23 (checked). It is therefore *above* lockbench's own count by the
+//! keep-alive pings (which `requests_sent` leaves out) and any other client's traffic, and it
+//! does not see the requests the server-side Lock API makes through its in-process client.
+//!
+//! `/metrics` is served on the client URL over plain HTTP; one HTTP/1.0 request per member
+//! over a `TcpStream` is all it takes, so no HTTP client dependency.
+
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// The metric summed.
+pub(crate) const METRIC: &str = "grpc_server_msg_received_total";
+/// What results print as the counter's source.
+pub(crate) const SOURCE: &str =
+    "etcd /metrics: sum of grpc_server_msg_received_total (all services and methods) over members";
+
+const TIMEOUT: Duration = Duration::from_secs(3);
+
+/// Sums [`METRIC`] over every member URL (`http://host:port`).
+pub(crate) async fn received_messages(endpoints: &[String]) -> Result<u64, String> {
+    let mut total = 0u64;
+    for url in endpoints {
+        let body = match tokio::time::timeout(TIMEOUT, fetch(url)).await {
+            Ok(r) => r?,
+            Err(_) => return Err(format!("{url}/metrics: no answer in {TIMEOUT:?}")),
+        };
+        total +=
+            sum_metric(&body, METRIC).ok_or_else(|| format!("{url}/metrics has no {METRIC}"))?;
+    }
+    Ok(total)
+}
+
+async fn fetch(url: &str) -> Result<String, String> {
+    let authority = url
+        .strip_prefix("http://")
+        .ok_or_else(|| format!("{url}: only http:// member URLs are supported for /metrics"))?
+        .trim_end_matches('/');
+    let mut stream = TcpStream::connect(authority)
+        .await
+        .map_err(|e| format!("{url}/metrics: {e}"))?;
+    let request = format!("GET /metrics HTTP/1.0\r\nHost: {authority}\r\n\r\n");
+    stream
+        .write_all(request.as_bytes())
+        .await
+        .map_err(|e| format!("{url}/metrics: {e}"))?;
+    let mut response = Vec::new();
+    stream
+        .read_to_end(&mut response)
+        .await
+        .map_err(|e| format!("{url}/metrics: {e}"))?;
+    let text = String::from_utf8_lossy(&response);
+    match text.split_once("\r\n\r\n") {
+        Some((head, body)) if head.starts_with("HTTP/1.") && head.contains(" 200") => {
+            Ok(body.to_string())
+        }
+        _ => Err(format!(
+            "{url}/metrics: unexpected answer {:?}",
+            text.lines().next().unwrap_or("")
+        )),
+    }
+}
+
+/// Sums every sample of `metric` (any labels) in a Prometheus text exposition.
+fn sum_metric(body: &str, metric: &str) -> Option<u64> {
+    let mut found = false;
+    let mut sum = 0f64;
+    for line in body.lines() {
+        let Some(rest) = line.strip_prefix(metric) else {
+            continue;
+        };
+        if !(rest.starts_with('{') || rest.starts_with(' ')) {
+            continue;
+        }
+        if let Some(value) = rest.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok()) {
+            sum += value;
+            found = true;
+        }
+    }
+    found.then_some(sum as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sum_metric;
+
+    #[test]
+    fn sums_every_labelled_sample_and_ignores_lookalikes() {
+        let body = "# TYPE grpc_server_msg_received_total counter\n\
+            grpc_server_msg_received_total{grpc_method=\"Range\"} 12\n\
+            grpc_server_msg_received_total{grpc_method=\"Watch\"} 3e+00\n\
+            grpc_server_msg_received_total_other 100\n";
+        assert_eq!(sum_metric(body, "grpc_server_msg_received_total"), Some(15));
+        assert_eq!(
+            sum_metric("nothing 1\n", "grpc_server_msg_received_total"),
+            None
+        );
+    }
+}

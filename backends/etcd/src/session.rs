@@ -1,0 +1,206 @@
+//! A client's session: its own `etcd_client::Client`, its own lease, and the background task
+//! that keeps the lease alive.
+//!
+//! Why one connection and one lease per lockbench client: Jepsen's *process* is the unit that
+//! fails (pauses, is partitioned, is retired after an indeterminate op); sharing a lease between
+//! clients would make one client's fault expire another's locks.
+//!
+//! The keep-alive task sends one `LeaseKeepAlive` every `ttl / 3` (what Go's
+//! `concurrency.Session` does) on one long-lived bidirectional stream, and reopens the stream if
+//! it breaks. Its pings are *not* counted in `requests_sent` (they are the lease's heartbeat,
+//! not work the recipe asks for, and their rate is fixed by the TTL). A `renew` asks the task
+//! for one extra keep-alive on the same stream and waits for its answer; that one *is* counted.
+//! When an answer carries `ttl <= 0` the lease is gone and `Session::lease_dead` turns true.
+
+use crate::errors::{CallError, REQUEST_TIMEOUT, classify, timed};
+use etcd_client::{Client, ConnectOptions, LeaseKeepAliveStream, LeaseKeeper};
+use lockbench_core::traits::BackendError;
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+/// How long one TCP connect to a member may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+/// Budget for the first real request (the lease grant). `tonic`'s balanced channel connects
+/// lazily and waits forever for a ready member, so this grant is what makes an unreachable
+/// cluster fail fast; it is kept well under the 5 s the contract allows.
+const FIRST_REQUEST_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// One extra keep-alive asked for by `renew`: answered with the lease's remaining TTL, or
+/// `None` when the stream failed before the answer came.
+type RenewReply = oneshot::Sender<Option<i64>>;
+
+/// A connected client with a live lease and its keep-alive task.
+pub(crate) struct Session {
+    /// The client; cheap to clone, methods take `&mut self`.
+    pub client: Client,
+    /// The lease every lock key of this client is attached to.
+    pub lease: i64,
+    dead: Arc<AtomicBool>,
+    renew_tx: mpsc::Sender<RenewReply>,
+    task: JoinHandle<()>,
+}
+
+impl Session {
+    /// Connects to `endpoints`, grants a lease of `ttl_secs` and starts the keep-alive task.
+    /// Two requests are sent (grant, keep-alive stream open); the caller counts the grant.
+    pub(crate) async fn open(endpoints: &[String], ttl_secs: i64) -> Result<Session, BackendError> {
+        let unreachable = |reason: String| BackendError::Unreachable {
+            endpoint: endpoints.join(","),
+            reason,
+        };
+        let options = ConnectOptions::new().with_connect_timeout(CONNECT_TIMEOUT);
+        let mut client = match tokio::time::timeout(
+            FIRST_REQUEST_TIMEOUT,
+            Client::connect(endpoints, Some(options)),
+        )
+        .await
+        {
+            Ok(Ok(c)) => c,
+            Ok(Err(e)) => return Err(unreachable(format!("connect: {e}"))),
+            Err(_) => {
+                return Err(unreachable(format!(
+                    "connect: no answer in {FIRST_REQUEST_TIMEOUT:?}"
+                )));
+            }
+        };
+        let lease =
+            match tokio::time::timeout(FIRST_REQUEST_TIMEOUT, client.lease_grant(ttl_secs, None))
+                .await
+            {
+                Ok(Ok(r)) => r.id(),
+                Ok(Err(e)) => return Err(unreachable(format!("lease grant: {e}"))),
+                Err(_) => {
+                    return Err(unreachable(format!(
+                        "lease grant: no answer in {FIRST_REQUEST_TIMEOUT:?} (no member reachable)"
+                    )));
+                }
+            };
+        let stream = match timed(client.lease_keep_alive(lease)).await {
+            Ok(s) => s,
+            Err(e) => {
+                let _ = timed(client.lease_revoke(lease)).await;
+                return Err(unreachable(format!("keep-alive stream: {:?}", e.kind)));
+            }
+        };
+        let dead = Arc::new(AtomicBool::new(false));
+        let (renew_tx, renew_rx) = mpsc::channel(4);
+        let period = Duration::from_millis((ttl_secs as u64 * 1000 / 3).max(100));
+        let task = tokio::spawn(keep_alive_loop(
+            client.clone(),
+            lease,
+            stream,
+            period,
+            dead.clone(),
+            renew_rx,
+        ));
+        Ok(Session {
+            client,
+            lease,
+            dead,
+            renew_tx,
+            task,
+        })
+    }
+
+    /// `true` once a keep-alive answer said the lease no longer exists.
+    pub(crate) fn lease_dead(&self) -> bool {
+        self.dead.load(Ordering::Relaxed)
+    }
+
+    /// Sends one keep-alive now and returns the lease's remaining TTL (`<= 0`: gone).
+    pub(crate) async fn keep_alive_once(&self) -> Result<i64, CallError> {
+        let (tx, rx) = oneshot::channel();
+        if self.renew_tx.send(tx).await.is_err() {
+            return Err(CallError::CONNECTION_LOST);
+        }
+        match tokio::time::timeout(REQUEST_TIMEOUT, rx).await {
+            Ok(Ok(Some(ttl))) => Ok(ttl),
+            Ok(_) => Err(CallError::CONNECTION_LOST),
+            Err(_) => Err(CallError::TIMEOUT),
+        }
+    }
+
+    /// Stops the keep-alive task and revokes the lease, which deletes every key attached to it.
+    pub(crate) async fn close(mut self) {
+        self.task.abort();
+        let _ = timed(self.client.lease_revoke(self.lease)).await;
+    }
+
+    /// Stops the keep-alive task and drops the connection *without* revoking: the lease and
+    /// its keys disappear only when the TTL runs out, as after a crash.
+    pub(crate) async fn abandon(self) {
+        self.task.abort();
+        let _ = self.task.await;
+        drop(self.client);
+    }
+}
+
+/// The keep-alive loop: one ping per `period`, one per renew request, answers matched to
+/// requests in order (the server answers a keep-alive stream in order).
+async fn keep_alive_loop(
+    mut client: Client,
+    lease: i64,
+    stream: (LeaseKeeper, LeaseKeepAliveStream),
+    period: Duration,
+    dead: Arc<AtomicBool>,
+    mut renew_rx: mpsc::Receiver<RenewReply>,
+) {
+    let (mut keeper, mut answers) = stream;
+    let mut pending: VecDeque<Option<RenewReply>> = VecDeque::new();
+    let mut ticker = tokio::time::interval(period);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    ticker.tick().await; // the first tick is immediate; the grant just set the TTL
+    loop {
+        let broken = tokio::select! {
+            _ = ticker.tick() => {
+                pending.push_back(None);
+                keeper.keep_alive().await.is_err()
+            }
+            Some(reply) = renew_rx.recv() => {
+                pending.push_back(Some(reply));
+                keeper.keep_alive().await.is_err()
+            }
+            answer = answers.message() => match answer {
+                Ok(Some(r)) => {
+                    if r.ttl() <= 0 {
+                        dead.store(true, Ordering::Relaxed);
+                    }
+                    if let Some(Some(reply)) = pending.pop_front() {
+                        let _ = reply.send(Some(r.ttl()));
+                    }
+                    false
+                }
+                Ok(None) | Err(_) => true,
+            },
+        };
+        if broken {
+            // Fail the renewals waiting on the old stream, then reopen it (the lease may well be
+            // alive: only the stream broke). Retry at the ping period until it works.
+            for reply in pending.drain(..).flatten() {
+                let _ = reply.send(None);
+            }
+            loop {
+                tokio::time::sleep(period / 4).await;
+                match tokio::time::timeout(REQUEST_TIMEOUT, client.lease_keep_alive(lease)).await {
+                    Ok(Ok((k, a))) => {
+                        keeper = k;
+                        answers = a;
+                        break;
+                    }
+                    Ok(Err(e)) if classify(&e) == CallError::LEASE_GONE => {
+                        dead.store(true, Ordering::Relaxed);
+                    }
+                    _ => {}
+                }
+                // Keep renew callers from hanging while the stream is down.
+                while let Ok(reply) = renew_rx.try_recv() {
+                    let _ = reply.send(None);
+                }
+            }
+        }
+    }
+}
