@@ -33,9 +33,7 @@ pub fn latencies(history: &History, from: Nanos, to: Nanos) -> Histogram<u64> {
                 }
             }
             (OpF::Release, OpType::Ok) => {
-                let contended = waiting
-                    .keys()
-                    .any(|(k, c)| *k == op.key && *c != op.client);
+                let contended = waiting.keys().any(|(k, c)| *k == op.key && *c != op.client);
                 if contended {
                     released.insert(op.key, (op.time, op.client));
                 } else {

@@ -4,11 +4,23 @@
 /// `(name, TOML text)` of every built-in scenario.
 pub const SCENARIOS: &[(&str, &str)] = &[
     ("quick", include_str!("../../../scenarios/quick.toml")),
-    ("contention", include_str!("../../../scenarios/contention.toml")),
+    (
+        "contention",
+        include_str!("../../../scenarios/contention.toml"),
+    ),
     ("spread", include_str!("../../../scenarios/spread.toml")),
-    ("uncontended", include_str!("../../../scenarios/uncontended.toml")),
-    ("redis-throughput", include_str!("../../../scenarios/redis-throughput.toml")),
-    ("broken-recipe", include_str!("../../../scenarios/broken-recipe.toml")),
+    (
+        "uncontended",
+        include_str!("../../../scenarios/uncontended.toml"),
+    ),
+    (
+        "redis-throughput",
+        include_str!("../../../scenarios/redis-throughput.toml"),
+    ),
+    (
+        "broken-recipe",
+        include_str!("../../../scenarios/broken-recipe.toml"),
+    ),
 ];
 
 /// The TOML of the built-in scenario `name`.

@@ -24,7 +24,8 @@ pub async fn run_backend(
             execute(b, scenario, run_dir, control).await
         }
         BackendKind::ZkCurator => {
-            let b = lockbench_zookeeper::ZkCurator::new(endpoints, &scenario.zookeeper, keys, seed)?;
+            let b =
+                lockbench_zookeeper::ZkCurator::new(endpoints, &scenario.zookeeper, keys, seed)?;
             execute(b, scenario, run_dir, control).await
         }
         BackendKind::EtcdLease | BackendKind::EtcdLockapi => {
@@ -37,7 +38,8 @@ pub async fn run_backend(
             } else {
                 lockbench_redis::SetMode::BrokenNoNx
             };
-            let b = lockbench_redis::SetNxBackend::new(endpoints, &scenario.redis, keys, seed, mode)?;
+            let b =
+                lockbench_redis::SetNxBackend::new(endpoints, &scenario.redis, keys, seed, mode)?;
             execute(b, scenario, run_dir, control).await
         }
         BackendKind::Redlock => {
@@ -63,7 +65,10 @@ async fn execute<B: Backend>(
         warmup: scenario.warmup,
         duration: scenario.duration,
         clock: RunClock::start(),
-        resource: Arc::new(FencedResource::new(scenario.resource, scenario.workload.keys)),
+        resource: Arc::new(FencedResource::new(
+            scenario.resource,
+            scenario.workload.keys,
+        )),
         history: history_tx,
     };
     let output = run_contention(backend.clone(), run, control).await;

@@ -16,7 +16,11 @@ impl Progress {
     pub fn start(backend: &str, total: Duration, control: RunControl, quiet: bool) -> Progress {
         let bar = ProgressBar::with_draw_target(
             Some(total.as_millis() as u64),
-            if quiet { ProgressDrawTarget::hidden() } else { ProgressDrawTarget::stderr() },
+            if quiet {
+                ProgressDrawTarget::hidden()
+            } else {
+                ProgressDrawTarget::stderr()
+            },
         );
         bar.set_style(
             ProgressStyle::with_template("{prefix:>18} [{bar:30}] {elapsed_precise} {msg}")

@@ -59,18 +59,29 @@ fn every_backend_excludes_with_8_clients_on_one_key_and_the_results_are_complete
     let cluster = managed_cluster_file(&dir);
     let out_dir = dir.join("run");
     let out = lockbench(&[
-        "run", "quick", "--quiet",
-        "--cluster", &format!("external:{}", cluster.display()),
-        "--out", out_dir.to_str().unwrap(),
-        "--set", "duration=2s", "--set", "warmup=500ms",
-        "--set", "workload.hold=200us",
+        "run",
+        "quick",
+        "--quiet",
+        "--cluster",
+        &format!("external:{}", cluster.display()),
+        "--out",
+        out_dir.to_str().unwrap(),
+        "--set",
+        "duration=2s",
+        "--set",
+        "warmup=500ms",
+        "--set",
+        "workload.hold=200us",
     ]);
     assert!(out.status.success(), "{}", text(&out));
     let r = results(&out_dir);
     assert_eq!(r["schema_version"], 1);
     assert_eq!(r["complete"], true);
     for system in ["zookeeper", "etcd", "redis"] {
-        assert!(r["environment"]["servers"][system].is_string(), "{system} version missing");
+        assert!(
+            r["environment"]["servers"][system].is_string(),
+            "{system} version missing"
+        );
     }
     let all = r["results"].as_array().unwrap();
     assert_eq!(all.len(), 6, "{}", text(&out));
@@ -80,16 +91,28 @@ fn every_backend_excludes_with_8_clients_on_one_key_and_the_results_are_complete
         assert_eq!(res["safety"]["verdict"], "valid", "{name}: {res}");
         assert_eq!(res["safety"]["mutex_violations"], 0, "{name}");
         assert_eq!(res["safety"]["stale_writes_accepted"], 0, "{name}");
-        assert!(res["acquisitions"].as_u64().unwrap() > 0, "{name}: no acquisitions");
+        assert!(
+            res["acquisitions"].as_u64().unwrap() > 0,
+            "{name}: no acquisitions"
+        );
         assert!(res["throughput_per_s"].as_f64().unwrap() > 0.0, "{name}");
         for field in ["p50", "p90", "p99", "p999", "max"] {
             assert!(res["acquire_latency_us"][field].is_u64(), "{name}: {field}");
         }
-        assert!(res["handoff_latency_us"]["p50"].is_u64(), "{name}: 8 clients on 1 key must hand off");
+        assert!(
+            res["handoff_latency_us"]["p50"].is_u64(),
+            "{name}: 8 clients on 1 key must hand off"
+        );
         assert!(res["fairness_jain"].as_f64().unwrap() > 0.0, "{name}");
         assert_eq!(res["per_client_acquisitions"].as_array().unwrap().len(), 8);
-        assert!(res["server_ops_per_acquisition"].as_f64().unwrap() >= 1.0, "{name}: {res}");
-        assert!(res["requests"]["server_counted"].as_u64().unwrap() > 0, "{name}: {res}");
+        assert!(
+            res["server_ops_per_acquisition"].as_f64().unwrap() >= 1.0,
+            "{name}: {res}"
+        );
+        assert!(
+            res["requests"]["server_counted"].as_u64().unwrap() > 0,
+            "{name}: {res}"
+        );
         assert!(res["recipe"]["waits_by"].is_string(), "{name}");
     }
     // Redis counts exactly what lockbench sends: the two counts must agree.
@@ -98,22 +121,43 @@ fn every_backend_excludes_with_8_clients_on_one_key_and_the_results_are_complete
         assert_eq!(q["client_counted"], q["server_counted"], "{name}: {q}");
     }
     // Tokens are reported only where the recipe has them.
-    assert!(result_of(&r, "redlock")["safety"]["unfenced_writes"].as_u64().unwrap() > 0);
+    assert!(
+        result_of(&r, "redlock")["safety"]["unfenced_writes"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
     assert_eq!(result_of(&r, "zk-fair")["safety"]["unfenced_writes"], 0);
 
     let scenario = std::fs::read_to_string(out_dir.join("scenario.toml")).unwrap();
-    assert!(scenario.contains("seed = 1") && scenario.contains("duration = \"2s\""), "{scenario}");
+    assert!(
+        scenario.contains("seed = 1") && scenario.contains("duration = \"2s\""),
+        "{scenario}"
+    );
     let history = std::fs::read_to_string(out_dir.join("history.jsonl")).unwrap();
     assert!(history.lines().count() > 100);
     assert!(history.lines().all(|l| l.starts_with("{\"backend\":")));
     for name in ["zk-fair", "redlock"] {
         for ext in ["hgrm", "hdr"] {
-            let f = out_dir.join("histograms").join(format!("{name}.acquire.{ext}"));
-            assert!(f.metadata().map(|m| m.len() > 0).unwrap_or(false), "{}", f.display());
+            let f = out_dir
+                .join("histograms")
+                .join(format!("{name}.acquire.{ext}"));
+            assert!(
+                f.metadata().map(|m| m.len() > 0).unwrap_or(false),
+                "{}",
+                f.display()
+            );
         }
     }
     let table = String::from_utf8_lossy(&out.stdout);
-    for name in ["zk-fair", "zk-curator", "etcd-lease", "etcd-lockapi", "redis-setnx", "redlock"] {
+    for name in [
+        "zk-fair",
+        "zk-curator",
+        "etcd-lease",
+        "etcd-lockapi",
+        "redis-setnx",
+        "redlock",
+    ] {
         assert!(table.contains(name), "table lacks {name}:\n{table}");
     }
 }
@@ -124,10 +168,15 @@ fn a_broken_recipe_is_caught_by_the_checkers() {
     let cluster = managed_cluster_file(&dir);
     let out_dir = dir.join("run");
     let out = lockbench(&[
-        "run", "broken-recipe", "--quiet",
-        "--cluster", &format!("external:{}", cluster.display()),
-        "--out", out_dir.to_str().unwrap(),
-        "--set", "duration=2s",
+        "run",
+        "broken-recipe",
+        "--quiet",
+        "--cluster",
+        &format!("external:{}", cluster.display()),
+        "--out",
+        out_dir.to_str().unwrap(),
+        "--set",
+        "duration=2s",
     ]);
     assert!(out.status.success(), "{}", text(&out));
     let r = results(&out_dir);
@@ -149,7 +198,12 @@ fn a_bad_scenario_field_is_named_before_anything_runs() {
         "name = \"bad\"\nbackends = [\"zk-fair\"]\n[workload]\nclients = 4\nkeys = 1\nhold = \"fast\"\n",
     )
     .unwrap();
-    let out = lockbench(&["run", file.to_str().unwrap(), "--cluster", "external:/nonexistent"]);
+    let out = lockbench(&[
+        "run",
+        file.to_str().unwrap(),
+        "--cluster",
+        "external:/nonexistent",
+    ]);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("hold") && err.contains("bad.toml"), "{err}");
@@ -157,7 +211,10 @@ fn a_bad_scenario_field_is_named_before_anything_runs() {
     let out = lockbench(&["run", "quick", "--set", "workload.clients=0"]);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("workload.clients") && err.contains("at least 1"), "{err}");
+    assert!(
+        err.contains("workload.clients") && err.contains("at least 1"),
+        "{err}"
+    );
 
     let out = lockbench(&["run", "quick", "--set", "workload.clientz=3"]);
     assert!(!out.status.success());
@@ -166,7 +223,10 @@ fn a_bad_scenario_field_is_named_before_anything_runs() {
     let out = lockbench(&["run", "no-such-scenario"]);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("no-such-scenario") && err.contains("quick"), "{err}");
+    assert!(
+        err.contains("no-such-scenario") && err.contains("quick"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -186,16 +246,24 @@ fn an_unreachable_server_fails_fast_naming_its_address() {
         let started = Instant::now();
         let out_dir = dir.join(backend);
         let out = lockbench(&[
-            "run", "quick", "--quiet",
-            "--cluster", &format!("external:{}", file.display()),
-            "--out", out_dir.to_str().unwrap(),
-            "--set", &format!("backends={backend}"),
+            "run",
+            "quick",
+            "--quiet",
+            "--cluster",
+            &format!("external:{}", file.display()),
+            "--out",
+            out_dir.to_str().unwrap(),
+            "--set",
+            &format!("backends={backend}"),
         ]);
         let took = started.elapsed();
         assert_eq!(out.status.code(), Some(2), "{backend}: {}", text(&out));
         assert!(took < Duration::from_secs(20), "{backend}: took {took:?}");
         let all = text(&out);
-        assert!(all.contains(address), "{backend}: error does not name {address}: {all}");
+        assert!(
+            all.contains(address),
+            "{backend}: error does not name {address}: {all}"
+        );
         let r = results(&out_dir);
         assert_eq!(result_of(&r, backend)["status"], "error");
     }
@@ -206,7 +274,14 @@ fn scenarios_lists_the_built_ins() {
     let out = lockbench(&["scenarios"]);
     assert!(out.status.success());
     let list = String::from_utf8_lossy(&out.stdout);
-    for name in ["quick", "contention", "spread", "uncontended", "redis-throughput", "broken-recipe"] {
+    for name in [
+        "quick",
+        "contention",
+        "spread",
+        "uncontended",
+        "redis-throughput",
+        "broken-recipe",
+    ] {
         assert!(list.contains(name), "{list}");
     }
 }

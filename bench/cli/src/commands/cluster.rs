@@ -8,12 +8,19 @@ use std::time::Instant;
 /// Starts (or reuses) the managed cluster.
 pub async fn up(state_dir: PathBuf) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
-    eprintln!("lockbench: bringing up the managed cluster in {}", state_dir.display());
+    eprintln!(
+        "lockbench: bringing up the managed cluster in {}",
+        state_dir.display()
+    );
     let report = Cluster::new(state_dir).up().await?;
     print_status(&report.status);
     eprintln!(
         "lockbench: cluster {} in {:.1}s",
-        if report.started { "started" } else { "already up" },
+        if report.started {
+            "started"
+        } else {
+            "already up"
+        },
         started.elapsed().as_secs_f64()
     );
     Ok(ExitCode::SUCCESS)
@@ -22,7 +29,10 @@ pub async fn up(state_dir: PathBuf) -> anyhow::Result<ExitCode> {
 /// Stops the managed cluster.
 pub async fn down(state_dir: PathBuf) -> anyhow::Result<ExitCode> {
     Cluster::new(state_dir.clone()).down().await?;
-    eprintln!("lockbench: managed cluster in {} stopped", state_dir.display());
+    eprintln!(
+        "lockbench: managed cluster in {} stopped",
+        state_dir.display()
+    );
     Ok(ExitCode::SUCCESS)
 }
 
@@ -42,7 +52,10 @@ pub async fn status(state_dir: PathBuf, json: bool) -> anyhow::Result<ExitCode> 
 }
 
 fn print_status(status: &lockbench_cluster::ClusterStatus) {
-    println!("{:<10} {:<10} {:<24} {:>8} {:<9} {:>8}", "server", "system", "endpoint", "pid", "health", "rss MiB");
+    println!(
+        "{:<10} {:<10} {:<24} {:>8} {:<9} {:>8}",
+        "server", "system", "endpoint", "pid", "health", "rss MiB"
+    );
     for s in &status.servers {
         let health = match (s.running, s.healthy) {
             (false, _) => "down".to_string(),

@@ -18,7 +18,8 @@ use std::time::SystemTime;
 /// Runs a scenario.
 pub async fn run(args: RunArgs, state_dir: PathBuf) -> anyhow::Result<ExitCode> {
     let scenario = load_scenario(&args)?;
-    let (endpoints, cluster_label, started_cluster) = prepare_cluster(&args.cluster, state_dir).await?;
+    let (endpoints, cluster_label, started_cluster) =
+        prepare_cluster(&args.cluster, state_dir).await?;
     let outcome = run_scenario(&args, &scenario, &endpoints, &cluster_label).await;
     if let Some(cluster) = started_cluster {
         eprintln!("lockbench: stopping the managed cluster this run started");
@@ -67,7 +68,9 @@ async fn run_scenario(
         let (interrupted, current) = (interrupted.clone(), current.clone());
         tokio::spawn(async move {
             if tokio::signal::ctrl_c().await.is_ok() {
-                eprintln!("\nlockbench: interrupted; stopping the current backend and saving what was recorded");
+                eprintln!(
+                    "\nlockbench: interrupted; stopping the current backend and saving what was recorded"
+                );
                 interrupted.store(true, Ordering::SeqCst);
                 if let Some(c) = current.lock().expect("control lock").as_ref() {
                     c.stop.send_replace(true);
@@ -89,7 +92,8 @@ async fn run_scenario(
             control.clone(),
             args.quiet,
         );
-        let result = match dispatch::run_backend(kind, scenario, endpoints, &run_dir, control).await {
+        let result = match dispatch::run_backend(kind, scenario, endpoints, &run_dir, control).await
+        {
             Ok(r) => {
                 progress.finish(format!(
                     "{:.0} acq/s, safety {}",
@@ -142,7 +146,10 @@ fn load_scenario(args: &RunArgs) -> anyhow::Result<Scenario> {
             .with_context(|| format!("cannot read scenario file {}", path.display()))?;
         (path.display().to_string(), text)
     } else if let Some(text) = builtin::find(&args.scenario) {
-        (format!("built-in scenario {}", args.scenario), text.to_string())
+        (
+            format!("built-in scenario {}", args.scenario),
+            text.to_string(),
+        )
     } else {
         anyhow::bail!(
             "`{}` is neither a scenario file nor a built-in scenario; built-ins: {}",
@@ -171,11 +178,16 @@ async fn prepare_cluster(
             .await
             .context("the managed cluster did not come up (see `lockbench status`)")?;
         let endpoints = report.status.endpoints.clone();
-        Ok((endpoints, "managed".into(), report.started.then_some(cluster)))
+        Ok((
+            endpoints,
+            "managed".into(),
+            report.started.then_some(cluster),
+        ))
     } else if let Some(file) = spec.strip_prefix("external:") {
         let text = std::fs::read_to_string(file)
             .with_context(|| format!("cannot read cluster file {file}"))?;
-        let endpoints = Endpoints::from_toml(&text).map_err(|e| anyhow::anyhow!("cluster file {file}: {e}"))?;
+        let endpoints =
+            Endpoints::from_toml(&text).map_err(|e| anyhow::anyhow!("cluster file {file}: {e}"))?;
         Ok((endpoints, spec.to_string(), None))
     } else {
         anyhow::bail!("--cluster {spec}: expected `managed` or `external:FILE`")
