@@ -97,6 +97,12 @@ impl BackendKind {
     }
 }
 
+impl fmt::Display for BackendKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -108,11 +114,5 @@ mod tests {
             assert_eq!(json, format!("\"{}\"", b.name()));
             assert_eq!(BackendKind::parse(b.name()), Ok(b));
         }
-    }
-}
-
-impl fmt::Display for BackendKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
     }
 }

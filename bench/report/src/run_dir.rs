@@ -23,6 +23,10 @@ use std::time::SystemTime;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+/// The task appending a backend's history to `history.jsonl`; it yields every op it wrote
+/// once all senders are dropped.
+pub type HistoryWriter = JoinHandle<anyhow::Result<Vec<Op>>>;
+
 /// A run's output directory.
 #[derive(Debug, Clone)]
 pub struct RunDir {
@@ -105,10 +109,7 @@ impl RunDir {
     pub fn history_writer(
         &self,
         backend: &'static str,
-    ) -> anyhow::Result<(
-        mpsc::UnboundedSender<Vec<Op>>,
-        JoinHandle<anyhow::Result<Vec<Op>>>,
-    )> {
+    ) -> anyhow::Result<(mpsc::UnboundedSender<Vec<Op>>, HistoryWriter)> {
         let path = self.path.join("history.jsonl");
         let file = OpenOptions::new()
             .create(true)
