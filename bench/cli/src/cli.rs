@@ -49,7 +49,7 @@ pub struct RunArgs {
     /// A scenario file (TOML) or the name of a built-in scenario (see `lockbench scenarios`).
     pub scenario: String,
 
-    /// Results directory [default: results/<UTC time>-<scenario>].
+    /// Results directory [default: results/TIME-SCENARIO, TIME in UTC].
     #[arg(long)]
     pub out: Option<PathBuf>,
 
