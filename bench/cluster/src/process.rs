@@ -110,7 +110,7 @@ pub(crate) async fn terminate(pids: &[u32], grace: Duration) {
     while pids.iter().any(|&p| is_alive(p)) {
         if !killed && start.elapsed() >= grace {
             for &pid in pids.iter().filter(|&&p| is_alive(p)) {
-                tracing::warn!(pid, "server did not stop within {grace:?}; sending SIGKILL");
+                tracing::info!(pid, "server did not stop within {grace:?}; sending SIGKILL");
                 send(pid, Signal::SIGKILL);
             }
             killed = true;
