@@ -13,6 +13,7 @@
 //! - [`time`]: the one monotonic clock every op is stamped with;
 //! - [`scenario`]: the TOML scenario a run is made from, with its defaults and validation;
 //! - [`endpoints`]: where each backend's servers listen (managed or external cluster);
+//! - [`fault`]: fault verbs on named targets, and the fault events a history records;
 //! - [`traits`]: [`Backend`] (makes clients for one recipe) and [`LockClient`]
 //!   (`acquire` / `release` / `renew`).
 //!
@@ -21,6 +22,7 @@
 #![deny(missing_docs)]
 
 pub mod endpoints;
+pub mod fault;
 pub mod history;
 pub mod ids;
 pub mod op;
@@ -29,6 +31,7 @@ pub mod time;
 pub mod traits;
 
 pub use endpoints::Endpoints;
+pub use fault::{Fault, FaultEvent, FaultPhase, PartitionSpec, Targets};
 pub use history::History;
 pub use ids::{BackendKind, ClientId, FencingToken, KeyId};
 pub use op::{ErrorKind, Op, OpF, OpType, Outcome};

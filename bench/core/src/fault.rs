@@ -1,0 +1,209 @@
+//! Faults: verbs on named targets (turmoil's vocabulary), as data.
+//!
+//! A [`Fault`] says *what* to do (`partition`, `heal`, `pause`, `resume`, `kill`, `start`,
+//! `clock-jump`, `link-delay`, ...) and to *whom* ([`Targets`], resolved at run time against
+//! the backend's servers and clients: "the ZooKeeper leader", "one Redlock server"). The chaos
+//! crate turns a fault into real actions (iptables in a network namespace, SIGSTOP, SIGKILL);
+//! every start and stop of a fault is recorded as a [`FaultEvent`] in the same history as the
+//! clients' ops, on the same clock, so checkers and plots know the fault windows exactly.
+
+use crate::time::Nanos;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// Which processes or hosts a fault applies to. Resolved when the fault starts, against the
+/// servers of the system the backend uses (ZooKeeper, etcd, the Redis server, the Redlock
+/// servers) or its client processes.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Targets {
+    /// One server, chosen with the scenario's seeded RNG.
+    One,
+    /// The current leader / primary (ZooKeeper `Mode: leader`, etcd leader member).
+    Leader,
+    /// Every server but the leader.
+    Followers,
+    /// A minority of the servers (⌊(n-1)/2⌋), seeded choice.
+    Minority,
+    /// A majority of the servers, seeded choice.
+    Majority,
+    /// Every server.
+    All,
+    /// The client process currently holding the lock (client faults only).
+    Holder,
+    /// Named servers or client hosts (`zk1`, `redlock3`, `client2`).
+    Nodes(Vec<String>),
+}
+
+/// How a partition splits the hosts (Jepsen's grudges).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PartitionSpec {
+    /// Cut the targets off from every other host.
+    Isolate(Targets),
+    /// Two halves: a minority and a majority of the servers (clients stay with the majority).
+    Halves,
+    /// Each server sees a majority, but no two see the same one (Jepsen majorities-ring).
+    MajoritiesRing,
+    /// Two halves joined by one server that sees both (Jepsen bridge).
+    Bridge,
+    /// Cut the client hosts off from every server.
+    ClientsOff,
+    /// Redlock's minority-overlap split: clients of side A see servers {1,2,3}, clients of
+    /// side B see {3,4,5}.
+    RedlockOverlap,
+}
+
+/// A fault verb with its targets.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "fault", rename_all = "kebab-case")]
+pub enum Fault {
+    /// Drop traffic between groups of hosts (iptables inside the hosts' namespaces).
+    Partition {
+        /// The shape of the split.
+        split: PartitionSpec,
+    },
+    /// Remove every partition and link fault.
+    Heal,
+    /// SIGSTOP the targets.
+    Pause {
+        /// Whom.
+        targets: Targets,
+    },
+    /// SIGCONT the targets.
+    Resume {
+        /// Whom.
+        targets: Targets,
+    },
+    /// SIGKILL the targets.
+    Kill {
+        /// Whom.
+        targets: Targets,
+    },
+    /// Restart killed targets (with their data dir; Redis without persistence restarts empty).
+    Start {
+        /// Whom.
+        targets: Targets,
+    },
+    /// Emulated forward clock jump on a Redis server: every lock key's remaining TTL is
+    /// shortened by `by` (what a jump of the server's clock does to its keys). Named as an
+    /// emulation in results.
+    ClockJump {
+        /// Which Redis server(s).
+        targets: Targets,
+        /// How far forward.
+        #[serde(with = "humantime_serde")]
+        by: Duration,
+    },
+    /// Add latency (and jitter) on the links between clients and the targets, through an
+    /// in-process TCP proxy.
+    LinkDelay {
+        /// Which servers.
+        targets: Targets,
+        /// Added one-way latency.
+        #[serde(with = "humantime_serde")]
+        latency: Duration,
+        /// Uniform jitter on top.
+        #[serde(with = "humantime_serde", default)]
+        jitter: Duration,
+    },
+    /// Black-hole the links between clients and the targets (connections stay open, nothing
+    /// arrives).
+    LinkBlackhole {
+        /// Which servers.
+        targets: Targets,
+    },
+}
+
+impl Fault {
+    /// The verb, as results name it.
+    pub fn verb(&self) -> &'static str {
+        match self {
+            Fault::Partition { .. } => "partition",
+            Fault::Heal => "heal",
+            Fault::Pause { .. } => "pause",
+            Fault::Resume { .. } => "resume",
+            Fault::Kill { .. } => "kill",
+            Fault::Start { .. } => "start",
+            Fault::ClockJump { .. } => "clock-jump",
+            Fault::LinkDelay { .. } => "link-delay",
+            Fault::LinkBlackhole { .. } => "link-blackhole",
+        }
+    }
+}
+
+/// Whether a fault event opens or closes a fault window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FaultPhase {
+    /// The fault was applied.
+    Start,
+    /// The fault was undone (heal, resume, start).
+    Stop,
+}
+
+/// One fault applied or undone, as recorded in the history (Jepsen's nemesis ops).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FaultEvent {
+    /// When it took effect, on the run's clock.
+    #[serde(rename = "t")]
+    pub time: Nanos,
+    /// The verb (`partition`, `pause`, ...).
+    pub fault: String,
+    /// Start or stop of the fault window.
+    pub phase: FaultPhase,
+    /// The resolved targets (server or client host names).
+    pub targets: Vec<String>,
+    /// What was done, for humans (e.g. "iptables DROP 10.77.0.12 on zk1,zk3"); for emulated
+    /// faults this says so.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub note: String,
+    /// `false` when the fault could not be applied here (e.g. partitions without root); the
+    /// note says why. Such windows are reported as unavailable, never silently skipped.
+    pub applied: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn faults_read_as_toml_tables() {
+        #[derive(Deserialize)]
+        struct W {
+            f: Vec<Fault>,
+        }
+        let w: W = toml::from_str(
+            r#"
+            [[f]]
+            fault = "partition"
+            split = { isolate = "leader" }
+            [[f]]
+            fault = "pause"
+            targets = { nodes = ["zk1", "zk2"] }
+            [[f]]
+            fault = "clock-jump"
+            targets = "one"
+            by = "3s"
+            [[f]]
+            fault = "heal"
+            "#,
+        )
+        .unwrap();
+        assert_eq!(
+            w.f[0],
+            Fault::Partition {
+                split: PartitionSpec::Isolate(Targets::Leader)
+            }
+        );
+        assert_eq!(w.f[1].verb(), "pause");
+        assert_eq!(
+            w.f[2],
+            Fault::ClockJump {
+                targets: Targets::One,
+                by: Duration::from_secs(3)
+            }
+        );
+        assert_eq!(w.f[3], Fault::Heal);
+    }
+}
