@@ -57,9 +57,13 @@ pub fn render(results: &RunResults) -> String {
         ]);
     for r in &results.results {
         if let Some(err) = &r.error {
+            // The full message is in results.json and was printed when it happened.
+            let short: String = err.chars().take(60).collect();
+            let more = if err.chars().count() > 60 { "..." } else { "" };
             t.add_row(vec![
                 Cell::new(&r.backend),
-                Cell::new(format!("error: {err}")),
+                Cell::new("-"),
+                Cell::new(format!("error: {short}{more}")),
             ]);
             continue;
         }
