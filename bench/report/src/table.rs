@@ -92,7 +92,27 @@ pub fn render(results: &RunResults) -> String {
         ];
         t.add_row(row);
     }
-    format!(
+    let mut out = format!(
         "{t}\nlatencies in ms (acquire: from intended start); req/acq: lockbench's count | the servers' own counters\n"
-    )
+    );
+    out.push_str(&recipes(results));
+    out
+}
+
+/// One line per recipe: how it waits, its fencing token, its knobs (so a table pasted
+/// anywhere still says what was compared).
+fn recipes(results: &RunResults) -> String {
+    let mut out = String::new();
+    for r in &results.results {
+        let Some(info) = &r.recipe else { continue };
+        let knobs: Vec<String> = info.knobs.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        out.push_str(&format!(
+            "  {}: waits by {}; token: {}; {}\n",
+            r.backend,
+            info.waits_by,
+            info.fencing,
+            knobs.join(" ")
+        ));
+    }
+    out
 }
