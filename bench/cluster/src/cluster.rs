@@ -2,10 +2,12 @@
 //! runs (pid files, `/proc`, health probes) with what should run, and fix the difference.
 
 use crate::health::{self, Probe};
+use crate::hosts::Network;
 use crate::lock::{self, ClusterLock};
 use crate::process::{self, PortUse};
 use crate::spec::{Group, SERVERS, ServerSpec, System};
 use crate::state_dir::{NodeDir, absolute};
+use crate::topology::Topology;
 use crate::{ClusterStatus, ServerStatus, install};
 use anyhow::{Context, bail};
 use std::collections::BTreeSet;
@@ -27,6 +29,10 @@ const STOP_GRACE: Duration = Duration::from_secs(5);
 #[derive(Clone, Debug)]
 pub struct Cluster {
     state_dir: PathBuf,
+    /// Only these servers (`None`: all of [`SERVERS`]).
+    groups: Option<Vec<Group>>,
+    /// The topology `up` uses instead of [`Topology::wanted`].
+    topology: Option<Topology>,
 }
 
 /// What [`Cluster::up`] did.
@@ -54,7 +60,47 @@ impl Cluster {
     pub fn new(state_dir: PathBuf) -> Cluster {
         Cluster {
             state_dir: absolute(&state_dir),
+            groups: None,
+            topology: None,
         }
+    }
+
+    /// The same cluster restricted to the servers of `groups` (`up` and `status` only look at
+    /// those; `down` still stops everything of the state directory). For tests that need their
+    /// own small cluster.
+    pub fn with_groups(mut self, groups: &[Group]) -> Cluster {
+        self.groups = Some(groups.to_vec());
+        self
+    }
+
+    /// The same cluster, brought up in `topology` instead of the one the environment asks for
+    /// ([`Topology::wanted`]).
+    pub fn with_topology(mut self, topology: Topology) -> Cluster {
+        self.topology = Some(topology);
+        self
+    }
+
+    /// The servers this cluster manages, in [`SERVERS`] order.
+    pub fn servers(&self) -> Vec<&'static ServerSpec> {
+        SERVERS
+            .iter()
+            .filter(|s| self.groups.as_ref().is_none_or(|g| g.contains(&s.group)))
+            .collect()
+    }
+
+    /// The topology the servers run in (as recorded by the last `up`; loopback if none).
+    pub fn topology(&self) -> Topology {
+        Topology::recorded(&self.state_dir).unwrap_or(Topology::Loopback)
+    }
+
+    /// The network the servers run on, in the `netns` topology.
+    pub fn network(&self) -> Option<Network> {
+        self.topology().net().cloned().map(Network::new)
+    }
+
+    /// The pid of our live process for server `name`.
+    pub fn server_pid(&self, name: &str) -> Option<u32> {
+        process::our_pid(&self.node(name))
     }
 
     /// The state directory.
@@ -91,9 +137,59 @@ impl Cluster {
     /// [`Cluster::up`] for a caller that already holds the cluster lock.
     pub async fn up_locked(&self, _lock: &ClusterLock) -> anyhow::Result<UpReport> {
         install::ensure_installed().await?;
-        let all: Vec<&ServerSpec> = SERVERS.iter().collect();
-        let probes = health::probe_all(&all).await;
-        let found: Vec<Found> = SERVERS
+        let topo = match &self.topology {
+            Some(t) => t.clone(),
+            None => Topology::wanted()?,
+        };
+        let running = self.topology();
+        if running != topo {
+            tracing::warn!(
+                from = running.kind(),
+                to = topo.kind(),
+                "the cluster's topology changes: stopping what runs first"
+            );
+            self.down_locked(_lock).await?;
+        }
+        if let Topology::Netns(cfg) = &topo {
+            let net = Network::new(cfg.clone());
+            if let Some(owner) = net.owner().filter(|o| *o != self.state_dir) {
+                let other = Cluster::new(owner.clone());
+                if SERVERS.iter().any(|s| other.server_pid(s.name).is_some()) {
+                    bail!(
+                        "network {} ({}) is used by the lockbench cluster in {}, which is not \
+                         a lockbench server of state dir {}: stop it (`lockbench down` with that \
+                         LOCKBENCH_STATE_DIR) or choose another LOCKBENCH_NETNS_PREFIX and \
+                         LOCKBENCH_SUBNET",
+                        cfg.prefix,
+                        cfg.cidr(),
+                        owner.display(),
+                        self.state_dir.display()
+                    );
+                }
+            }
+            net.claim(&self.state_dir)?;
+        }
+        topo.record(&self.state_dir)?;
+        if let Topology::Netns(cfg) = &topo {
+            let net = Network::new(cfg.clone());
+            for spec in self.servers() {
+                net.ensure(&net.server_host(spec))?;
+            }
+        }
+        let all = self.servers();
+        let mut probes = health::probe_all(&topo, &all).await;
+        if let Some(net) = topo.net().cloned().map(Network::new) {
+            if probes.iter().any(|p| !p.healthy) {
+                // A partition left behind by a crashed fault run makes servers unreachable;
+                // no restart would fix that.
+                let flushed = flush_firewalls(&net, &all);
+                if !flushed.is_empty() {
+                    tracing::warn!(hosts = ?flushed, "removed leftover firewall rules");
+                    probes = health::probe_all(&topo, &all).await;
+                }
+            }
+        }
+        let found: Vec<Found> = all
             .iter()
             .zip(&probes)
             .map(|(s, p)| self.inspect(s, p))
@@ -101,7 +197,7 @@ impl Cluster {
 
         // A system none of whose members still runs starts from empty data directories: a
         // fresh cluster, no leftovers of earlier runs, no half-bootstrapped etcd member.
-        let warm: BTreeSet<System> = SERVERS
+        let warm: BTreeSet<System> = all
             .iter()
             .zip(&found)
             .filter(|(_, f)| !matches!(f, Found::Absent))
@@ -110,20 +206,20 @@ impl Cluster {
 
         let mut started = false;
         let mut suspects = Vec::new();
-        for (spec, found) in SERVERS.iter().zip(&found) {
+        for (spec, found) in all.iter().zip(&found) {
             match found {
                 Found::Healthy => {}
                 Found::Absent => {
                     if !warm.contains(&spec.system) {
                         self.wipe_data(spec)?;
                     }
-                    self.start(spec).await?;
+                    self.start(&topo, spec).await?;
                     started = true;
                 }
                 Found::Stopped(pid) => {
                     tracing::warn!(server = spec.name, pid, "restarting a stopped server");
                     process::terminate(&[*pid], STOP_GRACE).await;
-                    self.start(spec).await?;
+                    self.start(&topo, spec).await?;
                     started = true;
                 }
                 Found::Unhealthy(pid) => suspects.push((spec, *pid)),
@@ -136,18 +232,24 @@ impl Cluster {
                 ?names,
                 "servers run but are not healthy; giving them {SUSPECT_GRACE:?}"
             );
-            let _ = health::wait_healthy(SUSPECT_GRACE).await;
+            let _ = health::wait_healthy(&topo, &all, SUSPECT_GRACE).await;
             for (spec, pid) in suspects {
-                if !health::probe(spec).await.healthy {
+                if !health::probe(&topo, spec).await.healthy {
                     tracing::warn!(server = spec.name, pid, "restarting unhealthy server");
                     process::terminate(&[pid], STOP_GRACE).await;
-                    self.start(spec).await?;
+                    self.start(&topo, spec).await?;
                     started = true;
                 }
             }
         }
 
-        self.wait_up().await?;
+        self.wait_up(&topo).await?;
+        if topo == Topology::Loopback {
+            tracing::warn!(
+                "loopback topology: every server on 127.0.0.1, PARTITIONS ARE UNAVAILABLE \
+                 (run as root with network namespaces, or LOCKBENCH_TOPOLOGY=netns)"
+            );
+        }
         Ok(UpReport {
             started,
             status: self.status().await?,
@@ -180,11 +282,36 @@ impl Cluster {
 
     /// Frees the server's ports from leftovers of ours, refuses foreign owners, writes its
     /// config and spawns it.
-    async fn start(&self, spec: &ServerSpec) -> anyhow::Result<u32> {
+    async fn start(&self, topo: &Topology, spec: &ServerSpec) -> anyhow::Result<u32> {
         let node = self.node(spec.name);
         std::fs::create_dir_all(&node.root)
             .with_context(|| format!("cannot create {}", node.root.display()))?;
-        for port in spec.ports() {
+        if let Some(net) = topo.net().cloned().map(Network::new) {
+            // The server's own host: whatever still runs in it is a leftover of ours.
+            let host = net.server_host(spec);
+            net.ensure(&host)?;
+            let leftovers = host.pids();
+            if let Some(&pid) = leftovers.iter().find(|&&p| !process::is_ours(p, &node)) {
+                bail!(
+                    "cannot start {}: its host {} runs pid {pid} (`{}`), which is not a \
+                     lockbench server of state dir {}",
+                    spec.name,
+                    host.netns,
+                    process::cmdline(pid),
+                    self.state_dir.display()
+                );
+            }
+            if !leftovers.is_empty() {
+                tracing::warn!(server = spec.name, pids = ?leftovers, "killing leftovers in its host");
+                crate::hosts::kill_all(&leftovers);
+            }
+            let cmd = spec.prepare(topo, &self.state_dir, &node)?;
+            let pid = process::spawn(&cmd, &node, Some(&host.netns))
+                .with_context(|| format!("cannot start {}", spec.name))?;
+            tracing::info!(server = spec.name, pid, host = host.netns, "started");
+            return Ok(pid);
+        }
+        for port in topo.ports(spec) {
             match process::port_use(port) {
                 PortUse::Free => {}
                 PortUse::Pid(pid) if process::is_ours(pid, &node) => {
@@ -210,22 +337,26 @@ impl Cluster {
                 ),
             }
         }
-        let cmd = spec.prepare(&self.state_dir, &node)?;
-        let pid =
-            process::spawn(&cmd, &node).with_context(|| format!("cannot start {}", spec.name))?;
+        let cmd = spec.prepare(topo, &self.state_dir, &node)?;
+        let pid = process::spawn(&cmd, &node, None)
+            .with_context(|| format!("cannot start {}", spec.name))?;
         tracing::info!(server = spec.name, pid, "started");
         Ok(pid)
     }
 
     /// Waits for every server to be healthy; fails early when one of ours has exited.
-    async fn wait_up(&self) -> anyhow::Result<()> {
+    async fn wait_up(&self, topo: &Topology) -> anyhow::Result<()> {
+        let all = self.servers();
         let deadline = tokio::time::Instant::now() + HEALTH_TIMEOUT;
         loop {
             let step = tokio::time::Instant::now() + Duration::from_secs(1);
-            if health::wait_healthy(Duration::from_secs(1)).await.is_ok() {
+            if health::wait_healthy(topo, &all, Duration::from_secs(1))
+                .await
+                .is_ok()
+            {
                 return Ok(());
             }
-            if let Some(spec) = SERVERS
+            if let Some(spec) = all
                 .iter()
                 .find(|s| process::our_pid(&self.node(s.name)).is_none())
             {
@@ -233,13 +364,13 @@ impl Cluster {
                 bail!(
                     "{} ({}) exited while starting; see its log {}:\n{}",
                     spec.name,
-                    spec.endpoint(),
+                    topo.endpoint(spec),
                     log.display(),
                     log_tail(&log, 15)
                 );
             }
             if tokio::time::Instant::now() >= deadline {
-                let unhealthy = health::wait_healthy(Duration::ZERO)
+                let unhealthy = health::wait_healthy(topo, &all, Duration::ZERO)
                     .await
                     .err()
                     .unwrap_or_default();
@@ -262,7 +393,10 @@ impl Cluster {
     }
 
     /// Stops every server of ours (pid files, and processes of ours still holding a server's
-    /// port), `SIGTERM` then `SIGKILL`, and removes the pid files. Idempotent. Takes the lock.
+    /// port), `SIGTERM` then `SIGKILL`, and removes the pid files; in the `netns` topology it
+    /// then removes the network (every process left in its namespaces, client hosts included,
+    /// the namespaces with their firewall rules, the veths and the bridge). Idempotent. Takes
+    /// the lock.
     pub async fn down(&self) -> anyhow::Result<()> {
         let guard = self.lock().await?;
         self.down_locked(&guard).await
@@ -274,7 +408,7 @@ impl Cluster {
         for spec in &SERVERS {
             let node = self.node(spec.name);
             pids.extend(process::our_pid(&node));
-            for port in spec.ports() {
+            for port in Topology::Loopback.ports(spec) {
                 if let PortUse::Pid(pid) = process::port_use(port) {
                     if process::is_ours(pid, &node) {
                         pids.insert(pid);
@@ -290,14 +424,50 @@ impl Cluster {
         for spec in &SERVERS {
             let _ = std::fs::remove_file(self.node(spec.name).pid_file());
         }
+        if let Some(net) = self
+            .network()
+            .filter(|n| n.owner().is_none_or(|o| o == self.state_dir))
+        {
+            let removed = net.teardown()?;
+            if !removed.is_empty() {
+                tracing::info!(?removed, "network removed");
+            }
+        }
         Ok(())
+    }
+
+    /// Starts one server that is not running (with its data directory as it is: ZooKeeper and
+    /// etcd rejoin with their data, Redis without persistence starts empty) and returns its
+    /// pid without waiting for it to be healthy ([`Cluster::wait_healthy`]). For fault
+    /// injection (`kill` / `start`). Takes the cluster lock.
+    pub async fn start_server(&self, name: &str) -> anyhow::Result<u32> {
+        let spec = ServerSpec::by_name(name).with_context(|| format!("no server named {name}"))?;
+        let _guard = self.lock().await?;
+        if let Some(pid) = self.server_pid(name) {
+            if process::state(pid) != Some('T') {
+                bail!("{name} is already running (pid {pid})");
+            }
+        }
+        self.start(&self.topology(), spec).await
+    }
+
+    /// Waits until the named servers are healthy (ZooKeeper: exactly one leader among them).
+    pub async fn wait_healthy(&self, names: &[&str], timeout: Duration) -> anyhow::Result<()> {
+        let specs: Vec<&'static ServerSpec> = names
+            .iter()
+            .map(|n| ServerSpec::by_name(n).with_context(|| format!("no server named {n}")))
+            .collect::<anyhow::Result<_>>()?;
+        health::wait_healthy(&self.topology(), &specs, timeout)
+            .await
+            .map_err(|bad| anyhow::anyhow!("not healthy after {timeout:?}: {}", bad.join(", ")))
     }
 
     /// Every server's process and health, and the endpoints. Does not take the lock.
     pub async fn status(&self) -> anyhow::Result<ClusterStatus> {
-        let all: Vec<&ServerSpec> = SERVERS.iter().collect();
-        let probes = health::probe_all(&all).await;
-        let servers = SERVERS
+        let topo = self.topology();
+        let all = self.servers();
+        let probes = health::probe_all(&topo, &all).await;
+        let servers = all
             .iter()
             .zip(probes)
             .map(|(spec, probe)| {
@@ -306,7 +476,10 @@ impl Cluster {
                 ServerStatus {
                     name: spec.name.to_string(),
                     system: spec.system.name().to_string(),
-                    endpoint: spec.endpoint(),
+                    group: spec.group,
+                    endpoint: topo.endpoint(spec),
+                    host: topo.netns(spec),
+                    addr: topo.ip(spec),
                     pid,
                     running: pid.is_some(),
                     healthy: pid.is_some() && probe.healthy,
@@ -318,19 +491,25 @@ impl Cluster {
             .collect();
         Ok(ClusterStatus {
             state_dir: self.state_dir.clone(),
+            endpoints: endpoints_of(&topo, &all),
+            topology: topo,
             servers,
-            endpoints: endpoints(),
         })
     }
 }
 
-/// The managed cluster's endpoints (fixed ports).
-pub fn endpoints() -> lockbench_core::Endpoints {
+/// The managed cluster's endpoints in a topology (fixed ports on loopback; host addresses and
+/// standard ports in namespaces).
+pub fn endpoints(topo: &Topology) -> lockbench_core::Endpoints {
+    endpoints_of(topo, &SERVERS.iter().collect::<Vec<_>>())
+}
+
+fn endpoints_of(topo: &Topology, servers: &[&ServerSpec]) -> lockbench_core::Endpoints {
     let list = |g: Group| {
-        SERVERS
+        servers
             .iter()
             .filter(|s| s.group == g)
-            .map(|s| s.endpoint())
+            .map(|s| topo.endpoint(s))
             .collect()
     };
     lockbench_core::Endpoints {
@@ -349,4 +528,30 @@ fn log_tail(path: &Path, n: usize) -> String {
         .iter()
         .map(|l| format!("    {l}\n"))
         .collect()
+}
+
+/// Flushes the firewall of every existing server host; returns the hosts that had rules.
+fn flush_firewalls(net: &Network, servers: &[&ServerSpec]) -> Vec<String> {
+    let mut flushed = Vec::new();
+    for spec in servers {
+        let host = net.server_host(spec);
+        if !host.exists() {
+            continue;
+        }
+        let rules = host
+            .command("iptables")
+            .args(["-w", "-S"])
+            .output()
+            .map(|o| {
+                String::from_utf8_lossy(&o.stdout)
+                    .lines()
+                    .any(|l| l.starts_with("-A "))
+            })
+            .unwrap_or(false);
+        if rules {
+            let _ = host.iptables(&["-F"]);
+            flushed.push(host.name);
+        }
+    }
+    flushed
 }

@@ -4,13 +4,19 @@
 use crate::net;
 use crate::spec::{Command, ServerSpec};
 use crate::state_dir::NodeDir;
+use crate::topology::Topology;
 use std::path::Path;
 
 /// The `etcd` command line. The cluster token is derived from the state directory, so two
 /// state directories never bootstrap into each other, and a restarted member (same data dir)
 /// rejoins its own cluster (etcd ignores the `--initial-*` flags once the data dir exists).
-pub(crate) fn command(spec: &ServerSpec, state_dir: &Path, node: &NodeDir) -> Command {
-    let peer = |s: &ServerSpec| format!("http://127.0.0.1:{}", s.peer_ports[0]);
+pub(crate) fn command(
+    spec: &ServerSpec,
+    topo: &Topology,
+    state_dir: &Path,
+    node: &NodeDir,
+) -> Command {
+    let peer = |s: &ServerSpec| format!("http://{}:{}", topo.ip(s), topo.peer_ports(s)[0]);
     let initial_cluster: Vec<String> = spec
         .members()
         .map(|m| format!("{}={}", m.name, peer(m)))
@@ -25,9 +31,9 @@ pub(crate) fn command(spec: &ServerSpec, state_dir: &Path, node: &NodeDir) -> Co
         "--data-dir".into(),
         node.data().display().to_string(),
         "--listen-client-urls".into(),
-        spec.endpoint(),
+        topo.endpoint(spec),
         "--advertise-client-urls".into(),
-        spec.endpoint(),
+        topo.endpoint(spec),
         "--listen-peer-urls".into(),
         peer(spec),
         "--initial-advertise-peer-urls".into(),

@@ -4,7 +4,8 @@
 //! `Mode: follower` (and the ensemble has exactly one leader), etcd's `/health` says `true`
 //! (it has a leader and a quorum), Redis answers `PING`.
 
-use crate::spec::{SERVERS, ServerSpec, System};
+use crate::spec::{ServerSpec, System};
+use crate::topology::Topology;
 use crate::{etcd, redis, zookeeper};
 use futures::future::join_all;
 use std::time::{Duration, Instant};
@@ -18,8 +19,8 @@ pub(crate) struct Probe {
 }
 
 /// Probes one server.
-pub(crate) async fn probe(spec: &ServerSpec) -> Probe {
-    let endpoint = spec.endpoint();
+pub(crate) async fn probe(topo: &Topology, spec: &ServerSpec) -> Probe {
+    let endpoint = topo.endpoint(spec);
     match spec.system {
         System::Zookeeper => {
             let role = zookeeper::srvr(&endpoint)
@@ -42,8 +43,8 @@ pub(crate) async fn probe(spec: &ServerSpec) -> Probe {
 
 /// Probes servers concurrently, then marks every ZooKeeper member unhealthy when the ensemble
 /// does not have exactly one leader (a split view during an election is not "up").
-pub(crate) async fn probe_all(specs: &[&ServerSpec]) -> Vec<Probe> {
-    let mut probes = join_all(specs.iter().map(|s| probe(s))).await;
+pub(crate) async fn probe_all(topo: &Topology, specs: &[&ServerSpec]) -> Vec<Probe> {
+    let mut probes = join_all(specs.iter().map(|s| probe(topo, s))).await;
     let zk: Vec<usize> = (0..specs.len())
         .filter(|&i| specs[i].system == System::Zookeeper)
         .collect();
@@ -59,20 +60,24 @@ pub(crate) async fn probe_all(specs: &[&ServerSpec]) -> Vec<Probe> {
     probes
 }
 
-/// Waits until every server of the cluster is healthy and ZooKeeper has exactly one leader.
-/// Returns the names still unhealthy at the deadline.
-pub(crate) async fn wait_healthy(timeout: Duration) -> Result<(), Vec<&'static str>> {
-    let specs: Vec<&ServerSpec> = SERVERS.iter().collect();
+/// Waits until every server in `specs` is healthy and ZooKeeper (if among them) has exactly
+/// one leader. Returns the names still unhealthy at the deadline.
+pub(crate) async fn wait_healthy(
+    topo: &Topology,
+    specs: &[&'static ServerSpec],
+    timeout: Duration,
+) -> Result<(), Vec<&'static str>> {
+    let has_zk = specs.iter().any(|s| s.system == System::Zookeeper);
     let deadline = Instant::now() + timeout;
     loop {
-        let probes = probe_all(&specs).await;
+        let probes = probe_all(topo, specs).await;
         let unhealthy: Vec<&'static str> = specs
             .iter()
             .zip(&probes)
             .filter(|(_, p)| !p.healthy)
             .map(|(s, _)| s.name)
             .collect();
-        if unhealthy.is_empty() && zk_leaders(&probes) == 1 {
+        if unhealthy.is_empty() && (!has_zk || zk_leaders(&probes) == 1) {
             return Ok(());
         }
         if Instant::now() >= deadline {

@@ -35,6 +35,7 @@
 mod cluster;
 mod etcd;
 mod health;
+pub mod hosts;
 mod install;
 mod lock;
 mod net;
@@ -42,13 +43,16 @@ mod process;
 mod redis;
 pub mod spec;
 mod state_dir;
+pub mod topology;
 mod zookeeper;
 
 pub use cluster::{Cluster, UpReport, endpoints};
+pub use hosts::{Host, NetConfig, Network};
 pub use install::{ensure_installed, missing as missing_packages};
 pub use lock::ClusterLock;
-pub use spec::{SERVERS, ServerSpec, System};
+pub use spec::{Group, SERVERS, ServerSpec, System};
 pub use state_dir::default_state_dir;
+pub use topology::Topology;
 
 use lockbench_core::Endpoints;
 use serde::Serialize;
@@ -60,6 +64,8 @@ use std::path::PathBuf;
 pub struct ClusterStatus {
     /// The state directory the cluster lives in.
     pub state_dir: PathBuf,
+    /// Where the servers run: `loopback`, or `netns` with the network's prefix and subnet.
+    pub topology: Topology,
     /// One entry per server, in [`SERVERS`] order.
     pub servers: Vec<ServerStatus>,
     /// The addresses clients use.
@@ -80,8 +86,14 @@ pub struct ServerStatus {
     pub name: String,
     /// `zookeeper`, `etcd` or `redis`.
     pub system: String,
+    /// Which endpoint list it is in (`redis` is the standalone server, `redlock` the five).
+    pub group: Group,
     /// The address clients use.
     pub endpoint: String,
+    /// The network namespace it runs in (`lb-zk1`), in the `netns` topology.
+    pub host: Option<String>,
+    /// The IP address it listens on.
+    pub addr: std::net::IpAddr,
     /// The pid of our live server process, if there is one.
     pub pid: Option<u32>,
     /// Our process for this server is alive.

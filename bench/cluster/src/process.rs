@@ -18,9 +18,11 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-/// Starts `cmd` detached, in `node`'s directory, output appended to `server.log` (the previous
-/// log is kept as `server.log.1`), and records its pid. Returns the pid.
-pub(crate) fn spawn(cmd: &Command, node: &NodeDir) -> anyhow::Result<u32> {
+/// Starts `cmd` detached, in `node`'s directory (inside network namespace `netns` when given,
+/// through `ip netns exec`, which execs the server so the pid is the server's), output appended
+/// to `server.log` (the previous log is kept as `server.log.1`), and records its pid. Returns
+/// the pid.
+pub(crate) fn spawn(cmd: &Command, node: &NodeDir, netns: Option<&str>) -> anyhow::Result<u32> {
     let log_path = node.log();
     if log_path.exists() {
         let _ = fs::rename(&log_path, node.root.join("server.log.1"));
@@ -29,7 +31,15 @@ pub(crate) fn spawn(cmd: &Command, node: &NodeDir) -> anyhow::Result<u32> {
         .create(true)
         .append(true)
         .open(&log_path)?;
-    let mut child = std::process::Command::new(&cmd.program)
+    let mut command = match netns {
+        Some(ns) => {
+            let mut c = std::process::Command::new("ip");
+            c.args(["netns", "exec", ns]).arg(&cmd.program);
+            c
+        }
+        None => std::process::Command::new(&cmd.program),
+    };
+    let mut child = command
         .args(&cmd.args)
         .current_dir(&node.root)
         .stdin(Stdio::null())

@@ -8,14 +8,16 @@
 use crate::net;
 use crate::spec::{Command, ServerSpec};
 use crate::state_dir::NodeDir;
+use crate::topology::Topology;
 
-/// The `redis-server` command line: no persistence, loopback only, logs to `server.log`.
-pub(crate) fn command(spec: &ServerSpec, node: &NodeDir) -> Command {
+/// The `redis-server` command line: no persistence, bound to its host's address only, logs to
+/// `server.log`.
+pub(crate) fn command(spec: &ServerSpec, topo: &Topology, node: &NodeDir) -> Command {
     let args = [
         "--port".into(),
-        spec.client_port.to_string(),
+        topo.client_port(spec).to_string(),
         "--bind".into(),
-        "127.0.0.1".into(),
+        topo.ip(spec).to_string(),
         "--save".into(),
         "".into(),
         "--appendonly".into(),

@@ -5,6 +5,7 @@
 //! per-system modules. Ports are fixed because other crates' tests and the docs rely on them.
 
 use crate::state_dir::NodeDir;
+use crate::topology::Topology;
 use crate::{etcd, redis, zookeeper};
 use serde::Serialize;
 use std::ffi::OsString;
@@ -34,7 +35,8 @@ impl System {
 }
 
 /// Which list of [`lockbench_core::Endpoints`] a server belongs to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Group {
     /// `endpoints.zookeeper`
     Zookeeper,
@@ -60,8 +62,10 @@ pub struct ServerSpec {
     /// The port clients use.
     pub client_port: u16,
     /// Ports the members use among themselves: ZooKeeper quorum and election ports, etcd's
-    /// peer port. Empty for Redis.
+    /// peer port. Empty for Redis. (Loopback topology; namespaces use the standard ports.)
     pub peer_ports: &'static [u16],
+    /// Last octet of its host's address in the `netns` topology (`10.77.0.<octet>`).
+    pub octet: u8,
 }
 
 const fn zk(name: &'static str, id: u8, client: u16, peers: &'static [u16]) -> ServerSpec {
@@ -72,6 +76,7 @@ const fn zk(name: &'static str, id: u8, client: u16, peers: &'static [u16]) -> S
         id,
         client_port: client,
         peer_ports: peers,
+        octet: 10 + id,
     }
 }
 const fn etcd(name: &'static str, id: u8, client: u16, peers: &'static [u16]) -> ServerSpec {
@@ -82,6 +87,7 @@ const fn etcd(name: &'static str, id: u8, client: u16, peers: &'static [u16]) ->
         id,
         client_port: client,
         peer_ports: peers,
+        octet: 20 + id,
     }
 }
 const fn redis(name: &'static str, group: Group, id: u8, port: u16) -> ServerSpec {
@@ -92,6 +98,10 @@ const fn redis(name: &'static str, group: Group, id: u8, port: u16) -> ServerSpe
         id,
         client_port: port,
         peer_ports: &[],
+        octet: match group {
+            Group::Redlock => 30 + id,
+            _ => 30,
+        },
     }
 }
 
@@ -118,17 +128,9 @@ pub(crate) struct Command {
 }
 
 impl ServerSpec {
-    /// The address clients use: `127.0.0.1:P`, or `http://127.0.0.1:P` for etcd.
-    pub fn endpoint(&self) -> String {
-        match self.system {
-            System::Etcd => format!("http://127.0.0.1:{}", self.client_port),
-            _ => format!("127.0.0.1:{}", self.client_port),
-        }
-    }
-
-    /// Every port the server listens on (client port first).
-    pub fn ports(&self) -> impl Iterator<Item = u16> + '_ {
-        std::iter::once(self.client_port).chain(self.peer_ports.iter().copied())
+    /// The server called `name`.
+    pub fn by_name(name: &str) -> Option<&'static ServerSpec> {
+        SERVERS.iter().find(|s| s.name == name)
     }
 
     /// The other members of this server's system (itself included).
@@ -139,12 +141,17 @@ impl ServerSpec {
     }
 
     /// Writes the config files the server needs and returns its command line.
-    pub(crate) fn prepare(&self, state_dir: &Path, node: &NodeDir) -> anyhow::Result<Command> {
+    pub(crate) fn prepare(
+        &self,
+        topo: &Topology,
+        state_dir: &Path,
+        node: &NodeDir,
+    ) -> anyhow::Result<Command> {
         std::fs::create_dir_all(node.data())?;
         match self.system {
-            System::Zookeeper => zookeeper::prepare(self, node),
-            System::Etcd => Ok(etcd::command(self, state_dir, node)),
-            System::Redis => Ok(redis::command(self, node)),
+            System::Zookeeper => zookeeper::prepare(self, topo, node),
+            System::Etcd => Ok(etcd::command(self, topo, state_dir, node)),
+            System::Redis => Ok(redis::command(self, topo, node)),
         }
     }
 }

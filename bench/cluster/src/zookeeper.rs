@@ -10,6 +10,7 @@
 use crate::net;
 use crate::spec::{Command, ServerSpec};
 use crate::state_dir::NodeDir;
+use crate::topology::Topology;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
@@ -28,13 +29,17 @@ log4j.appender.CONSOLE.layout.ConversionPattern=%d{ISO8601} %-5p [%t:%C{1}@%L] -
 ";
 
 /// Writes `zoo.cfg`, `data/myid` and `conf/log4j.properties`; returns the `java` command line.
-pub(crate) fn prepare(spec: &ServerSpec, node: &NodeDir) -> anyhow::Result<Command> {
+pub(crate) fn prepare(
+    spec: &ServerSpec,
+    topo: &Topology,
+    node: &NodeDir,
+) -> anyhow::Result<Command> {
     let conf = node.root.join("conf");
     std::fs::create_dir_all(&conf)?;
     std::fs::write(conf.join("log4j.properties"), LOG4J)?;
     std::fs::write(node.data().join("myid"), format!("{}\n", spec.id))?;
     let cfg = node.root.join("zoo.cfg");
-    std::fs::write(&cfg, zoo_cfg(spec, node))?;
+    std::fs::write(&cfg, zoo_cfg(spec, topo, node))?;
 
     let mut classpath: Vec<String> = JARS.iter().map(|j| j.to_string()).collect();
     classpath.push(conf.display().to_string());
@@ -55,7 +60,7 @@ pub(crate) fn prepare(spec: &ServerSpec, node: &NodeDir) -> anyhow::Result<Comma
     })
 }
 
-fn zoo_cfg(spec: &ServerSpec, node: &NodeDir) -> String {
+fn zoo_cfg(spec: &ServerSpec, topo: &Topology, node: &NodeDir) -> String {
     let mut cfg = format!(
         "# Written by lockbench; rewritten on every start.\n\
          tickTime=500\n\
@@ -64,7 +69,7 @@ fn zoo_cfg(spec: &ServerSpec, node: &NodeDir) -> String {
          minSessionTimeout=1000\n\
          maxSessionTimeout=20000\n\
          dataDir={}\n\
-         clientPortAddress=127.0.0.1\n\
+         clientPortAddress={}\n\
          clientPort={}\n\
          maxClientCnxns=0\n\
          admin.enableServer=false\n\
@@ -72,13 +77,18 @@ fn zoo_cfg(spec: &ServerSpec, node: &NodeDir) -> String {
          standaloneEnabled=false\n\
          reconfigEnabled=false\n",
         node.data().display(),
-        spec.client_port,
+        topo.ip(spec),
+        topo.client_port(spec),
     );
     for m in spec.members() {
+        let peers = topo.peer_ports(m);
         let _ = writeln!(
             cfg,
-            "server.{}=127.0.0.1:{}:{}",
-            m.id, m.peer_ports[0], m.peer_ports[1]
+            "server.{}={}:{}:{}",
+            m.id,
+            topo.ip(m),
+            peers[0],
+            peers[1]
         );
     }
     cfg

@@ -97,7 +97,10 @@ async fn up_is_idempotent_heals_leftovers_and_down_stops_everything() {
     let status = cluster.status().await.unwrap();
     assert_healthy(&status);
     assert_eq!(pids(&status), pids(&first.status));
-    assert_eq!(status.endpoints, lockbench_cluster::endpoints());
+    assert_eq!(
+        status.endpoints,
+        lockbench_cluster::endpoints(&status.topology)
+    );
 
     // A SIGKILLed ZooKeeper follower and Redlock server, a stale pid file whose pid is alive
     // but not ours (this test process: it must survive), and a server left SIGSTOPped are all
@@ -172,14 +175,25 @@ async fn a_port_taken_by_a_stranger_is_an_error_naming_it() {
     let _ = std::fs::remove_dir_all(&other);
     drop(lock);
     let msg = format!("{:#}", result.unwrap_err());
-    assert!(
-        msg.contains("port 12181") && msg.contains("not a lockbench server"),
-        "{msg}"
-    );
-    assert!(
-        msg.contains(&format!("pid {}", status.servers[0].pid.unwrap())),
-        "{msg}"
-    );
+    assert!(msg.contains("not a lockbench server"), "{msg}");
+    match &status.topology {
+        // Fixed ports: the stranger is the process on the first server's port.
+        lockbench_cluster::Topology::Loopback => {
+            assert!(msg.contains("port 12181"), "{msg}");
+            assert!(
+                msg.contains(&format!("pid {}", status.servers[0].pid.unwrap())),
+                "{msg}"
+            );
+        }
+        // One network per cluster: the stranger is the cluster that owns it.
+        lockbench_cluster::Topology::Netns(_) => assert!(
+            msg.contains(&format!(
+                "used by the lockbench cluster in {}",
+                status.state_dir.display()
+            )),
+            "{msg}"
+        ),
+    }
 }
 
 #[tokio::test]
