@@ -5,9 +5,43 @@
 //! records in the history on the run's clock. Nemeses never panic on a fault they cannot apply:
 //! they report it with `applied = false` and a note saying why, so a result never claims a
 //! fault that did not happen.
+//!
+//! Why the crate has this shape:
+//!
+//! - **Hosts belong to the cluster crate.** Servers must be *started* inside their network
+//!   namespaces, so the namespaces, the bridge and the topology choice live in
+//!   `lockbench-cluster` ([`Network`], [`Host`], [`Topology`], re-exported here). This crate
+//!   only *acts* on them: it never creates a server host, and client hosts come from
+//!   [`Network::client_host`].
+//! - **Partitions are data first.** [`grudge`] turns a [`lockbench_core::PartitionSpec`] into
+//!   "who drops whom" without side effects (unit-tested per split); `firewall.rs` turns that
+//!   into `iptables -A INPUT -s <peer> -j DROP` inside the namespaces (Jepsen's grudge), and
+//!   heal flushes. The root namespace's firewall is never touched: the coordinator process
+//!   (root namespace, the bridge address) is cut off by rules on the *other* side.
+//! - **Probes run inside the target's host** (`probe.rs`): leader lookups and the Redis clock
+//!   emulation still reach a server that a partition has cut off from the coordinator.
+//! - **Nothing in memory is needed to clean up.** Rules live in namespaces the project owns,
+//!   servers are found by pid files: [`cleanup`] and `Cluster::down` undo everything after a
+//!   `kill -9` of whatever applied the faults.
+//!
+//! In the loopback topology (not root, or no namespaces) pauses, kills, restarts and clock
+//! jumps work; partitions and link faults are returned with `applied = false`.
 #![deny(missing_docs)]
 
-use lockbench_core::{Fault, FaultEvent, RunClock};
+mod cleanup;
+mod clock;
+mod firewall;
+pub mod grudge;
+mod probe;
+mod server_nemesis;
+mod targets;
+
+pub use cleanup::cleanup;
+pub use lockbench_cluster::{Group, Host, NetConfig, Network, Topology};
+pub use server_nemesis::ServerNemesis;
+pub use targets::{leader, resolve};
+
+use lockbench_core::{BackendKind, Fault, FaultEvent, RunClock};
 use std::future::Future;
 
 /// Applies faults and undoes them (Jepsen's nemesis).
@@ -17,8 +51,22 @@ use std::future::Future;
 /// safe to call at any time, any number of times (it is the teardown safety net).
 pub trait Nemesis: Send {
     /// Applies `fault` now.
-    fn apply(&mut self, fault: &Fault, clock: &RunClock) -> impl Future<Output = Vec<FaultEvent>> + Send;
+    fn apply(
+        &mut self,
+        fault: &Fault,
+        clock: &RunClock,
+    ) -> impl Future<Output = Vec<FaultEvent>> + Send;
 
     /// Undoes every fault still in effect.
     fn heal_all(&mut self, clock: &RunClock) -> impl Future<Output = Vec<FaultEvent>> + Send;
+}
+
+/// The servers a backend runs on: the group a [`ServerNemesis`] for it acts on.
+pub fn group_of(backend: BackendKind) -> Group {
+    match backend {
+        BackendKind::ZkFair | BackendKind::ZkCurator => Group::Zookeeper,
+        BackendKind::EtcdLease | BackendKind::EtcdLockapi => Group::Etcd,
+        BackendKind::RedisSetnx | BackendKind::RedisBrokenNoNx => Group::Redis,
+        BackendKind::Redlock => Group::Redlock,
+    }
 }

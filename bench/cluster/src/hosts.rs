@@ -315,7 +315,7 @@ impl Network {
         PathBuf::from(format!("/run/lockbench-net-{}owner", self.cfg.prefix))
     }
 
-    /// The state directory of the cluster that owns this network (recorded by [`Network::claim`]).
+    /// The state directory of the cluster that owns this network (recorded by its `up`).
     pub fn owner(&self) -> Option<PathBuf> {
         let text = std::fs::read_to_string(self.owner_file()).ok()?;
         Some(PathBuf::from(text.trim_end_matches('\n')))

@@ -1,0 +1,40 @@
+//! The safety net after a crash: undo every fault a killed coordinator may have left behind,
+//! without stopping the cluster.
+
+use crate::firewall;
+use crate::server_nemesis::proc_state;
+use lockbench_cluster::Cluster;
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+
+/// Undoes whatever faults a crashed (`kill -9`ed) run left in `cluster`: flushes the firewall
+/// of every host of its network, SIGCONTs every stopped server of ours, and removes every
+/// client host (SIGKILLing the worker processes inside). Servers a fault killed are restarted
+/// by the next `Cluster::up`; `Cluster::down` removes the whole network. Returns what it did,
+/// one line per action (empty when there was nothing to undo). Call it with no run active.
+pub async fn cleanup(cluster: &Cluster) -> anyhow::Result<Vec<String>> {
+    let mut done = Vec::new();
+    if let Some(net) = cluster.network() {
+        let net2 = net.clone();
+        let flushed = tokio::task::spawn_blocking(move || firewall::flush_all(&net2)).await??;
+        if !flushed.is_empty() {
+            done.push(format!("flushed firewall rules in {}", flushed.join(", ")));
+        }
+        let removed = tokio::task::spawn_blocking(move || net.remove_client_hosts()).await??;
+        if !removed.is_empty() {
+            done.push(format!("removed client hosts {}", removed.join(", ")));
+        }
+    }
+    for s in lockbench_cluster::SERVERS.iter() {
+        if let Some(pid) = cluster.server_pid(s.name) {
+            if proc_state(pid) == Some('T') {
+                let _ = kill(Pid::from_raw(pid as i32), Signal::SIGCONT);
+                done.push(format!("resumed stopped server {} (pid {pid})", s.name));
+            }
+        }
+    }
+    for line in &done {
+        tracing::warn!("cleanup: {line}");
+    }
+    Ok(done)
+}

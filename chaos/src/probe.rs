@@ -1,0 +1,151 @@
+//! Talking to one server from *inside its own host*: one request, one reply, over a blocking
+//! `TcpStream` with timeouts, on a thread that has entered the server's namespace.
+//!
+//! Why inside: a partition drops the coordinator's packets at isolated servers, yet the
+//! nemesis must still ask them who leads, or shorten their keys' TTLs. From inside the host
+//! the connection goes over its loopback to its own address, which no `-s <peer>` rule drops.
+//! In the loopback topology the same call simply connects from here.
+
+use anyhow::{Context, anyhow, bail};
+use lockbench_cluster::{Network, ServerSpec, Topology};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::Duration;
+
+/// How long one probe may take (connect, then each read).
+pub(crate) const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Sends `request` to `spec`'s client port and reads until EOF or `done(reply)`.
+pub(crate) async fn exchange(
+    topo: &Topology,
+    spec: &ServerSpec,
+    request: Vec<u8>,
+    done: fn(&[u8]) -> bool,
+) -> anyhow::Result<Vec<u8>> {
+    let addr = topo.client_addr(spec);
+    let host = topo
+        .net()
+        .map(|cfg| Network::new(cfg.clone()).server_host(spec));
+    tokio::task::spawn_blocking(move || match host {
+        Some(host) => host
+            .run_inside(move || blocking_exchange(addr, &request, done))
+            .and_then(|r| r),
+        None => blocking_exchange(addr, &request, done),
+    })
+    .await?
+    .with_context(|| format!("{} ({addr})", spec.name))
+}
+
+fn blocking_exchange(
+    addr: SocketAddr,
+    request: &[u8],
+    done: fn(&[u8]) -> bool,
+) -> anyhow::Result<Vec<u8>> {
+    let mut stream = TcpStream::connect_timeout(&addr, PROBE_TIMEOUT)?;
+    stream.set_read_timeout(Some(PROBE_TIMEOUT))?;
+    stream.set_write_timeout(Some(PROBE_TIMEOUT))?;
+    stream.write_all(request)?;
+    let mut reply = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let n = stream.read(&mut buf)?;
+        if n == 0 || {
+            reply.extend_from_slice(&buf[..n]);
+            done(&reply)
+        } {
+            return Ok(reply);
+        }
+    }
+}
+
+/// ZooKeeper's `srvr` mode (`leader`, `follower`), `None` when not serving.
+pub(crate) async fn zk_mode(topo: &Topology, spec: &ServerSpec) -> anyhow::Result<Option<String>> {
+    let reply = exchange(topo, spec, b"srvr".to_vec(), |_| false).await?;
+    Ok(String::from_utf8_lossy(&reply)
+        .lines()
+        .find_map(|l| l.strip_prefix("Mode: "))
+        .map(|m| m.trim().to_string()))
+}
+
+/// `true` when this etcd member is the leader, from `POST /v3/maintenance/status` (the gRPC
+/// gateway's JSON form of the Maintenance Status API): `header.member_id == leader`.
+pub(crate) async fn etcd_is_leader(topo: &Topology, spec: &ServerSpec) -> anyhow::Result<bool> {
+    let addr = topo.client_addr(spec);
+    let request = format!(
+        "POST /v3/maintenance/status HTTP/1.0\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Content-Length: 2\r\n\r\n{{}}"
+    );
+    let reply = exchange(topo, spec, request.into_bytes(), |_| false).await?;
+    let text = String::from_utf8_lossy(&reply);
+    let (head, body) = text
+        .split_once("\r\n\r\n")
+        .ok_or_else(|| anyhow!("malformed HTTP reply"))?;
+    if head.split_whitespace().nth(1) != Some("200") {
+        bail!("{}", head.lines().next().unwrap_or_default());
+    }
+    let v: serde_json::Value = serde_json::from_str(body).context("status JSON")?;
+    let member = v.pointer("/header/member_id").and_then(|m| m.as_str());
+    let leader = v.get("leader").and_then(|m| m.as_str());
+    match (member, leader) {
+        (Some(m), Some(l)) => Ok(m == l),
+        _ => bail!("status without header.member_id / leader: {body}"),
+    }
+}
+
+/// Runs a Lua script with no keys and integer arguments on a Redis server; returns the
+/// integers of its (array or integer) reply.
+pub(crate) async fn redis_eval(
+    topo: &Topology,
+    spec: &ServerSpec,
+    script: &str,
+    args: &[String],
+) -> anyhow::Result<Vec<i64>> {
+    let mut parts: Vec<&[u8]> = vec![b"EVAL", script.as_bytes(), b"0"];
+    parts.extend(args.iter().map(|a| a.as_bytes()));
+    let mut request = format!("*{}\r\n", parts.len()).into_bytes();
+    for p in parts {
+        request.extend_from_slice(format!("${}\r\n", p.len()).as_bytes());
+        request.extend_from_slice(p);
+        request.extend_from_slice(b"\r\n");
+    }
+    let reply = exchange(topo, spec, request, resp_complete).await?;
+    let text = String::from_utf8_lossy(&reply);
+    if let Some(err) = text.strip_prefix('-') {
+        bail!("redis: {}", err.trim());
+    }
+    Ok(text
+        .lines()
+        .filter_map(|l| l.strip_prefix(':'))
+        .filter_map(|n| n.trim().parse().ok())
+        .collect())
+}
+
+/// `true` once an integer, error, or flat array of integers has fully arrived.
+fn resp_complete(reply: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(reply);
+    let lines: Vec<&str> = text.split("\r\n").collect();
+    if lines.len() < 2 {
+        return false; // no complete line yet
+    }
+    match lines[0].strip_prefix('*') {
+        Some(n) => {
+            let n: usize = n.parse().unwrap_or(0);
+            lines.len() > n + 1
+        }
+        None => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resp_replies_complete() {
+        assert!(!resp_complete(b"*2\r\n:1\r\n"));
+        assert!(resp_complete(b"*2\r\n:1\r\n:0\r\n"));
+        assert!(resp_complete(b":5\r\n"));
+        assert!(resp_complete(b"-ERR x\r\n"));
+        assert!(!resp_complete(b":5"));
+    }
+}

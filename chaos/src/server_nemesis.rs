@@ -1,0 +1,551 @@
+//! [`ServerNemesis`]: faults on the servers of one backend's system (and on client hosts,
+//! for partitions and pauses), in either topology.
+//!
+//! Events name fault *windows*: `fault` is the verb that opened the window (`partition`,
+//! `link-blackhole`, `pause`, `kill`, `clock-jump`), `phase` says whether this event opened
+//! (`start`) or closed (`stop`: heal, resume, start) it. A clock jump is instantaneous: one
+//! `start` event. What cannot be done here is reported with `applied = false` and the reason
+//! (partitions and link faults in the loopback topology, leader of Redlock, link delay).
+
+use crate::grudge::{self, COORDINATOR, Hosts};
+use crate::{Nemesis, clock, firewall, targets};
+use lockbench_cluster::{Cluster, Group, Host, Network, ServerSpec, System, Topology};
+use lockbench_core::{Fault, FaultEvent, FaultPhase, PartitionSpec, RunClock, Targets};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use rand::RngCore;
+use rand::seq::SliceRandom;
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+/// Applies faults to the servers of one system of the managed cluster (ZooKeeper, etcd, the
+/// standalone Redis, or the Redlock servers) and to the project's client hosts.
+///
+/// - `partition` / `link-blackhole` / `heal`: iptables DROP rules inside the namespaces (see
+///   [`crate::grudge`] for where clients stand in each split); netns topology only.
+/// - `pause` / `resume`: SIGSTOP / SIGCONT of the server process, or of every process in a
+///   client host named in `Nodes`. `resume` with any target other than `Nodes` resumes
+///   everything this nemesis paused (the leader it paused is no longer the leader).
+/// - `kill` / `start`: SIGKILL; restart through [`Cluster::start_server`] with the same data
+///   directory (Redis has no persistence: it comes back empty). `start` with any target other
+///   than `Nodes` restarts everything this nemesis killed.
+/// - `clock-jump`: the Redis TTL emulation of [`crate::clock`], on Redis servers only.
+/// - `link-delay`: not available (reported as not applied).
+pub struct ServerNemesis {
+    cluster: Cluster,
+    topo: Topology,
+    servers: Vec<&'static ServerSpec>,
+    rng: Box<dyn RngCore + Send>,
+    /// Open partition-like windows: (verb, targets).
+    windows: Vec<(&'static str, Vec<String>)>,
+    paused: BTreeSet<String>,
+    killed: BTreeSet<String>,
+}
+
+impl ServerNemesis {
+    /// A nemesis for the servers of `group` in `cluster` (which must be up), drawing its
+    /// seeded choices (`one`, `minority`, `halves`, ...) from `rng`.
+    pub fn new(
+        cluster: Cluster,
+        group: Group,
+        rng: impl RngCore + Send + 'static,
+    ) -> ServerNemesis {
+        let topo = cluster.topology();
+        let servers = cluster
+            .servers()
+            .into_iter()
+            .filter(|s| s.group == group)
+            .collect();
+        ServerNemesis {
+            cluster,
+            topo,
+            servers,
+            rng: Box::new(rng),
+            windows: Vec::new(),
+            paused: BTreeSet::new(),
+            killed: BTreeSet::new(),
+        }
+    }
+
+    /// The topology the cluster runs in.
+    pub fn topology(&self) -> &Topology {
+        &self.topo
+    }
+
+    /// The names of the servers this nemesis acts on.
+    pub fn server_names(&self) -> Vec<String> {
+        self.servers.iter().map(|s| s.name.to_string()).collect()
+    }
+
+    /// The current leader (ZooKeeper, etcd; the standalone Redis server is its own primary).
+    pub async fn leader(&self) -> anyhow::Result<String> {
+        targets::leader(&self.topo, &self.servers).await
+    }
+
+    /// Resolves targets now (the same resolution faults use).
+    pub async fn resolve(&mut self, t: &Targets) -> anyhow::Result<Vec<String>> {
+        let clients = self
+            .client_hosts()
+            .into_iter()
+            .map(|h| h.name)
+            .collect::<Vec<_>>();
+        targets::resolve(t, &self.topo, &self.servers, &clients, &mut *self.rng).await
+    }
+
+    fn network(&self) -> Option<Network> {
+        self.topo.net().cloned().map(Network::new)
+    }
+
+    fn client_hosts(&self) -> Vec<Host> {
+        self.network().map(|n| n.client_hosts()).unwrap_or_default()
+    }
+
+    fn spec(&self, name: &str) -> Option<&'static ServerSpec> {
+        self.servers.iter().copied().find(|s| s.name == name)
+    }
+
+    async fn partition(&mut self, split: &PartitionSpec, clock: &RunClock) -> FaultEvent {
+        let Some(net) = self.network() else {
+            return not_applied(clock, "partition", vec![], unavailable("partitions"));
+        };
+        let clients = self.client_hosts();
+        let client_names: Vec<String> = clients.iter().map(|h| h.name.clone()).collect();
+        let isolated = match split {
+            PartitionSpec::Isolate(t) => match self.resolve(t).await {
+                Ok(t) => t,
+                Err(e) => return not_applied(clock, "partition", vec![], format!("{e:#}")),
+            },
+            _ => Vec::new(),
+        };
+        let servers = self.server_names();
+        let mut shuffled = servers.clone();
+        shuffled.shuffle(&mut *self.rng);
+        let hosts = Hosts {
+            servers: &servers,
+            shuffled: &shuffled,
+            clients: &client_names,
+        };
+        let g = grudge::grudge(split, &hosts, &isolated);
+        let targets = match split {
+            PartitionSpec::Isolate(_) => isolated.clone(),
+            PartitionSpec::Halves => shuffled[..servers.len() / 2].to_vec(),
+            PartitionSpec::ClientsOff => {
+                let mut c = client_names.clone();
+                c.push(COORDINATOR.into());
+                c
+            }
+            _ => servers.clone(),
+        };
+        let mut by_name: BTreeMap<String, Host> = self
+            .servers
+            .iter()
+            .map(|s| (s.name.to_string(), net.server_host(s)))
+            .collect();
+        by_name.extend(clients.into_iter().map(|h| (h.name.clone(), h)));
+        let pairs = grudge::cut_pairs(&g);
+        let net2 = net.clone();
+        let applied =
+            tokio::task::spawn_blocking(move || firewall::apply(&net2, &by_name, &g)).await;
+        let mut note = format!(
+            "iptables DROP inside the hosts, cut: {}",
+            pairs
+                .iter()
+                .map(|(a, b)| format!("{a}-x-{b}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+        if matches!(split, PartitionSpec::MajoritiesRing) && servers.len() == 3 {
+            note.push_str(
+                " (a majorities ring of 3 cannot be symmetric: every server pair is cut)",
+            );
+        }
+        match applied {
+            Ok(Ok(rules)) => {
+                note = format!(
+                    "{note} ({rules} rules; coordinator = {})",
+                    net.config().bridge_addr()
+                );
+                self.windows.push(("partition", targets.clone()));
+                event(clock, "partition", FaultPhase::Start, targets, note, true)
+            }
+            Ok(Err(e)) => {
+                let _ = firewall::flush_all(&net);
+                not_applied(
+                    clock,
+                    "partition",
+                    targets,
+                    format!("iptables failed: {e:#}"),
+                )
+            }
+            Err(e) => not_applied(clock, "partition", targets, format!("{e}")),
+        }
+    }
+
+    async fn blackhole(&mut self, t: &Targets, clock: &RunClock) -> FaultEvent {
+        let Some(net) = self.network() else {
+            return not_applied(clock, "link-blackhole", vec![], unavailable("link faults"));
+        };
+        let targets = match self.resolve(t).await {
+            Ok(t) => t,
+            Err(e) => return not_applied(clock, "link-blackhole", vec![], format!("{e:#}")),
+        };
+        let clients = self.client_hosts();
+        let mut g = grudge::Grudge::new();
+        let mut hosts: BTreeMap<String, Host> = BTreeMap::new();
+        for name in &targets {
+            let Some(spec) = self.spec(name) else {
+                continue;
+            };
+            hosts.insert(name.clone(), net.server_host(spec));
+            let peers = g.entry(name.clone()).or_default();
+            peers.insert(COORDINATOR.into());
+            peers.extend(clients.iter().map(|c| c.name.clone()));
+        }
+        hosts.extend(clients.into_iter().map(|h| (h.name.clone(), h)));
+        let net2 = net.clone();
+        match tokio::task::spawn_blocking(move || firewall::apply(&net2, &hosts, &g)).await {
+            Ok(Ok(rules)) => {
+                self.windows.push(("link-blackhole", targets.clone()));
+                let note = format!(
+                    "iptables DROP of every client's packets (client hosts and the coordinator) \
+                     inside the targets' hosts ({rules} rules): connections stay open, nothing \
+                     arrives; not through a proxy"
+                );
+                event(
+                    clock,
+                    "link-blackhole",
+                    FaultPhase::Start,
+                    targets,
+                    note,
+                    true,
+                )
+            }
+            Ok(Err(e)) => {
+                let _ = firewall::flush_all(&net);
+                not_applied(
+                    clock,
+                    "link-blackhole",
+                    targets,
+                    format!("iptables failed: {e:#}"),
+                )
+            }
+            Err(e) => not_applied(clock, "link-blackhole", targets, format!("{e}")),
+        }
+    }
+
+    async fn heal(&mut self, clock: &RunClock) -> Vec<FaultEvent> {
+        let Some(net) = self.network() else {
+            let windows = std::mem::take(&mut self.windows);
+            if windows.is_empty() {
+                return vec![not_applied(
+                    clock,
+                    "partition",
+                    vec![],
+                    unavailable("partitions"),
+                )];
+            }
+            return windows
+                .into_iter()
+                .map(|(v, t)| not_applied(clock, v, t, unavailable("partitions")))
+                .collect();
+        };
+        let flushed = tokio::task::spawn_blocking(move || firewall::flush_all(&net)).await;
+        let (ok, note) = match flushed {
+            Ok(Ok(hosts)) if hosts.is_empty() => (true, "no rules were in effect".to_string()),
+            Ok(Ok(hosts)) => (true, format!("iptables -F INPUT in {}", hosts.join(","))),
+            Ok(Err(e)) => (false, format!("flush failed: {e:#}")),
+            Err(e) => (false, e.to_string()),
+        };
+        let windows = std::mem::take(&mut self.windows);
+        if windows.is_empty() {
+            return vec![event(
+                clock,
+                "partition",
+                FaultPhase::Stop,
+                vec![],
+                note,
+                ok,
+            )];
+        }
+        windows
+            .into_iter()
+            .map(|(v, t)| event(clock, v, FaultPhase::Stop, t, note.clone(), ok))
+            .collect()
+    }
+
+    /// SIGSTOP / SIGCONT of servers and client hosts.
+    async fn signal(&mut self, t: &Targets, stop: bool, clock: &RunClock) -> FaultEvent {
+        let (verb, phase) = (
+            "pause",
+            if stop {
+                FaultPhase::Start
+            } else {
+                FaultPhase::Stop
+            },
+        );
+        let names = if !stop && !matches!(t, Targets::Nodes(_)) {
+            self.paused.iter().cloned().collect()
+        } else {
+            match self.resolve(t).await {
+                Ok(n) => n,
+                Err(e) => return not_applied(clock, verb, vec![], format!("{e:#}")),
+            }
+        };
+        let sig = if stop {
+            Signal::SIGSTOP
+        } else {
+            Signal::SIGCONT
+        };
+        let mut done = Vec::new();
+        let mut missing = Vec::new();
+        for name in &names {
+            let pids = self.pids_of(name);
+            if pids.is_empty() {
+                missing.push(name.clone());
+                continue;
+            }
+            for &pid in &pids {
+                let _ = kill(Pid::from_raw(pid as i32), sig);
+            }
+            done.push(format!("{name} (pid {})", join(&pids)));
+            if stop {
+                self.paused.insert(name.clone());
+            } else {
+                self.paused.remove(name);
+            }
+        }
+        let mut note = format!("{sig:?} {}", done.join(", "));
+        if !missing.is_empty() {
+            note.push_str(&format!("; not running: {}", missing.join(", ")));
+        }
+        event(
+            clock,
+            verb,
+            phase,
+            names,
+            note,
+            !done.is_empty() || missing.is_empty(),
+        )
+    }
+
+    fn pids_of(&self, name: &str) -> Vec<u32> {
+        if self.spec(name).is_some() {
+            return self.cluster.server_pid(name).into_iter().collect();
+        }
+        self.client_hosts()
+            .into_iter()
+            .find(|h| h.name == name)
+            .map(|h| h.pids())
+            .unwrap_or_default()
+    }
+
+    async fn kill(&mut self, t: &Targets, clock: &RunClock) -> FaultEvent {
+        let names = match self.resolve(t).await {
+            Ok(n) => n,
+            Err(e) => return not_applied(clock, "kill", vec![], format!("{e:#}")),
+        };
+        if let Some(c) = names.iter().find(|n| self.spec(n).is_none()) {
+            return not_applied(
+                clock,
+                "kill",
+                names.clone(),
+                format!("{c} is not a server: client processes are killed by the coordinator"),
+            );
+        }
+        let mut done = Vec::new();
+        for name in &names {
+            if let Some(pid) = self.cluster.server_pid(name) {
+                let _ = kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
+                wait_dead(pid).await;
+                done.push(format!("{name} (pid {pid})"));
+                self.killed.insert(name.clone());
+                self.paused.remove(name);
+            }
+        }
+        let note = format!("SIGKILL {}", done.join(", "));
+        event(
+            clock,
+            "kill",
+            FaultPhase::Start,
+            names,
+            note,
+            !done.is_empty(),
+        )
+    }
+
+    async fn start(&mut self, t: &Targets, clock: &RunClock) -> FaultEvent {
+        let names: Vec<String> = match t {
+            Targets::Nodes(n) => n.clone(),
+            _ => self.killed.iter().cloned().collect(),
+        };
+        let mut done = Vec::new();
+        let mut failed = Vec::new();
+        for name in &names {
+            let Some(spec) = self.spec(name) else {
+                failed.push(format!("{name}: not a server of this system"));
+                continue;
+            };
+            if self.cluster.server_pid(name).is_some() {
+                self.killed.remove(name);
+                continue; // already running
+            }
+            match self.cluster.start_server(name).await {
+                Ok(pid) => {
+                    self.killed.remove(name);
+                    let how = if spec.system == System::Redis {
+                        "restarted EMPTY (Redis runs without persistence)"
+                    } else {
+                        "restarted with its data directory"
+                    };
+                    done.push(format!("{name} (pid {pid}) {how}"));
+                }
+                Err(e) => failed.push(format!("{name}: {e:#}")),
+            }
+        }
+        let mut note = done.join("; ");
+        if !failed.is_empty() {
+            note.push_str(&format!("; FAILED: {}", failed.join("; ")));
+        }
+        event(
+            clock,
+            "kill",
+            FaultPhase::Stop,
+            names,
+            note,
+            failed.is_empty(),
+        )
+    }
+
+    async fn clock_jump(&mut self, t: &Targets, by: Duration, clock: &RunClock) -> FaultEvent {
+        let names = match self.resolve(t).await {
+            Ok(n) => n,
+            Err(e) => return not_applied(clock, "clock-jump", vec![], format!("{e:#}")),
+        };
+        let mut parts = Vec::new();
+        let mut ok = true;
+        for name in &names {
+            let Some(spec) = self.spec(name).filter(|s| s.system == System::Redis) else {
+                return not_applied(
+                    clock,
+                    "clock-jump",
+                    names.clone(),
+                    format!("{name}: the clock-jump emulation exists for Redis servers only"),
+                );
+            };
+            match clock::jump(&self.topo, spec, by).await {
+                Ok((s, d)) => parts.push(format!("{name}: {s} keys' PTTL shortened, {d} expired")),
+                Err(e) => {
+                    ok = false;
+                    parts.push(format!("{name}: FAILED {e:#}"));
+                }
+            }
+        }
+        let note = format!(
+            "EMULATED forward clock jump of {by:?} (the server's clock is unchanged: every key \
+             with a TTL had its remaining TTL shortened by {by:?}, atomically): {}",
+            parts.join("; ")
+        );
+        event(clock, "clock-jump", FaultPhase::Start, names, note, ok)
+    }
+}
+
+impl Nemesis for ServerNemesis {
+    async fn apply(&mut self, fault: &Fault, clock: &RunClock) -> Vec<FaultEvent> {
+        match fault {
+            Fault::Partition { split } => vec![self.partition(split, clock).await],
+            Fault::Heal => self.heal(clock).await,
+            Fault::Pause { targets } => vec![self.signal(targets, true, clock).await],
+            Fault::Resume { targets } => vec![self.signal(targets, false, clock).await],
+            Fault::Kill { targets } => vec![self.kill(targets, clock).await],
+            Fault::Start { targets } => vec![self.start(targets, clock).await],
+            Fault::ClockJump { targets, by } => vec![self.clock_jump(targets, *by, clock).await],
+            Fault::LinkBlackhole { targets } => vec![self.blackhole(targets, clock).await],
+            Fault::LinkDelay { .. } => vec![not_applied(
+                clock,
+                "link-delay",
+                vec![],
+                "link delay is not implemented yet (needs a TCP proxy between the clients and \
+                 the servers; tc netem is unavailable on this kernel)"
+                    .into(),
+            )],
+        }
+    }
+
+    async fn heal_all(&mut self, clock: &RunClock) -> Vec<FaultEvent> {
+        let mut events = Vec::new();
+        if self.network().is_some() || !self.windows.is_empty() {
+            events.extend(self.heal(clock).await);
+        }
+        // Everything stopped, whoever stopped it (a crashed earlier run included).
+        for s in &self.servers {
+            if let Some(pid) = self.cluster.server_pid(s.name) {
+                if proc_state(pid) == Some('T') {
+                    self.paused.insert(s.name.to_string());
+                }
+            }
+        }
+        if !self.paused.is_empty() {
+            events.push(self.signal(&Targets::All, false, clock).await);
+        }
+        for s in &self.servers {
+            if self.cluster.server_pid(s.name).is_none() {
+                self.killed.insert(s.name.to_string());
+            }
+        }
+        if !self.killed.is_empty() {
+            events.push(self.start(&Targets::All, clock).await);
+        }
+        events
+    }
+}
+
+fn unavailable(what: &str) -> String {
+    format!(
+        "{what} need the netns topology (root and network namespaces); this cluster runs on \
+         loopback, so the fault was NOT applied"
+    )
+}
+
+fn event(
+    clock: &RunClock,
+    fault: &str,
+    phase: FaultPhase,
+    targets: Vec<String>,
+    note: String,
+    applied: bool,
+) -> FaultEvent {
+    FaultEvent {
+        time: clock.now(),
+        fault: fault.to_string(),
+        phase,
+        targets,
+        note,
+        applied,
+    }
+}
+
+fn not_applied(clock: &RunClock, fault: &str, targets: Vec<String>, why: String) -> FaultEvent {
+    event(clock, fault, FaultPhase::Start, targets, why, false)
+}
+
+fn join(pids: &[u32]) -> String {
+    pids.iter()
+        .map(|p| p.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// The one-letter state of a process (`T` = stopped), `None` when gone.
+pub(crate) fn proc_state(pid: u32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(')')?.1.trim_start().chars().next()
+}
+
+async fn wait_dead(pid: u32) {
+    let start = Instant::now();
+    while proc_state(pid).is_some_and(|s| s != 'Z' && s != 'X')
+        && start.elapsed() < Duration::from_secs(10)
+    {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
