@@ -14,20 +14,30 @@
 //!
 //! Rules for this file: no `format!`, no `String`, no locks, no `Arc` clone per op; everything
 //! generic over the backend so nothing is dispatched dynamically.
+//!
+//! The same loop runs in the coordinator and in worker processes ([`run_slots`] with
+//! [`SlotOptions`]): a worker runs only its own slots, starts at the coordinator's common start
+//! time, and writes to the resource over TCP instead of calling it. The fencing workload's
+//! *holder* is this loop with [`HolderHooks`]: after each grant it reports the grant and waits
+//! for the coordinator's go-ahead before writing, so the coordinator can stop the process
+//! (SIGSTOP) between the grant and the write, exactly where a GC pause hurts.
 
 use crate::pacer::Pacer;
 use crate::plan::ClientPlan;
 use crate::recorder::{Recorder, RunOutput};
-use crate::resource::FencedResource;
+use crate::resource::{FencedResource, ResourceConn};
 use lockbench_core::scenario::Workload;
 use lockbench_core::traits::BackendError;
 use lockbench_core::{
-    Backend, ClientId, ErrorKind, LockClient, Nanos, Op, OpF, OpType, Outcome, RunClock,
+    Backend, ClientId, ErrorKind, FencingToken, KeyId, LockClient, Nanos, Op, OpF, OpType, Outcome,
+    RunClock,
 };
+use serde::{Deserialize, Serialize};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
-use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 use tokio::sync::watch;
 
 /// How long a retired client gets to close before it is dropped.
@@ -84,6 +94,54 @@ impl RunControl {
     }
 }
 
+/// Which slots a process runs and how they reach the resource; [`SlotOptions::all`] is the
+/// in-process default.
+#[derive(Debug, Default)]
+pub struct SlotOptions {
+    /// The slots to run; empty means every slot `0..clients`.
+    pub slots: Vec<u32>,
+    /// Write to the resource service at this address instead of the in-process resource.
+    pub remote_resource: Option<SocketAddr>,
+    /// Delivers the run's common start time (every process starts its slots then), after
+    /// `connected` fired; `None`: start as soon as the clients are connected.
+    pub start: Option<tokio::sync::oneshot::Receiver<Nanos>>,
+    /// Makes the first slot the fencing workload's holder.
+    pub holder: Option<HolderHooks>,
+    /// Told once every client is connected (before the start time).
+    pub connected: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl SlotOptions {
+    /// Every slot, in process, starting when connected.
+    pub fn all() -> SlotOptions {
+        SlotOptions::default()
+    }
+}
+
+/// A grant the holder reports before it writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Granted {
+    /// The holder's slot.
+    pub slot: u32,
+    /// The client (generation) that was granted.
+    pub client: ClientId,
+    /// The key.
+    pub key: KeyId,
+    /// Its token.
+    pub token: Option<FencingToken>,
+    /// When the grant arrived.
+    pub time: Nanos,
+}
+
+/// The holder's side of the fencing handshake.
+#[derive(Debug)]
+pub struct HolderHooks {
+    /// Each grant is reported here ...
+    pub granted: UnboundedSender<Granted>,
+    /// ... and the holder writes once a go-ahead arrives here.
+    pub go: UnboundedReceiver<()>,
+}
+
 /// What every slot shares (read-only apart from the count-mode budget).
 struct Shared<B> {
     backend: Arc<B>,
@@ -102,10 +160,25 @@ pub async fn run_contention<B: Backend>(
     run: ContentionRun,
     control: RunControl,
 ) -> Result<RunOutput, BackendError> {
-    let clients = run.workload.clients;
+    run_slots(backend, run, control, SlotOptions::all()).await
+}
+
+/// [`run_contention`] for some of the slots, in a worker process or beside one: see
+/// [`SlotOptions`].
+pub async fn run_slots<B: Backend>(
+    backend: Arc<B>,
+    run: ContentionRun,
+    control: RunControl,
+    mut options: SlotOptions,
+) -> Result<RunOutput, BackendError> {
+    let slots: Vec<u32> = if options.slots.is_empty() {
+        (0..run.workload.clients).collect()
+    } else {
+        options.slots.clone()
+    };
     let connected =
-        futures::future::join_all((0..clients).map(|slot| backend.connect(ClientId(slot)))).await;
-    let mut ready = Vec::with_capacity(clients as usize);
+        futures::future::join_all(slots.iter().map(|&slot| backend.connect(ClientId(slot)))).await;
+    let mut ready = Vec::with_capacity(slots.len());
     let mut first_error = None;
     for c in connected {
         match c {
@@ -120,7 +193,24 @@ pub async fn run_contention<B: Backend>(
         return Err(e);
     }
 
-    let start = run.clock.now();
+    if let Some(tx) = options.connected.take() {
+        let _ = tx.send(());
+    }
+    let start = match options.start.take() {
+        Some(at) => {
+            let mut stop = control.stop.subscribe();
+            let at = tokio::select! {
+                at = at => at.unwrap_or_else(|_| run.clock.now()),
+                _ = stop.wait_for(|s| *s) => run.clock.now(),
+            };
+            tokio::select! {
+                _ = tokio::time::sleep_until(run.clock.instant_at(at).into()) => {}
+                _ = stop.wait_for(|s| *s) => {}
+            }
+            at
+        }
+        None => run.clock.now(),
+    };
     let measure_start = start.after(run.warmup);
     let by_count = run.workload.acquisitions;
     let measure_end = if by_count.is_some() && run.duration.is_zero() {
@@ -146,10 +236,25 @@ pub async fn run_contention<B: Backend>(
         })
     });
 
+    let mut holder = options.holder.take();
     let tasks: Vec<_> = ready
         .into_iter()
-        .enumerate()
-        .map(|(slot, client)| tokio::spawn(client_loop(shared.clone(), slot as u32, client, start)))
+        .zip(slots)
+        .map(|(client, slot)| {
+            let resource = match options.remote_resource {
+                Some(addr) => ResourceConn::remote(addr),
+                None => ResourceConn::Local(shared.run.resource.clone()),
+            };
+            let hooks = holder.take();
+            tokio::spawn(client_loop(
+                shared.clone(),
+                slot,
+                client,
+                start,
+                resource,
+                hooks,
+            ))
+        })
         .collect();
     let mut workers = Vec::with_capacity(tasks.len());
     for t in tasks {
@@ -178,6 +283,8 @@ async fn client_loop<B: Backend>(
     slot: u32,
     mut client: B::Client,
     start: Nanos,
+    mut resource: ResourceConn,
+    mut holder: Option<HolderHooks>,
 ) -> crate::recorder::WorkerStats {
     let run = &shared.run;
     let clock = run.clock;
@@ -247,25 +354,32 @@ async fn client_loop<B: Backend>(
                     count_towards_target(&shared);
                 }
 
-                let verdict = run.resource.write(key, grant.token);
-                let mut write = Op::complete(
-                    clock.now(),
-                    id,
-                    OpF::Write,
-                    key,
-                    if verdict.accepted {
-                        OpType::Ok
-                    } else {
-                        OpType::Fail
-                    },
-                    grant.token,
-                    (!verdict.accepted).then_some(ErrorKind::StaleToken),
-                );
-                write.stale = verdict.stale;
-                rec.push(write);
+                if let Some(h) = holder.as_mut() {
+                    // The fencing holder: report the grant, then wait (possibly stopped by the
+                    // coordinator meanwhile) for the go-ahead before writing.
+                    rec.flush();
+                    let _ = h.granted.send(Granted {
+                        slot,
+                        client: id,
+                        key,
+                        token: grant.token,
+                        time: done,
+                    });
+                    tokio::select! {
+                        _ = h.go.recv() => {}
+                        _ = stop.wait_for(|s| *s) => break,
+                    }
+                }
+                if resource.records_itself() {
+                    if let Err(e) = resource.write(key, grant.token, id).await {
+                        tracing::warn!(client = %id, error = %e, "resource service write failed");
+                    }
+                } else if let Ok(verdict) = resource.write(key, grant.token, id).await {
+                    rec.push(verdict.op(clock.now(), id, key, grant.token));
+                }
 
                 let hold = plan.hold();
-                if !hold.is_zero() {
+                if !hold.is_zero() && holder.is_none() {
                     tokio::time::sleep(hold).await;
                 }
                 let token = grant.token;

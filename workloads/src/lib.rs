@@ -10,7 +10,10 @@
 //!
 //! The [`resource::FencedResource`] stands in for the thing a lock protects: each holder writes
 //! its fencing token to it inside the critical section, and the resource says whether the token
-//! was stale (a higher one was already seen) and whether it accepted the write.
+//! was stale (a higher one was already seen) and whether it accepted the write. Clients in
+//! worker processes ([`worker`]: separate OS processes, so a fault can pause a real client with
+//! its heartbeats) reach the same resource as a TCP service ([`resource::ResourceService`]).
+//! [`schedule`] turns the scenario's `[[faults]]` into a seeded, reproducible timeline.
 #![deny(missing_docs)]
 
 pub mod driver;
@@ -18,7 +21,12 @@ pub mod pacer;
 pub mod plan;
 pub mod recorder;
 pub mod resource;
+pub mod schedule;
+pub mod worker;
 
-pub use driver::{ContentionRun, RunControl, run_contention};
+pub use driver::{
+    ContentionRun, Granted, HolderHooks, RunControl, SlotOptions, run_contention, run_slots,
+};
 pub use recorder::{RunOutput, WorkerStats};
-pub use resource::{FencedResource, WriteVerdict};
+pub use resource::{FencedResource, ResourceConn, ResourceService, WriteVerdict};
+pub use worker::{Job, WorkerProcess, WorkerSinks};

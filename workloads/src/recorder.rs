@@ -43,7 +43,7 @@ pub struct WorkerStats {
 }
 
 impl WorkerStats {
-    fn new(slot: u32) -> WorkerStats {
+    pub(crate) fn new(slot: u32) -> WorkerStats {
         WorkerStats {
             slot,
             acquisitions: 0,

@@ -3,10 +3,26 @@
 //! Each key's highest token seen is an atomic, and `fetch_max` both records a token and returns
 //! the previous highest in one step, so deciding "stale or not" is race-free without a lock even
 //! with every client writing at once.
+//!
+//! Clients inside the coordinator write to it directly (no IPC on the hot path). Clients in
+//! worker processes (which a fault can pause or cut off) reach it as a service: a
+//! [`ResourceService`] in the coordinator listens on TCP (the bridge address when client hosts
+//! exist, else loopback) and speaks one line per write, `W <key> <token|-> <client>` answered
+//! by `A <stale>` (accepted) or `R <stale>` (rejected), `<stale>` being `1`, `0` or `-` (no
+//! token). The service, not the worker, records the `write` op in the history, on the run's
+//! clock, at the moment the resource decided: it is the resource's view that counts, and a
+//! worker killed right after writing cannot lose it.
 
 use lockbench_core::scenario::ResourceMode;
-use lockbench_core::{FencingToken, KeyId};
+use lockbench_core::{ClientId, FencingToken, KeyId, Op, OpF, OpType, RunClock};
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc::UnboundedSender;
+use tokio::task::JoinHandle;
 
 /// What the resource made of one write.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,9 +68,235 @@ impl FencedResource {
     }
 }
 
+impl WriteVerdict {
+    /// The `write` op this verdict is recorded as.
+    pub fn op(
+        self,
+        time: lockbench_core::Nanos,
+        client: ClientId,
+        key: KeyId,
+        token: Option<FencingToken>,
+    ) -> Op {
+        let mut op = Op::complete(
+            time,
+            client,
+            OpF::Write,
+            key,
+            if self.accepted {
+                OpType::Ok
+            } else {
+                OpType::Fail
+            },
+            token,
+            (!self.accepted).then_some(lockbench_core::ErrorKind::StaleToken),
+        );
+        op.stale = self.stale;
+        op
+    }
+}
+
+/// The fenced resource served over TCP to worker processes.
+#[derive(Debug)]
+pub struct ResourceService {
+    addr: SocketAddr,
+    task: JoinHandle<()>,
+}
+
+impl ResourceService {
+    /// Serves `resource` on `bind` (port chosen by the kernel); every write is recorded as a
+    /// `write` op into `history`, stamped with `clock`.
+    pub async fn start(
+        resource: Arc<FencedResource>,
+        bind: IpAddr,
+        clock: RunClock,
+        history: UnboundedSender<Vec<Op>>,
+    ) -> io::Result<ResourceService> {
+        let listener = TcpListener::bind((bind, 0)).await?;
+        let addr = listener.local_addr()?;
+        let task = tokio::spawn(async move {
+            while let Ok((conn, _)) = listener.accept().await {
+                let _ = conn.set_nodelay(true);
+                tokio::spawn(serve_conn(conn, resource.clone(), clock, history.clone()));
+            }
+        });
+        Ok(ResourceService { addr, task })
+    }
+
+    /// Where workers reach it.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+}
+
+impl Drop for ResourceService {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+async fn serve_conn(
+    conn: TcpStream,
+    resource: Arc<FencedResource>,
+    clock: RunClock,
+    history: UnboundedSender<Vec<Op>>,
+) {
+    let (read, mut write) = conn.into_split();
+    let mut lines = BufReader::new(read).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        let Some((key, token, client)) = parse_write(&line) else {
+            let _ = write.write_all(b"E bad request\n").await;
+            continue;
+        };
+        let verdict = resource.write(key, token);
+        let _ = history.send(vec![verdict.op(clock.now(), client, key, token)]);
+        let reply: &[u8] = match (verdict.accepted, verdict.stale) {
+            (true, Some(true)) => b"A 1\n",
+            (true, Some(false)) => b"A 0\n",
+            (true, None) => b"A -\n",
+            (false, Some(false)) => b"R 0\n",
+            (false, _) => b"R 1\n",
+        };
+        if write.write_all(reply).await.is_err() {
+            break;
+        }
+    }
+}
+
+fn parse_write(line: &str) -> Option<(KeyId, Option<FencingToken>, ClientId)> {
+    let mut parts = line.split_ascii_whitespace();
+    if parts.next()? != "W" {
+        return None;
+    }
+    let key = KeyId(parts.next()?.parse().ok()?);
+    let token = match parts.next()? {
+        "-" => None,
+        t => Some(FencingToken(t.parse().ok()?)),
+    };
+    let client = ClientId(parts.next()?.parse().ok()?);
+    Some((key, token, client))
+}
+
+/// How one client slot reaches the resource: directly (in the coordinator) or over TCP (in a
+/// worker process).
+#[derive(Debug)]
+pub enum ResourceConn {
+    /// In the coordinator: a direct call; the client loop records the `write` op itself.
+    Local(Arc<FencedResource>),
+    /// In a worker: the service records the `write` op.
+    Remote {
+        /// The service's address (reconnected to after an error).
+        addr: SocketAddr,
+        /// The open connection, if any.
+        conn: Option<BufReader<TcpStream>>,
+    },
+}
+
+impl ResourceConn {
+    /// A connection to the service at `addr` (opened on first use).
+    pub fn remote(addr: SocketAddr) -> ResourceConn {
+        ResourceConn::Remote { addr, conn: None }
+    }
+
+    /// `true` when writes are recorded by the service rather than by the caller.
+    pub fn records_itself(&self) -> bool {
+        matches!(self, ResourceConn::Remote { .. })
+    }
+
+    /// Writes `token` to `key` as `client`.
+    pub async fn write(
+        &mut self,
+        key: KeyId,
+        token: Option<FencingToken>,
+        client: ClientId,
+    ) -> io::Result<WriteVerdict> {
+        match self {
+            ResourceConn::Local(r) => Ok(r.write(key, token)),
+            ResourceConn::Remote { addr, conn } => {
+                let result = remote_write(addr, conn, key, token, client).await;
+                if result.is_err() {
+                    *conn = None;
+                }
+                result
+            }
+        }
+    }
+}
+
+async fn remote_write(
+    addr: &SocketAddr,
+    conn: &mut Option<BufReader<TcpStream>>,
+    key: KeyId,
+    token: Option<FencingToken>,
+    client: ClientId,
+) -> io::Result<WriteVerdict> {
+    if conn.is_none() {
+        let c = TcpStream::connect(*addr).await?;
+        c.set_nodelay(true)?;
+        *conn = Some(BufReader::new(c));
+    }
+    let c = conn.as_mut().expect("connected above");
+    let line = match token {
+        Some(FencingToken(t)) => format!("W {} {t} {}\n", key.0, client.0),
+        None => format!("W {} - {}\n", key.0, client.0),
+    };
+    c.get_mut().write_all(line.as_bytes()).await?;
+    let mut reply = String::new();
+    if c.read_line(&mut reply).await? == 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "resource service closed",
+        ));
+    }
+    let bad = || {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("resource service: {reply:?}"),
+        )
+    };
+    let mut parts = reply.split_ascii_whitespace();
+    let accepted = match parts.next() {
+        Some("A") => true,
+        Some("R") => false,
+        _ => return Err(bad()),
+    };
+    let stale = match parts.next() {
+        Some("1") => Some(true),
+        Some("0") => Some(false),
+        Some("-") => None,
+        _ => return Err(bad()),
+    };
+    Ok(WriteVerdict { accepted, stale })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn the_service_gives_the_same_verdicts_and_records_every_write() {
+        let resource = Arc::new(FencedResource::new(ResourceMode::Fenced, 1));
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let clock = RunClock::start();
+        let service = ResourceService::start(resource, "127.0.0.1".parse().unwrap(), clock, tx)
+            .await
+            .unwrap();
+        let mut conn = ResourceConn::remote(service.addr());
+        let t = |n| Some(FencingToken(n));
+        let v = conn.write(KeyId(0), t(5), ClientId(1)).await.unwrap();
+        assert!(v.accepted && v.stale == Some(false));
+        let v = conn.write(KeyId(0), t(3), ClientId(2)).await.unwrap();
+        assert!(!v.accepted && v.stale == Some(true));
+        let v = conn.write(KeyId(0), None, ClientId(2)).await.unwrap();
+        assert!(v.accepted && v.stale.is_none());
+        let mut ops = Vec::new();
+        while ops.len() < 3 {
+            ops.extend(rx.recv().await.unwrap());
+        }
+        assert_eq!(ops[1].ty, OpType::Fail);
+        assert_eq!(ops[1].client, ClientId(2));
+        assert_eq!(ops[1].stale, Some(true));
+        assert!(conn.records_itself());
+    }
 
     #[test]
     fn fenced_mode_rejects_lower_tokens_and_unfenced_accepts_but_flags_them() {

@@ -10,12 +10,17 @@
 //! - [`fencing`]: stale writes the protected resource accepted or rejected;
 //! - [`handoff`]: release-to-next-grant latency on contended keys;
 //! - [`fairness`]: Jain's index over per-client acquisition counts;
+//! - [`lost`]: writes from a holder whose lock had already been granted to someone else;
+//! - [`availability`]: success rate and latency before/during/after each fault window, time
+//!   to the first acquisition after a fault ends, and stalls (no progress for too long);
 //! - [`safety`]: all safety checkers together, with one verdict.
 #![deny(missing_docs)]
 
+pub mod availability;
 pub mod fairness;
 pub mod fencing;
 pub mod handoff;
+pub mod lost;
 pub mod mutex;
 pub mod safety;
 

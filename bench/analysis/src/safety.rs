@@ -1,6 +1,7 @@
 //! All safety checkers together, with one verdict.
 
 use crate::fencing::{self, FencingReport};
+use crate::lost::{self, LostReport};
 use crate::mutex::{self, MutexReport};
 use lockbench_core::History;
 use serde::Serialize;
@@ -27,6 +28,8 @@ pub struct Safety {
     pub mutex: Option<MutexReport>,
     /// Fencing at the protected resource.
     pub fencing: Option<FencingReport>,
+    /// Writes by holders whose lock was already gone.
+    pub lost: Option<LostReport>,
     /// Checkers that failed, with their panic message.
     pub failed_checkers: Vec<String>,
 }
@@ -52,6 +55,7 @@ pub fn check(history: &History) -> Safety {
     let mut failed = Vec::new();
     let mutex = guarded("mutex", &mut failed, || mutex::check(history));
     let fencing = guarded("fencing", &mut failed, || fencing::check(history));
+    let lost = guarded("lost", &mut failed, || lost::check(history));
     let violation = mutex.as_ref().is_some_and(|m| m.violations > 0)
         || fencing
             .as_ref()
@@ -67,6 +71,7 @@ pub fn check(history: &History) -> Safety {
         verdict,
         mutex,
         fencing,
+        lost,
         failed_checkers: failed,
     }
 }

@@ -21,6 +21,7 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         "broken-recipe",
         include_str!("../../../scenarios/broken-recipe.toml"),
     ),
+    ("fencing", include_str!("../../../scenarios/fencing.toml")),
 ];
 
 /// The TOML of the built-in scenario `name`.

@@ -41,6 +41,9 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Internal: run client slots for a coordinator (JSON lines on stdin/stdout).
+    #[command(hide = true)]
+    Worker,
 }
 
 /// Arguments of `lockbench run`.

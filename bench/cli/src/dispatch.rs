@@ -1,11 +1,66 @@
 //! Picks the backend once, at the top, and runs everything below generically over it: the
-//! client loop is monomorphised per recipe, so no op pays for dynamic dispatch.
+//! client loop is monomorphised per recipe, so no op pays for dynamic dispatch. The same choice
+//! is made in the coordinator ([`run_backend`]) and in a worker process ([`run_worker`]), from
+//! the same scenario knobs, so both build identical clients.
 
-use lockbench_core::{Backend, BackendKind, Endpoints, History, RunClock, Scenario};
-use lockbench_report::build::{self, CounterReadings, Measured};
+use crate::coordinator::{self, RunEnv};
+use lockbench_core::{BackendKind, Endpoints, Scenario};
 use lockbench_report::{BackendResult, RunDir};
-use lockbench_workloads::{ContentionRun, FencedResource, RunControl, run_contention};
-use std::sync::Arc;
+use lockbench_workloads::RunControl;
+use lockbench_workloads::worker::{self, Job};
+
+/// Binds `$b` to the backend of `$kind` (built from `$scenario`'s knobs and `$endpoints`) and
+/// evaluates `$body`, which is generic over the backend type.
+macro_rules! with_backend {
+    ($kind:expr, $scenario:expr, $endpoints:expr, |$b:ident| $body:expr) => {{
+        let kind: BackendKind = $kind;
+        let scenario: &Scenario = $scenario;
+        let endpoints: &Endpoints = $endpoints;
+        let keys = scenario.workload.keys;
+        let seed = scenario.seed;
+        match kind {
+            BackendKind::ZkFair => {
+                let $b =
+                    lockbench_zookeeper::ZkFair::new(endpoints, &scenario.zookeeper, keys, seed)?;
+                $body
+            }
+            BackendKind::ZkCurator => {
+                let $b = lockbench_zookeeper::ZkCurator::new(
+                    endpoints,
+                    &scenario.zookeeper,
+                    keys,
+                    seed,
+                )?;
+                $body
+            }
+            BackendKind::EtcdLease | BackendKind::EtcdLockapi => {
+                let $b =
+                    lockbench_etcd::EtcdBackend::new(kind, endpoints, &scenario.etcd, keys, seed)?;
+                $body
+            }
+            BackendKind::RedisSetnx | BackendKind::RedisBrokenNoNx => {
+                let mode = if kind == BackendKind::RedisSetnx {
+                    lockbench_redis::SetMode::Nx
+                } else {
+                    lockbench_redis::SetMode::BrokenNoNx
+                };
+                let $b = lockbench_redis::SetNxBackend::new(
+                    endpoints,
+                    &scenario.redis,
+                    keys,
+                    seed,
+                    mode,
+                )?;
+                $body
+            }
+            BackendKind::Redlock => {
+                let $b =
+                    lockbench_redis::RedlockBackend::new(endpoints, &scenario.redlock, keys, seed)?;
+                $body
+            }
+        }
+    }};
+}
 
 /// Runs `scenario`'s workload against one backend and returns its result. Errors (bad
 /// endpoints, unreachable servers) come back before any load is applied.
@@ -15,78 +70,23 @@ pub async fn run_backend(
     endpoints: &Endpoints,
     run_dir: &RunDir,
     control: RunControl,
+    env: &RunEnv,
 ) -> anyhow::Result<BackendResult> {
-    let keys = scenario.workload.keys;
-    let seed = scenario.seed;
-    match kind {
-        BackendKind::ZkFair => {
-            let b = lockbench_zookeeper::ZkFair::new(endpoints, &scenario.zookeeper, keys, seed)?;
-            execute(b, scenario, run_dir, control).await
-        }
-        BackendKind::ZkCurator => {
-            let b =
-                lockbench_zookeeper::ZkCurator::new(endpoints, &scenario.zookeeper, keys, seed)?;
-            execute(b, scenario, run_dir, control).await
-        }
-        BackendKind::EtcdLease | BackendKind::EtcdLockapi => {
-            let b = lockbench_etcd::EtcdBackend::new(kind, endpoints, &scenario.etcd, keys, seed)?;
-            execute(b, scenario, run_dir, control).await
-        }
-        BackendKind::RedisSetnx | BackendKind::RedisBrokenNoNx => {
-            let mode = if kind == BackendKind::RedisSetnx {
-                lockbench_redis::SetMode::Nx
-            } else {
-                lockbench_redis::SetMode::BrokenNoNx
-            };
-            let b =
-                lockbench_redis::SetNxBackend::new(endpoints, &scenario.redis, keys, seed, mode)?;
-            execute(b, scenario, run_dir, control).await
-        }
-        BackendKind::Redlock => {
-            let b = lockbench_redis::RedlockBackend::new(endpoints, &scenario.redlock, keys, seed)?;
-            execute(b, scenario, run_dir, control).await
-        }
-    }
+    with_backend!(kind, scenario, endpoints, |b| {
+        coordinator::execute(b, scenario, endpoints, run_dir, control, env).await
+    })
 }
 
-async fn execute<B: Backend>(
-    backend: B,
-    scenario: &Scenario,
-    run_dir: &RunDir,
-    control: RunControl,
-) -> anyhow::Result<BackendResult> {
-    let info = backend.info();
-    let backend = Arc::new(backend);
-    let before = backend.server_counters().await;
-    let (history_tx, writer) = run_dir.history_writer(info.backend.name())?;
-    let run = ContentionRun {
-        workload: scenario.workload.clone(),
-        seed: scenario.seed,
-        warmup: scenario.warmup,
-        duration: scenario.duration,
-        clock: RunClock::start(),
-        resource: Arc::new(FencedResource::new(
-            scenario.resource,
-            scenario.workload.keys,
-        )),
-        history: history_tx,
-    };
-    let output = run_contention(backend.clone(), run, control).await;
-    let ops = writer.await??;
-    let output = output?;
-    let after = backend.server_counters().await;
-    let history = History::from_unordered(ops);
-    let counters = CounterReadings { before, after };
-    let (result, handoffs) = build::backend_result(Measured {
-        info: &info,
-        workload: &scenario.workload,
-        output: &output,
-        history: &history,
-        counters: &counters,
-    });
-    let name = info.backend.name();
-    run_dir.write_histogram(name, "acquire", &output.acquire_latency())?;
-    run_dir.write_histogram(name, "acquire-service", &output.acquire_service())?;
-    run_dir.write_histogram(name, "handoff", &handoffs)?;
-    Ok(result)
+/// The worker side: builds the job's backend and serves the job on stdin (after the job line)
+/// and stdout.
+pub async fn run_worker(
+    job: Job,
+    stdin: tokio::io::BufReader<tokio::io::Stdin>,
+) -> anyhow::Result<()> {
+    let (kind, scenario, endpoints) = (job.backend, job.scenario.clone(), job.endpoints.clone());
+    let stdout = tokio::io::stdout();
+    with_backend!(kind, &scenario, &endpoints, |b| {
+        worker::serve(b, job, stdin, stdout).await?;
+        Ok(())
+    })
 }

@@ -4,7 +4,9 @@
 mod builtin;
 mod cli;
 mod commands;
+mod coordinator;
 mod dispatch;
+mod nemesis;
 mod progress;
 
 use clap::Parser;

@@ -1,29 +1,66 @@
-//! A finished run's history: every op from every client, ordered by time.
+//! A finished run's history: every op from every client, and every fault the nemesis applied,
+//! ordered by time.
 //!
 //! Clients record into their own buffers (no shared state on the hot path); the buffers are
 //! merged here. On disk a history is JSON lines, one [`Op`] per line, so a run that is cut off
-//! still leaves every line written so far readable.
+//! still leaves every line written so far readable. Fault events (Jepsen's nemesis ops) are
+//! lines with `"type":"nemesis"` and the [`FaultEvent`] fields; they are kept apart from the
+//! ops in memory so that [`Op`] stays small and `Copy` for the client loop.
 
+use crate::fault::FaultEvent;
 use crate::op::Op;
+use serde::{Deserialize, Serialize};
 use std::io::{self, BufRead, Write};
 
-/// Ops from all clients, sorted by time (ties broken by client, invocations first).
+/// Ops from all clients, sorted by time (ties broken by client, invocations first), and the
+/// fault events of the same run, sorted by time.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct History {
     ops: Vec<Op>,
+    faults: Vec<FaultEvent>,
+}
+
+/// A fault event as one history line: `{"type":"nemesis","t":..,"fault":..,"phase":..}`.
+#[derive(Serialize, Deserialize)]
+pub struct NemesisLine<E> {
+    /// Always `nemesis`.
+    #[serde(rename = "type")]
+    pub kind: NemesisTag,
+    /// The event.
+    #[serde(flatten)]
+    pub event: E,
+}
+
+/// The `type` of a nemesis line.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NemesisTag {
+    /// A fault event.
+    Nemesis,
 }
 
 impl History {
     /// Merges per-client buffers (or any unordered ops) into one time-ordered history.
-    pub fn from_unordered(mut ops: Vec<Op>) -> History {
+    pub fn from_unordered(ops: Vec<Op>) -> History {
+        History::with_faults(ops, Vec::new())
+    }
+
+    /// Merges ops and fault events (each in any order) into one time-ordered history.
+    pub fn with_faults(mut ops: Vec<Op>, mut faults: Vec<FaultEvent>) -> History {
         // Stable sort: ops of one client recorded at the same instant keep their order.
         ops.sort_by_key(|op| op.time);
-        History { ops }
+        faults.sort_by_key(|f| f.time);
+        History { ops, faults }
     }
 
     /// The ops, in time order.
     pub fn ops(&self) -> &[Op] {
         &self.ops
+    }
+
+    /// The fault events, in time order.
+    pub fn faults(&self) -> &[FaultEvent] {
+        &self.faults
     }
 
     /// Number of ops.
@@ -36,9 +73,20 @@ impl History {
         self.ops.is_empty()
     }
 
-    /// Writes one JSON object per line.
-    pub fn write_jsonl(&self, out: impl Write) -> io::Result<()> {
-        write_jsonl(&self.ops, out)
+    /// Writes one JSON object per line: the ops, then the fault events.
+    pub fn write_jsonl(&self, mut out: impl Write) -> io::Result<()> {
+        write_jsonl(&self.ops, &mut out)?;
+        for event in &self.faults {
+            serde_json::to_writer(
+                &mut out,
+                &NemesisLine {
+                    kind: NemesisTag::Nemesis,
+                    event,
+                },
+            )?;
+            out.write_all(b"\n")?;
+        }
+        Ok(())
     }
 
     /// Reads a JSON-lines history. A torn last line (the writer was killed mid-line) is
@@ -46,9 +94,16 @@ impl History {
     pub fn read_jsonl(input: impl BufRead) -> io::Result<History> {
         let lines: Vec<String> = input.lines().collect::<io::Result<_>>()?;
         let mut ops = Vec::with_capacity(lines.len());
+        let mut faults = Vec::new();
         for (i, line) in lines.iter().enumerate() {
             if line.trim().is_empty() {
                 continue;
+            }
+            if line.contains("\"nemesis\"") {
+                if let Ok(n) = serde_json::from_str::<NemesisLine<FaultEvent>>(line) {
+                    faults.push(n.event);
+                    continue;
+                }
             }
             match serde_json::from_str::<Op>(line) {
                 Ok(op) => ops.push(op),
@@ -61,7 +116,7 @@ impl History {
                 }
             }
         }
-        Ok(History::from_unordered(ops))
+        Ok(History::with_faults(ops, faults))
     }
 }
 
@@ -93,6 +148,28 @@ mod tests {
         buf.extend_from_slice(b"{\"t\":30,\"cli");
         let back = History::read_jsonl(buf.as_slice()).unwrap();
         assert_eq!(back, h);
+    }
+
+    #[test]
+    fn fault_events_round_trip_as_nemesis_lines() {
+        use crate::{FaultEvent, FaultPhase};
+        let ev = FaultEvent {
+            time: Nanos(5),
+            fault: "pause".into(),
+            phase: FaultPhase::Start,
+            targets: vec!["client0".into()],
+            note: "SIGSTOP pid 7".into(),
+            applied: true,
+        };
+        let h = History::with_faults(
+            vec![Op::invoke(Nanos(1), ClientId(0), OpF::Acquire, KeyId(0))],
+            vec![ev],
+        );
+        let mut buf = Vec::new();
+        h.write_jsonl(&mut buf).unwrap();
+        let text = String::from_utf8(buf.clone()).unwrap();
+        assert!(text.contains("\"type\":\"nemesis\""), "{text}");
+        assert_eq!(History::read_jsonl(buf.as_slice()).unwrap(), h);
     }
 
     #[test]

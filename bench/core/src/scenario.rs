@@ -7,6 +7,7 @@
 //! Errors name the field: unknown keys are rejected (`deny_unknown_fields`), and
 //! [`Scenario::validate`] reports values that parse but make no sense.
 
+use crate::fault::Fault;
 use crate::ids::BackendKind;
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -50,6 +51,75 @@ pub struct Scenario {
     /// Redlock knobs.
     #[serde(default)]
     pub redlock: RedlockKnobs,
+    /// After the last scheduled fault, everything is healed and the clients run on for this
+    /// long, so results show whether (and how fast) each backend recovered. Only used when
+    /// `faults` is not empty; the run is `warmup + duration + recovery` long then.
+    #[serde(with = "humantime_serde", default = "default_recovery")]
+    pub recovery: Duration,
+    /// Raise an alarm (printed, and in results) when no client completes an acquisition for
+    /// this long while the run goes.
+    #[serde(with = "humantime_serde", default = "default_stall_alarm")]
+    pub stall_alarm: Duration,
+    /// The fault schedule (`[[faults]]` tables), applied by the nemesis while the clients run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub faults: Vec<FaultSpec>,
+}
+
+fn default_recovery() -> Duration {
+    Duration::from_secs(5)
+}
+fn default_stall_alarm() -> Duration {
+    Duration::from_secs(5)
+}
+
+/// One entry of the fault schedule: a fault verb (the same tables as [`Fault`]), when it
+/// starts, and how long it lasts.
+///
+/// TOML:
+/// ```toml
+/// [[faults]]
+/// fault = "partition"
+/// split = { isolate = "leader" }
+/// at = "3s"            # or: every = "10s" (with seeded jitter, see `jitter`)
+/// duration = "5s"      # then the inverse verb (heal / resume / start) is applied
+/// ```
+/// Times count from the end of warm-up. A fault without `duration` stays until the final
+/// heal (or is instantaneous, like `clock-jump`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FaultSpec {
+    /// The verb and its targets.
+    #[serde(flatten)]
+    pub fault: Fault,
+    /// Start once, this long after the measured window opens.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "humantime_serde::option"
+    )]
+    pub at: Option<Duration>,
+    /// Start repeatedly: one window per period, each starting at a seeded random offset in
+    /// `[0, jitter]` after the period's start.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "humantime_serde::option"
+    )]
+    pub every: Option<Duration>,
+    /// Random offset bound for `every` (default: the period minus `duration`, so windows never
+    /// overlap their successor).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "humantime_serde::option"
+    )]
+    pub jitter: Option<Duration>,
+    /// How long the fault lasts before its inverse is applied.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "humantime_serde::option"
+    )]
+    pub duration: Option<Duration>,
 }
 
 fn default_seed() -> u64 {
@@ -90,6 +160,31 @@ pub struct Workload {
     /// (`info`); the client that saw it is retired and replaced.
     #[serde(with = "humantime_serde", default = "default_acquire_timeout")]
     pub acquire_timeout: Duration,
+    /// `fencing` only: how long the holder is stopped (SIGSTOP) right after its grant, before
+    /// it writes. Absent: twice the backend's expiry (session timeout, lease TTL, key TTL).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "humantime_serde::option"
+    )]
+    pub pause: Option<Duration>,
+    /// Where client slots run. `in-process` (the default for `contention`): tasks inside the
+    /// coordinator, the fastest path. `workers`: each slot in its own worker process, so a
+    /// fault can pause or cut off a real client with its heartbeats. The `fencing` holder is
+    /// always a worker process.
+    #[serde(default)]
+    pub processes: Processes,
+}
+
+/// Where client slots run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Processes {
+    /// Tasks inside the coordinator process.
+    #[default]
+    InProcess,
+    /// One worker process per client slot (`lockbench worker`).
+    Workers,
 }
 
 fn default_acquire_timeout() -> Duration {
@@ -103,6 +198,10 @@ pub enum WorkloadKind {
     /// N clients, K keys: acquire, write to the resource, hold, release, think.
     #[default]
     Contention,
+    /// Kleppmann's scenario: client 0 (a worker process, the *holder*) acquires and is stopped
+    /// right after its grant for longer than its lock lives, while the other clients keep
+    /// contending; resumed, it writes with its old token.
+    Fencing,
 }
 
 impl WorkloadKind {
@@ -110,7 +209,26 @@ impl WorkloadKind {
     pub fn name(self) -> &'static str {
         match self {
             WorkloadKind::Contention => "contention",
+            WorkloadKind::Fencing => "fencing",
         }
+    }
+}
+
+impl Scenario {
+    /// How long a dead client's lock lives on `backend`: the ZooKeeper session timeout, the
+    /// etcd lease TTL, the Redis / Redlock key TTL.
+    pub fn expiry(&self, backend: BackendKind) -> Duration {
+        match backend {
+            BackendKind::ZkFair | BackendKind::ZkCurator => self.zookeeper.session_timeout,
+            BackendKind::EtcdLease | BackendKind::EtcdLockapi => self.etcd.lease_ttl,
+            BackendKind::RedisSetnx | BackendKind::RedisBrokenNoNx => self.redis.ttl,
+            BackendKind::Redlock => self.redlock.ttl,
+        }
+    }
+
+    /// The `fencing` holder's pause on `backend`: `workload.pause`, or twice the expiry.
+    pub fn holder_pause(&self, backend: BackendKind) -> Duration {
+        self.workload.pause.unwrap_or(self.expiry(backend) * 2)
     }
 }
 
@@ -405,6 +523,29 @@ impl Scenario {
         if self.redis.response_timeout.is_zero() {
             return Err(bad("redis.response_timeout", "must be above zero"));
         }
+        if w.kind == WorkloadKind::Fencing && w.clients < 2 {
+            return Err(bad(
+                "workload.clients",
+                "the fencing workload needs at least 2 clients (a holder and a contender)",
+            ));
+        }
+        if self.stall_alarm.is_zero() {
+            return Err(bad("stall_alarm", "must be above zero"));
+        }
+        for (i, f) in self.faults.iter().enumerate() {
+            let field = format!("faults[{i}]");
+            match (f.at, f.every) {
+                (Some(_), Some(_)) => return Err(bad(&field, "give `at` or `every`, not both")),
+                (None, None) => return Err(bad(&field, "give `at = \"3s\"` or `every = \"10s\"`")),
+                (_, Some(e)) if e.is_zero() => {
+                    return Err(bad(&field, "`every` must be above zero"));
+                }
+                (_, Some(e)) if f.duration.is_some_and(|d| d >= e) => {
+                    return Err(bad(&field, "`duration` must be shorter than `every`"));
+                }
+                _ => {}
+            }
+        }
         let r = &self.redlock;
         if !(0.0..0.5).contains(&r.drift_factor) {
             return Err(bad("redlock.drift_factor", "must be in [0, 0.5)"));
@@ -534,6 +675,22 @@ keys = 1
         assert!(err.contains("zk-fast"), "{err}");
         let err = Scenario::load("t", MINIMAL, &["duration=soon".into()]).unwrap_err();
         assert!(err.contains("duration"), "{err}");
+    }
+
+    #[test]
+    fn a_fault_schedule_reads_and_round_trips() {
+        let text = format!(
+            "{MINIMAL}\n[[faults]]\nfault = \"partition\"\nsplit = {{ isolate = \"leader\" }}\nat = \"3s\"\nduration = \"5s\"\n[[faults]]\nfault = \"pause\"\ntargets = \"holder\"\nevery = \"10s\"\nduration = \"2s\"\n"
+        );
+        let s = Scenario::load("t", &text, &[]).unwrap();
+        assert_eq!(s.faults.len(), 2);
+        assert_eq!(s.faults[0].at, Some(Duration::from_secs(3)));
+        assert_eq!(s.faults[1].fault.verb(), "pause");
+        let again = Scenario::load("again", &s.to_toml(), &[]).unwrap();
+        assert_eq!(again, s);
+        let bad = text.replace("every = \"10s\"", "every = \"1s\"");
+        let err = Scenario::load("t", &bad, &[]).unwrap_err();
+        assert!(err.contains("faults[1]"), "{err}");
     }
 
     #[test]

@@ -2,7 +2,7 @@
 
 use crate::model::{BackendResult, Errors, Percentiles, Requests, SafetyResult};
 use hdrhistogram::Histogram;
-use lockbench_analysis::{Safety, fairness, handoff, safety};
+use lockbench_analysis::{Safety, availability, fairness, handoff, safety};
 use lockbench_core::scenario::Workload;
 use lockbench_core::{BackendInfo, History, OpType, ServerCounters};
 use lockbench_workloads::RunOutput;
@@ -42,6 +42,8 @@ pub struct Measured<'a> {
     pub history: &'a History,
     /// Server counters around the run.
     pub counters: &'a CounterReadings,
+    /// No-progress alarm threshold.
+    pub stall_alarm: std::time::Duration,
 }
 
 /// Builds the result of one (backend, workload) run.
@@ -98,6 +100,9 @@ pub fn backend_result(m: Measured<'_>) -> (BackendResult, Histogram<u64>) {
         server_ops_per_acquisition: server_ops_per_acquisition.map(round3),
         requests,
         recipe: Some(m.info.clone()),
+        fault_windows: availability::windows(m.history),
+        stalls: availability::stalls(m.history, out.measure_start, out.measure_end, m.stall_alarm),
+        fencing: None,
     };
     (result, handoffs)
 }
@@ -132,6 +137,8 @@ pub fn failed_result(backend: &str, workload: &Workload, error: String) -> Backe
             locks_lost: 0,
             stale_writes_accepted: 0,
             stale_writes_rejected: 0,
+            writes_after_lock_lost: 0,
+            writes_after_lock_lost_accepted: 0,
             unfenced_writes: 0,
             failed_checkers: vec!["backend did not run".into()],
         },
@@ -145,6 +152,9 @@ pub fn failed_result(backend: &str, workload: &Workload, error: String) -> Backe
             client_per_acquisition: None,
         },
         recipe: None,
+        fault_windows: Vec::new(),
+        stalls: Vec::new(),
+        fencing: None,
     }
 }
 
@@ -171,6 +181,7 @@ fn requests(client: Option<u64>, counters: &CounterReadings, total: u64) -> Requ
 fn safety_result(s: Safety) -> SafetyResult {
     let m = s.mutex.unwrap_or_default();
     let f = s.fencing.unwrap_or_default();
+    let l = s.lost.unwrap_or_default();
     SafetyResult {
         verdict: format!("{:?}", s.verdict).to_lowercase(),
         mutex_violations: m.violations,
@@ -179,6 +190,8 @@ fn safety_result(s: Safety) -> SafetyResult {
         locks_lost: m.locks_lost,
         stale_writes_accepted: f.stale_writes_accepted,
         stale_writes_rejected: f.stale_writes_rejected,
+        writes_after_lock_lost: l.writes_after_lock_lost,
+        writes_after_lock_lost_accepted: l.accepted,
         unfenced_writes: f.unfenced_writes,
         failed_checkers: s.failed_checkers,
     }
@@ -205,4 +218,61 @@ fn op_type_name(t: OpType) -> &'static str {
 
 fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
+}
+
+/// The scorecard of a run: for each backend, one cell per fault verb seen in its fault
+/// windows; a fault on client hosts only is named `<verb>-client` (the fencing workload's
+/// holder pause is `pause-client`). Violations are the backend run's, so a run that mixes
+/// fault kinds shares them between its cells.
+pub fn scorecard(results: &[BackendResult]) -> Option<crate::model::Scorecard> {
+    use crate::model::{ScoreCell, Scorecard};
+    use std::collections::BTreeMap;
+    let mut cells = Vec::new();
+    for r in results {
+        let mut verbs: Vec<String> = Vec::new();
+        let cell_name = |w: &lockbench_analysis::availability::Window| {
+            if !w.targets.is_empty() && w.targets.iter().all(|t| t.starts_with("client")) {
+                format!("{}-client", w.fault)
+            } else {
+                w.fault.clone()
+            }
+        };
+        for w in &r.fault_windows {
+            if !verbs.contains(&cell_name(w)) {
+                verbs.push(cell_name(w));
+            }
+        }
+        for verb in verbs {
+            let ws: Vec<_> = r
+                .fault_windows
+                .iter()
+                .filter(|w| cell_name(w) == verb)
+                .collect();
+            let s = &r.safety;
+            let mut violations = BTreeMap::new();
+            for (k, n) in [
+                ("mutex", s.mutex_violations),
+                ("stale_write_accepted", s.stale_writes_accepted),
+                ("write_after_lock_lost", s.writes_after_lock_lost),
+            ] {
+                if n > 0 {
+                    violations.insert(k.to_string(), n);
+                }
+            }
+            cells.push(ScoreCell {
+                backend: r.backend.clone(),
+                fault: verb,
+                runs: ws.iter().filter(|w| w.applied).count() as u64,
+                not_applied: ws.iter().filter(|w| !w.applied).count() as u64,
+                violations,
+                // A window that ends with the run has no "after" to judge; the stall alarm
+                // (which covers the run's tail) speaks for it.
+                stayed_available: r.stalls.is_empty()
+                    && ws
+                        .iter()
+                        .all(|w| !w.applied || w.recovery_ms.is_some() || w.after.attempts == 0),
+            });
+        }
+    }
+    (!cells.is_empty()).then_some(Scorecard { cells })
 }

@@ -1,6 +1,7 @@
 //! The shape of `results.json`. Field names are a contract with users' tools: add fields
 //! freely, but rename or remove one only with a `SCHEMA_VERSION` bump (see `SCHEMA.md`).
 
+use lockbench_analysis::availability::{Stall, Window};
 use lockbench_core::BackendInfo;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -27,6 +28,49 @@ pub struct RunResults {
     pub environment: Environment,
     /// One entry per (backend, workload).
     pub results: Vec<BackendResult>,
+    /// Backend x fault matrix: for each cell the runs, the violations by kind, and whether the
+    /// backend stayed available. Present when the scenario scheduled faults or ran the fencing
+    /// workload.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scorecard: Option<Scorecard>,
+}
+
+/// The safety scorecard: one cell per (backend, fault).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Scorecard {
+    /// The cells, backend-major in the order the backends ran.
+    pub cells: Vec<ScoreCell>,
+}
+
+/// One (backend, fault) cell of the scorecard.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ScoreCell {
+    /// Recipe name.
+    pub backend: String,
+    /// Fault verb (`pause`, `partition`, ...); `<verb>-client` when only client hosts were
+    /// targeted (`pause-client` is the fencing workload's pause of the lock holder).
+    pub fault: String,
+    /// Fault windows of this kind that were applied.
+    pub runs: u64,
+    /// Windows that could not be applied here (e.g. partitions without namespaces).
+    pub not_applied: u64,
+    /// Violations found in the backend's run, by kind (`mutex`, `stale_write_accepted`,
+    /// `write_after_lock_lost`); a kind with zero is left out.
+    pub violations: BTreeMap<String, u64>,
+    /// Every window of this kind was followed by a successful acquisition (`recovery_ms` set)
+    /// and no stall alarm fired.
+    pub stayed_available: bool,
+}
+
+/// The fencing workload's figures beyond the safety counts.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FencingRun {
+    /// How long the holder was stopped after each grant, ms.
+    pub pause_ms: f64,
+    /// How many times it was stopped.
+    pub holder_pauses: u64,
+    /// The resource's mode (`fenced` / `unfenced`).
+    pub resource: String,
 }
 
 /// The machine, the servers and lockbench itself.
@@ -91,6 +135,13 @@ pub struct SafetyResult {
     pub stale_writes_accepted: u64,
     /// Stale writes the resource rejected (fencing worked).
     pub stale_writes_rejected: u64,
+    /// Writes by a client after another client had been granted the same key since its own
+    /// grant: its lock was already gone (expired or taken over), whatever it believed.
+    #[serde(default)]
+    pub writes_after_lock_lost: u64,
+    /// Of those, the writes the resource accepted (damage, unless fencing stopped them).
+    #[serde(default)]
+    pub writes_after_lock_lost_accepted: u64,
     /// Writes without a fencing token (the resource could not judge them).
     pub unfenced_writes: u64,
     /// Checkers that failed (their failure makes the verdict `unknown`).
@@ -168,4 +219,14 @@ pub struct BackendResult {
     pub requests: Requests,
     /// How the recipe waits, where its token comes from, its knobs.
     pub recipe: Option<BackendInfo>,
+    /// Each fault window (from the history's fault events) with success rate and acquire
+    /// latency before, during and after it, and the time to the first acquisition after it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fault_windows: Vec<Window>,
+    /// Spans of at least the scenario's `stall_alarm` in which no client acquired the lock.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stalls: Vec<Stall>,
+    /// The fencing workload's pause figures (only for `workload = fencing`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fencing: Option<FencingRun>,
 }

@@ -3,7 +3,8 @@
 //! - `scenario.toml`: the scenario exactly as run, every default filled in, seed included;
 //! - `history.jsonl`: every op of every backend, one JSON object per line with a `backend`
 //!   field, appended while the run goes (lines are in time order per client; sort by `t` for a
-//!   global order). An interrupted run keeps every line written so far;
+//!   global order). An interrupted run keeps every line written so far. Fault events are lines
+//!   with `"type":"nemesis"` (verb, phase, targets, note, applied), on the same clock;
 //! - `histograms/<backend>.<metric>.hgrm`: HdrHistogram percentile distribution as text;
 //! - `histograms/<backend>.<metric>.hdr`: the same histogram, V2-deflate serialized, so
 //!   histograms from several runs or processes can be merged exactly;
@@ -14,7 +15,8 @@ use crate::model::RunResults;
 use anyhow::Context;
 use hdrhistogram::Histogram;
 use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
-use lockbench_core::Op;
+use lockbench_core::history::{NemesisLine, NemesisTag};
+use lockbench_core::{FaultEvent, Op};
 use serde::Serialize;
 use std::fs::{self, File, OpenOptions};
 use std::io::{BufWriter, Write};
@@ -132,6 +134,37 @@ impl RunDir {
             Ok(all)
         });
         Ok((tx, task))
+    }
+}
+
+/// One nemesis line: a fault event tagged with its backend.
+#[derive(Serialize)]
+struct FaultLine<'a> {
+    backend: &'a str,
+    #[serde(flatten)]
+    line: NemesisLine<&'a FaultEvent>,
+}
+
+impl RunDir {
+    /// Appends one fault event to `history.jsonl` at once (a `"type":"nemesis"` line), so an
+    /// interrupted run keeps its fault windows too.
+    pub fn append_fault(&self, backend: &str, event: &FaultEvent) -> anyhow::Result<()> {
+        let path = self.path.join("history.jsonl");
+        let mut line = serde_json::to_vec(&FaultLine {
+            backend,
+            line: NemesisLine {
+                kind: NemesisTag::Nemesis,
+                event,
+            },
+        })?;
+        line.push(b'\n');
+        // One write(2) on an O_APPEND file: never interleaves with the op writer's lines.
+        OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .and_then(|mut f| f.write_all(&line))
+            .with_context(|| format!("cannot append to {}", path.display()))
     }
 }
 

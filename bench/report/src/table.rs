@@ -116,3 +116,38 @@ fn recipes(results: &RunResults) -> String {
     }
     out
 }
+
+/// Renders the safety scorecard: one row per (backend, fault).
+pub fn render_scorecard(card: &crate::model::Scorecard) -> String {
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED)
+        .set_content_arrangement(ContentArrangement::Dynamic)
+        .set_header(vec![
+            "backend",
+            "fault",
+            "runs",
+            "not applied",
+            "violations",
+            "stayed available",
+        ]);
+    for c in &card.cells {
+        let violations = if c.violations.is_empty() {
+            "none".to_string()
+        } else {
+            c.violations
+                .iter()
+                .map(|(k, n)| format!("{k} {n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        t.add_row(vec![
+            Cell::new(&c.backend),
+            Cell::new(&c.fault),
+            Cell::new(c.runs).set_alignment(CellAlignment::Right),
+            Cell::new(c.not_applied).set_alignment(CellAlignment::Right),
+            Cell::new(violations),
+            Cell::new(if c.stayed_available { "yes" } else { "no" }),
+        ]);
+    }
+    format!("safety scorecard\n{t}\n")
+}

@@ -3,6 +3,7 @@
 mod cluster;
 mod run;
 mod scenarios;
+mod worker;
 
 use crate::cli::{Cli, Command};
 use std::path::PathBuf;
@@ -19,5 +20,6 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Up => cluster::up(state_dir).await,
         Command::Down => cluster::down(state_dir).await,
         Command::Status { json } => cluster::status(state_dir, json).await,
+        Command::Worker => worker::run().await,
     }
 }

@@ -3,6 +3,7 @@
 //! (history, partial `results.json`) and stops a cluster this run started.
 
 use crate::cli::RunArgs;
+use crate::coordinator::RunEnv;
 use crate::{builtin, dispatch, progress::Progress};
 use anyhow::Context;
 use lockbench_cluster::Cluster;
@@ -18,9 +19,11 @@ use std::time::SystemTime;
 /// Runs a scenario.
 pub async fn run(args: RunArgs, state_dir: PathBuf) -> anyhow::Result<ExitCode> {
     let scenario = load_scenario(&args)?;
+    let managed_state = (args.cluster == "managed").then(|| state_dir.clone());
     let (endpoints, cluster_label, started_cluster) =
         prepare_cluster(&args.cluster, state_dir).await?;
-    let outcome = run_scenario(&args, &scenario, &endpoints, &cluster_label).await;
+    let env = RunEnv::loopback(managed_state);
+    let outcome = run_scenario(&args, &scenario, &endpoints, &cluster_label, &env).await;
     if let Some(cluster) = started_cluster {
         eprintln!("lockbench: stopping the managed cluster this run started");
         if let Err(e) = cluster.down().await {
@@ -35,6 +38,7 @@ async fn run_scenario(
     scenario: &Scenario,
     endpoints: &Endpoints,
     cluster_label: &str,
+    env: &RunEnv,
 ) -> anyhow::Result<ExitCode> {
     let run_dir = RunDir::create(Path::new("results"), &scenario.name, args.out.as_deref())?;
     run_dir.write_scenario(&scenario.to_toml())?;
@@ -59,6 +63,7 @@ async fn run_scenario(
         cluster: cluster_label.to_string(),
         environment: environment::detect(servers),
         results: Vec::new(),
+        scorecard: None,
     };
     run_dir.write_results(&results)?;
 
@@ -86,29 +91,45 @@ async fn run_scenario(
         }
         let control = RunControl::new(scenario.workload.clients);
         *current.lock().expect("control lock") = Some(control.clone());
+        let recovery = if scenario.faults.is_empty() {
+            std::time::Duration::ZERO
+        } else {
+            scenario.recovery
+        };
         let progress = Progress::start(
             kind.name(),
-            scenario.warmup + scenario.duration,
+            scenario.warmup + scenario.duration + recovery,
             control.clone(),
             args.quiet,
         );
-        let result = match dispatch::run_backend(kind, scenario, endpoints, &run_dir, control).await
-        {
-            Ok(r) => {
-                progress.finish(format!(
-                    "{:.0} acq/s, safety {}",
-                    r.throughput_per_s, r.safety.verdict
-                ));
-                r
-            }
-            Err(e) => {
-                any_error = true;
-                let msg = format!("{e:#}");
-                progress.finish(format!("error: {msg}"));
-                build::failed_result(kind.name(), &scenario.workload, msg)
-            }
-        };
+        let result =
+            match dispatch::run_backend(kind, scenario, endpoints, &run_dir, control, env).await {
+                Ok(r) => {
+                    progress.finish(format!(
+                        "{:.0} acq/s, safety {}",
+                        r.throughput_per_s, r.safety.verdict
+                    ));
+                    r
+                }
+                Err(e) => {
+                    any_error = true;
+                    let msg = format!("{e:#}");
+                    progress.finish(format!("error: {msg}"));
+                    build::failed_result(kind.name(), &scenario.workload, msg)
+                }
+            };
+        for stall in &result.stalls {
+            eprintln!(
+                "ALARM: {}: no client acquired the lock for {:.1} s ({:.1} s to {:.1} s on the run clock; stall_alarm {})",
+                result.backend,
+                stall.ms / 1e3,
+                stall.from_s,
+                stall.to_s,
+                humantime::format_duration(scenario.stall_alarm)
+            );
+        }
         results.results.push(result);
+        results.scorecard = build::scorecard(&results.results);
         run_dir.write_results(&results)?;
     }
     watcher.abort();
@@ -120,14 +141,19 @@ async fn run_scenario(
     for r in &results.results {
         if r.safety.verdict == "invalid" {
             println!(
-                "FINDING: {} broke mutual exclusion: {} overlapping holds ({:.1} ms overlap), {} stale writes accepted, {} rejected",
+                "FINDING: {} broke mutual exclusion: {} overlapping holds ({:.1} ms overlap), {} stale writes accepted, {} rejected, {} writes after the lock was lost ({} accepted)",
                 r.backend,
                 r.safety.mutex_violations,
                 r.safety.overlap_ms,
                 r.safety.stale_writes_accepted,
-                r.safety.stale_writes_rejected
+                r.safety.stale_writes_rejected,
+                r.safety.writes_after_lock_lost,
+                r.safety.writes_after_lock_lost_accepted
             );
         }
+    }
+    if let Some(card) = &results.scorecard {
+        println!("{}", table::render_scorecard(card));
     }
     println!("results: {}", run_dir.path().join("results.json").display());
     Ok(if was_interrupted {

@@ -1,0 +1,73 @@
+//! Writes from a holder whose lock was already gone (Kleppmann's damage, seen from the lock).
+//!
+//! The fencing checker asks the *resource* whether a token was stale; this one asks the *lock
+//! history*: a write by client A on key k counts when another client was granted k after A's
+//! own latest grant on k and before A's write. By then A's lock had expired (or been taken
+//! over) whatever A believed, so its write happened outside mutual exclusion. The figure does
+//! not depend on tokens, so it is the one that shows Redlock's damage (Redlock has no token for
+//! the resource to check) and it counts a write even when the resource happened to accept it
+//! because no newer holder had written yet.
+
+use lockbench_core::{ClientId, History, KeyId, OpF, OpType};
+use std::collections::HashMap;
+
+/// Writes made after another client's later grant on the same key, and how many of those the
+/// resource accepted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct LostReport {
+    /// Writes by a client whose lock had been granted to another client since its own grant.
+    pub writes_after_lock_lost: u64,
+    /// Of those, the writes the resource accepted.
+    pub accepted: u64,
+}
+
+/// Checks every `write` of `history` against the grants before it.
+pub fn check(history: &History) -> LostReport {
+    let mut last_grant: HashMap<KeyId, ClientId> = HashMap::new();
+    let mut r = LostReport::default();
+    for op in history.ops() {
+        match (op.f, op.ty) {
+            (OpF::Acquire, OpType::Ok) => {
+                last_grant.insert(op.key, op.client);
+            }
+            (OpF::Write, OpType::Ok | OpType::Fail)
+                if last_grant.get(&op.key).is_some_and(|c| *c != op.client) =>
+            {
+                r.writes_after_lock_lost += 1;
+                if op.ty == OpType::Ok {
+                    r.accepted += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lockbench_core::{Nanos, Op};
+
+    fn op(t: u64, c: u32, f: OpF, ty: OpType) -> Op {
+        Op::complete(Nanos(t), ClientId(c), f, KeyId(0), ty, None, None)
+    }
+
+    #[test]
+    fn a_write_after_someone_elses_later_grant_counts() {
+        let h = History::from_unordered(vec![
+            op(1, 0, OpF::Acquire, OpType::Ok),
+            op(2, 0, OpF::Write, OpType::Ok), // fine: still the latest grant
+            op(3, 1, OpF::Acquire, OpType::Ok),
+            op(4, 1, OpF::Write, OpType::Ok),
+            op(5, 0, OpF::Write, OpType::Fail), // client 0's lock is gone
+        ]);
+        assert_eq!(
+            check(&h),
+            LostReport {
+                writes_after_lock_lost: 1,
+                accepted: 0
+            }
+        );
+    }
+}

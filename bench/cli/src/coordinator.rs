@@ -1,0 +1,456 @@
+//! The coordinator's run of one backend: in-process client slots, worker processes, the
+//! fenced resource service, the fencing holder's pauses and the fault schedule, all on one
+//! clock, merged into one history and one result.
+//!
+//! Why this shape: the in-process slots stay exactly the contention hot path (no IPC per op);
+//! only slots a fault must be able to stop for real run as worker processes
+//! (`workload.processes = "workers"`, or the fencing workload's holder, slot 0). Every process
+//! connects first; the coordinator then fixes one start time on the run clock so that warm-up
+//! and the measured window are the same everywhere. Faults and holder pauses are recorded as
+//! fault events in the same `history.jsonl` the moment they happen.
+
+use crate::nemesis::{ClientNemesis, Composite, StandInServerNemesis};
+use anyhow::Context;
+use lockbench_chaos::Nemesis;
+use lockbench_core::scenario::{Processes, WorkloadKind};
+use lockbench_core::{
+    Backend, Endpoints, FaultEvent, FaultPhase, History, Nanos, RunClock, Scenario,
+};
+use lockbench_report::build::{self, CounterReadings, Measured};
+use lockbench_report::model::FencingRun;
+use lockbench_report::{BackendResult, RunDir};
+use lockbench_workloads::worker::{ToWorker, WorkerHandle, merge_outputs};
+use lockbench_workloads::{
+    ContentionRun, FencedResource, Granted, Job, ResourceService, RunControl, SlotOptions,
+    WorkerProcess, WorkerSinks, run_slots, schedule,
+};
+use nix::sys::signal::Signal;
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot, watch};
+
+/// How long workers get to connect their clients.
+const READY_BUDGET: Duration = Duration::from_secs(60);
+/// How long a worker gets to send its stats after being told to stop.
+const FINISH_BUDGET: Duration = Duration::from_secs(30);
+
+/// Where the run happens: how to start a worker, where the resource service listens.
+pub struct RunEnv {
+    /// Address the resource service binds: the bridge address when client hosts exist, else
+    /// loopback.
+    pub bind: IpAddr,
+    /// Builds the `lockbench worker` command for client host `i` (wrapped to run inside the
+    /// host's network namespace when hosts exist).
+    pub worker_command: Box<dyn Fn(u32) -> anyhow::Result<std::process::Command> + Send + Sync>,
+    /// The managed cluster's state directory, when the run uses the managed cluster (the
+    /// stand-in server nemesis finds server processes there).
+    pub managed_state: Option<PathBuf>,
+}
+
+impl RunEnv {
+    /// Workers on loopback, spawned from this very binary.
+    pub fn loopback(managed_state: Option<PathBuf>) -> RunEnv {
+        RunEnv {
+            bind: IpAddr::from([127, 0, 0, 1]),
+            worker_command: Box::new(|_| {
+                let exe = std::env::current_exe().context("cannot find the lockbench binary")?;
+                let mut cmd = std::process::Command::new(exe);
+                cmd.arg("worker");
+                Ok(cmd)
+            }),
+            managed_state,
+        }
+    }
+}
+
+/// Runs `scenario` against `backend` and builds its result.
+pub async fn execute<B: Backend>(
+    backend: B,
+    scenario: &Scenario,
+    endpoints: &Endpoints,
+    run_dir: &RunDir,
+    control: RunControl,
+    env: &RunEnv,
+) -> anyhow::Result<BackendResult> {
+    let info = backend.info();
+    let kind = info.backend;
+    let name = kind.name();
+    let backend = Arc::new(backend);
+    let before = backend.server_counters().await;
+    let (history_tx, writer) = run_dir.history_writer(name)?;
+    let clock = RunClock::start();
+    let w = &scenario.workload;
+    let resource = Arc::new(FencedResource::new(scenario.resource, w.keys));
+    let fencing = w.kind == WorkloadKind::Fencing;
+    let duration = scenario.duration
+        + if scenario.faults.is_empty() {
+            Duration::ZERO
+        } else {
+            scenario.recovery
+        };
+    let worker_slots: Vec<u32> = match (w.processes, fencing) {
+        (Processes::Workers, _) => (0..w.clients).collect(),
+        (Processes::InProcess, true) => vec![0],
+        (Processes::InProcess, false) => Vec::new(),
+    };
+    let local_slots: Vec<u32> = (0..w.clients)
+        .filter(|s| !worker_slots.contains(s))
+        .collect();
+
+    // Fault events: recorded in history.jsonl as they happen, and kept for the checkers.
+    let (events_tx, mut events_rx) = mpsc::unbounded_channel::<FaultEvent>();
+    let event_log = {
+        let run_dir = run_dir.clone();
+        tokio::spawn(async move {
+            let mut all = Vec::new();
+            while let Some(e) = events_rx.recv().await {
+                if e.applied {
+                    eprintln!(
+                        "lockbench: {name}: {} {:?} {} ({})",
+                        e.fault,
+                        e.phase,
+                        e.targets.join(","),
+                        e.note
+                    );
+                } else {
+                    eprintln!(
+                        "lockbench: {name}: NOT APPLIED: {} {} ({})",
+                        e.fault,
+                        e.targets.join(","),
+                        e.note
+                    );
+                }
+                if let Err(err) = run_dir.append_fault(name, &e) {
+                    tracing::warn!(error = %err, "cannot record a fault event");
+                }
+                all.push(e);
+            }
+            all
+        })
+    };
+
+    // Worker processes, with the resource as a service they can reach.
+    let service = if worker_slots.is_empty() {
+        None
+    } else {
+        Some(
+            ResourceService::start(resource.clone(), env.bind, clock, history_tx.clone())
+                .await
+                .context("cannot start the fenced resource service")?,
+        )
+    };
+    let (granted_tx, granted_rx) = mpsc::unbounded_channel::<Granted>();
+    let holding: Arc<[AtomicBool]> = (0..w.clients).map(|_| AtomicBool::new(false)).collect();
+    let sinks = WorkerSinks {
+        history: history_tx.clone(),
+        granted: granted_tx,
+        control: control.clone(),
+        holding: holding.clone(),
+    };
+    let mut workers: Vec<WorkerProcess> = Vec::new();
+    for &slot in &worker_slots {
+        let job = Job {
+            backend: kind,
+            endpoints: endpoints.clone(),
+            scenario: scenario.clone(),
+            duration,
+            slots: vec![slot],
+            holder: fencing && slot == 0,
+            clock_origin: clock.monotonic_origin(),
+            resource: service.as_ref().expect("service when workers").addr(),
+        };
+        let cmd = (env.worker_command)(slot)?;
+        let worker = WorkerProcess::spawn(format!("client{slot}"), cmd, &job, sinks.clone())
+            .await
+            .with_context(|| format!("cannot start worker process client{slot}"))?;
+        workers.push(worker);
+    }
+    drop(sinks);
+
+    // In-process slots.
+    let (connected_tx, connected_rx) = oneshot::channel();
+    let (start_tx, start_rx) = oneshot::channel::<Nanos>();
+    let run = ContentionRun {
+        workload: w.clone(),
+        seed: scenario.seed,
+        warmup: scenario.warmup,
+        duration,
+        clock,
+        resource: resource.clone(),
+        history: history_tx,
+    };
+    let local = (!local_slots.is_empty()).then(|| {
+        tokio::spawn(run_slots(
+            backend.clone(),
+            run,
+            control.clone(),
+            SlotOptions {
+                slots: local_slots,
+                remote_resource: None,
+                start: Some(start_rx),
+                holder: None,
+                connected: Some(connected_tx),
+            },
+        ))
+    });
+
+    // Everyone connected, then one start time for all.
+    for worker in &mut workers {
+        match tokio::time::timeout(READY_BUDGET, worker.ready()).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => anyhow::bail!("worker {}: {e}", worker.name),
+            Err(_) => anyhow::bail!(
+                "worker {} did not connect within {READY_BUDGET:?}",
+                worker.name
+            ),
+        }
+    }
+    if let Some(task) = local.as_ref() {
+        if connected_rx.await.is_err() {
+            let task = local.expect("checked");
+            return match task.await? {
+                Err(e) => Err(e.into()),
+                Ok(_) => Err(anyhow::anyhow!("in-process clients ended before starting")),
+            };
+        }
+        let _ = task;
+    }
+    let start = clock.now().after(Duration::from_millis(100));
+    let _ = start_tx.send(start);
+    for worker in &workers {
+        worker.send(ToWorker::Start { at: start });
+    }
+    let measure_start = start.after(scenario.warmup);
+    let measure_end = measure_start.after(duration);
+
+    // The end of the run (or Ctrl-C) stops everyone.
+    let timer = {
+        let stop = control.stop.clone();
+        let handles: Vec<WorkerHandle> = workers.iter().map(|w| w.handle()).collect();
+        let at = clock.instant_at(measure_end);
+        tokio::spawn(async move {
+            let mut rx = stop.subscribe();
+            tokio::select! {
+                _ = tokio::time::sleep_until(at.into()) => {}
+                _ = rx.wait_for(|s| *s) => {}
+            }
+            stop.send_replace(true);
+            for h in &handles {
+                let _ = h.signal(Signal::SIGCONT);
+                h.send(ToWorker::Stop);
+            }
+        })
+    };
+
+    // The fencing holder's pauses.
+    let holder_pause = scenario.holder_pause(kind);
+    let pauses = if fencing {
+        let holder = workers[0].handle();
+        Some(tokio::spawn(pause_holder(
+            granted_rx,
+            holder,
+            holder_pause,
+            clock,
+            events_tx.clone(),
+            control.stop.subscribe(),
+        )))
+    } else {
+        drop(granted_rx);
+        None
+    };
+
+    // The fault schedule.
+    let nemesis_task = (!scenario.faults.is_empty()).then(|| {
+        let steps = schedule::plan(&scenario.faults, scenario.seed, scenario.duration);
+        let client = ClientNemesis::new(workers.iter().map(|w| w.handle()).collect(), holding);
+        let server = StandInServerNemesis::new(kind, env.managed_state.clone(), scenario.seed);
+        let nemesis = Composite { client, server };
+        tokio::spawn(run_schedule(
+            nemesis,
+            steps,
+            clock,
+            measure_start,
+            events_tx.clone(),
+            control.stop.subscribe(),
+        ))
+    });
+    drop(events_tx);
+
+    // Wait for the end, then collect.
+    let local_output = match local {
+        Some(task) => Some(task.await.context("in-process clients panicked")??),
+        None => {
+            let mut rx = control.stop.subscribe();
+            let _ = rx.wait_for(|s| *s).await;
+            None
+        }
+    };
+    control.stop.send_replace(true);
+    let holder_pauses = match pauses {
+        Some(p) => p.await.unwrap_or(0),
+        None => 0,
+    };
+    if let Some(n) = nemesis_task {
+        let _ = n.await;
+    }
+    let mut stats = Vec::new();
+    let mut worker_errors = Vec::new();
+    for worker in workers {
+        let name = worker.name.clone();
+        match worker.finish(FINISH_BUDGET).await {
+            Ok(s) => stats.extend(s),
+            Err(e) => worker_errors.push(format!("{name}: {e}")),
+        }
+    }
+    timer.abort();
+    drop(service);
+    let ops = writer.await??;
+    let faults = event_log.await?;
+    let window = local_output.unwrap_or_else(|| lockbench_workloads::RunOutput {
+        workers: Vec::new(),
+        measure_start,
+        measure_end: clock.now().min(measure_end).max(measure_start),
+        interrupted: clock.now() < measure_end,
+    });
+    if !worker_errors.is_empty() {
+        eprintln!(
+            "lockbench: {name}: worker problems: {}",
+            worker_errors.join("; ")
+        );
+    }
+    let mut parts = window.workers.clone();
+    parts.extend(stats);
+    let output = merge_outputs(parts, &window);
+
+    let after = backend.server_counters().await;
+    let history = History::with_faults(ops, faults);
+    let counters = CounterReadings { before, after };
+    let (mut result, handoffs) = build::backend_result(Measured {
+        info: &info,
+        workload: w,
+        output: &output,
+        history: &history,
+        counters: &counters,
+        stall_alarm: scenario.stall_alarm,
+    });
+    if fencing {
+        result.fencing = Some(FencingRun {
+            pause_ms: holder_pause.as_secs_f64() * 1e3,
+            holder_pauses,
+            resource: format!("{:?}", scenario.resource).to_lowercase(),
+        });
+    }
+    run_dir.write_histogram(name, "acquire", &output.acquire_latency())?;
+    run_dir.write_histogram(name, "acquire-service", &output.acquire_service())?;
+    run_dir.write_histogram(name, "handoff", &handoffs)?;
+    Ok(result)
+}
+
+fn event(
+    clock: &RunClock,
+    fault: &str,
+    phase: FaultPhase,
+    target: &str,
+    note: String,
+    applied: bool,
+) -> FaultEvent {
+    FaultEvent {
+        time: clock.now(),
+        fault: fault.into(),
+        phase,
+        targets: vec![target.into()],
+        note,
+        applied,
+    }
+}
+
+/// Kleppmann's pause: after each grant the holder reports, stop the holder's process for
+/// `pause`, resume it, and only then let it write. Returns how many pauses were applied.
+async fn pause_holder(
+    mut granted: mpsc::UnboundedReceiver<Granted>,
+    holder: WorkerHandle,
+    pause: Duration,
+    clock: RunClock,
+    events: mpsc::UnboundedSender<FaultEvent>,
+    mut stop: watch::Receiver<bool>,
+) -> u64 {
+    let mut pauses = 0;
+    loop {
+        let g = tokio::select! {
+            g = granted.recv() => match g { Some(g) => g, None => break },
+            _ = stop.wait_for(|s| *s) => break,
+        };
+        let stopped = holder.signal(Signal::SIGSTOP);
+        let token = g
+            .token
+            .map(|t| t.0.to_string())
+            .unwrap_or_else(|| "none".into());
+        let _ = events.send(event(
+            &clock,
+            "pause",
+            FaultPhase::Start,
+            &holder.name,
+            match &stopped {
+                Ok(()) => format!(
+                    "SIGSTOP pid {} right after its grant of {} (client {}, token {token}), before its write, for {}",
+                    holder.pid,
+                    g.key,
+                    g.client,
+                    humantime::format_duration(pause)
+                ),
+                Err(e) => format!("SIGSTOP failed: {e}"),
+            },
+            stopped.is_ok(),
+        ));
+        if stopped.is_ok() {
+            pauses += 1;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(pause) => {}
+            _ = stop.wait_for(|s| *s) => {}
+        }
+        let resumed = holder.signal(Signal::SIGCONT);
+        let _ = events.send(event(
+            &clock,
+            "pause",
+            FaultPhase::Stop,
+            &holder.name,
+            format!(
+                "SIGCONT pid {}; it now writes with token {token}",
+                holder.pid
+            ),
+            resumed.is_ok(),
+        ));
+        holder.send(ToWorker::Write);
+    }
+    // Never leave the holder stopped.
+    let _ = holder.signal(Signal::SIGCONT);
+    pauses
+}
+
+/// Applies the schedule's steps at their times, then heals everything.
+async fn run_schedule<N: Nemesis>(
+    mut nemesis: N,
+    steps: Vec<schedule::Step>,
+    clock: RunClock,
+    measure_start: Nanos,
+    events: mpsc::UnboundedSender<FaultEvent>,
+    mut stop: watch::Receiver<bool>,
+) {
+    for step in steps {
+        let at = clock.instant_at(measure_start.after(step.at));
+        tokio::select! {
+            _ = tokio::time::sleep_until(at.into()) => {}
+            _ = stop.wait_for(|s| *s) => break,
+        }
+        for e in nemesis.apply(&step.fault, &clock).await {
+            let _ = events.send(e);
+        }
+    }
+    for e in nemesis.heal_all(&clock).await {
+        let _ = events.send(e);
+    }
+}

@@ -1,0 +1,395 @@
+//! The nemeses the runner composes: one for client worker processes, one (a stand-in until the
+//! chaos crate's server nemesis lands) for servers, routed by target.
+//!
+//! - [`ClientNemesis`] owns faults on clients: `holder` (the worker whose client holds a lock
+//!   now, as its shipped ops tell) and named client hosts (`client3`). Pause and resume are
+//!   SIGSTOP/SIGCONT of the worker process, kill is SIGKILL (a killed worker is not restarted).
+//! - [`StandInServerNemesis`] does only what needs no namespaces: SIGSTOP/SIGCONT of the
+//!   managed cluster's server processes of the backend's system. Every other server fault
+//!   (partition, kill/start, clock jump, link faults) is reported `applied = false` with a note,
+//!   never silently skipped. It is replaced by the chaos crate's nemesis once that exists.
+//! - [`Composite`] sends a fault to the nemesis that owns its targets; `heal` and the final
+//!   `heal_all` go to both.
+//!
+//! Every fault window is recorded as a `start` event and a `stop` event with the *same* verb and
+//! targets (`pause` ... `pause`), so the availability analysis can pair them.
+
+use lockbench_chaos::Nemesis;
+use lockbench_core::{BackendKind, Fault, FaultEvent, FaultPhase, RunClock, Targets};
+use lockbench_workloads::worker::WorkerHandle;
+use nix::sys::signal::Signal;
+use nix::unistd::Pid;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+fn ev(
+    clock: &RunClock,
+    fault: &str,
+    phase: FaultPhase,
+    targets: Vec<String>,
+    note: impl Into<String>,
+    applied: bool,
+) -> FaultEvent {
+    FaultEvent {
+        time: clock.now(),
+        fault: fault.into(),
+        phase,
+        targets,
+        note: note.into(),
+        applied,
+    }
+}
+
+/// `true` when `targets` name client processes rather than servers.
+pub fn is_client_target(targets: &Targets) -> bool {
+    match targets {
+        Targets::Holder => true,
+        Targets::Nodes(names) => !names.is_empty() && names.iter().all(|n| n.starts_with("client")),
+        _ => false,
+    }
+}
+
+/// Faults on client worker processes.
+pub struct ClientNemesis {
+    workers: Vec<WorkerHandle>,
+    holding: Arc<[AtomicBool]>,
+    /// Stopped workers: (names as recorded, pids).
+    paused: Vec<(Vec<String>, Vec<Pid>)>,
+}
+
+impl ClientNemesis {
+    /// A nemesis over `workers`; `holding` says per slot whether it holds a lock now.
+    pub fn new(workers: Vec<WorkerHandle>, holding: Arc<[AtomicBool]>) -> ClientNemesis {
+        ClientNemesis {
+            workers,
+            holding,
+            paused: Vec::new(),
+        }
+    }
+
+    fn resolve(&self, targets: &Targets) -> Result<Vec<&WorkerHandle>, String> {
+        if self.workers.is_empty() {
+            return Err(
+                "no client runs as a worker process (set workload.processes = \"workers\")".into(),
+            );
+        }
+        let found: Vec<&WorkerHandle> = match targets {
+            Targets::Holder => self
+                .workers
+                .iter()
+                .filter(|w| {
+                    w.slots
+                        .iter()
+                        .any(|&s| self.holding[s as usize].load(Ordering::Relaxed))
+                })
+                .take(1)
+                .collect(),
+            Targets::Nodes(names) => self
+                .workers
+                .iter()
+                .filter(|w| names.contains(&w.name))
+                .collect(),
+            _ => self.workers.iter().collect(),
+        };
+        if found.is_empty() {
+            Err(format!("no client process matches {targets:?} right now"))
+        } else {
+            Ok(found)
+        }
+    }
+
+    fn resume(&mut self, clock: &RunClock, only: Option<&[String]>) -> Vec<FaultEvent> {
+        let mut out = Vec::new();
+        let mut keep = Vec::new();
+        for (names, pids) in self.paused.drain(..) {
+            if only.is_some_and(|o| !names.iter().any(|n| o.contains(n))) {
+                keep.push((names, pids));
+                continue;
+            }
+            let ok = pids
+                .iter()
+                .all(|p| nix::sys::signal::kill(*p, Signal::SIGCONT).is_ok());
+            out.push(ev(
+                clock,
+                "pause",
+                FaultPhase::Stop,
+                names,
+                "SIGCONT of the worker process",
+                ok,
+            ));
+        }
+        self.paused = keep;
+        out
+    }
+}
+
+impl Nemesis for ClientNemesis {
+    async fn apply(&mut self, fault: &Fault, clock: &RunClock) -> Vec<FaultEvent> {
+        match fault {
+            Fault::Pause { targets } => match self.resolve(targets) {
+                Ok(ws) => {
+                    let names: Vec<String> = ws.iter().map(|w| w.name.clone()).collect();
+                    let pids: Vec<Pid> = ws.iter().map(|w| w.pid).collect();
+                    let ok = ws.iter().all(|w| w.signal(Signal::SIGSTOP).is_ok());
+                    let note = format!("SIGSTOP of worker pid(s) {pids:?}");
+                    self.paused.push((names.clone(), pids));
+                    vec![ev(clock, "pause", FaultPhase::Start, names, note, ok)]
+                }
+                Err(why) => vec![ev(clock, "pause", FaultPhase::Start, vec![], why, false)],
+            },
+            Fault::Resume { targets } => match targets {
+                Targets::Nodes(names) => self.resume(clock, Some(names)),
+                _ => self.resume(clock, None),
+            },
+            Fault::Kill { targets } => match self.resolve(targets) {
+                Ok(ws) => {
+                    let names: Vec<String> = ws.iter().map(|w| w.name.clone()).collect();
+                    let ok = ws.iter().all(|w| w.signal(Signal::SIGKILL).is_ok());
+                    vec![ev(
+                        clock,
+                        "kill",
+                        FaultPhase::Start,
+                        names,
+                        "SIGKILL of the worker process (it is not restarted; its slot's stats are lost)",
+                        ok,
+                    )]
+                }
+                Err(why) => vec![ev(clock, "kill", FaultPhase::Start, vec![], why, false)],
+            },
+            Fault::Heal => Vec::new(),
+            other => vec![ev(
+                clock,
+                other.verb(),
+                FaultPhase::Start,
+                vec![],
+                "client partitions and link faults need the chaos crate's host nemesis (network namespaces); not available in this build",
+                false,
+            )],
+        }
+    }
+
+    async fn heal_all(&mut self, clock: &RunClock) -> Vec<FaultEvent> {
+        self.resume(clock, None)
+    }
+}
+
+/// SIGSTOP/SIGCONT of the managed cluster's servers; everything else reported as not applied.
+pub struct StandInServerNemesis {
+    backend: BackendKind,
+    state_dir: Option<PathBuf>,
+    rng: ChaCha8Rng,
+    paused: Vec<(Vec<String>, Vec<Pid>)>,
+}
+
+impl StandInServerNemesis {
+    /// A nemesis over the servers `backend` uses, found in the managed cluster at `state_dir`
+    /// (`None` for an external cluster: nothing can be signalled then).
+    pub fn new(backend: BackendKind, state_dir: Option<PathBuf>, seed: u64) -> Self {
+        StandInServerNemesis {
+            backend,
+            state_dir,
+            rng: ChaCha8Rng::seed_from_u64(seed ^ 0x5345_5256_4552_5321),
+            paused: Vec::new(),
+        }
+    }
+
+    /// The backend's servers: (name, pid, is leader).
+    async fn servers(&self) -> Result<Vec<(String, Pid, bool)>, String> {
+        let dir = self
+            .state_dir
+            .clone()
+            .ok_or("an external cluster's processes cannot be signalled")?;
+        let status = lockbench_cluster::Cluster::new(dir)
+            .status()
+            .await
+            .map_err(|e| format!("cannot read the managed cluster: {e:#}"))?;
+        let wanted = |name: &str| match self.backend {
+            BackendKind::ZkFair | BackendKind::ZkCurator => name.starts_with("zk"),
+            BackendKind::EtcdLease | BackendKind::EtcdLockapi => name.starts_with("etcd"),
+            BackendKind::RedisSetnx | BackendKind::RedisBrokenNoNx => name == "redis",
+            BackendKind::Redlock => name.starts_with("redlock"),
+        };
+        Ok(status
+            .servers
+            .into_iter()
+            .filter(|s| wanted(&s.name))
+            .filter_map(|s| {
+                let leader = s.role.as_deref() == Some("leader");
+                Some((s.name, Pid::from_raw(s.pid? as i32), leader))
+            })
+            .collect())
+    }
+
+    fn pick(
+        &mut self,
+        servers: Vec<(String, Pid, bool)>,
+        targets: &Targets,
+    ) -> Vec<(String, Pid, bool)> {
+        let n = servers.len();
+        let mut shuffled = servers.clone();
+        for i in (1..n).rev() {
+            let j = self.rng.random_range(0..=i);
+            shuffled.swap(i, j);
+        }
+        match targets {
+            Targets::One => shuffled.into_iter().take(1).collect(),
+            Targets::Leader => {
+                let leader: Vec<_> = servers.iter().filter(|s| s.2).cloned().collect();
+                if leader.is_empty() {
+                    servers.into_iter().take(1).collect()
+                } else {
+                    leader
+                }
+            }
+            Targets::Followers => {
+                let has_leader = servers.iter().any(|s| s.2);
+                servers
+                    .into_iter()
+                    .filter(|s| !s.2)
+                    .skip(usize::from(!has_leader))
+                    .collect()
+            }
+            Targets::Minority => shuffled
+                .into_iter()
+                .take((n.saturating_sub(1)) / 2)
+                .collect(),
+            Targets::Majority => shuffled.into_iter().take(n / 2 + 1).collect(),
+            Targets::All => servers,
+            Targets::Nodes(names) => servers
+                .into_iter()
+                .filter(|s| names.contains(&s.0))
+                .collect(),
+            Targets::Holder => Vec::new(),
+        }
+    }
+}
+
+impl Nemesis for StandInServerNemesis {
+    async fn apply(&mut self, fault: &Fault, clock: &RunClock) -> Vec<FaultEvent> {
+        match fault {
+            Fault::Pause { targets } => {
+                let servers = match self.servers().await {
+                    Ok(s) => s,
+                    Err(why) => {
+                        return vec![ev(clock, "pause", FaultPhase::Start, vec![], why, false)];
+                    }
+                };
+                let chosen = self.pick(servers, targets);
+                if chosen.is_empty() {
+                    return vec![ev(
+                        clock,
+                        "pause",
+                        FaultPhase::Start,
+                        vec![],
+                        format!("no server matches {targets:?}"),
+                        false,
+                    )];
+                }
+                let names: Vec<String> = chosen.iter().map(|s| s.0.clone()).collect();
+                let pids: Vec<Pid> = chosen.iter().map(|s| s.1).collect();
+                let ok = pids
+                    .iter()
+                    .all(|p| nix::sys::signal::kill(*p, Signal::SIGSTOP).is_ok());
+                self.paused.push((names.clone(), pids.clone()));
+                vec![ev(
+                    clock,
+                    "pause",
+                    FaultPhase::Start,
+                    names,
+                    format!("SIGSTOP of server pid(s) {pids:?}"),
+                    ok,
+                )]
+            }
+            Fault::Resume { .. } => self.heal_all(clock).await,
+            Fault::Heal => Vec::new(),
+            other => vec![ev(
+                clock,
+                other.verb(),
+                FaultPhase::Start,
+                vec![],
+                "needs the chaos crate's server nemesis (namespaces, iptables, restarts); not available in this build",
+                false,
+            )],
+        }
+    }
+
+    async fn heal_all(&mut self, clock: &RunClock) -> Vec<FaultEvent> {
+        self.paused
+            .drain(..)
+            .map(|(names, pids)| {
+                let ok = pids
+                    .iter()
+                    .all(|p| nix::sys::signal::kill(*p, Signal::SIGCONT).is_ok());
+                ev(
+                    clock,
+                    "pause",
+                    FaultPhase::Stop,
+                    names,
+                    "SIGCONT of the server process(es)",
+                    ok,
+                )
+            })
+            .collect()
+    }
+}
+
+/// Routes client faults to `client`, server faults to `server`.
+pub struct Composite<C, S> {
+    /// Owns faults on client processes.
+    pub client: C,
+    /// Owns faults on servers.
+    pub server: S,
+}
+
+fn fault_targets(fault: &Fault) -> Option<&Targets> {
+    match fault {
+        Fault::Pause { targets }
+        | Fault::Resume { targets }
+        | Fault::Kill { targets }
+        | Fault::Start { targets }
+        | Fault::ClockJump { targets, .. }
+        | Fault::LinkDelay { targets, .. }
+        | Fault::LinkBlackhole { targets } => Some(targets),
+        Fault::Partition { split } => match split {
+            lockbench_core::PartitionSpec::Isolate(t) => Some(t),
+            _ => None,
+        },
+        Fault::Heal => None,
+    }
+}
+
+impl<C: Nemesis, S: Nemesis> Nemesis for Composite<C, S> {
+    async fn apply(&mut self, fault: &Fault, clock: &RunClock) -> Vec<FaultEvent> {
+        match fault {
+            Fault::Heal => {
+                let mut out = self.client.apply(fault, clock).await;
+                out.extend(self.server.apply(fault, clock).await);
+                out
+            }
+            // The final "resume all" of a schedule goes to both.
+            Fault::Resume {
+                targets: Targets::All,
+            } => {
+                let mut out = self.client.heal_all(clock).await;
+                out.extend(self.server.apply(fault, clock).await);
+                out
+            }
+            Fault::Partition {
+                split: lockbench_core::PartitionSpec::ClientsOff,
+            } => self.client.apply(fault, clock).await,
+            _ if fault_targets(fault).is_some_and(is_client_target) => {
+                self.client.apply(fault, clock).await
+            }
+            _ => self.server.apply(fault, clock).await,
+        }
+    }
+
+    async fn heal_all(&mut self, clock: &RunClock) -> Vec<FaultEvent> {
+        let mut out = self.client.heal_all(clock).await;
+        out.extend(self.server.heal_all(clock).await);
+        out
+    }
+}

@@ -1,0 +1,181 @@
+//! The fault schedule: the scenario's `[[faults]]` turned into a timeline, deterministically.
+//!
+//! A schedule is a generator like a client's plan: data in, a list of timed actions out, every
+//! random choice drawn from an RNG seeded from the scenario seed and the entry's index. So the
+//! same seed always gives the same faults at the same offsets (the nemesis may still *resolve*
+//! a target like "the leader" differently, since that depends on the cluster at the time), and
+//! the timeline can be printed and tested without running anything.
+//!
+//! Times are offsets from the start of the measured window. Every fault with a `duration` gets
+//! its inverse (`partition` / `link-*` -> `heal`, `pause` -> `resume`, `kill` -> `start`);
+//! at the end of the fault phase (`duration`) a final `heal`, `resume all` and `start all` are
+//! appended, after which the run continues for the scenario's `recovery` period.
+
+use lockbench_core::scenario::FaultSpec;
+use lockbench_core::{Fault, Targets};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::time::Duration;
+
+/// One action of the timeline.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Step {
+    /// Offset from the start of the measured window.
+    pub at: Duration,
+    /// What to do.
+    pub fault: Fault,
+    /// Index of the `[[faults]]` entry it comes from (`None` for the final heal).
+    pub entry: Option<usize>,
+}
+
+/// The inverse of a fault with a duration, if it has one.
+pub fn inverse(fault: &Fault) -> Option<Fault> {
+    match fault {
+        Fault::Partition { .. } | Fault::LinkDelay { .. } | Fault::LinkBlackhole { .. } => {
+            Some(Fault::Heal)
+        }
+        Fault::Pause { targets } => Some(Fault::Resume {
+            targets: targets.clone(),
+        }),
+        Fault::Kill { targets } => Some(Fault::Start {
+            targets: targets.clone(),
+        }),
+        Fault::Heal | Fault::Resume { .. } | Fault::Start { .. } | Fault::ClockJump { .. } => None,
+    }
+}
+
+/// The timeline of `specs` over a fault phase of length `phase`, seeded from `seed`.
+pub fn plan(specs: &[FaultSpec], seed: u64, phase: Duration) -> Vec<Step> {
+    let mut steps = Vec::new();
+    for (i, spec) in specs.iter().enumerate() {
+        let mut rng = ChaCha8Rng::seed_from_u64(
+            seed ^ 0x6E65_6D65_7369_7321 ^ (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+        );
+        let mut push = |start: Duration| {
+            if start >= phase {
+                return;
+            }
+            steps.push(Step {
+                at: start,
+                fault: spec.fault.clone(),
+                entry: Some(i),
+            });
+            if let (Some(d), Some(undo)) = (spec.duration, inverse(&spec.fault)) {
+                steps.push(Step {
+                    at: (start + d).min(phase),
+                    fault: undo,
+                    entry: Some(i),
+                });
+            }
+        };
+        match (spec.at, spec.every) {
+            (Some(at), _) => push(at),
+            (None, Some(every)) if !every.is_zero() => {
+                let length = spec.duration.unwrap_or(every / 2);
+                let jitter = spec.jitter.unwrap_or(every.saturating_sub(length));
+                let mut period = Duration::ZERO;
+                while period < phase {
+                    let offset = jitter.mul_f64(rng.random::<f64>());
+                    push(period + offset);
+                    period += every;
+                }
+            }
+            _ => {}
+        }
+    }
+    steps.sort_by_key(|s| s.at);
+    for fault in [
+        Fault::Heal,
+        Fault::Resume {
+            targets: Targets::All,
+        },
+        Fault::Start {
+            targets: Targets::All,
+        },
+    ] {
+        steps.push(Step {
+            at: phase,
+            fault,
+            entry: None,
+        });
+    }
+    steps
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lockbench_core::Scenario;
+
+    fn scenario(seed: u64) -> Scenario {
+        let text = r#"
+name = "t"
+backends = ["zk-fair"]
+duration = "60s"
+[workload]
+clients = 2
+keys = 1
+[[faults]]
+fault = "partition"
+split = { isolate = "leader" }
+every = "10s"
+duration = "3s"
+[[faults]]
+fault = "pause"
+targets = "holder"
+every = "7s"
+duration = "2s"
+[[faults]]
+fault = "kill"
+targets = "one"
+at = "20s"
+duration = "5s"
+"#;
+        Scenario::load("t", text, &[format!("seed={seed}")]).unwrap()
+    }
+
+    #[test]
+    fn the_same_seed_yields_the_same_fault_schedule() {
+        let a = scenario(7);
+        let b = scenario(7);
+        let plan_a = plan(&a.faults, a.seed, a.duration);
+        assert_eq!(plan_a, plan(&b.faults, b.seed, b.duration));
+        let c = scenario(8);
+        assert_ne!(
+            plan_a,
+            plan(&c.faults, c.seed, c.duration),
+            "another seed must move the jittered windows"
+        );
+    }
+
+    #[test]
+    fn windows_stay_inside_their_period_and_end_with_a_full_heal() {
+        let s = scenario(3);
+        let steps = plan(&s.faults, s.seed, s.duration);
+        let partitions: Vec<_> = steps
+            .iter()
+            .filter(|st| st.entry == Some(0) && st.fault.verb() == "partition")
+            .collect();
+        assert_eq!(partitions.len(), 6, "one per 10 s period over 60 s");
+        for (k, p) in partitions.iter().enumerate() {
+            let start = Duration::from_secs(10 * k as u64);
+            assert!(
+                p.at >= start && p.at <= start + Duration::from_secs(7),
+                "{p:?}"
+            );
+        }
+        let kill = steps.iter().find(|st| st.fault.verb() == "kill").unwrap();
+        assert_eq!(kill.at, Duration::from_secs(20));
+        assert!(
+            steps
+                .iter()
+                .any(|st| st.fault.verb() == "start" && st.at == Duration::from_secs(25))
+        );
+        let tail: Vec<_> = steps[steps.len() - 3..]
+            .iter()
+            .map(|s| s.fault.verb())
+            .collect();
+        assert_eq!(tail, ["heal", "resume", "start"]);
+        assert!(steps.windows(2).all(|w| w[0].at <= w[1].at));
+    }
+}

@@ -1,0 +1,590 @@
+//! Client slots in their own OS processes (`lockbench worker`), and the coordinator's handle
+//! on them.
+//!
+//! Why processes: a fault must be able to pause (SIGSTOP) or cut off a *real* client, with its
+//! heartbeats, keep-alives and session pings, the way a GC pause or a dead NIC does. Pausing a
+//! task inside the coordinator is not a pause: the runtime's other tasks would keep the session
+//! alive. So a client that a fault targets runs the ordinary client loop ([`crate::driver`]) in
+//! a worker process of the same binary, and the coordinator stays the one command the user runs.
+//!
+//! Protocol: JSON lines over the worker's stdin/stdout ([`ToWorker`], [`FromWorker`]).
+//!
+//! ```text
+//! coordinator -> worker: {"job":{..}}            backend, endpoints, knobs, slots, clock origin
+//! worker -> coordinator: {"ready":{"pid":..}}    every client connected
+//! coordinator -> worker: {"start":{"at":..}}     common start, on the run clock
+//! worker -> coordinator: {"ops":[..]} ...        op chunks as the recorder ships them
+//!                        {"granted":{..}}        fencing holder only; then waits for "write"
+//! coordinator -> worker: "write" | "stop"
+//! worker -> coordinator: {"stats":[..]}          per-slot counts, HdrHistograms as V2-deflate hex
+//! ```
+//!
+//! Every process stamps ops on the same clock: the job carries the coordinator's run-clock
+//! origin as raw `CLOCK_MONOTONIC` nanoseconds ([`RunClock::from_monotonic_origin`]). Histograms
+//! travel V2-deflate serialized so the coordinator merges them exactly.
+//!
+//! Nothing is left behind: workers are spawned with `PR_SET_PDEATHSIG = SIGKILL` (set in
+//! `pre_exec`, so even a `kill -9` of the coordinator takes them down), `kill_on_drop`, and an
+//! explicit kill in [`WorkerProcess::finish`] when a worker overstays. A worker also stops when
+//! its stdin closes. Caveat: PDEATHSIG fires when the *thread* that forked dies, so workers
+//! must be spawned from a long-lived runtime thread, never from `spawn_blocking`.
+
+use crate::driver::{Granted, HolderHooks, RunControl, SlotOptions, run_slots};
+use crate::recorder::{RunOutput, WorkerStats, latency_histogram};
+use crate::{ContentionRun, FencedResource};
+use hdrhistogram::Histogram;
+use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
+use lockbench_core::{
+    Backend, BackendKind, Endpoints, ErrorKind, Nanos, Op, OpF, OpType, RunClock, Scenario,
+};
+use serde::{Deserialize, Serialize};
+use std::io;
+use std::net::SocketAddr;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+/// Everything a worker needs to run its part of a scenario.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Job {
+    /// Which recipe.
+    pub backend: BackendKind,
+    /// Where the servers are, as the worker's host sees them.
+    pub endpoints: Endpoints,
+    /// The scenario (workload, knobs, seed, warm-up).
+    pub scenario: Scenario,
+    /// The measured duration (the scenario's, plus recovery when faults are scheduled).
+    #[serde(with = "humantime_serde")]
+    pub duration: Duration,
+    /// The client slots this worker runs.
+    pub slots: Vec<u32>,
+    /// The first slot is the fencing workload's holder.
+    pub holder: bool,
+    /// The run clock's origin, raw `CLOCK_MONOTONIC` nanoseconds.
+    pub clock_origin: u64,
+    /// The resource service.
+    pub resource: SocketAddr,
+}
+
+/// A message to a worker.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToWorker {
+    /// The job (first message).
+    Job(Box<Job>),
+    /// Start the slots at this run time.
+    Start {
+        /// Common start on the run clock.
+        at: Nanos,
+    },
+    /// The holder may write now.
+    Write,
+    /// Stop every slot, send stats, exit.
+    Stop,
+}
+
+/// A message from a worker.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FromWorker {
+    /// Every client is connected.
+    Ready {
+        /// The worker's pid (as its own namespace sees it; informative).
+        pid: u32,
+    },
+    /// A chunk of ops.
+    Ops(Vec<Op>),
+    /// The holder was granted a lock and waits for [`ToWorker::Write`].
+    Granted(Granted),
+    /// Final per-slot stats.
+    Stats(Vec<StatsWire>),
+    /// The worker could not run (e.g. a server unreachable).
+    Error(String),
+}
+
+/// [`WorkerStats`] as it crosses the process boundary.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct StatsWire {
+    slot: u32,
+    acquisitions: u64,
+    acquisitions_total: u64,
+    acquire_latency: String,
+    acquire_service: String,
+    requests_sent: Option<u64>,
+    errors: Vec<(OpF, OpType, ErrorKind, u64)>,
+    clients_replaced: u32,
+}
+
+fn histogram_hex(h: &Histogram<u64>) -> String {
+    let mut bytes = Vec::new();
+    V2DeflateSerializer::new()
+        .serialize(h, &mut bytes)
+        .expect("in-memory histogram serialization");
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn histogram_from_hex(hex: &str) -> Result<Histogram<u64>, String> {
+    let bytes: Vec<u8> = (0..hex.len() / 2)
+        .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16))
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("histogram hex: {e}"))?;
+    let h: Histogram<u64> = Deserializer::new()
+        .deserialize(&mut bytes.as_slice())
+        .map_err(|e| format!("histogram: {e:?}"))?;
+    // Re-home into the standard bounds so merging never fails.
+    let mut out = latency_histogram();
+    out.add(&h)
+        .map_err(|e| format!("histogram bounds: {e:?}"))?;
+    Ok(out)
+}
+
+impl From<&WorkerStats> for StatsWire {
+    fn from(w: &WorkerStats) -> StatsWire {
+        StatsWire {
+            slot: w.slot,
+            acquisitions: w.acquisitions,
+            acquisitions_total: w.acquisitions_total,
+            acquire_latency: histogram_hex(&w.acquire_latency),
+            acquire_service: histogram_hex(&w.acquire_service),
+            requests_sent: w.requests_sent,
+            errors: w
+                .errors
+                .iter()
+                .map(|(&(f, t, e), &n)| (f, t, e, n))
+                .collect(),
+            clients_replaced: w.clients_replaced,
+        }
+    }
+}
+
+impl TryFrom<StatsWire> for WorkerStats {
+    type Error = String;
+    fn try_from(w: StatsWire) -> Result<WorkerStats, String> {
+        Ok(WorkerStats {
+            slot: w.slot,
+            acquisitions: w.acquisitions,
+            acquisitions_total: w.acquisitions_total,
+            acquire_latency: histogram_from_hex(&w.acquire_latency)?,
+            acquire_service: histogram_from_hex(&w.acquire_service)?,
+            requests_sent: w.requests_sent,
+            errors: w
+                .errors
+                .into_iter()
+                .map(|(f, t, e, n)| ((f, t, e), n))
+                .collect(),
+            clients_replaced: w.clients_replaced,
+        })
+    }
+}
+
+async fn send_line(out: &mut (impl AsyncWrite + Unpin), msg: &impl Serialize) -> io::Result<()> {
+    let mut line = serde_json::to_vec(msg).map_err(io::Error::other)?;
+    line.push(b'\n');
+    out.write_all(&line).await?;
+    out.flush().await
+}
+
+/// Reads the job (the first line of the worker's stdin).
+pub async fn read_job(input: &mut (impl AsyncBufRead + Unpin)) -> io::Result<Job> {
+    let mut line = String::new();
+    input.read_line(&mut line).await?;
+    match serde_json::from_str::<ToWorker>(&line) {
+        Ok(ToWorker::Job(job)) => Ok(*job),
+        Ok(other) => Err(io::Error::other(format!("expected a job, got {other:?}"))),
+        Err(e) => Err(io::Error::other(format!("bad job line: {e}"))),
+    }
+}
+
+/// The worker side: runs `job`'s slots against `backend`, reading commands from `input` and
+/// writing messages to `output`, until the run ends, the coordinator says stop, or stdin
+/// closes (the coordinator is gone).
+pub async fn serve<B: Backend>(
+    backend: B,
+    job: Job,
+    input: impl AsyncBufRead + Unpin + Send + 'static,
+    output: impl AsyncWrite + Unpin + Send + 'static,
+) -> io::Result<()> {
+    let clock = RunClock::from_monotonic_origin(job.clock_origin);
+    let (out_tx, mut out_rx) = mpsc::unbounded_channel::<FromWorker>();
+    let writer = tokio::spawn(async move {
+        let mut output = output;
+        while let Some(msg) = out_rx.recv().await {
+            if send_line(&mut output, &msg).await.is_err() {
+                break;
+            }
+        }
+    });
+    let (history_tx, mut history_rx) = mpsc::unbounded_channel::<Vec<Op>>();
+    let forward_ops = {
+        let out = out_tx.clone();
+        tokio::spawn(async move {
+            while let Some(chunk) = history_rx.recv().await {
+                let _ = out.send(FromWorker::Ops(chunk));
+            }
+        })
+    };
+    let control = RunControl::new(job.scenario.workload.clients);
+    let (start_tx, start_rx) = oneshot::channel();
+    let (connected_tx, connected_rx) = oneshot::channel();
+    let (go_tx, go_rx) = mpsc::unbounded_channel();
+    let holder = job.holder.then(|| {
+        let (granted_tx, mut granted_rx) = mpsc::unbounded_channel();
+        let out = out_tx.clone();
+        tokio::spawn(async move {
+            while let Some(g) = granted_rx.recv().await {
+                let _ = out.send(FromWorker::Granted(g));
+            }
+        });
+        HolderHooks {
+            granted: granted_tx,
+            go: go_rx,
+        }
+    });
+    let commands = {
+        let stop = control.stop.clone();
+        tokio::spawn(async move {
+            let mut lines = input.lines();
+            let mut start_tx = Some(start_tx);
+            while let Ok(Some(line)) = lines.next_line().await {
+                match serde_json::from_str::<ToWorker>(&line) {
+                    Ok(ToWorker::Start { at }) => {
+                        if let Some(tx) = start_tx.take() {
+                            let _ = tx.send(at);
+                        }
+                    }
+                    Ok(ToWorker::Write) => {
+                        let _ = go_tx.send(());
+                    }
+                    Ok(ToWorker::Stop) => {
+                        stop.send_replace(true);
+                    }
+                    Ok(ToWorker::Job(_)) | Err(_) => {
+                        tracing::warn!(line, "worker: unexpected command");
+                    }
+                }
+            }
+            // stdin closed: the coordinator is gone or done with us.
+            stop.send_replace(true);
+        })
+    };
+    {
+        let out = out_tx.clone();
+        tokio::spawn(async move {
+            if connected_rx.await.is_ok() {
+                let _ = out.send(FromWorker::Ready {
+                    pid: std::process::id(),
+                });
+            }
+        });
+    }
+    let keys = job.scenario.workload.keys;
+    let run = ContentionRun {
+        workload: job.scenario.workload.clone(),
+        seed: job.scenario.seed,
+        warmup: job.scenario.warmup,
+        duration: job.duration,
+        clock,
+        // Unused: a worker writes through the service.
+        resource: Arc::new(FencedResource::new(job.scenario.resource, keys)),
+        history: history_tx,
+    };
+    let options = SlotOptions {
+        slots: job.slots.clone(),
+        remote_resource: Some(job.resource),
+        start: Some(start_rx),
+        holder,
+        connected: Some(connected_tx),
+    };
+    let result = run_slots(Arc::new(backend), run, control, options).await;
+    let _ = forward_ops.await;
+    match result {
+        Ok(output) => {
+            let stats = output.workers.iter().map(StatsWire::from).collect();
+            let _ = out_tx.send(FromWorker::Stats(stats));
+        }
+        Err(e) => {
+            let _ = out_tx.send(FromWorker::Error(e.to_string()));
+        }
+    }
+    drop(out_tx);
+    commands.abort();
+    let _ = writer.await;
+    Ok(())
+}
+
+/// The coordinator's handle on one worker process.
+#[derive(Debug)]
+pub struct WorkerProcess {
+    /// A name for results and fault targets (`client0`, ...).
+    pub name: String,
+    /// The slots it runs.
+    pub slots: Vec<u32>,
+    handle: WorkerHandle,
+    child: Child,
+    stdin_task: JoinHandle<()>,
+    ready: Option<oneshot::Receiver<Result<(), String>>>,
+    reader: Option<JoinHandle<Result<Vec<WorkerStats>, String>>>,
+}
+
+/// A cheap, cloneable handle to signal a worker or send it commands (for the fencing
+/// controller and the client nemesis, while the coordinator keeps the [`WorkerProcess`]).
+#[derive(Debug, Clone)]
+pub struct WorkerHandle {
+    /// The worker's name (`client0`, ...).
+    pub name: String,
+    /// The slots it runs.
+    pub slots: Vec<u32>,
+    /// Its pid in the coordinator's pid namespace.
+    pub pid: nix::unistd::Pid,
+    commands: mpsc::UnboundedSender<ToWorker>,
+}
+
+impl WorkerHandle {
+    /// Sends a command (queued; written to the worker's stdin in order).
+    pub fn send(&self, msg: ToWorker) {
+        let _ = self.commands.send(msg);
+    }
+
+    /// Sends a signal (SIGSTOP, SIGCONT, SIGKILL).
+    pub fn signal(&self, sig: nix::sys::signal::Signal) -> nix::Result<()> {
+        nix::sys::signal::kill(self.pid, sig)
+    }
+}
+
+/// Where a worker's messages go in the coordinator.
+#[derive(Debug, Clone)]
+pub struct WorkerSinks {
+    /// Op chunks (the history writer).
+    pub history: mpsc::UnboundedSender<Vec<Op>>,
+    /// The holder's grants.
+    pub granted: mpsc::UnboundedSender<Granted>,
+    /// Progress counters (acquisitions per slot, for the progress bar).
+    pub control: RunControl,
+    /// Per slot: does it hold a lock right now (as far as its shipped ops tell; they lag by up
+    /// to a quarter second). The client nemesis resolves `holder` with it.
+    pub holding: Arc<[std::sync::atomic::AtomicBool]>,
+}
+
+/// Makes a prepared command a worker: piped stdin/stdout, inherited stderr, and
+/// `PR_SET_PDEATHSIG = SIGKILL` so it dies with the coordinator however the coordinator dies.
+fn prepare(mut cmd: std::process::Command) -> tokio::process::Command {
+    use std::os::unix::process::CommandExt;
+    let parent = nix::unistd::getpid();
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    // SAFETY: only async-signal-safe calls (prctl, getppid, _exit) between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
+                .map_err(io::Error::from)?;
+            // The coordinator died between fork and prctl: do not outlive it.
+            if nix::unistd::getppid() != parent {
+                nix::libc::_exit(1);
+            }
+            Ok(())
+        });
+    }
+    let mut cmd = tokio::process::Command::from(cmd);
+    cmd.kill_on_drop(true);
+    cmd
+}
+
+impl WorkerProcess {
+    /// Spawns `cmd` (the `lockbench worker` command line, possibly wrapped to enter a client
+    /// host's namespace), sends it `job`, and starts reading its messages into `sinks`.
+    pub async fn spawn(
+        name: String,
+        cmd: std::process::Command,
+        job: &Job,
+        sinks: WorkerSinks,
+    ) -> io::Result<WorkerProcess> {
+        let mut child = prepare(cmd).spawn()?;
+        let pid = nix::unistd::Pid::from_raw(
+            child
+                .id()
+                .ok_or_else(|| io::Error::other("worker exited at once"))? as i32,
+        );
+        let mut stdin: ChildStdin = child.stdin.take().expect("piped stdin");
+        let stdout = child.stdout.take().expect("piped stdout");
+        send_line(&mut stdin, &ToWorker::Job(Box::new(job.clone()))).await?;
+        let (commands, mut rx) = mpsc::unbounded_channel::<ToWorker>();
+        let stdin_task = tokio::spawn(async move {
+            while let Some(msg) = rx.recv().await {
+                if send_line(&mut stdin, &msg).await.is_err() {
+                    break;
+                }
+            }
+            // Dropping stdin closes it: the worker stops if it has not yet.
+        });
+        let (ready_tx, ready_rx) = oneshot::channel();
+        let reader = tokio::spawn(read_messages(BufReader::new(stdout), sinks, ready_tx));
+        Ok(WorkerProcess {
+            handle: WorkerHandle {
+                name: name.clone(),
+                slots: job.slots.clone(),
+                pid,
+                commands,
+            },
+            name,
+            slots: job.slots.clone(),
+            child,
+            stdin_task,
+            ready: Some(ready_rx),
+            reader: Some(reader),
+        })
+    }
+
+    /// A handle for signals and commands.
+    pub fn handle(&self) -> WorkerHandle {
+        self.handle.clone()
+    }
+
+    /// Waits until every client of the worker is connected.
+    pub async fn ready(&mut self) -> Result<(), String> {
+        match self.ready.take() {
+            Some(rx) => rx
+                .await
+                .unwrap_or_else(|_| Err(format!("{} exited before it was ready", self.name))),
+            None => Ok(()),
+        }
+    }
+
+    /// Sends a command.
+    pub fn send(&self, msg: ToWorker) {
+        self.handle.send(msg);
+    }
+
+    /// Sends a signal (SIGSTOP, SIGCONT, SIGKILL).
+    pub fn signal(&self, sig: nix::sys::signal::Signal) -> nix::Result<()> {
+        self.handle.signal(sig)
+    }
+
+    /// Tells the worker to stop, waits up to `budget` for its stats, and makes sure the process
+    /// is gone (SIGCONT first, in case a fault left it stopped; SIGKILL if it overstays).
+    pub async fn finish(mut self, budget: Duration) -> Result<Vec<WorkerStats>, String> {
+        let _ = self.signal(nix::sys::signal::Signal::SIGCONT);
+        self.send(ToWorker::Stop);
+        let reader = self.reader.take().expect("reader");
+        let stats = match tokio::time::timeout(budget, reader).await {
+            Ok(Ok(r)) => r,
+            Ok(Err(e)) => Err(format!("{}: reader failed: {e}", self.name)),
+            Err(_) => Err(format!("{} did not finish within {budget:?}", self.name)),
+        };
+        self.stdin_task.abort();
+        if tokio::time::timeout(Duration::from_secs(2), self.child.wait())
+            .await
+            .is_err()
+        {
+            let _ = self.child.start_kill();
+            let _ = self.child.wait().await;
+        }
+        stats
+    }
+}
+
+impl Drop for WorkerProcess {
+    fn drop(&mut self) {
+        // kill_on_drop covers the child; SIGCONT is harmless if it was not stopped.
+        let _ = self.signal(nix::sys::signal::Signal::SIGCONT);
+        let _ = self.child.start_kill();
+    }
+}
+
+async fn read_messages(
+    stdout: impl AsyncBufRead + Unpin,
+    sinks: WorkerSinks,
+    ready: oneshot::Sender<Result<(), String>>,
+) -> Result<Vec<WorkerStats>, String> {
+    let mut ready = Some(ready);
+    let mut lines = stdout.lines();
+    let mut error = None;
+    while let Ok(Some(line)) = lines.next_line().await {
+        let msg = match serde_json::from_str::<FromWorker>(&line) {
+            Ok(m) => m,
+            Err(e) => {
+                tracing::warn!(error = %e, "worker sent a bad line");
+                continue;
+            }
+        };
+        match msg {
+            FromWorker::Ready { .. } => {
+                if let Some(r) = ready.take() {
+                    let _ = r.send(Ok(()));
+                }
+            }
+            FromWorker::Ops(ops) => {
+                let clients = sinks.control.progress.len() as u32;
+                for op in &ops {
+                    let slot = (op.client.0 % clients) as usize;
+                    match (op.f, op.ty) {
+                        (OpF::Acquire, OpType::Ok) => {
+                            sinks.control.progress[slot].fetch_add(1, Ordering::Relaxed);
+                            sinks.holding[slot].store(true, Ordering::Relaxed);
+                        }
+                        (OpF::Release, OpType::Invoke) => {
+                            sinks.holding[slot].store(false, Ordering::Relaxed);
+                        }
+                        _ => {}
+                    }
+                }
+                let _ = sinks.history.send(ops);
+            }
+            FromWorker::Granted(g) => {
+                let _ = sinks.granted.send(g);
+            }
+            FromWorker::Stats(stats) => {
+                return stats.into_iter().map(WorkerStats::try_from).collect();
+            }
+            FromWorker::Error(e) => {
+                if let Some(r) = ready.take() {
+                    let _ = r.send(Err(e.clone()));
+                }
+                error = Some(e);
+            }
+        }
+    }
+    let e = error.unwrap_or_else(|| "worker exited without sending its stats".into());
+    if let Some(r) = ready.take() {
+        let _ = r.send(Err(e.clone()));
+    }
+    Err(e)
+}
+
+/// Merges worker stats and in-process stats into one [`RunOutput`], slots in order.
+pub fn merge_outputs(mut parts: Vec<WorkerStats>, window: &RunOutput) -> RunOutput {
+    parts.sort_by_key(|w| w.slot);
+    RunOutput {
+        workers: parts,
+        measure_start: window.measure_start,
+        measure_end: window.measure_end,
+        interrupted: window.interrupted,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stats_survive_the_wire_with_their_histograms() {
+        let mut w = WorkerStats::new(3);
+        for v in [10, 200, 3000, 40_000] {
+            w.acquire_latency.record(v).unwrap();
+        }
+        w.errors
+            .insert((OpF::Acquire, OpType::Info, ErrorKind::Timeout), 2);
+        let json = serde_json::to_string(&StatsWire::from(&w)).unwrap();
+        let back =
+            WorkerStats::try_from(serde_json::from_str::<StatsWire>(&json).unwrap()).unwrap();
+        assert_eq!(back.slot, 3);
+        assert_eq!(back.acquire_latency.len(), 4);
+        assert_eq!(back.acquire_latency.max(), w.acquire_latency.max());
+        assert_eq!(back.errors, w.errors);
+    }
+}
