@@ -1,0 +1,315 @@
+//! The lock-holder timeline: per key, one row per client and a bar for every hold, from the
+//! acquire's `ok` to the release's `invoke` (the span in which the client *believed* it held
+//! the lock, as the mutual-exclusion checker reads it). Where holds of two clients overlap,
+//! both bars are red and the overlap is banded in red across the rows.
+//!
+//! A long run has far too many holds to draw, so a readable window is shown: the start of the
+//! measured window (up to 2 s, fewer when the backend is fast), plus the window around the
+//! first overlap when there is one; the caption says which.
+
+use super::chart::{self, BAD, Drawn, Shade};
+use super::load::Run;
+use super::page::{self, esc};
+use super::trace::Hold;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use std::collections::BTreeSet;
+
+/// At most this many holds in a window.
+const MAX_HOLDS: usize = 300;
+/// At most this long a window, ns.
+const MAX_WINDOW: u64 = 2_000_000_000;
+/// Keys drawn per backend (the key of the first overlap always among them).
+const MAX_KEYS: usize = 2;
+
+/// Two clients holding the same key at once.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Overlap {
+    pub key: u32,
+    pub start: u64,
+    pub end: u64,
+}
+
+/// Which holds (indices into `holds`, sorted by start) overlap a hold of another client on the
+/// same key, and the overlaps themselves in time order.
+pub(crate) fn overlaps(holds: &[Hold]) -> (Vec<bool>, Vec<Overlap>) {
+    let mut flagged = vec![false; holds.len()];
+    let mut found = Vec::new();
+    let mut active: Vec<usize> = Vec::new();
+    for (i, h) in holds.iter().enumerate() {
+        active.retain(|&j| holds[j].end > h.start);
+        for &j in &active {
+            let o = &holds[j];
+            if o.key == h.key && o.client != h.client {
+                flagged[i] = true;
+                flagged[j] = true;
+                found.push(Overlap {
+                    key: h.key,
+                    start: h.start,
+                    end: h.end.min(o.end),
+                });
+            }
+        }
+        active.push(i);
+    }
+    (flagged, found)
+}
+
+/// The window starting at `from` holding at most `MAX_HOLDS` holds and `MAX_WINDOW` ns.
+fn window_from(holds: &[&Hold], from: u64, last: u64) -> (u64, u64) {
+    let later: Vec<&&Hold> = holds.iter().filter(|h| h.start >= from).collect();
+    let mut end = (from + MAX_WINDOW).min(last);
+    if later.len() > MAX_HOLDS {
+        end = end.min(later[MAX_HOLDS - 1].end);
+    }
+    (from, end.max(from + 1_000_000))
+}
+
+/// A window around `at` with about `MAX_HOLDS` holds, at most `MAX_WINDOW` wide.
+fn window_around(holds: &[&Hold], at: u64, last: u64) -> (u64, u64) {
+    let i = holds.partition_point(|h| h.start < at);
+    let lo_i = i.saturating_sub(MAX_HOLDS / 2);
+    let hi_i = (i + MAX_HOLDS / 2).min(holds.len().saturating_sub(1));
+    let half = MAX_WINDOW / 2;
+    let lo = holds
+        .get(lo_i)
+        .map(|h| h.start)
+        .unwrap_or(at)
+        .max(at.saturating_sub(half));
+    let hi = holds
+        .get(hi_i)
+        .map(|h| h.end)
+        .unwrap_or(at)
+        .min(at + half)
+        .min(last.max(at));
+    (lo.min(at), hi.max(at + 1_000_000))
+}
+
+/// The section.
+pub(crate) fn section(run: &Run) -> String {
+    let mut body = String::new();
+    for (bi, r) in run.results.results.iter().enumerate() {
+        let Some(t) = run.traces.get(&r.backend).filter(|t| !t.holds.is_empty()) else {
+            continue;
+        };
+        let (flagged, found) = overlaps(&t.holds);
+        let (m0, _) = run.measured_window(t.first_t, t.last_t);
+        let mut keys: Vec<u32> = Vec::new();
+        if let Some(o) = found.first() {
+            keys.push(o.key);
+        }
+        for k in &t.keys {
+            if keys.len() >= MAX_KEYS {
+                break;
+            }
+            if !keys.contains(k) && t.holds.iter().any(|h| h.key == *k) {
+                keys.push(*k);
+            }
+        }
+        body.push_str(&format!("<h3>{}</h3>\n", esc(&r.backend)));
+        if found.is_empty() {
+            body.push_str(&page::note("No overlapping holds."));
+        } else {
+            body.push_str(&format!(
+                "<p class=\"note\"><b style=\"color:#d62728\">{} overlapping hold(s)</b>; the first at {:.3} s on key k{}.</p>\n",
+                found.len(),
+                found[0].start as f64 / 1e9,
+                found[0].key
+            ));
+        }
+        if t.keys.len() > keys.len() {
+            body.push_str(&page::note(&format!(
+                "Showing key(s) {} of {} keys.",
+                keys.iter()
+                    .map(|k| format!("k{k}"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                t.keys.len()
+            )));
+        }
+        for key in keys {
+            let idx: Vec<usize> = (0..t.holds.len())
+                .filter(|&i| t.holds[i].key == key)
+                .collect();
+            let holds: Vec<&Hold> = idx.iter().map(|&i| &t.holds[i]).collect();
+            let from = if holds.iter().any(|h| h.start >= m0) {
+                m0
+            } else {
+                holds[0].start
+            };
+            let mut windows = vec![(
+                window_from(&holds, from, t.last_t),
+                "start of the measured window",
+            )];
+            if let Some(o) = found.iter().find(|o| o.key == key) {
+                let (w0, w1) = windows[0].0;
+                if o.start < w0 || o.start > w1 {
+                    windows.push((
+                        window_around(&holds, o.start, t.last_t),
+                        "around the first overlap",
+                    ));
+                }
+            }
+            for ((w0, w1), what) in windows {
+                let bars: Vec<(Hold, bool)> = idx
+                    .iter()
+                    .filter(|&&i| t.holds[i].end >= w0 && t.holds[i].start <= w1)
+                    .map(|&i| (t.holds[i], flagged[i]))
+                    .collect();
+                let bands: Vec<Overlap> = found
+                    .iter()
+                    .filter(|o| o.key == key && o.end >= w0 && o.start <= w1)
+                    .copied()
+                    .collect();
+                let shades = chart::shades(
+                    run.traces.faults_of(&r.backend),
+                    0,
+                    1e6,
+                    w0 as f64 / 1e6,
+                    w1 as f64 / 1e6,
+                );
+                let svg = draw_svg(&bars, &bands, (w0, w1), &shades, chart::color(bi));
+                let red = bars.iter().filter(|b| b.1).count();
+                body.push_str(&page::figure(
+                    &svg,
+                    &format!(
+                        "Key k{key}, {what}: {:.3} s to {:.3} s ({} holds{}). Bars run from acquire ok to release invoke; at least 2 px wide.",
+                        w0 as f64 / 1e9,
+                        w1 as f64 / 1e9,
+                        bars.len(),
+                        if red > 0 { format!(", <b style=\"color:#d62728\">{red} overlapping</b>") } else { String::new() }
+                    ),
+                ));
+            }
+        }
+    }
+    if body.is_empty() {
+        body = page::note("No holds in <code>history.jsonl</code>.");
+    }
+    page::section(
+        "holders",
+        "Lock holders",
+        "Who believed they held each lock, and when. One row per client; two bars over the same instant in different rows would be two holders at once, drawn in red.",
+        &body,
+    )
+}
+
+fn draw_svg(
+    bars: &[(Hold, bool)],
+    bands: &[Overlap],
+    window: (u64, u64),
+    shades: &[Shade],
+    color: RGBColor,
+) -> String {
+    let clients: Vec<u32> = bars
+        .iter()
+        .map(|b| b.0.client)
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let rows = clients.len().max(1);
+    let row_px = (420 / rows).clamp(6, 24) as u32;
+    let h = 90 + row_px * rows as u32;
+    chart::svg(1360, h, |root| {
+        draw(root, bars, bands, window, shades, color, &clients)
+    })
+}
+
+fn draw(
+    root: &DrawingArea<SVGBackend, Shift>,
+    bars: &[(Hold, bool)],
+    bands: &[Overlap],
+    (w0, w1): (u64, u64),
+    shades: &[Shade],
+    color: RGBColor,
+    clients: &[u32],
+) -> Drawn {
+    let rows = clients.len().max(1);
+    let x0 = w0 as f64 / 1e6;
+    let x1 = (w1 as f64 / 1e6).max(x0 + 0.001);
+    let row_of = |c: u32| clients.iter().position(|&x| x == c).unwrap_or(0);
+    // Row r is centred on y = rows - 1 - r, so the first client is at the top.
+    let y_of = |row: usize| (rows - 1 - row) as f64;
+    let (y_lo, y_hi) = (-0.5, rows as f64 - 0.5);
+    let mut ch = ChartBuilder::on(root)
+        .margin(10)
+        .x_label_area_size(36)
+        .y_label_area_size(50)
+        .build_cartesian_2d(x0..x1, y_lo..y_hi)?;
+    ch.configure_mesh()
+        .x_desc("time (ms on this backend's clock)")
+        .x_label_formatter(&|x| chart::num_label(*x, x1 - x0))
+        .y_desc("client")
+        .y_labels(rows.min(30) + 1)
+        .y_label_formatter(&|y| {
+            if (y - y.round()).abs() > 1e-6 || *y < 0.0 {
+                return String::new();
+            }
+            let row = rows - 1 - (y.round() as usize).min(rows - 1);
+            clients
+                .get(row)
+                .map(|c| format!("c{c}"))
+                .unwrap_or_default()
+        })
+        .label_style(chart::font(12))
+        .axis_desc_style(chart::font(13))
+        .light_line_style(WHITE.mix(0.0))
+        .bold_line_style(BLACK.mix(0.06))
+        .draw()?;
+    chart::draw_shades(&mut ch, shades, y_lo, y_hi)?;
+    ch.draw_series(bands.iter().map(|o| {
+        let s = (o.start as f64 / 1e6).max(x0);
+        let e = (o.end as f64 / 1e6).min(x1).max(s + (x1 - x0) / 700.0);
+        Rectangle::new([(s, y_lo), (e, y_hi)], BAD.mix(0.15).filled())
+    }))?;
+    let min_w = (x1 - x0) / 680.0;
+    ch.draw_series(bars.iter().map(|(h, bad)| {
+        let y = y_of(row_of(h.client));
+        let s = (h.start as f64 / 1e6).max(x0);
+        let e = (h.end as f64 / 1e6).min(x1).max(s + min_w);
+        let style = if *bad {
+            BAD.filled()
+        } else if h.released {
+            color.filled()
+        } else {
+            color.mix(0.45).filled()
+        };
+        Rectangle::new([(s, y - 0.35), (e, y + 0.35)], style)
+    }))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hold(client: u32, start: u64, end: u64) -> Hold {
+        Hold {
+            client,
+            key: 0,
+            start,
+            end,
+            released: true,
+        }
+    }
+
+    #[test]
+    fn overlapping_holds_of_two_clients_are_flagged_and_same_client_is_not() {
+        let holds = [
+            hold(1, 0, 10),
+            hold(2, 5, 20),
+            hold(2, 30, 40),
+            hold(3, 40, 50),
+        ];
+        let (flagged, found) = overlaps(&holds);
+        assert_eq!(flagged, vec![true, true, false, false]);
+        assert_eq!(
+            found,
+            vec![Overlap {
+                key: 0,
+                start: 5,
+                end: 10
+            }]
+        );
+    }
+}

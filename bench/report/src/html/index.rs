@@ -1,0 +1,106 @@
+//! `results/index.html`: every run directory under the results root, newest first, with its
+//! scenario, start time, backends and verdict, linking its report (or its `results.json` when
+//! it has no report yet). Each `results.json` is read as plain JSON, so runs written by older
+//! or newer lockbench versions still get a line.
+
+use super::page::{self, esc};
+use super::summary::overall_verdict;
+use anyhow::Context;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+struct Entry {
+    dir: String,
+    started: String,
+    scenario: String,
+    backends: Vec<(String, String)>,
+    complete: bool,
+    has_report: bool,
+}
+
+/// (Re)writes `results_root/index.html` linking every run directory directly under
+/// `results_root`, returning its path.
+pub fn write_index(results_root: &Path) -> anyhow::Result<PathBuf> {
+    let mut entries = Vec::new();
+    let dirs = std::fs::read_dir(results_root)
+        .with_context(|| format!("cannot list {}", results_root.display()))?;
+    for d in dirs.flatten() {
+        let path = d.path();
+        let Ok(text) = std::fs::read_to_string(path.join("results.json")) else {
+            continue;
+        };
+        let Ok(v) = serde_json::from_str::<Value>(&text) else {
+            continue;
+        };
+        let s = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+        let backends = v
+            .get("results")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .map(|r| {
+                        let g = |p: &str| {
+                            r.pointer(p)
+                                .and_then(Value::as_str)
+                                .unwrap_or("unknown")
+                                .to_string()
+                        };
+                        (g("/backend"), g("/safety/verdict"))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        entries.push(Entry {
+            dir: d.file_name().to_string_lossy().to_string(),
+            started: s("started_at"),
+            scenario: s("scenario"),
+            backends,
+            complete: v.get("complete").and_then(Value::as_bool).unwrap_or(false),
+            has_report: path.join("report.html").exists(),
+        });
+    }
+    entries.sort_by(|a, b| (&b.started, &b.dir).cmp(&(&a.started, &a.dir)));
+
+    let mut body = format!(
+        "<h1>lockbench runs</h1>\n<p class=\"meta\">{} run(s) in this directory, newest first.</p>\n",
+        entries.len()
+    );
+    body.push_str("<table class=\"wide\">\n<tr><th>run</th><th>scenario</th><th>started (UTC)</th><th>backends</th><th>verdict</th></tr>\n");
+    for e in &entries {
+        let target = if e.has_report {
+            "report.html"
+        } else {
+            "results.json"
+        };
+        let verdicts: Vec<&str> = e.backends.iter().map(|(_, v)| v.as_str()).collect();
+        let overall = overall_verdict(&verdicts);
+        let backends: Vec<String> = e
+            .backends
+            .iter()
+            .map(|(b, v)| {
+                if v == "valid" {
+                    esc(b)
+                } else {
+                    format!(
+                        "<b class=\"{}\">{}</b>",
+                        if v == "invalid" { "bad" } else { "unknown" },
+                        esc(b)
+                    )
+                }
+            })
+            .collect();
+        body.push_str(&format!(
+            "<tr><td><a href=\"{0}/{target}\">{0}</a></td><td>{1}</td><td>{2}</td><td>{3}</td><td><span class=\"verdict {overall}\">{overall}</span>{4}</td></tr>\n",
+            esc(&e.dir),
+            esc(&e.scenario),
+            esc(&e.started),
+            backends.join(", "),
+            if e.complete { "" } else { " <small>incomplete</small>" }
+        ));
+    }
+    body.push_str("</table>\n");
+    let path = results_root.join("index.html");
+    std::fs::write(&path, page::document("lockbench runs", &body))
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(path)
+}

@@ -1,0 +1,70 @@
+//! The self-contained HTML report: `report.html` in a run directory, `index.html` over runs.
+//!
+//! The report is a *rendering of the files a run leaves on disk* (`results.json`,
+//! `scenario.toml`, `history.jsonl`, `histograms/*.hdr`), never of the runner's in-memory
+//! structs. That keeps it decoupled from the runner and lets `lockbench report <RUN_DIR>`
+//! re-render any old run, including one that was interrupted. It is one file with inline SVG
+//! charts drawn by `plotters` and inline CSS: no JavaScript, no network, no external assets, so
+//! it can be attached to a CI run or mailed and still open years later.
+//!
+//! The history is read leniently: lines that are neither ops nor fault events (or that a newer
+//! lockbench added with a shape this one does not know) are skipped and counted, never fatal,
+//! and fields of `results.json` this renderer has no special view for are shown as generic
+//! tables, so new results (scorecard, fan-out, failover) appear before they get a chart.
+//!
+//! The module list is a map of the page: `load` reads the run directory, `trace` turns the
+//! history into per-backend series, `page` is the layout and CSS, `summary` and `scorecard`
+//! the tables, `extras` whatever else `results.json` holds; `spectrum`, `timeline`, `gantt`,
+//! `fencing` and `fairness` the charts (sharing `chart`), `index` the list of runs.
+
+mod chart;
+mod extras;
+mod fairness;
+mod fencing;
+mod gantt;
+mod index;
+mod load;
+mod page;
+mod scorecard;
+mod spectrum;
+mod summary;
+mod timeline;
+mod trace;
+
+use anyhow::Context;
+use std::path::{Path, PathBuf};
+
+pub use index::write_index;
+
+/// Reads the finished (or interrupted) run in `run_dir` and writes `run_dir/report.html`,
+/// returning its path.
+pub fn write_report(run_dir: &Path) -> anyhow::Result<PathBuf> {
+    let run = load::Run::read(run_dir)?;
+    let html = render(&run);
+    let path = run_dir.join("report.html");
+    let tmp = run_dir.join("report.html.tmp");
+    std::fs::write(&tmp, html).with_context(|| format!("cannot write {}", tmp.display()))?;
+    std::fs::rename(&tmp, &path).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(path)
+}
+
+/// The whole page for one run.
+fn render(run: &load::Run) -> String {
+    let mut body = String::new();
+    body.push_str(&summary::header(run));
+    body.push_str(&summary::table(run));
+    body.push_str(&scorecard::section(run));
+    body.push_str(&summary::recipes(run));
+    body.push_str(&extras::section(run));
+    body.push_str(&spectrum::section(run));
+    body.push_str(&timeline::section(run));
+    body.push_str(&gantt::section(run));
+    body.push_str(&fencing::section(run));
+    body.push_str(&fairness::section(run));
+    body.push_str(&summary::environment(run));
+    let title = format!(
+        "lockbench: {} ({})",
+        run.results.scenario, run.results.started_at
+    );
+    page::document(&title, &body)
+}

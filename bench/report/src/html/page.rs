@@ -1,0 +1,106 @@
+//! Page layout: the document shell, the inline stylesheet and HTML escaping. Everything is
+//! inline so the file stands alone (no fonts, scripts or stylesheets fetched from anywhere).
+
+/// Escapes text for an HTML body or a double-quoted attribute.
+pub(crate) fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A titled section with an anchor, an optional one-paragraph explanation and a body.
+pub(crate) fn section(id: &str, title: &str, intro: &str, body: &str) -> String {
+    let intro = if intro.is_empty() {
+        String::new()
+    } else {
+        format!("<p class=\"intro\">{intro}</p>\n")
+    };
+    format!(
+        "<section id=\"{id}\">\n<h2>{}</h2>\n{intro}{body}</section>\n",
+        esc(title)
+    )
+}
+
+/// A chart with a caption underneath.
+pub(crate) fn figure(svg: &str, caption: &str) -> String {
+    format!("<figure>{svg}<figcaption>{caption}</figcaption></figure>\n")
+}
+
+/// A short note in muted text.
+pub(crate) fn note(text: &str) -> String {
+    format!("<p class=\"note\">{text}</p>\n")
+}
+
+/// Milliseconds from microseconds, with as many digits as are meaningful.
+pub(crate) fn ms(us: u64) -> String {
+    let v = us as f64 / 1e3;
+    if v >= 100.0 {
+        format!("{v:.0}")
+    } else if v >= 1.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// The complete HTML document.
+pub(crate) fn document(title: &str, body: &str) -> String {
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <title>{}</title>\n<style>\n{CSS}</style>\n</head>\n<body>\n<main>\n{body}</main>\n</body>\n</html>\n",
+        esc(title)
+    )
+}
+
+const CSS: &str = r#"
+:root { --fg: #1f2328; --muted: #59636e; --line: #d1d9e0; --bg-alt: #f6f8fa;
+        --bad: #d62728; --bad-bg: #fde8e8; --warn-bg: #fff4d6; --good: #1a7f37; }
+* { box-sizing: border-box; }
+body { margin: 0; color: var(--fg); background: #fff;
+       font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; }
+main { max-width: 1400px; margin: 0 auto; padding: 16px 24px 48px; }
+h1 { font-size: 24px; margin: 8px 0 4px; }
+h2 { font-size: 19px; margin: 32px 0 8px; padding-bottom: 4px; border-bottom: 1px solid var(--line); }
+h3 { font-size: 15px; margin: 18px 0 6px; }
+p.intro, p.note { color: var(--muted); margin: 4px 0 10px; max-width: 110ch; }
+p.note { font-size: 13px; }
+.meta { color: var(--muted); margin: 0 0 8px; }
+.meta b { color: var(--fg); font-weight: 600; }
+.verdict { display: inline-block; padding: 2px 10px; border-radius: 12px; font-weight: 600; }
+.verdict.valid { background: #dafbe1; color: var(--good); }
+.verdict.invalid { background: var(--bad-bg); color: var(--bad); }
+.verdict.unknown { background: var(--warn-bg); color: #7d4e00; }
+table { border-collapse: collapse; margin: 6px 0 12px; font-variant-numeric: tabular-nums; }
+th, td { border: 1px solid var(--line); padding: 4px 8px; vertical-align: top; }
+th { background: var(--bg-alt); text-align: left; font-weight: 600; }
+td.num { text-align: right; white-space: nowrap; }
+td.bad, tr.bad td.safety { background: var(--bad-bg); color: var(--bad); font-weight: 600; }
+td.unknown { background: var(--warn-bg); }
+td.ok { color: var(--good); }
+tr.error td, td.error { color: var(--muted); }
+td small { font-weight: normal; }
+table.wide { width: 100%; }
+.scroll { overflow-x: auto; }
+code, pre { font: 12.5px/1.4 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
+pre { background: var(--bg-alt); border: 1px solid var(--line); padding: 10px; overflow-x: auto; }
+details { margin: 6px 0; }
+summary { cursor: pointer; font-weight: 600; }
+figure { margin: 8px 0 16px; }
+figure svg { max-width: 100%; height: auto; display: block; }
+figcaption { color: var(--muted); font-size: 13px; margin-top: 2px; max-width: 110ch; }
+.grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(420px, 1fr)); gap: 4px 16px; }
+.pair { display: grid; grid-template-columns: 1fr 1fr; gap: 4px 16px; }
+nav.toc { margin: 8px 0; }
+nav.toc a { margin-right: 14px; }
+a { color: #0969da; }
+"#;

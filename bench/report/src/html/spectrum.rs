@@ -1,0 +1,187 @@
+//! The latency percentile spectrum (the HdrHistogram plot): x is the percentile on a
+//! `1/(1-p)` log scale, so 90%, 99%, 99.9% get equal room and the tail is visible; y is the
+//! latency in ms, also log scaled so a 0.1 ms and a 100 ms backend fit one chart. Drawn from
+//! the `.hdr` files, which hold every sample, not from the summary percentiles.
+
+use super::chart::{self, Drawn};
+use super::load::Run;
+use super::page::{self, esc};
+use hdrhistogram::Histogram;
+use plotters::prelude::*;
+
+/// The spectrum section: acquire and hand-off side by side.
+pub(crate) fn section(run: &Run) -> String {
+    let mut body = String::from("<div class=\"pair\">\n");
+    for (metric, title) in [
+        ("acquire", "Acquire latency (from intended start)"),
+        ("handoff", "Hand-off latency (release done to next grant)"),
+    ] {
+        let series: Vec<(usize, &str, &Histogram<u64>)> = run
+            .results
+            .results
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| {
+                run.histogram(&r.backend, metric)
+                    .map(|h| (i, r.backend.as_str(), h))
+            })
+            .collect();
+        body.push_str("<div>");
+        if series.is_empty() {
+            body.push_str(&format!("<h3>{}</h3>", esc(title)));
+            body.push_str(&page::note(
+                "No histogram with samples in <code>histograms/</code>.",
+            ));
+        } else {
+            let svg = chart::svg(680, 430, |root| draw(root, title, &series));
+            body.push_str(&page::figure(
+                &svg,
+                &format!(
+                    "{} per backend; the last point of each line is its maximum. From <code>histograms/&lt;backend&gt;.{metric}.hdr</code>.",
+                    esc(title)
+                ),
+            ));
+        }
+        body.push_str("</div>\n");
+    }
+    body.push_str("</div>\n");
+    page::section(
+        "spectrum",
+        "Latency percentile spectrum",
+        "Each line is one backend's whole latency distribution. Read across at a percentile to compare backends; a line that rises steeply at the right has a long tail.",
+        &body,
+    )
+}
+
+/// One backend's line: colour index, name, points.
+type Line<'a> = (usize, &'a str, Vec<(f64, f64)>);
+
+/// The points of one histogram: (1/(1-p), ms), ending at the maximum.
+fn points(h: &Histogram<u64>) -> Vec<(f64, f64)> {
+    let n = h.len().max(1) as f64;
+    let mut pts: Vec<(f64, f64)> = h
+        .iter_quantiles(5)
+        .map(|v| (v.quantile_iterated_to(), v.value_iterated_to()))
+        .filter(|(q, _)| *q < 1.0 - 1.0 / n)
+        .map(|(q, v)| (1.0 / (1.0 - q), v as f64 / 1e3))
+        .collect();
+    pts.push((n.max(2.0), h.max() as f64 / 1e3));
+    pts
+}
+
+fn percent_label(x: f64) -> String {
+    if x <= 1.0001 {
+        return "0%".into();
+    }
+    let p = 100.0 * (1.0 - 1.0 / x);
+    let digits = (x.log10().round() as i32 - 2).max(0) as usize;
+    format!("{p:.digits$}%")
+}
+
+fn draw(
+    root: &DrawingArea<SVGBackend, plotters::coord::Shift>,
+    title: &str,
+    series: &[(usize, &str, &Histogram<u64>)],
+) -> Drawn {
+    let lines: Vec<Line> = series
+        .iter()
+        .map(|(i, name, h)| (*i, *name, points(h)))
+        .collect();
+    let x_max = chart::nice_ceil(
+        lines
+            .iter()
+            .flat_map(|(_, _, p)| p.iter().map(|(x, _)| *x))
+            .fold(10.0, f64::max),
+    );
+    let x_max = 10f64.powf(x_max.log10().ceil());
+    let y_hi = chart::nice_ceil(
+        lines
+            .iter()
+            .flat_map(|(_, _, p)| p.iter().map(|(_, y)| *y))
+            .fold(0.001, f64::max),
+    );
+    let y_min = lines
+        .iter()
+        .flat_map(|(_, _, p)| p.iter().map(|(_, y)| *y))
+        .filter(|y| *y > 0.0)
+        .fold(f64::INFINITY, f64::min);
+    let y_lo = if y_min.is_finite() {
+        10f64.powf(y_min.log10().floor()).max(0.001)
+    } else {
+        0.001
+    };
+    let y_hi = if y_hi <= y_lo * 1.01 {
+        y_lo * 10.0
+    } else {
+        y_hi
+    };
+    let mut keys = vec![2.0];
+    let mut k = 10.0;
+    while k <= x_max {
+        keys.push(k);
+        k *= 10.0;
+    }
+    let mut chart = ChartBuilder::on(root)
+        .caption(title, chart::font(16))
+        .margin(12)
+        .margin_right(34)
+        .x_label_area_size(40)
+        .y_label_area_size(58)
+        .build_cartesian_2d(
+            (1f64..x_max).log_scale().with_key_points(keys),
+            (y_lo..y_hi)
+                .log_scale()
+                .with_key_points(chart::log_ticks(y_lo, y_hi)),
+        )?;
+    chart
+        .configure_mesh()
+        .x_desc("percentile")
+        .y_desc("latency (ms)")
+        .x_label_formatter(&|x| percent_label(*x))
+        .y_label_formatter(&|y| chart::ms_label(*y))
+        .label_style(chart::font(12))
+        .axis_desc_style(chart::font(13))
+        .light_line_style(WHITE.mix(0.0))
+        .bold_line_style(BLACK.mix(0.08))
+        .draw()?;
+    for (i, name, pts) in &lines {
+        let c = chart::color(*i);
+        chart
+            .draw_series(LineSeries::new(
+                pts.iter().map(|(x, y)| (*x, y.max(y_lo))),
+                c.stroke_width(2),
+            ))?
+            .label(name.to_string())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(3)));
+        if let Some(&(x, y)) = pts.last() {
+            chart.draw_series(std::iter::once(Circle::new(
+                (x, y.max(y_lo)),
+                3,
+                c.filled(),
+            )))?;
+        }
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.2))
+        .label_font(chart::font(12))
+        .draw()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percent_labels_read_as_percentiles() {
+        assert_eq!(percent_label(1.0), "0%");
+        assert_eq!(percent_label(2.0), "50%");
+        assert_eq!(percent_label(10.0), "90%");
+        assert_eq!(percent_label(100.0), "99%");
+        assert_eq!(percent_label(1000.0), "99.9%");
+        assert_eq!(percent_label(10000.0), "99.99%");
+    }
+}

@@ -1,0 +1,257 @@
+//! The tables: the header (scenario, verdict, environment, the scenario itself, raw files),
+//! the summary per backend x workload and each recipe's knobs.
+
+use super::load::Run;
+use super::page::{self, esc, ms};
+use crate::model::{BackendResult, Percentiles};
+
+/// `valid`, `invalid` or `unknown` for the whole run: the worst of its backends.
+pub(crate) fn overall_verdict(verdicts: &[&str]) -> &'static str {
+    if verdicts.contains(&"invalid") {
+        "invalid"
+    } else if verdicts.is_empty() || verdicts.iter().any(|v| *v != "valid") {
+        "unknown"
+    } else {
+        "valid"
+    }
+}
+
+/// The title block: what ran, where, with what outcome; environment and raw files.
+pub(crate) fn header(run: &Run) -> String {
+    let r = &run.results;
+    let verdicts: Vec<&str> = r
+        .results
+        .iter()
+        .map(|b| b.safety.verdict.as_str())
+        .collect();
+    let overall = overall_verdict(&verdicts);
+    let bad: Vec<&str> = r
+        .results
+        .iter()
+        .filter(|b| b.safety.verdict == "invalid")
+        .map(|b| b.backend.as_str())
+        .collect();
+    let summary = match overall {
+        "valid" => format!("all {} backends kept mutual exclusion", r.results.len()),
+        "invalid" => format!(
+            "safety violated by {} of {} backends: {}",
+            bad.len(),
+            r.results.len(),
+            esc(&bad.join(", "))
+        ),
+        _ => "safety could not be fully checked (see the table)".into(),
+    };
+    let mut s = format!(
+        "<h1>lockbench report: {}</h1>\n<p class=\"meta\"><b>seed</b> {} · <b>started</b> {} · <b>cluster</b> {} · {}</p>\n",
+        esc(&r.scenario),
+        r.seed,
+        esc(&r.started_at),
+        esc(&r.cluster),
+        if r.complete {
+            "complete"
+        } else {
+            "<b>incomplete</b> (interrupted or still running)"
+        }
+    );
+    s.push_str(&format!(
+        "<p><span class=\"verdict {overall}\">{}</span> {summary}</p>\n",
+        overall.to_uppercase()
+    ));
+    let scorecard = if run.raw.pointer("/scorecard/cells").is_some() {
+        "<a href=\"#scorecard\">scorecard</a>"
+    } else {
+        ""
+    };
+    s.push_str(&format!("<nav class=\"toc\"><a href=\"#summary\">summary</a>{scorecard}<a href=\"#spectrum\">latency spectrum</a><a href=\"#timeline\">over time</a><a href=\"#holders\">lock holders</a><a href=\"#fencing\">fencing</a><a href=\"#fairness\">fairness</a><a href=\"#environment\">environment</a></nav>\n"
+    ));
+    s
+}
+
+/// The environment, the scenario TOML and links to the raw files.
+pub(crate) fn environment(run: &Run) -> String {
+    let e = &run.results.environment;
+    let mut rows = vec![
+        ("lockbench".to_string(), e.lockbench_version.clone()),
+        ("kernel".into(), e.kernel.clone()),
+        ("OS".into(), e.os.clone()),
+        ("CPUs".into(), e.cpus.to_string()),
+    ];
+    for (k, v) in &e.servers {
+        rows.push((k.clone(), v.clone()));
+    }
+    let mut body = String::from("<table>");
+    for (k, v) in rows {
+        body.push_str(&format!(
+            "<tr><th>{}</th><td>{}</td></tr>",
+            esc(&k),
+            esc(&v)
+        ));
+    }
+    body.push_str("</table>\n");
+    if let Some(toml) = &run.scenario_toml {
+        body.push_str(&format!(
+            "<details><summary>The scenario as run (scenario.toml)</summary><pre>{}</pre></details>\n",
+            esc(toml)
+        ));
+    }
+    let links: Vec<String> = run
+        .files
+        .iter()
+        .map(|f| format!("<a href=\"{0}\">{0}</a>", esc(f)))
+        .collect();
+    body.push_str(&format!("<p>Raw files: {}</p>\n", links.join(" · ")));
+    if run.traces.skipped > 0 {
+        body.push_str(&page::note(&format!(
+            "{} history line(s) were neither ops nor fault events this report knows and were skipped.",
+            run.traces.skipped
+        )));
+    }
+    page::section(
+        "environment",
+        "Environment and raw files",
+        "Server versions as the servers reported them; the machine lockbench ran on.",
+        &body,
+    )
+}
+
+fn pct(p: &Option<Percentiles>, f: impl Fn(&Percentiles) -> u64) -> String {
+    p.as_ref().map(|p| ms(f(p))).unwrap_or_else(|| "-".into())
+}
+
+fn opt(x: Option<f64>, digits: usize) -> String {
+    x.map(|v| format!("{v:.digits$}"))
+        .unwrap_or_else(|| "-".into())
+}
+
+fn safety_cell(r: &BackendResult) -> String {
+    let s = &r.safety;
+    match s.verdict.as_str() {
+        "valid" => "<td class=\"safety ok\">ok</td>".into(),
+        "invalid" => format!(
+            "<td class=\"safety bad\">VIOLATED: {} overlaps ({:.1} ms, longest {:.1} ms), {} stale writes accepted, {} rejected, {} locks lost</td>",
+            s.mutex_violations,
+            s.overlap_ms,
+            s.max_overlap_ms,
+            s.stale_writes_accepted,
+            s.stale_writes_rejected,
+            s.locks_lost
+        ),
+        v => format!(
+            "<td class=\"safety unknown\">{}{}</td>",
+            esc(v),
+            if s.failed_checkers.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", esc(&s.failed_checkers.join("; ")))
+            }
+        ),
+    }
+}
+
+/// The summary table, one row per backend x workload.
+pub(crate) fn table(run: &Run) -> String {
+    let mut t = String::from(
+        "<div class=\"scroll\"><table class=\"wide\">\n<tr><th rowspan=\"2\">backend</th><th rowspan=\"2\">workload</th><th rowspan=\"2\">N/K</th><th rowspan=\"2\">acq/s</th>\
+         <th colspan=\"4\">acquire latency (ms)</th><th colspan=\"2\">hand-off (ms)</th><th rowspan=\"2\">fairness</th><th rowspan=\"2\">fail/info</th>\
+         <th rowspan=\"2\">req/acq<br>client | server</th><th rowspan=\"2\">safety</th></tr>\n\
+         <tr><th>p50</th><th>p99</th><th>p99.9</th><th>max</th><th>p50</th><th>p99</th></tr>\n",
+    );
+    for r in &run.results.results {
+        if r.status == "error" {
+            t.push_str(&format!(
+                "<tr class=\"error\"><td>{}</td><td>{}</td><td class=\"num\">{}/{}</td><td colspan=\"10\">did not run: {}</td>{}</tr>\n",
+                esc(&r.backend),
+                esc(&r.workload),
+                r.clients,
+                r.keys,
+                esc(r.error.as_deref().unwrap_or("error")),
+                safety_cell(r)
+            ));
+            continue;
+        }
+        let a = &r.acquire_latency_us;
+        let h = &r.handoff_latency_us;
+        let rate = match r.offered_rate_per_s {
+            Some(o) => format!("{:.0} <small>of {o:.0}</small>", r.throughput_per_s),
+            None => format!("{:.0}", r.throughput_per_s),
+        };
+        t.push_str(&format!(
+            "<tr{}><td>{}{}</td><td>{}</td><td class=\"num\">{}/{}</td><td class=\"num\">{rate}</td>\
+             <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
+             <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}/{}</td>\
+             <td class=\"num\">{} | {}</td>{}</tr>\n",
+            if r.safety.verdict == "invalid" { " class=\"bad\"" } else { "" },
+            esc(&r.backend),
+            if r.status == "interrupted" { " <small>(interrupted)</small>" } else { "" },
+            esc(&r.workload),
+            r.clients,
+            r.keys,
+            pct(a, |p| p.p50),
+            pct(a, |p| p.p99),
+            pct(a, |p| p.p999),
+            pct(a, |p| p.max),
+            pct(h, |p| p.p50),
+            pct(h, |p| p.p99),
+            opt(r.fairness_jain, 2),
+            r.errors.fail,
+            r.errors.info,
+            opt(r.requests.client_per_acquisition, 2),
+            opt(r.requests.server_per_acquisition, 2),
+            safety_cell(r)
+        ));
+    }
+    t.push_str("</table></div>\n");
+    let errors: Vec<String> = run
+        .results
+        .results
+        .iter()
+        .flat_map(|r| {
+            r.errors
+                .by_kind
+                .iter()
+                .filter(|(_, n)| **n > 0)
+                .map(move |(k, n)| format!("{}: {} × {n}", esc(&r.backend), esc(k)))
+        })
+        .collect();
+    if !errors.is_empty() {
+        t.push_str(&page::note(&format!(
+            "Failures and indeterminate outcomes by kind: {}.",
+            errors.join("; ")
+        )));
+    }
+    page::section(
+        "summary",
+        "Summary",
+        "Acquire latency is measured from the op's intended start (coordinated omission corrected); hand-off from a release completing to the next grant on the same key; fairness is Jain's index over per-client acquisitions (1 = equal); req/acq counts requests sent to the servers per acquisition, by lockbench and by the servers' own counters.",
+        &t,
+    )
+}
+
+/// How each recipe waits, where its token comes from, and its knobs.
+pub(crate) fn recipes(run: &Run) -> String {
+    let mut t = String::from(
+        "<table>\n<tr><th>backend</th><th>waits by</th><th>fencing token</th><th>knobs</th></tr>\n",
+    );
+    let mut any = false;
+    for r in &run.results.results {
+        let Some(info) = &r.recipe else { continue };
+        any = true;
+        let knobs: Vec<String> = info
+            .knobs
+            .iter()
+            .map(|(k, v)| format!("<code>{} = {}</code>", esc(k), esc(v)))
+            .collect();
+        t.push_str(&format!(
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+            esc(&r.backend),
+            esc(&info.waits_by),
+            esc(&info.fencing),
+            knobs.join(" ")
+        ));
+    }
+    t.push_str("</table>\n");
+    if !any {
+        return String::new();
+    }
+    page::section("recipes", "Recipes", "", &t)
+}

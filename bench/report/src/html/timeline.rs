@@ -1,0 +1,250 @@
+//! Throughput and acquire latency over time, per backend, from `history.jsonl`, with every
+//! fault window shaded and labelled (as Jepsen draws nemesis regions) and the warm-up greyed.
+//! Backends run one after another, each on its own clock, so each gets its own pair of charts.
+
+use super::chart::{self, Drawn, Shade};
+use super::load::Run;
+use super::page::{self, esc};
+use super::trace::Trace;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+const NS: f64 = 1e9;
+
+/// The bucket width for a run `span_ns` long: 250 ms, or wider to keep at most ~240 buckets.
+pub(crate) fn bucket_ns(span_ns: u64) -> u64 {
+    let mut b = 250_000_000u64;
+    for w in [250, 500, 1_000, 2_000, 5_000, 10_000, 30_000, 60_000] {
+        b = w * 1_000_000;
+        if span_ns / b <= 240 {
+            break;
+        }
+    }
+    b
+}
+
+/// Picks one of (p50, p99, max).
+type Pick = fn(&(f64, f64, f64)) -> f64;
+
+/// One bucket: its middle (s), acquisitions/s, and p50/p99/max acquire latency (ms) if any.
+struct Bucket {
+    x: f64,
+    rate: f64,
+    lat: Option<(f64, f64, f64)>,
+}
+
+fn buckets(t: &Trace, width: u64) -> Vec<Bucket> {
+    let end = t.grants.last().map(|g| g.0).unwrap_or(0);
+    let n = (end / width + 1) as usize;
+    let mut lat: Vec<Vec<u64>> = vec![Vec::new(); n];
+    for &(at, l) in &t.grants {
+        lat[(at / width) as usize].push(l);
+    }
+    lat.into_iter()
+        .enumerate()
+        .filter_map(|(i, mut v)| {
+            // The last bucket covers only part of its width: rate over what it covers, and
+            // none at all when that is too little to mean anything.
+            let covered = (end - i as u64 * width).min(width);
+            if covered < width / 4 {
+                return None;
+            }
+            v.sort_unstable();
+            let q = |p: f64| v[((v.len() - 1) as f64 * p).round() as usize] as f64 / 1e6;
+            Some(Bucket {
+                x: (i as u64 * width + covered / 2) as f64 / NS,
+                rate: v.len() as f64 * NS / covered.max(1) as f64,
+                lat: (!v.is_empty()).then(|| (q(0.5), q(0.99), q(1.0))),
+            })
+        })
+        .collect()
+}
+
+/// The section: one row of two charts per backend with a history.
+pub(crate) fn section(run: &Run) -> String {
+    let mut body = String::new();
+    let mut any = false;
+    for (i, r) in run.results.results.iter().enumerate() {
+        let Some(t) = run.traces.get(&r.backend).filter(|t| !t.grants.is_empty()) else {
+            continue;
+        };
+        any = true;
+        let width = bucket_ns(t.last_t);
+        let bs = buckets(t, width);
+        let x_hi = (t.grants.last().map(|g| g.0).unwrap_or(0) as f64 / NS).max(0.001);
+        let shades = chart::shades(run.traces.faults_of(&r.backend), 0, NS, 0.0, x_hi);
+        let (m0, _) = run.measured_window(t.first_t, t.last_t);
+        let warm = m0 as f64 / NS;
+        let c = chart::color(i);
+        let thr = chart::svg(680, 270, |root| {
+            throughput(root, &bs, x_hi, warm, &shades, c)
+        });
+        let lat = chart::svg(680, 270, |root| latency(root, &bs, x_hi, warm, &shades, c));
+        body.push_str(&format!(
+            "<h3>{}</h3>\n<div class=\"pair\">",
+            esc(&r.backend)
+        ));
+        body.push_str(&page::figure(
+            &thr,
+            &format!("Acquisitions per second, {} ms buckets.", width / 1_000_000),
+        ));
+        body.push_str(&page::figure(
+            &lat,
+            "Acquire latency per bucket (p50, p99, max), log scale.",
+        ));
+        body.push_str("</div>\n");
+        let faults: Vec<_> = run.traces.faults_of(&r.backend).collect();
+        if !faults.is_empty() {
+            body.push_str("<table><tr><th>fault</th><th>targets</th><th>from (s)</th><th>to (s)</th><th>applied</th><th>note</th></tr>");
+            for f in faults {
+                body.push_str(&format!(
+                    "<tr><td>{}</td><td>{}</td><td class=\"num\">{:.3}</td><td class=\"num\">{}</td><td>{}</td><td>{}</td></tr>",
+                    esc(&f.fault),
+                    esc(&f.targets),
+                    f.start as f64 / NS,
+                    f.end.map(|e| format!("{:.3}", e as f64 / NS)).unwrap_or_else(|| "never stopped".into()),
+                    if f.applied { "yes" } else { "<b>no</b>" },
+                    esc(&f.note)
+                ));
+            }
+            body.push_str("</table>\n");
+        }
+    }
+    if !any {
+        body.push_str(&page::note(
+            "No acquisitions in <code>history.jsonl</code>.",
+        ));
+    }
+    let intro = if run.traces.faults.is_empty() {
+        "Time is seconds on each backend's own clock; the grey band is the warm-up. This run injected no faults."
+    } else {
+        "Time is seconds on each backend's own clock; the grey band is the warm-up, purple bands are fault windows (pale when the fault could not be applied here)."
+    };
+    page::section("timeline", "Throughput and latency over time", intro, &body)
+}
+
+fn warmup_band<Y: plotters::coord::ranged1d::Ranged<ValueType = f64>>(
+    chart: &mut ChartContext<
+        '_,
+        SVGBackend,
+        Cartesian2d<plotters::coord::types::RangedCoordf64, Y>,
+    >,
+    warm: f64,
+    y_lo: f64,
+    y_hi: f64,
+) -> Drawn {
+    if warm > 0.0 {
+        chart.draw_series(std::iter::once(Rectangle::new(
+            [(0.0, y_lo), (warm, y_hi)],
+            BLACK.mix(0.06).filled(),
+        )))?;
+    }
+    Ok(())
+}
+
+fn throughput(
+    root: &DrawingArea<SVGBackend, Shift>,
+    bs: &[Bucket],
+    x_hi: f64,
+    warm: f64,
+    shades: &[Shade],
+    c: RGBColor,
+) -> Drawn {
+    let y_hi = chart::nice_ceil(bs.iter().map(|b| b.rate).fold(1.0, f64::max) * 1.1);
+    let mut ch = ChartBuilder::on(root)
+        .margin(10)
+        .x_label_area_size(36)
+        .y_label_area_size(62)
+        .build_cartesian_2d(0f64..x_hi, 0f64..y_hi)?;
+    ch.configure_mesh()
+        .x_desc("time (s)")
+        .y_desc("acquisitions/s")
+        .y_label_formatter(&|y| format!("{y:.0}"))
+        .label_style(chart::font(12))
+        .axis_desc_style(chart::font(13))
+        .light_line_style(WHITE.mix(0.0))
+        .bold_line_style(BLACK.mix(0.08))
+        .draw()?;
+    warmup_band(&mut ch, warm, 0.0, y_hi)?;
+    chart::draw_shades(&mut ch, shades, 0.0, y_hi)?;
+    ch.draw_series(LineSeries::new(
+        bs.iter().flat_map(|b| [(b.x, b.rate)]),
+        c.stroke_width(2),
+    ))?;
+    Ok(())
+}
+
+fn latency(
+    root: &DrawingArea<SVGBackend, Shift>,
+    bs: &[Bucket],
+    x_hi: f64,
+    warm: f64,
+    shades: &[Shade],
+    c: RGBColor,
+) -> Drawn {
+    let vals = || bs.iter().filter_map(|b| b.lat);
+    let hi = chart::nice_ceil(vals().map(|l| l.2).fold(0.001, f64::max));
+    let lo_raw = vals()
+        .map(|l| l.0)
+        .filter(|v| *v > 0.0)
+        .fold(f64::INFINITY, f64::min);
+    let lo = if lo_raw.is_finite() {
+        10f64.powf(lo_raw.log10().floor()).max(0.001)
+    } else {
+        0.001
+    };
+    let hi = if hi <= lo * 1.01 { lo * 10.0 } else { hi };
+    let mut ch = ChartBuilder::on(root)
+        .margin(10)
+        .x_label_area_size(36)
+        .y_label_area_size(62)
+        .build_cartesian_2d(
+            0f64..x_hi,
+            (lo..hi)
+                .log_scale()
+                .with_key_points(chart::log_ticks(lo, hi)),
+        )?;
+    ch.configure_mesh()
+        .x_desc("time (s)")
+        .y_desc("acquire latency (ms)")
+        .y_label_formatter(&|y| chart::ms_label(*y))
+        .label_style(chart::font(12))
+        .axis_desc_style(chart::font(13))
+        .light_line_style(WHITE.mix(0.0))
+        .bold_line_style(BLACK.mix(0.08))
+        .draw()?;
+    warmup_band(&mut ch, warm, lo, hi)?;
+    chart::draw_shades(&mut ch, shades, lo, hi)?;
+    let series: [(&str, Pick, ShapeStyle); 3] = [
+        ("max", |l| l.2, c.mix(0.35).stroke_width(1)),
+        ("p99", |l| l.1, c.stroke_width(1)),
+        ("p50", |l| l.0, c.stroke_width(2)),
+    ];
+    for (name, pick, style) in series {
+        ch.draw_series(LineSeries::new(
+            bs.iter()
+                .filter_map(|b| b.lat.as_ref().map(|l| (b.x, pick(l).max(lo)))),
+            style,
+        ))?
+        .label(name)
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], style));
+    }
+    ch.configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.2))
+        .label_font(chart::font(11))
+        .draw()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_stay_few() {
+        assert_eq!(bucket_ns(5_000_000_000), 250_000_000);
+        assert!(3_600_000_000_000 / bucket_ns(3_600_000_000_000) <= 240);
+    }
+}

@@ -1,0 +1,315 @@
+//! `history.jsonl` turned into what the charts draw: per backend, the acquisitions with their
+//! latency, the holds (acquire `ok` to release `invoke`, as the mutual-exclusion checker sees
+//! them) and the fencing writes; plus the fault events of the nemesis.
+//!
+//! Reading is lenient on purpose: a line that is not JSON, or neither an op nor a fault event,
+//! is skipped and counted. History lines carry times in nanoseconds on each backend's own
+//! clock, so series are kept per backend and never compared on one time axis.
+
+use serde::Deserialize;
+use serde_json::Value;
+use std::collections::{BTreeSet, HashMap};
+use std::io::BufRead;
+
+/// One history line, every field optional so both ops and fault events (and shapes added
+/// later) deserialize.
+#[derive(Deserialize)]
+struct Line {
+    #[serde(default)]
+    backend: Option<String>,
+    #[serde(default)]
+    t: Option<u64>,
+    #[serde(default)]
+    client: Option<u32>,
+    #[serde(default, rename = "type")]
+    ty: Option<String>,
+    #[serde(default)]
+    f: Option<String>,
+    #[serde(default)]
+    key: Option<u32>,
+    #[serde(default)]
+    token: Option<u64>,
+    #[serde(default)]
+    stale: Option<bool>,
+    #[serde(default)]
+    fault: Option<Value>,
+    #[serde(default)]
+    phase: Option<String>,
+    #[serde(default)]
+    targets: Option<Value>,
+    #[serde(default)]
+    note: Option<String>,
+    #[serde(default)]
+    applied: Option<bool>,
+}
+
+/// A lock held by one client: from its acquire's `ok` to its release's `invoke`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Hold {
+    pub client: u32,
+    pub key: u32,
+    pub start: u64,
+    pub end: u64,
+    /// `false` when the history ends (or the client was retired) before a release.
+    pub released: bool,
+}
+
+/// A write to the protected resource with its fencing token.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Write {
+    pub t: u64,
+    pub key: u32,
+    pub token: u64,
+    /// The resource accepted it (`ok`) rather than rejecting it (`fail`).
+    pub accepted: bool,
+    /// The resource had already seen a higher token.
+    pub stale: bool,
+}
+
+/// A fault window (or an instant, when `end == start` and no phase was given).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct FaultWindow {
+    /// The backend whose run it happened in; `None` means every backend.
+    pub backend: Option<String>,
+    pub fault: String,
+    pub targets: String,
+    pub note: String,
+    pub applied: bool,
+    pub start: u64,
+    /// `None` while the fault was never stopped in the history.
+    pub end: Option<u64>,
+}
+
+/// Everything one backend's history lines say.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Trace {
+    pub backend: String,
+    /// Acquire completions with `ok`: (time of the grant, latency from the invoke) in ns.
+    pub grants: Vec<(u64, u64)>,
+    /// Acquire completions with `fail` or `info`: time.
+    pub failures: Vec<u64>,
+    pub holds: Vec<Hold>,
+    pub writes: Vec<Write>,
+    pub keys: BTreeSet<u32>,
+    pub first_t: u64,
+    pub last_t: u64,
+    /// Open state while reading: per client, the pending acquire invoke and the open hold.
+    pending: HashMap<u32, u64>,
+    open: HashMap<u32, Hold>,
+}
+
+/// The parsed history.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Traces {
+    /// One per backend, in order of first appearance.
+    pub backends: Vec<Trace>,
+    pub faults: Vec<FaultWindow>,
+    /// Lines that were neither ops nor fault events.
+    pub skipped: usize,
+}
+
+impl Traces {
+    /// The trace of `backend`, if the history has one.
+    pub fn get(&self, backend: &str) -> Option<&Trace> {
+        self.backends.iter().find(|t| t.backend == backend)
+    }
+
+    /// The fault windows that apply to `backend`.
+    pub fn faults_of<'a>(&'a self, backend: &'a str) -> impl Iterator<Item = &'a FaultWindow> {
+        self.faults
+            .iter()
+            .filter(move |f| f.backend.as_deref().is_none_or(|b| b == backend))
+    }
+
+    /// Reads a JSON-lines history.
+    pub fn read(input: impl BufRead) -> Traces {
+        let mut traces = Traces::default();
+        let mut index: HashMap<String, usize> = HashMap::new();
+        for line in input.lines() {
+            let Ok(line) = line else { break };
+            if line.trim().is_empty() {
+                continue;
+            }
+            let Ok(l) = serde_json::from_str::<Line>(&line) else {
+                traces.skipped += 1;
+                continue;
+            };
+            if l.fault.is_some() || l.ty.as_deref() == Some("nemesis") {
+                traces.fault(l);
+                continue;
+            }
+            let backend = l.backend.clone().unwrap_or_else(|| "(unnamed)".into());
+            let i = *index.entry(backend.clone()).or_insert_with(|| {
+                traces.backends.push(Trace {
+                    backend,
+                    first_t: u64::MAX,
+                    ..Trace::default()
+                });
+                traces.backends.len() - 1
+            });
+            if !traces.backends[i].op(&l) {
+                traces.skipped += 1;
+            }
+        }
+        for t in &mut traces.backends {
+            t.finish();
+        }
+        traces
+    }
+
+    fn fault(&mut self, l: Line) {
+        let Some(t) = l.t else {
+            self.skipped += 1;
+            return;
+        };
+        let fault = match &l.fault {
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Object(o)) => o
+                .get("fault")
+                .and_then(Value::as_str)
+                .unwrap_or("fault")
+                .to_string(),
+            _ => l.f.clone().unwrap_or_else(|| "fault".into()),
+        };
+        let targets = match &l.targets {
+            Some(Value::Array(a)) => a
+                .iter()
+                .map(|v| {
+                    v.as_str()
+                        .map(str::to_string)
+                        .unwrap_or_else(|| v.to_string())
+                })
+                .collect::<Vec<_>>()
+                .join(", "),
+            Some(Value::String(s)) => s.clone(),
+            Some(v) => v.to_string(),
+            None => String::new(),
+        };
+        match l.phase.as_deref() {
+            Some("stop") => {
+                let open = self.faults.iter_mut().rev().find(|w| {
+                    w.end.is_none() && w.fault == fault && w.backend == l.backend && w.start <= t
+                });
+                match open {
+                    Some(w) => w.end = Some(t),
+                    None => self.skipped += 1,
+                }
+            }
+            phase => self.faults.push(FaultWindow {
+                backend: l.backend,
+                fault,
+                targets,
+                note: l.note.unwrap_or_default(),
+                applied: l.applied.unwrap_or(true),
+                start: t,
+                // No phase at all: an instantaneous event.
+                end: if phase.is_none() { Some(t) } else { None },
+            }),
+        }
+    }
+}
+
+impl Trace {
+    /// Records one op line; `false` when it is not an op this renderer knows.
+    fn op(&mut self, l: &Line) -> bool {
+        let (Some(t), Some(client), Some(ty), Some(f)) = (l.t, l.client, &l.ty, &l.f) else {
+            return false;
+        };
+        let key = l.key.unwrap_or(0);
+        self.first_t = self.first_t.min(t);
+        self.last_t = self.last_t.max(t);
+        self.keys.insert(key);
+        match (f.as_str(), ty.as_str()) {
+            ("acquire", "invoke") => {
+                self.pending.insert(client, t);
+            }
+            ("acquire", "ok") => {
+                let started = self.pending.remove(&client).unwrap_or(t);
+                self.grants.push((t, t.saturating_sub(started)));
+                if let Some(mut h) = self.open.remove(&client) {
+                    h.end = t;
+                    self.holds.push(h);
+                }
+                self.open.insert(
+                    client,
+                    Hold {
+                        client,
+                        key,
+                        start: t,
+                        end: t,
+                        released: false,
+                    },
+                );
+            }
+            ("acquire", "fail" | "info") => {
+                self.pending.remove(&client);
+                self.failures.push(t);
+            }
+            ("release", "invoke") => {
+                if let Some(mut h) = self.open.remove(&client) {
+                    h.end = t;
+                    h.released = true;
+                    self.holds.push(h);
+                }
+            }
+            ("write", "ok" | "fail") => {
+                if let Some(token) = l.token {
+                    self.writes.push(Write {
+                        t,
+                        key,
+                        token,
+                        accepted: ty == "ok",
+                        stale: l.stale.unwrap_or(false),
+                    });
+                }
+            }
+            ("acquire" | "release" | "renew" | "write", _) => {}
+            _ => return false,
+        }
+        true
+    }
+
+    /// Closes holds the history never released (at the last op) and sorts the series.
+    fn finish(&mut self) {
+        let last = self.last_t;
+        for (_, mut h) in self.open.drain() {
+            h.end = last;
+            self.holds.push(h);
+        }
+        self.pending.clear();
+        if self.first_t == u64::MAX {
+            self.first_t = 0;
+        }
+        self.grants.sort_unstable_by_key(|g| g.0);
+        self.holds.sort_by_key(|h| (h.start, h.client));
+        self.writes.sort_by_key(|w| w.t);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ops_become_holds_grants_and_writes_and_odd_lines_are_skipped() {
+        let text = r#"{"backend":"b","t":10,"client":1,"type":"invoke","f":"acquire","key":0}
+{"backend":"b","t":30,"client":1,"type":"ok","f":"acquire","key":0,"token":7}
+{"backend":"b","t":31,"client":1,"type":"ok","f":"write","key":0,"token":7,"stale":false}
+not json
+{"something":"else"}
+{"t":35,"fault":"pause","phase":"start","targets":["client1"],"note":"SIGSTOP","applied":true}
+{"backend":"b","t":50,"client":1,"type":"invoke","f":"release","key":0}
+{"t":60,"fault":"pause","phase":"stop","targets":["client1"],"applied":true}
+"#;
+        let tr = Traces::read(text.as_bytes());
+        assert_eq!(tr.skipped, 2);
+        let b = tr.get("b").unwrap();
+        assert_eq!(b.grants, vec![(30, 20)]);
+        assert_eq!(b.holds.len(), 1);
+        assert_eq!((b.holds[0].start, b.holds[0].end), (30, 50));
+        assert_eq!(b.writes.len(), 1);
+        assert_eq!(tr.faults.len(), 1);
+        assert_eq!(tr.faults[0].end, Some(60));
+        assert_eq!(tr.faults_of("b").count(), 1);
+    }
+}
