@@ -29,7 +29,8 @@ use std::time::{Duration, Instant};
 /// - `kill` / `start`: SIGKILL; restart through [`Cluster::start_server`] with the same data
 ///   directory (Redis has no persistence: it comes back empty). `start` with any target other
 ///   than `Nodes` restarts everything this nemesis killed.
-/// - `clock-jump`: the Redis TTL emulation of [`crate::clock`], on Redis servers only.
+/// - `clock-jump`: the Redis TTL emulation (`clock.rs`: every TTL shortened by the jump), on
+///   Redis servers only.
 /// - `link-delay`: not available (reported as not applied).
 pub struct ServerNemesis {
     cluster: Cluster,

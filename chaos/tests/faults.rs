@@ -302,15 +302,21 @@ async fn pausing_the_zookeeper_leader_elects_another_and_resume_restores_it() {
     applied(&ev);
     assert_eq!(ev[0].targets, vec![old.clone()]);
     let pid = tc.cluster.server_pid(&old).unwrap();
-    let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    assert!(
-        state
-            .rsplit_once(')')
-            .unwrap()
-            .1
-            .trim_start()
-            .starts_with('T')
-    );
+    // The group stop reaches the JVM's threads asynchronously.
+    eventually(
+        "the paused leader is stopped",
+        Duration::from_secs(10),
+        async || {
+            let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+            state
+                .rsplit_once(')')
+                .unwrap()
+                .1
+                .trim_start()
+                .starts_with('T')
+        },
+    )
+    .await;
     eventually(
         "a new ZooKeeper leader",
         Duration::from_secs(90),

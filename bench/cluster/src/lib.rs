@@ -2,9 +2,23 @@
 //!
 //! lockbench compares lock recipes against *real* servers, and on a machine without Docker it
 //! runs them itself ("managed mode"): a 3-member ZooKeeper ensemble, a 3-member etcd cluster, a
-//! standalone Redis and five independent Redis servers for Redlock, all on loopback, on fixed
-//! ports (other crates' tests and the docs rely on them). Why the crate has this shape:
+//! standalone Redis and five independent Redis servers for Redlock. Why the crate has this
+//! shape:
 //!
+//! - **Two topologies, one cluster.** Faults need hosts: a partition is a firewall rule in the
+//!   *receiving host*, which loopback servers do not have. So, as root, every server runs in its
+//!   own network namespace on a bridge the project creates ([`hosts`]: `lb-zk1`, ...,
+//!   `lb-br0`, subnet `10.77.0.0/24`, standard ports), and the chaos crate adds client hosts
+//!   and iptables rules to the same network. Without root (or with
+//!   `LOCKBENCH_TOPOLOGY=loopback`) the servers run on 127.0.0.1 with fixed ports, and
+//!   partitions are reported as unavailable. [`topology`] makes the choice and records it in
+//!   the state directory; clients only ever see [`ClusterStatus::endpoints`], so nothing else
+//!   depends on it.
+//! - **One network per cluster.** Namespace names and addresses are fixed per prefix, so the
+//!   network records which state directory owns it, and a second cluster (tests that partition
+//!   and kill use their own) must pick another `LOCKBENCH_NETNS_PREFIX` / `LOCKBENCH_SUBNET`.
+//!   `down` removes the network with everything in it (client hosts and their processes,
+//!   firewall rules, veths, bridge); `up` removes leftover rules that make servers unreachable.
 //! - **Servers outlive the command.** `lockbench up` starts them and returns; a later
 //!   `lockbench run` uses them; `lockbench down` stops them. So no state lives in memory: a
 //!   [`Cluster`] is just a state directory, and every call reads pid files, `/proc` and the
@@ -20,7 +34,8 @@
 //!   differs per system (command line and config files, health check, version query) sits in
 //!   one small module each: `zookeeper.rs`, `etcd.rs`, `redis.rs`. `up`, `down` and `status` are
 //!   loops over that list.
-//! - **Health means "a lock client can use it"**: ZooKeeper `srvr` says `leader`/`follower` with
+//! - **Health means "a lock client can use it"** (asked from the root namespace, like the
+//!   coordinator's clients): ZooKeeper `srvr` says `leader`/`follower` with
 //!   exactly one leader, etcd `/health` is `true`, Redis answers `PING`. Probes are raw
 //!   request/reply exchanges over `TcpStream` with a timeout, so no client crate is needed.
 //! - **Parallel callers are serialised** by `flock` on `<state>/cluster.lock` ([`ClusterLock`]),

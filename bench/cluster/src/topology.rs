@@ -27,8 +27,6 @@ pub enum Topology {
 }
 
 const RECORD: &str = "topology.json";
-/// Whether `up` picks `netns` by itself when it can (else only with `LOCKBENCH_TOPOLOGY=netns`).
-const AUTO_NETNS: bool = false;
 
 impl Topology {
     /// `loopback` or `netns`.
@@ -63,7 +61,6 @@ impl Topology {
                 Ok(Topology::Netns(cfg))
             }
             Some(other) => bail!("LOCKBENCH_TOPOLOGY={other}: expected `loopback` or `netns`"),
-            None if !AUTO_NETNS => Ok(Topology::Loopback),
             None => {
                 let cfg = NetConfig::from_env()?;
                 match hosts::probe(&cfg) {
