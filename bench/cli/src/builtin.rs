@@ -22,6 +22,14 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         include_str!("../../../scenarios/broken-recipe.toml"),
     ),
     ("fencing", include_str!("../../../scenarios/fencing.toml")),
+    (
+        "chaos-quick",
+        include_str!("../../../scenarios/chaos-quick.toml"),
+    ),
+    (
+        "chaos-full",
+        include_str!("../../../scenarios/chaos-full.toml"),
+    ),
 ];
 
 /// The TOML of the built-in scenario `name`.

@@ -1,0 +1,290 @@
+//! End-to-end tests of the chaos controller's client side against the real managed cluster:
+//! the fencing workload's real SIGSTOP of a worker process, the fenced resource service, and
+//! the cleanup of worker processes.
+//!
+//! Runs use `--cluster external:FILE` with the managed cluster's endpoints, so a test never
+//! starts or stops servers other tests use. Short TTLs and session timeouts keep them fast;
+//! every wait polls with a generous upper bound (a loaded 2-core machine is slow, not wrong).
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("lockbench-chaos-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn cluster_file(dir: &Path) -> String {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let endpoints = rt.block_on(lockbench_cluster::for_tests());
+    let file = dir.join("cluster.toml");
+    std::fs::write(&file, endpoints.to_toml()).unwrap();
+    format!("external:{}", file.display())
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// Runs the built-in fencing scenario with `sets`, tagging every process with `tag` (an
+/// environment variable the workers inherit, so the test can find them).
+fn fencing_run(dir: &Path, tag: &str, sets: &[&str]) -> (Output, PathBuf) {
+    let out_dir = dir.join("run");
+    let cluster = cluster_file(dir);
+    let mut args = vec![
+        "run",
+        "fencing",
+        "--quiet",
+        "--cluster",
+        &cluster,
+        "--out",
+        out_dir.to_str().unwrap(),
+    ];
+    for s in sets {
+        args.extend(["--set", s]);
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_lockbench"))
+        .args(&args)
+        .env("LOCKBENCH_TEST_TAG", tag)
+        .output()
+        .expect("run lockbench");
+    (out, out_dir)
+}
+
+fn results(dir: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap()
+}
+
+fn result_of<'a>(r: &'a Value, backend: &str) -> &'a Value {
+    r["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["backend"] == backend)
+        .unwrap_or_else(|| panic!("no result for {backend}: {r}"))
+}
+
+/// `history.jsonl` lines of `backend`.
+fn history(dir: &Path, backend: &str) -> Vec<Value> {
+    std::fs::read_to_string(dir.join("history.jsonl"))
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["backend"] == backend)
+        .collect()
+}
+
+/// Pids of live processes whose environment carries `LOCKBENCH_TEST_TAG=tag`.
+fn tagged_processes(tag: &str) -> Vec<u32> {
+    let needle = format!("LOCKBENCH_TEST_TAG={tag}");
+    let mut pids = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(env) = std::fs::read(entry.path().join("environ")) else {
+            continue;
+        };
+        let state = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        let zombie = state
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'));
+        if !zombie && env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()) {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+fn wait_until_gone(tag: &str, budget: Duration) -> Vec<u32> {
+    let deadline = Instant::now() + budget;
+    loop {
+        let left = tagged_processes(tag);
+        if left.is_empty() || Instant::now() > deadline {
+            return left;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// For ZooKeeper and etcd: while the holder is stopped, its session / lease expires and another
+/// client is granted the lock; once resumed, the holder writes with its old token, and the
+/// fenced resource rejects it and the checkers count it.
+#[test]
+fn a_paused_holders_lock_goes_to_another_client_and_its_stale_write_is_rejected() {
+    let dir = scratch("paused");
+    let tag = format!("paused-{}", std::process::id());
+    let (out, run) = fencing_run(
+        &dir,
+        &tag,
+        &[
+            "backends=zk-fair,etcd-lease",
+            "duration=7s",
+            "zookeeper.session_timeout=1s",
+            "etcd.lease_ttl=2s",
+            "resource=fenced",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let r = results(&run);
+    for backend in ["zk-fair", "etcd-lease"] {
+        let res = result_of(&r, backend);
+        assert_eq!(res["status"], "ok", "{backend}: {res}");
+        let h = history(&run, backend);
+        // The first pause window of the holder (client0).
+        let start = h
+            .iter()
+            .find(|e| e["type"] == "nemesis" && e["phase"] == "start" && e["applied"] == true)
+            .unwrap_or_else(|| panic!("{backend}: no applied pause in {}", text(&out)));
+        let stop = h
+            .iter()
+            .find(|e| e["type"] == "nemesis" && e["phase"] == "stop")
+            .unwrap_or_else(|| panic!("{backend}: pause never ended"));
+        let (t0, t1) = (start["t"].as_u64().unwrap(), stop["t"].as_u64().unwrap());
+        // Slot 0's clients are ids 0, 3, 6, ... (3 clients): anything else is a contender.
+        let holder = |e: &Value| e["client"].as_u64().unwrap() % 3 == 0;
+        let taken_over = h.iter().any(|e| {
+            e["f"] == "acquire"
+                && e["type"] == "ok"
+                && !holder(e)
+                && (t0..t1).contains(&e["t"].as_u64().unwrap())
+        });
+        assert!(
+            taken_over,
+            "{backend}: no other client was granted the lock while the holder was stopped"
+        );
+        let rejected = h.iter().any(|e| {
+            e["f"] == "write"
+                && holder(e)
+                && e["t"].as_u64().unwrap() > t1
+                && e["type"] == "fail"
+                && e["stale"] == true
+        });
+        assert!(
+            rejected,
+            "{backend}: the resumed holder's stale write was not rejected"
+        );
+        let s = &res["safety"];
+        assert!(
+            s["stale_writes_rejected"].as_u64().unwrap() >= 1,
+            "{backend}: {s}"
+        );
+        assert_eq!(s["stale_writes_accepted"], 0, "{backend}: {s}");
+        assert!(
+            s["writes_after_lock_lost"].as_u64().unwrap() >= 1,
+            "{backend}: {s}"
+        );
+        assert!(
+            res["fencing"]["holder_pauses"].as_u64().unwrap() >= 1,
+            "{backend}"
+        );
+    }
+    assert!(
+        r["scorecard"]["cells"].as_array().unwrap().len() >= 2,
+        "{r}"
+    );
+    assert_eq!(
+        wait_until_gone(&tag, Duration::from_secs(10)),
+        Vec::<u32>::new()
+    );
+}
+
+/// redis-setnx with an unfenced resource: the Kleppmann pause must produce counted damage
+/// (the checkers are alive), and the worker processes must be gone after the run.
+#[test]
+fn redis_setnx_unfenced_pause_is_a_counted_violation_and_workers_are_gone_after() {
+    let dir = scratch("unfenced");
+    let tag = format!("unfenced-{}", std::process::id());
+    let (out, run) = fencing_run(
+        &dir,
+        &tag,
+        &[
+            "backends=redis-setnx",
+            "duration=3s",
+            "redis.ttl=300ms",
+            "resource=unfenced",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let r = results(&run);
+    let res = result_of(&r, "redis-setnx");
+    let s = &res["safety"];
+    assert_eq!(s["verdict"], "invalid", "{s}");
+    assert!(s["stale_writes_accepted"].as_u64().unwrap() >= 1, "{s}");
+    assert!(
+        s["writes_after_lock_lost_accepted"].as_u64().unwrap() >= 1,
+        "{s}"
+    );
+    assert!(s["mutex_violations"].as_u64().unwrap() >= 1, "{s}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("FINDING: redis-setnx"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(
+        wait_until_gone(&tag, Duration::from_secs(10)),
+        Vec::<u32>::new()
+    );
+}
+
+/// A `kill -9` of the coordinator takes its worker processes down with it (PR_SET_PDEATHSIG),
+/// even while a worker is stopped by a pause.
+#[test]
+fn workers_die_with_a_killed_coordinator() {
+    let dir = scratch("killed");
+    let tag = format!("killed-{}", std::process::id());
+    let cluster = cluster_file(&dir);
+    let out_dir = dir.join("run");
+    let mut coordinator = Command::new(env!("CARGO_BIN_EXE_lockbench"))
+        .args([
+            "run",
+            "fencing",
+            "--quiet",
+            "--cluster",
+            &cluster,
+            "--out",
+            out_dir.to_str().unwrap(),
+            "--set",
+            "backends=redis-setnx",
+            "--set",
+            "duration=60s",
+            "--set",
+            "workload.pause=2s",
+        ])
+        .env("LOCKBENCH_TEST_TAG", &tag)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let me = coordinator.id();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let workers = loop {
+        let w: Vec<u32> = tagged_processes(&tag)
+            .into_iter()
+            .filter(|p| *p != me)
+            .collect();
+        if !w.is_empty() {
+            break w;
+        }
+        assert!(Instant::now() < deadline, "no worker process appeared");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    // Let the run get going (the holder is likely stopped in a pause now and then).
+    std::thread::sleep(Duration::from_millis(1500));
+    coordinator.kill().unwrap();
+    coordinator.wait().unwrap();
+    let left = wait_until_gone(&tag, Duration::from_secs(15));
+    assert!(
+        left.is_empty(),
+        "worker processes {workers:?} outlived the coordinator: {left:?} still alive"
+    );
+}
