@@ -266,16 +266,41 @@ pub async fn execute<B: Backend>(
     let nemesis_task = (!scenario.faults.is_empty()).then(|| {
         let steps = schedule::plan(&scenario.faults, scenario.seed, scenario.duration);
         let client = ClientNemesis::new(workers.iter().map(|w| w.handle()).collect(), holding);
-        let server = StandInServerNemesis::new(kind, env.managed_state.clone(), scenario.seed);
-        let nemesis = Composite { client, server };
-        tokio::spawn(run_schedule(
-            nemesis,
-            steps,
-            clock,
-            measure_start,
-            events_tx.clone(),
-            control.stop.subscribe(),
-        ))
+        let (events, stop) = (events_tx.clone(), control.stop.subscribe());
+        match &env.managed_state {
+            // The managed cluster: the chaos crate's server nemesis (partitions in the
+            // namespaces, pause, kill/start, clock jump).
+            Some(dir) => {
+                use rand::SeedableRng;
+                let server = lockbench_chaos::ServerNemesis::new(
+                    lockbench_cluster::Cluster::new(dir.clone()),
+                    lockbench_chaos::group_of(kind),
+                    rand_chacha::ChaCha8Rng::seed_from_u64(scenario.seed ^ 0x5345_5256),
+                );
+                let nemesis = Composite { client, server };
+                tokio::spawn(run_schedule(
+                    nemesis,
+                    steps,
+                    clock,
+                    measure_start,
+                    events,
+                    stop,
+                ))
+            }
+            // An external cluster: only what needs no access to its machines.
+            None => {
+                let server = StandInServerNemesis::new(kind, None, scenario.seed);
+                let nemesis = Composite { client, server };
+                tokio::spawn(run_schedule(
+                    nemesis,
+                    steps,
+                    clock,
+                    measure_start,
+                    events,
+                    stop,
+                ))
+            }
+        }
     });
     drop(events_tx);
 

@@ -1,5 +1,6 @@
-//! The nemeses the runner composes: one for client worker processes, one (a stand-in until the
-//! chaos crate's server nemesis lands) for servers, routed by target.
+//! The nemeses the runner composes: one for client worker processes, one for servers, routed
+//! by target. On the managed cluster the server side is the chaos crate's `ServerNemesis`;
+//! on an external cluster (whose machines lockbench cannot reach) it is the stand-in below.
 //!
 //! - [`ClientNemesis`] owns faults on clients: `holder` (the worker whose client holds a lock
 //!   now, as its shipped ops tell) and named client hosts (`client3`). Pause and resume are
@@ -7,7 +8,8 @@
 //! - [`StandInServerNemesis`] does only what needs no namespaces: SIGSTOP/SIGCONT of the
 //!   managed cluster's server processes of the backend's system. Every other server fault
 //!   (partition, kill/start, clock jump, link faults) is reported `applied = false` with a note,
-//!   never silently skipped. It is replaced by the chaos crate's nemesis once that exists.
+//!   never silently skipped (with no state directory, as for an external cluster, nothing at
+//!   all can be signalled, and every server fault says so).
 //! - [`Composite`] sends a fault to the nemesis that owns its targets; `heal` and the final
 //!   `heal_all` go to both.
 //!
