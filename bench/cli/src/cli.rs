@@ -41,6 +41,13 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// (Re)write the self-contained HTML report of finished runs, and the index of all runs
+    /// beside them (`results/index.html`).
+    Report {
+        /// Run directories (each holding a results.json).
+        #[arg(required = true)]
+        run_dirs: Vec<PathBuf>,
+    },
     /// Internal: run client slots for a coordinator (JSON lines on stdin/stdout).
     #[command(hide = true)]
     Worker,

@@ -149,6 +149,12 @@ fn every_backend_excludes_with_8_clients_on_one_key_and_the_results_are_complete
             );
         }
     }
+    let report = std::fs::read_to_string(out_dir.join("report.html")).expect("report.html");
+    assert!(
+        report.matches("<svg").count() >= 10,
+        "report has too few charts"
+    );
+    assert!(dir.join("index.html").exists(), "results index not written");
     let table = String::from_utf8_lossy(&out.stdout);
     for name in [
         "zk-fair",

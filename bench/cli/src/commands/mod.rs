@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 mod cluster;
+mod report;
 mod run;
 mod scenarios;
 mod worker;
@@ -20,6 +21,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Up => cluster::up(state_dir).await,
         Command::Down => cluster::down(state_dir).await,
         Command::Status { json } => cluster::status(state_dir, json).await,
+        Command::Report { run_dirs } => report::run(run_dirs),
         Command::Worker => worker::run().await,
     }
 }

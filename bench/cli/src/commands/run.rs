@@ -156,6 +156,7 @@ async fn run_scenario(
         println!("{}", table::render_scorecard(card));
     }
     println!("results: {}", run_dir.path().join("results.json").display());
+    super::report::render(run_dir.path());
     Ok(if was_interrupted {
         ExitCode::from(130)
     } else if any_error {
