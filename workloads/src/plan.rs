@@ -4,7 +4,7 @@
 //! the same key order and the same hold/think draws on every run, whatever the scheduling.
 
 use lockbench_core::KeyId;
-use lockbench_core::scenario::{Dist, Workload};
+use lockbench_core::scenario::{Dist, KeyChoice, Workload};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::time::Duration;
@@ -15,6 +15,7 @@ pub struct ClientPlan {
     rng: ChaCha8Rng,
     keys: u32,
     first: Option<KeyId>,
+    fixed: bool,
     hold: Dist,
     think: Dist,
 }
@@ -27,6 +28,7 @@ impl ClientPlan {
             rng: ChaCha8Rng::seed_from_u64(stream),
             keys: workload.keys,
             first: Some(KeyId(slot % workload.keys)),
+            fixed: workload.key_choice == KeyChoice::PerClient,
             hold: workload.hold,
             think: workload.think,
         }
@@ -35,9 +37,13 @@ impl ClientPlan {
     /// The key of the next acquire: the slot's own key first (so K keys with K clients start
     /// spread out), uniformly random after.
     pub fn next_key(&mut self) -> KeyId {
-        self.first
-            .take()
-            .unwrap_or_else(|| KeyId(self.rng.random_range(0..self.keys)))
+        match self.first {
+            Some(k) if self.fixed => k,
+            _ => self
+                .first
+                .take()
+                .unwrap_or_else(|| KeyId(self.rng.random_range(0..self.keys))),
+        }
     }
 
     /// How long to hold the next grant.
@@ -77,5 +83,8 @@ mod tests {
         assert_eq!(draws(7), draws(7));
         assert_ne!(draws(7), draws(8));
         assert_eq!(draws(7)[0].0, KeyId(3));
+        let fixed = Scenario::load("t", text, &["workload.key_choice=per-client".into()]).unwrap();
+        let mut p = ClientPlan::new(&fixed.workload, 7, 5);
+        assert!((0..20).all(|_| p.next_key() == KeyId(5)));
     }
 }

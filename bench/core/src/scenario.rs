@@ -141,8 +141,11 @@ pub struct Workload {
     pub kind: WorkloadKind,
     /// Number of concurrent clients, each with its own session/lease/connections.
     pub clients: u32,
-    /// Number of lock keys; client `i` starts on key `i % keys` and picks keys at random after.
+    /// Number of lock keys; client `i` starts on key `i % keys`, then see `key_choice`.
     pub keys: u32,
+    /// How a client picks the key of each acquire after its first.
+    #[serde(default)]
+    pub key_choice: KeyChoice,
     /// How long a client holds the lock before releasing it.
     #[serde(default)]
     pub hold: Dist,
@@ -189,6 +192,18 @@ pub enum Processes {
 
 fn default_acquire_timeout() -> Duration {
     Duration::from_secs(15)
+}
+
+/// How clients pick lock keys.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum KeyChoice {
+    /// Uniformly at random each time (seeded): clients meet on keys by chance.
+    #[default]
+    Random,
+    /// Client `i` always uses key `i % keys`, as the reference clients in CONTRIBUTING.md do:
+    /// with as many keys as clients, nobody contends.
+    PerClient,
 }
 
 /// Which workload shape.
