@@ -192,15 +192,21 @@ impl ServerNemesis {
         };
         let clients = self.client_hosts();
         let mut g = grudge::Grudge::new();
-        let mut hosts: BTreeMap<String, Host> = BTreeMap::new();
+        let mut hosts: BTreeMap<String, Host> = self
+            .servers
+            .iter()
+            .map(|s| (s.name.to_string(), net.server_host(s)))
+            .collect();
         for name in &targets {
-            let Some(spec) = self.spec(name) else {
-                continue;
-            };
-            hosts.insert(name.clone(), net.server_host(spec));
             let peers = g.entry(name.clone()).or_default();
-            peers.insert(COORDINATOR.into());
-            peers.extend(clients.iter().map(|c| c.name.clone()));
+            if self.spec(name).is_some() {
+                // A server: it stops hearing from every client.
+                peers.insert(COORDINATOR.into());
+                peers.extend(clients.iter().map(|c| c.name.clone()));
+            } else {
+                // A client host: it stops hearing from every server of the system.
+                peers.extend(self.server_names());
+            }
         }
         hosts.extend(clients.into_iter().map(|h| (h.name.clone(), h)));
         let net2 = net.clone();
@@ -208,9 +214,10 @@ impl ServerNemesis {
             Ok(Ok(rules)) => {
                 self.windows.push(("link-blackhole", targets.clone()));
                 let note = format!(
-                    "iptables DROP of every client's packets (client hosts and the coordinator) \
-                     inside the targets' hosts ({rules} rules): connections stay open, nothing \
-                     arrives; not through a proxy"
+                    "iptables DROP inside the targets' hosts ({rules} rules): a server target \
+                     drops every client's packets (client hosts and the coordinator), a client \
+                     host drops every server's; connections stay open, nothing arrives; not \
+                     through a proxy"
                 );
                 event(
                     clock,
@@ -252,12 +259,15 @@ impl ServerNemesis {
         };
         let flushed = tokio::task::spawn_blocking(move || firewall::flush_all(&net)).await;
         let (ok, note) = match flushed {
-            Ok(Ok(hosts)) if hosts.is_empty() => (true, "no rules were in effect".to_string()),
+            Ok(Ok(hosts)) if hosts.is_empty() => (true, NO_RULES.to_string()),
             Ok(Ok(hosts)) => (true, format!("iptables -F INPUT in {}", hosts.join(","))),
             Ok(Err(e)) => (false, format!("flush failed: {e:#}")),
             Err(e) => (false, e.to_string()),
         };
         let windows = std::mem::take(&mut self.windows);
+        if windows.is_empty() && ok && note == NO_RULES {
+            return Vec::new(); // nothing was in effect: nothing to record
+        }
         if windows.is_empty() {
             return vec![event(
                 clock,
@@ -456,6 +466,18 @@ impl Nemesis for ServerNemesis {
             Fault::Partition { split } => vec![self.partition(split, clock).await],
             Fault::Heal => self.heal(clock).await,
             Fault::Pause { targets } => vec![self.signal(targets, true, clock).await],
+            // "Resume / start everything" with nothing paused or killed: no event (the final
+            // undo steps of every schedule would otherwise record empty windows).
+            Fault::Resume { targets }
+                if !matches!(targets, Targets::Nodes(_)) && self.paused.is_empty() =>
+            {
+                Vec::new()
+            }
+            Fault::Start { targets }
+                if !matches!(targets, Targets::Nodes(_)) && self.killed.is_empty() =>
+            {
+                Vec::new()
+            }
             Fault::Resume { targets } => vec![self.signal(targets, false, clock).await],
             Fault::Kill { targets } => vec![self.kill(targets, clock).await],
             Fault::Start { targets } => vec![self.start(targets, clock).await],
@@ -499,6 +521,8 @@ impl Nemesis for ServerNemesis {
         events
     }
 }
+
+const NO_RULES: &str = "no rules were in effect";
 
 fn unavailable(what: &str) -> String {
     format!(

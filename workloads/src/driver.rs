@@ -461,9 +461,18 @@ async fn reconnect<B: Backend>(
         if *stop.borrow() {
             return None;
         }
-        match shared.backend.connect(id).await {
-            Ok(c) => return Some(c),
-            Err(e) => {
+        // Bounded and stoppable: behind a partition a connect can hang for minutes (SYNs
+        // dropped), and the run must still end on time and retry soon after the heal.
+        let attempt = tokio::select! {
+            r = tokio::time::timeout(shared.run.workload.acquire_timeout, shared.backend.connect(id)) => r,
+            _ = stop.wait_for(|s| *s) => return None,
+        };
+        match attempt {
+            Ok(Ok(c)) => return Some(c),
+            Err(_) => {
+                tracing::warn!(client = %id, "replacement client could not connect in time; retrying");
+            }
+            Ok(Err(e)) => {
                 tracing::warn!(client = %id, error = %e, "replacement client could not connect; retrying");
                 tokio::select! {
                     _ = tokio::time::sleep(backoff) => {}

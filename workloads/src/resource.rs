@@ -176,6 +176,12 @@ fn parse_write(line: &str) -> Option<(KeyId, Option<FencingToken>, ClientId)> {
     Some((key, token, client))
 }
 
+/// How long a worker waits for the service's answer to one write. A worker cut off by a
+/// partition must not stay stuck in a write (it would never release nor notice the heal); a
+/// write that timed out may still arrive later (the closed socket's data is retransmitted), and
+/// the service then records it at its arrival, as a delayed packet.
+const REMOTE_WRITE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// How one client slot reaches the resource: directly (in the coordinator) or over TCP (in a
 /// worker process).
 #[derive(Debug)]
@@ -212,7 +218,17 @@ impl ResourceConn {
         match self {
             ResourceConn::Local(r) => Ok(r.write(key, token)),
             ResourceConn::Remote { addr, conn } => {
-                let result = remote_write(addr, conn, key, token, client).await;
+                let result = tokio::time::timeout(
+                    REMOTE_WRITE_TIMEOUT,
+                    remote_write(addr, conn, key, token, client),
+                )
+                .await
+                .unwrap_or_else(|_| {
+                    Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        "resource service did not answer (partitioned?)",
+                    ))
+                });
                 if result.is_err() {
                     *conn = None;
                 }

@@ -320,7 +320,7 @@ pub async fn serve<B: Backend>(
 /// The coordinator's handle on one worker process.
 #[derive(Debug)]
 pub struct WorkerProcess {
-    /// A name for results and fault targets (`client0`, ...).
+    /// A name for results and fault targets (`client1`, ... for slots 0, ...).
     pub name: String,
     /// The slots it runs.
     pub slots: Vec<u32>,
@@ -335,7 +335,7 @@ pub struct WorkerProcess {
 /// controller and the client nemesis, while the coordinator keeps the [`WorkerProcess`]).
 #[derive(Debug, Clone)]
 pub struct WorkerHandle {
-    /// The worker's name (`client0`, ...).
+    /// The worker's name (`client1`, ... for slots 0, ...).
     pub name: String,
     /// The slots it runs.
     pub slots: Vec<u32>,

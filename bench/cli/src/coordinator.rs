@@ -10,6 +10,7 @@
 //! fault events in the same `history.jsonl` the moment they happen.
 
 use crate::nemesis::{ClientNemesis, Composite, StandInServerNemesis};
+use crate::placement::{RunEnv, worker_name};
 use anyhow::Context;
 use lockbench_chaos::Nemesis;
 use lockbench_core::scenario::{Processes, WorkloadKind};
@@ -25,8 +26,6 @@ use lockbench_workloads::{
     WorkerProcess, WorkerSinks, run_slots, schedule,
 };
 use nix::sys::signal::Signal;
-use std::net::IpAddr;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
@@ -36,35 +35,6 @@ use tokio::sync::{mpsc, oneshot, watch};
 const READY_BUDGET: Duration = Duration::from_secs(60);
 /// How long a worker gets to send its stats after being told to stop.
 const FINISH_BUDGET: Duration = Duration::from_secs(30);
-
-/// Where the run happens: how to start a worker, where the resource service listens.
-pub struct RunEnv {
-    /// Address the resource service binds: the bridge address when client hosts exist, else
-    /// loopback.
-    pub bind: IpAddr,
-    /// Builds the `lockbench worker` command for client host `i` (wrapped to run inside the
-    /// host's network namespace when hosts exist).
-    pub worker_command: Box<dyn Fn(u32) -> anyhow::Result<std::process::Command> + Send + Sync>,
-    /// The managed cluster's state directory, when the run uses the managed cluster (the
-    /// stand-in server nemesis finds server processes there).
-    pub managed_state: Option<PathBuf>,
-}
-
-impl RunEnv {
-    /// Workers on loopback, spawned from this very binary.
-    pub fn loopback(managed_state: Option<PathBuf>) -> RunEnv {
-        RunEnv {
-            bind: IpAddr::from([127, 0, 0, 1]),
-            worker_command: Box::new(|_| {
-                let exe = std::env::current_exe().context("cannot find the lockbench binary")?;
-                let mut cmd = std::process::Command::new(exe);
-                cmd.arg("worker");
-                Ok(cmd)
-            }),
-            managed_state,
-        }
-    }
-}
 
 /// Runs `scenario` against `backend` and builds its result.
 pub async fn execute<B: Backend>(
@@ -162,10 +132,11 @@ pub async fn execute<B: Backend>(
             clock_origin: clock.monotonic_origin(),
             resource: service.as_ref().expect("service when workers").addr(),
         };
-        let cmd = (env.worker_command)(slot)?;
-        let worker = WorkerProcess::spawn(format!("client{slot}"), cmd, &job, sinks.clone())
+        let cmd = env.worker_command(slot)?;
+        let name = worker_name(slot);
+        let worker = WorkerProcess::spawn(name.clone(), cmd, &job, sinks.clone())
             .await
-            .with_context(|| format!("cannot start worker process client{slot}"))?;
+            .with_context(|| format!("cannot start worker process {name}"))?;
         workers.push(worker);
     }
     drop(sinks);

@@ -3,7 +3,8 @@
 //! is made in the coordinator ([`run_backend`]) and in a worker process ([`run_worker`]), from
 //! the same scenario knobs, so both build identical clients.
 
-use crate::coordinator::{self, RunEnv};
+use crate::coordinator;
+use crate::placement::RunEnv;
 use lockbench_core::{BackendKind, Endpoints, Scenario};
 use lockbench_report::{BackendResult, RunDir};
 use lockbench_workloads::RunControl;

@@ -7,6 +7,7 @@ mod commands;
 mod coordinator;
 mod dispatch;
 mod nemesis;
+mod placement;
 mod progress;
 
 use clap::Parser;

@@ -167,7 +167,7 @@ impl Nemesis for ClientNemesis {
                 other.verb(),
                 FaultPhase::Start,
                 vec![],
-                "client partitions and link faults need the chaos crate's host nemesis (network namespaces); not available in this build",
+                "partitions and link faults are applied by the server nemesis, not to worker processes",
                 false,
             )],
         }
@@ -338,11 +338,15 @@ impl Nemesis for StandInServerNemesis {
     }
 }
 
-/// Routes client faults to `client`, server faults to `server`.
-pub struct Composite<C, S> {
+/// Routes faults on client *processes* (pause, resume, kill of workers) to `client`, everything
+/// on servers or on the network to `server`: partitions and link faults on client hosts are
+/// firewall rules in the namespaces, which the server nemesis owns (it sees every client host
+/// that exists when the fault starts). `isolate = "holder"` is resolved to the holder's worker
+/// name here, then applied by the server nemesis.
+pub struct Composite<S> {
     /// Owns faults on client processes.
-    pub client: C,
-    /// Owns faults on servers.
+    pub client: ClientNemesis,
+    /// Owns faults on servers and on the network.
     pub server: S,
 }
 
@@ -363,7 +367,7 @@ fn fault_targets(fault: &Fault) -> Option<&Targets> {
     }
 }
 
-impl<C: Nemesis, S: Nemesis> Nemesis for Composite<C, S> {
+impl<S: Nemesis> Nemesis for Composite<S> {
     async fn apply(&mut self, fault: &Fault, clock: &RunClock) -> Vec<FaultEvent> {
         match fault {
             Fault::Heal => {
@@ -380,8 +384,25 @@ impl<C: Nemesis, S: Nemesis> Nemesis for Composite<C, S> {
                 out
             }
             Fault::Partition {
-                split: lockbench_core::PartitionSpec::ClientsOff,
-            } => self.client.apply(fault, clock).await,
+                split: lockbench_core::PartitionSpec::Isolate(Targets::Holder),
+            } => match self.client.resolve(&Targets::Holder) {
+                Ok(ws) => {
+                    let names = ws.iter().map(|w| w.name.clone()).collect();
+                    let split = lockbench_core::PartitionSpec::Isolate(Targets::Nodes(names));
+                    self.server.apply(&Fault::Partition { split }, clock).await
+                }
+                Err(why) => vec![ev(
+                    clock,
+                    "partition",
+                    FaultPhase::Start,
+                    vec![],
+                    why,
+                    false,
+                )],
+            },
+            Fault::Partition { .. } | Fault::LinkBlackhole { .. } | Fault::LinkDelay { .. } => {
+                self.server.apply(fault, clock).await
+            }
             _ if fault_targets(fault).is_some_and(is_client_target) => {
                 self.client.apply(fault, clock).await
             }

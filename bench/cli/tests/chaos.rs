@@ -140,7 +140,7 @@ fn a_paused_holders_lock_goes_to_another_client_and_its_stale_write_is_rejected(
         let res = result_of(&r, backend);
         assert_eq!(res["status"], "ok", "{backend}: {res}");
         let h = history(&run, backend);
-        // The first pause window of the holder (client0).
+        // The first pause window of the holder (client1).
         let start = h
             .iter()
             .find(|e| e["type"] == "nemesis" && e["phase"] == "start" && e["applied"] == true)

@@ -124,6 +124,14 @@ impl Cluster {
         lock::lock(&self.state_dir).await
     }
 
+    /// Takes the fault-run lock (`<state>/faults.lock`), waiting for another fault run to end:
+    /// runs that apply faults or put workers on client hosts hold it throughout, so they
+    /// never heal, partition or remove each other's client hosts. Independent of the cluster
+    /// lock (`up`/`down` do not wait for it).
+    pub async fn fault_lock(&self) -> anyhow::Result<ClusterLock> {
+        lock::lock_file(&self.state_dir, "faults.lock").await
+    }
+
     /// Brings every server up and healthy, under the cluster lock. Idempotent: healthy servers
     /// are reused; leftovers of a crashed run (stale pid files, stopped or unresponsive
     /// processes of ours, our processes without a pid file) are killed and restarted; a port

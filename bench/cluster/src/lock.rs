@@ -5,6 +5,11 @@
 //! `flock` locks belong to an open file description, so two holders in one process exclude each
 //! other too, and the kernel drops the lock when its holder dies: a crashed run leaves no stale
 //! lock behind.
+//!
+//! A second lock, `<state>/faults.lock` ([`crate::Cluster::fault_lock`]), is held for a whole
+//! run that applies faults or places workers on client hosts: such runs share the client host
+//! names (`client1`, ...) and heal by flushing every host's firewall, so two at once would
+//! tear down or heal each other's faults. Other runs do not take it.
 
 use anyhow::Context;
 use nix::fcntl::{Flock, FlockArg};
@@ -24,9 +29,14 @@ impl std::fmt::Debug for ClusterLock {
 
 /// Takes the exclusive lock on `<state_dir>/cluster.lock`, waiting for other holders.
 pub(crate) async fn lock(state_dir: &Path) -> anyhow::Result<ClusterLock> {
+    lock_file(state_dir, "cluster.lock").await
+}
+
+/// Takes the exclusive lock on `<state_dir>/<name>`, waiting for other holders.
+pub(crate) async fn lock_file(state_dir: &Path, name: &str) -> anyhow::Result<ClusterLock> {
     std::fs::create_dir_all(state_dir)
         .with_context(|| format!("cannot create state dir {}", state_dir.display()))?;
-    let path = state_dir.join("cluster.lock");
+    let path = state_dir.join(name);
     let file = OpenOptions::new()
         .create(true)
         .truncate(false)

@@ -3,7 +3,7 @@
 //! (history, partial `results.json`) and stops a cluster this run started.
 
 use crate::cli::RunArgs;
-use crate::coordinator::RunEnv;
+use crate::placement::RunEnv;
 use crate::{builtin, dispatch, progress::Progress};
 use anyhow::Context;
 use lockbench_cluster::Cluster;
@@ -19,11 +19,16 @@ use std::time::SystemTime;
 /// Runs a scenario.
 pub async fn run(args: RunArgs, state_dir: PathBuf) -> anyhow::Result<ExitCode> {
     let scenario = load_scenario(&args)?;
-    let managed_state = (args.cluster == "managed").then(|| state_dir.clone());
+    let managed = args.cluster == "managed";
     let (endpoints, cluster_label, started_cluster) =
-        prepare_cluster(&args.cluster, state_dir).await?;
-    let env = RunEnv::loopback(managed_state);
+        prepare_cluster(&args.cluster, state_dir.clone()).await?;
+    let env = if managed {
+        RunEnv::managed(state_dir, &scenario).await?
+    } else {
+        RunEnv::loopback(None)
+    };
     let outcome = run_scenario(&args, &scenario, &endpoints, &cluster_label, &env).await;
+    env.finish().await;
     if let Some(cluster) = started_cluster {
         eprintln!("lockbench: stopping the managed cluster this run started");
         if let Err(e) = cluster.down().await {
@@ -52,6 +57,9 @@ async fn run_scenario(
         humantime::format_duration(scenario.warmup),
     );
     eprintln!("lockbench: results go to {}", run_dir.path().display());
+    if crate::placement::uses_workers(scenario) {
+        eprintln!("lockbench: worker processes run in {}", env.describe());
+    }
 
     let servers = lockbench_cluster::server_versions(endpoints).await;
     let mut results = RunResults {

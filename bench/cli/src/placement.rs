@@ -1,0 +1,144 @@
+//! Where a run's worker processes live ([`RunEnv`]), and the bookkeeping that comes with it.
+//!
+//! Why this exists: a fault can only cut a client off, or pause it with its heartbeats, if the
+//! client is a separate process on a host of its own. In the managed cluster's `netns` topology
+//! worker `client<N>` (slot N-1) therefore runs inside client host `client<N>` (namespace
+//! `lb-client<N>`, address `10.77.0.(100+N)`), reaches the servers over the bridge like any
+//! other host, and writes to the fenced resource service, which listens on the bridge address
+//! (a namespace cannot reach the root namespace's 127.0.0.1). Worker and host share the name,
+//! so `isolate = { nodes = ["client1"] }` cuts off exactly that worker. In the loopback
+//! topology (not root, or `LOCKBENCH_TOPOLOGY=loopback`) and for external clusters, workers
+//! run in the root namespace and the service binds 127.0.0.1, as before.
+//!
+//! A run that applies faults or places workers on the managed cluster holds the cluster's
+//! fault-run lock throughout (`Cluster::fault_lock`): client host names are fixed per network
+//! and a heal flushes every host's rules, so two such runs at once would undo each other. On
+//! taking the lock it first undoes what a crashed (`kill -9`) run may have left
+//! ([`lockbench_chaos::cleanup`]: firewall rules, stopped servers, client hosts with their
+//! processes), and [`RunEnv::finish`] removes the run's client hosts at the end, whatever
+//! happened. `lockbench down` removes them too, with the rest of the network.
+
+use anyhow::Context;
+use lockbench_cluster::{Cluster, ClusterLock, Network, Topology};
+use lockbench_core::Scenario;
+use lockbench_core::scenario::{Processes, WorkloadKind};
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+/// Where the run happens: how to start a worker, where the resource service listens.
+pub struct RunEnv {
+    /// Address the resource service binds: the bridge address when workers run on client
+    /// hosts, else loopback.
+    pub bind: IpAddr,
+    /// The managed cluster's state directory, when the run uses the managed cluster (the
+    /// server nemesis acts on it).
+    pub managed_state: Option<PathBuf>,
+    /// The network whose client hosts the workers run in (`netns` topology only).
+    network: Option<Network>,
+    /// Held for the whole run when it applies faults or starts workers on the managed cluster.
+    _fault_lock: Option<ClusterLock>,
+}
+
+/// The name of the worker running slot `slot` (0-based), which is also its client host's name.
+pub fn worker_name(slot: u32) -> String {
+    format!("client{}", slot + 1)
+}
+
+/// `true` when the scenario starts worker processes (every client, or the fencing holder).
+pub fn uses_workers(scenario: &Scenario) -> bool {
+    scenario.workload.processes == Processes::Workers
+        || scenario.workload.kind == WorkloadKind::Fencing
+}
+
+impl RunEnv {
+    /// Workers in the root namespace, the service on loopback (external clusters).
+    pub fn loopback(managed_state: Option<PathBuf>) -> RunEnv {
+        RunEnv {
+            bind: IpAddr::from([127, 0, 0, 1]),
+            managed_state,
+            network: None,
+            _fault_lock: None,
+        }
+    }
+
+    /// The environment for a run of `scenario` on the managed cluster in `state_dir`: client
+    /// hosts in the `netns` topology, loopback otherwise. Takes the fault-run lock (waiting for
+    /// another fault run) and cleans up after a crashed one when the run needs it.
+    pub async fn managed(state_dir: PathBuf, scenario: &Scenario) -> anyhow::Result<RunEnv> {
+        let cluster = Cluster::new(state_dir.clone());
+        let mut env = RunEnv::loopback(Some(state_dir));
+        if scenario.faults.is_empty() && !uses_workers(scenario) {
+            return Ok(env);
+        }
+        let lock = match tokio::time::timeout(Duration::from_secs(1), cluster.fault_lock()).await {
+            Ok(lock) => lock?,
+            Err(_) => {
+                eprintln!(
+                    "lockbench: another run with faults or worker processes is using the managed \
+                     cluster; waiting for it to end"
+                );
+                cluster.fault_lock().await?
+            }
+        };
+        for line in lockbench_chaos::cleanup(&cluster)
+            .await
+            .context("cannot undo what an earlier run left behind")?
+        {
+            eprintln!("lockbench: left behind by an earlier run: {line}");
+        }
+        env._fault_lock = Some(lock);
+        if let Topology::Netns(cfg) = cluster.topology() {
+            env.bind = IpAddr::V4(cfg.bridge_addr());
+            env.network = Some(Network::new(cfg));
+        }
+        Ok(env)
+    }
+
+    /// Where workers run, for the log: `client hosts on lb-br0` or `root namespace`.
+    pub fn describe(&self) -> String {
+        match &self.network {
+            Some(net) => format!(
+                "client hosts {}client<N> on {} ({}), resource service on {}",
+                net.config().prefix,
+                net.config().bridge(),
+                net.config().cidr(),
+                self.bind
+            ),
+            None => format!("the root namespace, resource service on {}", self.bind),
+        }
+    }
+
+    /// The `lockbench worker` command for slot `slot`: inside client host `client<slot+1>`
+    /// (created if missing) in the `netns` topology, else a plain child process.
+    pub fn worker_command(&self, slot: u32) -> anyhow::Result<Command> {
+        let exe = std::env::current_exe().context("cannot find the lockbench binary")?;
+        let mut cmd = match &self.network {
+            Some(net) => net
+                .client_host(slot + 1)
+                .with_context(|| format!("cannot create client host {}", worker_name(slot)))?
+                .command(exe),
+            None => Command::new(exe),
+        };
+        cmd.arg("worker");
+        Ok(cmd)
+    }
+
+    /// Removes the run's client hosts (and anything still running in them). Call once, at the
+    /// end of the run; releases the fault-run lock.
+    pub async fn finish(self) {
+        if let Some(net) = self.network.clone() {
+            match tokio::task::spawn_blocking(move || net.remove_client_hosts()).await {
+                Ok(Ok(removed)) if !removed.is_empty() => {
+                    tracing::info!(?removed, "client hosts removed")
+                }
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => eprintln!(
+                    "warning: could not remove the client hosts: {e:#} (run `lockbench down`)"
+                ),
+                Err(e) => eprintln!("warning: could not remove the client hosts: {e}"),
+            }
+        }
+    }
+}
