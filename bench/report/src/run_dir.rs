@@ -19,7 +19,7 @@ use lockbench_core::history::{NemesisLine, NemesisTag};
 use lockbench_core::{FaultEvent, Op};
 use serde::Serialize;
 use std::fs::{self, File, OpenOptions};
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 use tokio::sync::mpsc;
@@ -33,14 +33,6 @@ pub type HistoryWriter = JoinHandle<anyhow::Result<Vec<Op>>>;
 #[derive(Debug, Clone)]
 pub struct RunDir {
     path: PathBuf,
-}
-
-/// One history line: an op tagged with its backend.
-#[derive(Serialize)]
-struct Line<'a> {
-    backend: &'a str,
-    #[serde(flatten)]
-    op: &'a Op,
 }
 
 impl RunDir {
@@ -120,17 +112,18 @@ impl RunDir {
             .with_context(|| format!("cannot open {}", path.display()))?;
         let (tx, mut rx) = mpsc::unbounded_channel::<Vec<Op>>();
         let task = tokio::task::spawn_blocking(move || {
-            let mut out = BufWriter::with_capacity(1 << 16, file);
+            let mut out = file;
+            let mut buf = Vec::with_capacity(1 << 16);
             let mut all = Vec::new();
             while let Some(chunk) = rx.blocking_recv() {
+                buf.clear();
                 for op in &chunk {
-                    serde_json::to_writer(&mut out, &Line { backend, op })?;
-                    out.write_all(b"\n")?;
+                    op.write_json_line(Some(backend), &mut buf);
                 }
-                out.flush()?;
+                // One write per chunk: the file is current after every chunk.
+                out.write_all(&buf)?;
                 all.extend_from_slice(&chunk);
             }
-            out.flush()?;
             Ok(all)
         });
         Ok((tx, task))
