@@ -48,9 +48,40 @@ pub enum Command {
         #[arg(required = true)]
         run_dirs: Vec<PathBuf>,
     },
+    /// Compare two runs (run directories or results.json files): for every shared (backend,
+    /// workload, metric) a verdict improved / regressed / no change against per-metric noise
+    /// thresholds (and Welch's t-test when both runs used `--repeat`). Exit code 1 on any
+    /// regression (a new safety violation always is one), 2 when an input cannot be read.
+    Compare(CompareArgs),
     /// Internal: run client slots for a coordinator (JSON lines on stdin/stdout).
     #[command(hide = true)]
     Worker,
+}
+
+/// Arguments of `lockbench compare`.
+#[derive(Debug, clap::Args)]
+pub struct CompareArgs {
+    /// The baseline: a run directory or its results.json.
+    pub base: PathBuf,
+    /// The run to judge: a run directory or its results.json.
+    pub new: PathBuf,
+    /// Output on stdout: `table`, `markdown` (for a CI comment) or `json`.
+    #[arg(long, default_value = "table", value_parser = ["table", "markdown", "json"])]
+    pub format: String,
+    /// Also write the comparison as a self-contained HTML page.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Thresholds file (TOML: `significance`, `latency_floor_us`, `[thresholds]` per metric).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Override one metric's noise threshold, e.g. `--threshold acquire_p99=0.5` or
+    /// `throughput=20%`. Repeatable. Metrics: throughput, acquire_p50, acquire_p90,
+    /// acquire_p99, handoff_p50, handoff_p99.
+    #[arg(long = "threshold", value_name = "METRIC=FRACTION")]
+    pub thresholds: Vec<String>,
+    /// Significance level of Welch's t-test, used when both runs have repetitions [default: 0.05].
+    #[arg(long)]
+    pub significance: Option<f64>,
 }
 
 /// Arguments of `lockbench run`.
@@ -73,10 +104,16 @@ pub struct RunArgs {
     pub sets: Vec<String>,
 
     /// Which servers to use: `managed` (start local servers from the OS packages, reuse them if
-    /// already up, stop them afterwards if this run started them) or `external:FILE` (a TOML
-    /// file with `zookeeper`, `etcd`, `redis` and `redlock` endpoint lists).
+    /// already up, stop them afterwards if this run started them), `compose` (the
+    /// docker-compose.yml cluster, endpoints built in) or `external:FILE` (a TOML file with
+    /// `zookeeper`, `etcd`, `redis` and `redlock` endpoint lists).
     #[arg(long, default_value = "managed")]
     pub cluster: String,
+
+    /// Run each backend N times in a row (repetition k with seed + k - 1) and store every
+    /// repetition's figures, so `lockbench compare` can test the difference for significance.
+    #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub repeat: u32,
 
     /// Do not print the progress bar.
     #[arg(long)]

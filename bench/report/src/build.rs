@@ -101,6 +101,7 @@ pub fn backend_result(m: Measured<'_>) -> (BackendResult, Histogram<u64>) {
         requests,
         recipe: Some(m.info.clone()),
         fault_windows: availability::windows(m.history),
+        repetitions: Vec::new(),
         stalls: availability::stalls(m.history, out.measure_start, out.measure_end, m.stall_alarm),
         fencing: None,
     };
@@ -153,6 +154,7 @@ pub fn failed_result(backend: &str, workload: &Workload, error: String) -> Backe
         },
         recipe: None,
         fault_windows: Vec::new(),
+        repetitions: Vec::new(),
         stalls: Vec::new(),
         fencing: None,
     }

@@ -229,4 +229,49 @@ pub struct BackendResult {
     /// The fencing workload's pause figures (only for `workload = fencing`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fencing: Option<FencingRun>,
+    /// With `lockbench run --repeat N` (N > 1): the key figures of every repetition, the first
+    /// being the one this result's other fields describe. `lockbench compare` tests these
+    /// samples for significance; absent for a single run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub repetitions: Vec<Repetition>,
+}
+
+/// One repetition's key figures (see [`BackendResult::repetitions`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Repetition {
+    /// `ok`, `interrupted` or `error`.
+    pub status: String,
+    /// Acquisitions per second in the measured window.
+    pub throughput_per_s: f64,
+    /// Acquire latency (coordinated-omission corrected), µs.
+    pub acquire_latency_us: Option<Percentiles>,
+    /// Hand-off latency, µs.
+    pub handoff_latency_us: Option<Percentiles>,
+    /// Safety violations that did damage: mutex violations + stale writes accepted + writes
+    /// after the lock was lost that the resource accepted.
+    pub violations: u64,
+    /// The repetition's safety verdict.
+    pub verdict: String,
+}
+
+impl Repetition {
+    /// The figures of one repetition's full result.
+    pub fn of(r: &BackendResult) -> Repetition {
+        Repetition {
+            status: r.status.clone(),
+            throughput_per_s: r.throughput_per_s,
+            acquire_latency_us: r.acquire_latency_us.clone(),
+            handoff_latency_us: r.handoff_latency_us.clone(),
+            violations: r.safety.damage(),
+            verdict: r.safety.verdict.clone(),
+        }
+    }
+}
+
+impl SafetyResult {
+    /// Violations that did damage: mutex violations, stale writes accepted and writes after
+    /// the lock was lost that the resource accepted.
+    pub fn damage(&self) -> u64 {
+        self.mutex_violations + self.stale_writes_accepted + self.writes_after_lock_lost_accepted
+    }
 }

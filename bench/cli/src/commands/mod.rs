@@ -1,6 +1,8 @@
 //! One module per subcommand.
 
 mod cluster;
+mod compare;
+mod repeat;
 mod report;
 mod run;
 mod scenarios;
@@ -22,6 +24,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Down => cluster::down(state_dir).await,
         Command::Status { json } => cluster::status(state_dir, json).await,
         Command::Report { run_dirs } => report::run(run_dirs),
+        Command::Compare(args) => compare::run(args),
         Command::Worker => worker::run().await,
     }
 }

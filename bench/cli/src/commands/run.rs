@@ -126,6 +126,24 @@ async fn run_scenario(
                     build::failed_result(kind.name(), &scenario.workload, msg)
                 }
             };
+        let mut result = result;
+        if args.repeat > 1 && result.status == "ok" {
+            let rerun = |s: Scenario, dir: RunDir, control| async move {
+                dispatch::run_backend(kind, &s, endpoints, &dir, control, env).await
+            };
+            let (n, quiet) = (args.repeat, args.quiet);
+            super::repeat::more(
+                &mut result,
+                n,
+                scenario,
+                &run_dir,
+                quiet,
+                &interrupted,
+                &current,
+                rerun,
+            )
+            .await;
+        }
         for stall in &result.stalls {
             eprintln!(
                 "ALARM: {}: no client acquired the lock for {:.1} s ({:.1} s to {:.1} s on the run clock; stall_alarm {})",
@@ -218,6 +236,9 @@ async fn prepare_cluster(
             "managed".into(),
             report.started.then_some(cluster),
         ))
+    } else if spec == "compose" {
+        // docker-compose.yml's servers, through Toxiproxy (compose/endpoints.toml).
+        Ok((lockbench_compose::endpoints(), "compose".into(), None))
     } else if let Some(file) = spec.strip_prefix("external:") {
         let text = std::fs::read_to_string(file)
             .with_context(|| format!("cannot read cluster file {file}"))?;
@@ -225,6 +246,6 @@ async fn prepare_cluster(
             Endpoints::from_toml(&text).map_err(|e| anyhow::anyhow!("cluster file {file}: {e}"))?;
         Ok((endpoints, spec.to_string(), None))
     } else {
-        anyhow::bail!("--cluster {spec}: expected `managed` or `external:FILE`")
+        anyhow::bail!("--cluster {spec}: expected `managed`, `compose` or `external:FILE`")
     }
 }

@@ -1,0 +1,76 @@
+//! `cargo bench --bench hot_paths`: the harness's own costs, which must stay far below a lock
+//! round trip so they never shape the results: recording a latency into an HdrHistogram (once
+//! per op in the client loop), merging per-client buffers into one history
+//! (`History::from_unordered`), and the mutual-exclusion, fencing and full safety checkers on
+//! a 100k-op synthetic history (run once per backend after the load). No servers needed.
+
+use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
+use lockbench_core::{ClientId, FencingToken, History, KeyId, Nanos, Op, OpF, OpType};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::hint::black_box;
+
+/// 100k ops: 8 clients taking turns on 4 keys (acquire, write, release, each invoke + ok), with
+/// increasing tokens, as per-client buffers concatenated (unordered across clients).
+fn synthetic_ops(n: usize) -> Vec<Op> {
+    let mut rng = ChaCha8Rng::seed_from_u64(7);
+    let clients = 8u32;
+    let mut per_client: Vec<Vec<Op>> = vec![Vec::new(); clients as usize];
+    let mut t = 0u64;
+    let mut token = 0u64;
+    let mut produced = 0;
+    while produced < n {
+        let client = ClientId(rng.random_range(0..clients));
+        let key = KeyId(rng.random_range(0..4));
+        token += 1;
+        let tok = Some(FencingToken(token));
+        let buf = &mut per_client[client.0 as usize];
+        for (f, tk) in [(OpF::Acquire, tok), (OpF::Write, tok), (OpF::Release, None)] {
+            t += rng.random_range(100..10_000);
+            buf.push(Op::invoke(Nanos(t), client, f, key));
+            t += rng.random_range(100..10_000);
+            buf.push(Op::complete(Nanos(t), client, f, key, OpType::Ok, tk, None));
+            produced += 2;
+        }
+    }
+    per_client.into_iter().flatten().take(n).collect()
+}
+
+fn hot_paths(c: &mut Criterion) {
+    let mut g = c.benchmark_group("hot_paths");
+    g.sample_size(10);
+
+    let mut h = lockbench_workloads::recorder::latency_histogram();
+    let mut rng = ChaCha8Rng::seed_from_u64(1);
+    let values: Vec<u64> = (0..1024).map(|_| rng.random_range(50..200_000)).collect();
+    let mut i = 0;
+    g.bench_function("histogram_record", |b| {
+        b.iter(|| {
+            i = (i + 1) & 1023;
+            h.record(black_box(values[i])).expect("in range");
+        })
+    });
+
+    let ops = synthetic_ops(100_000);
+    g.bench_function("history_from_unordered_100k", |b| {
+        b.iter_batched(
+            || ops.clone(),
+            |ops| black_box(History::from_unordered(ops)),
+            BatchSize::LargeInput,
+        )
+    });
+    let history = History::from_unordered(ops);
+    g.bench_function("mutex_check_100k", |b| {
+        b.iter(|| black_box(lockbench_analysis::mutex::check(&history)))
+    });
+    g.bench_function("fencing_check_100k", |b| {
+        b.iter(|| black_box(lockbench_analysis::fencing::check(&history)))
+    });
+    g.bench_function("safety_check_100k", |b| {
+        b.iter(|| black_box(lockbench_analysis::safety::check(&history)))
+    });
+    g.finish();
+}
+
+criterion_group!(benches, hot_paths);
+criterion_main!(benches);

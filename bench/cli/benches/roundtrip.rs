@@ -1,0 +1,136 @@
+//! `cargo bench --bench roundtrip`: one client's acquire + release round trip per backend, on
+//! an uncontended key, against real servers.
+//!
+//! Servers: the managed cluster by default (started with `Cluster::up()` if it is not running,
+//! and stopped afterwards if this bench started it), or the docker-compose cluster when
+//! `LOCKBENCH_CLUSTER=compose` (endpoints from `compose/endpoints.toml`). A backend whose
+//! servers cannot be reached is skipped with a message, not a panic. `iter_custom` times the
+//! whole batch of round trips itself, so connecting is never measured.
+
+use criterion::Criterion;
+use lockbench_cluster::Cluster;
+use lockbench_core::{Backend, ClientId, Endpoints, KeyId, LockClient, Outcome, Scenario};
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+use tokio::runtime::Runtime;
+
+fn scenario() -> Scenario {
+    Scenario::load("bench", include_str!("../../../scenarios/quick.toml"), &[]).expect("quick.toml")
+}
+
+fn bench_backend<B: Backend>(
+    c: &mut Criterion,
+    rt: &Runtime,
+    name: &str,
+    backend: Result<B, impl std::fmt::Display>,
+) {
+    let backend = match backend {
+        Ok(b) => b,
+        Err(e) => return eprintln!("roundtrip/{name}: skipped: {e}"),
+    };
+    let client = match rt.block_on(backend.connect(ClientId(0))) {
+        Ok(c) => c,
+        Err(e) => return eprintln!("roundtrip/{name}: skipped: {e}"),
+    };
+    let slot = Rc::new(RefCell::new(Some(client)));
+    c.benchmark_group("roundtrip")
+        .sample_size(10)
+        .bench_function(name, |b| {
+            b.to_async(rt).iter_custom(|iters| {
+                let slot = slot.clone();
+                async move {
+                    let mut client = slot.borrow_mut().take().expect("client");
+                    let start = Instant::now();
+                    for _ in 0..iters {
+                        let grant = match client.acquire(KeyId(0)).await {
+                            Outcome::Ok(g) => g,
+                            other => panic!("{name}: acquire failed: {:?}", other.error()),
+                        };
+                        if let Some(e) = client.release(grant).await.error() {
+                            panic!("{name}: release failed: {e}");
+                        }
+                    }
+                    let elapsed = start.elapsed();
+                    *slot.borrow_mut() = Some(client);
+                    elapsed
+                }
+            })
+        });
+    if let Some(client) = slot.borrow_mut().take() {
+        rt.block_on(client.close());
+    }
+}
+
+fn roundtrips(c: &mut Criterion, rt: &Runtime, e: &Endpoints) {
+    let s = scenario();
+    let seed = s.seed;
+    use lockbench_core::BackendKind as K;
+    bench_backend(
+        c,
+        rt,
+        "zk-fair",
+        lockbench_zookeeper::ZkFair::new(e, &s.zookeeper, 1, seed),
+    );
+    bench_backend(
+        c,
+        rt,
+        "zk-curator",
+        lockbench_zookeeper::ZkCurator::new(e, &s.zookeeper, 1, seed),
+    );
+    bench_backend(
+        c,
+        rt,
+        "etcd-lease",
+        lockbench_etcd::EtcdBackend::new(K::EtcdLease, e, &s.etcd, 1, seed),
+    );
+    bench_backend(
+        c,
+        rt,
+        "etcd-lockapi",
+        lockbench_etcd::EtcdBackend::new(K::EtcdLockapi, e, &s.etcd, 1, seed),
+    );
+    let nx = lockbench_redis::SetMode::Nx;
+    bench_backend(
+        c,
+        rt,
+        "redis-setnx",
+        lockbench_redis::SetNxBackend::new(e, &s.redis, 1, seed, nx),
+    );
+    bench_backend(
+        c,
+        rt,
+        "redlock",
+        lockbench_redis::RedlockBackend::new(e, &s.redlock, 1, seed),
+    );
+}
+
+fn main() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let (endpoints, started) = if std::env::var("LOCKBENCH_CLUSTER").as_deref() == Ok("compose") {
+        eprintln!("roundtrip: the docker-compose cluster (compose/endpoints.toml)");
+        (lockbench_compose::endpoints(), None)
+    } else {
+        let cluster = Cluster::new(lockbench_cluster::default_state_dir());
+        eprintln!("roundtrip: the managed cluster (starting it if needed)");
+        let report = rt
+            .block_on(cluster.up())
+            .unwrap_or_else(|e| panic!("the managed cluster did not come up: {e:#}"));
+        (report.status.endpoints, report.started.then_some(cluster))
+    };
+    let mut c = Criterion::default()
+        .warm_up_time(Duration::from_secs(1))
+        .configure_from_args();
+    roundtrips(&mut c, &rt, &endpoints);
+    c.final_summary();
+    if let Some(cluster) = started {
+        eprintln!("roundtrip: stopping the managed cluster this bench started");
+        if let Err(e) = rt.block_on(cluster.down()) {
+            eprintln!("roundtrip: could not stop the cluster: {e:#} (run `lockbench down`)");
+        }
+    }
+}

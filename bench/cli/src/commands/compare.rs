@@ -1,0 +1,54 @@
+//! `lockbench compare BASE NEW`: verdicts per (backend, workload, metric); exit code 1 on any
+//! regression, 2 when the inputs cannot be read (so CI can tell "worse" from "broken").
+
+use crate::cli::CompareArgs;
+use lockbench_compare::{Config, render};
+use std::process::ExitCode;
+
+/// Runs the comparison and prints it.
+pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
+    match compare(&args) {
+        Ok(code) => Ok(code),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            Ok(ExitCode::from(2))
+        }
+    }
+}
+
+fn compare(args: &CompareArgs) -> anyhow::Result<ExitCode> {
+    let mut config = match &args.config {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
+            Config::from_toml(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?
+        }
+        None => Config::default(),
+    };
+    for flag in &args.thresholds {
+        config.set_from_flag(flag).map_err(anyhow::Error::msg)?;
+    }
+    if let Some(s) = args.significance {
+        anyhow::ensure!(s > 0.0 && s < 1.0, "--significance must be in (0, 1)");
+        config.significance = s;
+    }
+    let base = lockbench_compare::load(&args.base)?;
+    let new = lockbench_compare::load(&args.new)?;
+    let comparison = lockbench_compare::compare(&base, &new, &config);
+    let text = match args.format.as_str() {
+        "markdown" => render::markdown(&comparison),
+        "json" => render::json(&comparison),
+        _ => render::table(&comparison),
+    };
+    print!("{text}");
+    if let Some(path) = &args.html {
+        std::fs::write(path, render::html(&comparison))
+            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+        eprintln!("comparison: {}", path.display());
+    }
+    Ok(if comparison.regressions() > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}

@@ -1,0 +1,121 @@
+//! `lockbench compare` end to end on synthetic results: the exit codes CI gates on.
+
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn result(backend: &str, p99: u64, violations: u64) -> Value {
+    let pct = json!({"count": 100, "mean": 900.0, "p50": 800, "p90": 2000, "p99": p99, "p999": p99, "max": p99});
+    json!({
+        "backend": backend, "workload": "contention", "status": "ok", "clients": 8, "keys": 1,
+        "offered_rate_per_s": null, "measured_s": 5.0, "acquisitions": 5000, "acquisitions_total": 6000,
+        "throughput_per_s": 1000.0, "acquire_latency_us": pct, "acquire_service_time_us": pct,
+        "handoff_latency_us": null, "fairness_jain": 1.0, "per_client_acquisitions": [],
+        "longest_wait_us": p99, "clients_replaced": 0, "errors": {"fail": 0, "info": 0, "by_kind": {}},
+        "safety": {"verdict": "valid", "mutex_violations": violations, "overlap_ms": 0.0,
+            "max_overlap_ms": 0.0, "locks_lost": 0, "stale_writes_accepted": 0,
+            "stale_writes_rejected": 0, "unfenced_writes": 0, "failed_checkers": []},
+        "server_ops_per_acquisition": null,
+        "requests": {"client_counted": null, "server_counted": null, "server_source": "",
+            "server_per_acquisition": null, "client_per_acquisition": null},
+        "recipe": null
+    })
+}
+
+fn write(dir: &Path, name: &str, results: Vec<Value>) -> PathBuf {
+    let run = json!({
+        "schema_version": 1, "scenario": "nightly", "seed": 1, "started_at": "2026-01-01T00:00:00Z",
+        "complete": true, "cluster": "managed",
+        "environment": {"lockbench_version": "0.1.0", "kernel": "", "os": "", "cpus": 2, "servers": {}},
+        "results": results
+    });
+    let run_dir = dir.join(name);
+    std::fs::create_dir_all(&run_dir).unwrap();
+    std::fs::write(
+        run_dir.join("results.json"),
+        serde_json::to_vec(&run).unwrap(),
+    )
+    .unwrap();
+    run_dir
+}
+
+fn compare(base: &Path, new: &Path, extra: &[&str]) -> (i32, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_lockbench"))
+        .arg("compare")
+        .arg(base)
+        .arg(new)
+        .args(extra)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+#[test]
+fn exit_codes_follow_the_verdicts() {
+    let tmp = std::env::temp_dir().join(format!("lockbench-compare-{}", std::process::id()));
+    let base = write(
+        &tmp,
+        "base",
+        vec![result("zk-fair", 10_000, 0), result("redlock", 20_000, 0)],
+    );
+    let same = write(
+        &tmp,
+        "same",
+        vec![result("zk-fair", 10_000, 0), result("redlock", 20_000, 0)],
+    );
+    let slow = write(
+        &tmp,
+        "slow",
+        vec![result("zk-fair", 20_000, 0), result("redlock", 20_000, 0)],
+    );
+    let unsafe_ = write(
+        &tmp,
+        "unsafe",
+        vec![result("zk-fair", 10_000, 2), result("redlock", 20_000, 0)],
+    );
+    let partial = write(&tmp, "partial", vec![result("zk-fair", 10_000, 0)]);
+
+    let (code, out) = compare(&base, &same, &[]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("0 regressed"), "{out}");
+
+    // A results.json file works as well as its directory; Markdown for the CI comment.
+    let html = tmp.join("compare.html");
+    let (code, out) = compare(
+        &base.join("results.json"),
+        &slow,
+        &["--format", "markdown", "--html", html.to_str().unwrap()],
+    );
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("| zk-fair | contention | acquire_p99 |") && out.contains("**REGRESSED**"),
+        "{out}"
+    );
+    assert!(
+        std::fs::read_to_string(&html)
+            .unwrap()
+            .contains("class=\"regressed\"")
+    );
+
+    // Loosening the threshold past 2x makes it noise.
+    let (code, _) = compare(&base, &slow, &["--threshold", "acquire_p99=1.5"]);
+    assert_eq!(code, 0);
+
+    let (code, out) = compare(&base, &unsafe_, &["--format", "json"]);
+    assert_eq!(code, 1);
+    assert!(out.contains("new safety violation"), "{out}");
+
+    let (code, out) = compare(&base, &partial, &[]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("MISSING: redlock / contention: only in the baseline run"),
+        "{out}"
+    );
+
+    let (code, _) = compare(&base, &tmp.join("nowhere"), &[]);
+    assert_eq!(code, 2, "unreadable input is not a regression");
+    std::fs::remove_dir_all(&tmp).ok();
+}

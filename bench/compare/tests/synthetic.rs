@@ -1,0 +1,222 @@
+//! `compare` on synthetic results: the verdicts CI gates on.
+
+use lockbench_compare::{Config, Metric, Verdict, compare, render};
+use lockbench_report::RunResults;
+use lockbench_report::model::Repetition;
+use serde_json::json;
+
+fn percentiles(p50: u64, p99: u64) -> serde_json::Value {
+    json!({"count": 1000, "mean": p50 as f64, "p50": p50, "p90": (p50 + p99) / 2, "p99": p99, "p999": p99 * 2, "max": p99 * 3})
+}
+
+fn result(backend: &str, tput: f64, p50: u64, p99: u64, violations: u64) -> serde_json::Value {
+    json!({
+        "backend": backend, "workload": "contention", "status": "ok",
+        "clients": 8, "keys": 1, "offered_rate_per_s": null, "measured_s": 5.0,
+        "acquisitions": (tput * 5.0) as u64, "acquisitions_total": (tput * 6.0) as u64,
+        "throughput_per_s": tput,
+        "acquire_latency_us": percentiles(p50, p99),
+        "acquire_service_time_us": percentiles(p50, p99),
+        "handoff_latency_us": percentiles(p50 / 2, p99 / 2),
+        "fairness_jain": 0.99, "per_client_acquisitions": [1, 2], "longest_wait_us": p99 * 3,
+        "clients_replaced": 0, "errors": {"fail": 0, "info": 0, "by_kind": {}},
+        "safety": {"verdict": if violations > 0 { "invalid" } else { "valid" },
+            "mutex_violations": violations, "overlap_ms": 0.0, "max_overlap_ms": 0.0,
+            "locks_lost": 0, "stale_writes_accepted": 0, "stale_writes_rejected": 0,
+            "unfenced_writes": 0, "failed_checkers": []},
+        "server_ops_per_acquisition": 3.0,
+        "requests": {"client_counted": 10, "server_counted": 10, "server_source": "x",
+            "server_per_acquisition": 3.0, "client_per_acquisition": 3.0},
+        "recipe": null
+    })
+}
+
+fn run(results: Vec<serde_json::Value>) -> RunResults {
+    serde_json::from_value(json!({
+        "schema_version": 1, "scenario": "quick", "seed": 1,
+        "started_at": "2026-01-01T00:00:00Z", "complete": true, "cluster": "managed",
+        "environment": {"lockbench_version": "0.1.0", "kernel": "6.1", "os": "Debian", "cpus": 2, "servers": {}},
+        "results": results
+    }))
+    .expect("synthetic results.json parses")
+}
+
+fn baseline() -> RunResults {
+    run(vec![
+        result("zk-fair", 1000.0, 2000, 10_000, 0),
+        result("etcd-lease", 500.0, 4000, 20_000, 0),
+        result("redis-setnx", 5000.0, 400, 3000, 0),
+    ])
+}
+
+fn verdict(c: &lockbench_compare::Comparison, backend: &str, m: Metric) -> Verdict {
+    c.rows
+        .iter()
+        .find(|r| r.backend == backend && r.metric == m)
+        .unwrap_or_else(|| panic!("no row for {backend} {m:?}"))
+        .verdict
+}
+
+#[test]
+fn identical_runs_are_all_non_significant() {
+    let c = compare(&baseline(), &baseline(), &Config::default());
+    assert!(!c.rows.is_empty());
+    assert!(
+        c.rows.iter().all(|r| r.verdict == Verdict::NonSignificant),
+        "{}",
+        render::table(&c)
+    );
+    assert_eq!(c.regressions(), 0);
+    assert!(c.missing.is_empty());
+}
+
+#[test]
+fn doubled_p99_is_a_regression() {
+    let mut new = baseline();
+    new.results[0] = serde_json::from_value(result("zk-fair", 1000.0, 2000, 20_000, 0)).unwrap();
+    let c = compare(&baseline(), &new, &Config::default());
+    assert_eq!(
+        verdict(&c, "zk-fair", Metric::AcquireP99),
+        Verdict::Regressed
+    );
+    assert_eq!(
+        verdict(&c, "zk-fair", Metric::AcquireP50),
+        Verdict::NonSignificant
+    );
+    assert_eq!(
+        verdict(&c, "etcd-lease", Metric::AcquireP99),
+        Verdict::NonSignificant
+    );
+    assert!(c.regressions() >= 1);
+    assert!(render::markdown(&c).contains("**REGRESSED**"));
+    assert!(render::html(&c).contains("class=\"regressed\""));
+}
+
+#[test]
+fn halved_p99_is_an_improvement() {
+    let mut new = baseline();
+    new.results[1] = serde_json::from_value(result("etcd-lease", 500.0, 4000, 10_000, 0)).unwrap();
+    let c = compare(&baseline(), &new, &Config::default());
+    assert_eq!(
+        verdict(&c, "etcd-lease", Metric::AcquireP99),
+        Verdict::Improved
+    );
+    assert_eq!(c.regressions(), 0);
+}
+
+#[test]
+fn a_new_violation_is_always_a_regression() {
+    let mut new = baseline();
+    new.results[2] = serde_json::from_value(result("redis-setnx", 5000.0, 400, 3000, 1)).unwrap();
+    // Even with thresholds so loose nothing numeric could ever regress.
+    let mut config = Config::default();
+    for m in Metric::NUMERIC {
+        config.set_threshold(m.name(), 100.0).unwrap();
+    }
+    let c = compare(&baseline(), &new, &config);
+    assert_eq!(
+        verdict(&c, "redis-setnx", Metric::Safety),
+        Verdict::Regressed
+    );
+    assert_eq!(c.regressions(), 1);
+    // ... and violations on both sides are not news.
+    let c = compare(&new, &new, &config);
+    assert_eq!(c.regressions(), 0);
+}
+
+#[test]
+fn noise_within_thresholds_is_non_significant() {
+    let new = run(vec![
+        result("zk-fair", 900.0, 2300, 12_500, 0), // -10 %, +15 %, +25 %
+        result("etcd-lease", 560.0, 3500, 16_000, 0), // +12 %, -12.5 %, -20 %
+        result("redis-setnx", 4400.0, 440, 3700, 0), // -12 %, +10 %, +23 % (p90 +22 %)
+    ]);
+    let c = compare(&baseline(), &new, &Config::default());
+    assert!(
+        c.rows.iter().all(|r| r.verdict == Verdict::NonSignificant),
+        "{}",
+        render::table(&c)
+    );
+}
+
+#[test]
+fn tiny_latency_changes_are_below_the_floor() {
+    let base = run(vec![result("redis-setnx", 5000.0, 40, 100, 0)]);
+    let new = run(vec![result("redis-setnx", 5000.0, 60, 140, 0)]); // +50 %, +40 %, but 20-40 µs
+    let c = compare(&base, &new, &Config::default());
+    assert_eq!(c.regressions(), 0, "{}", render::table(&c));
+}
+
+#[test]
+fn a_missing_backend_is_reported_not_crashed_on() {
+    let mut new = baseline();
+    new.results.remove(1);
+    new.results
+        .push(serde_json::from_value(result("redlock", 300.0, 5000, 30_000, 0)).unwrap());
+    let c = compare(&baseline(), &new, &Config::default());
+    let only: Vec<(&str, &str)> = c
+        .missing
+        .iter()
+        .map(|m| (m.backend.as_str(), m.only_in))
+        .collect();
+    assert_eq!(only, [("etcd-lease", "base"), ("redlock", "new")]);
+    assert_eq!(c.regressions(), 0);
+    assert!(
+        render::table(&c).contains("MISSING: etcd-lease / contention: only in the baseline run")
+    );
+    assert!(render::markdown(&c).contains("missing"));
+}
+
+#[test]
+fn a_backend_that_failed_now_is_a_regression() {
+    let mut new = baseline();
+    new.results[0].status = "error".into();
+    new.results[0].error = Some("cannot reach 127.0.0.1:12181".into());
+    let c = compare(&baseline(), &new, &Config::default());
+    assert_eq!(verdict(&c, "zk-fair", Metric::Status), Verdict::Regressed);
+}
+
+fn with_reps(mut r: RunResults, tputs: &[f64]) -> RunResults {
+    let base = r.results[0].clone();
+    r.results[0].repetitions = tputs
+        .iter()
+        .map(|&t| {
+            let mut x = base.clone();
+            x.throughput_per_s = t;
+            Repetition::of(&x)
+        })
+        .collect();
+    r
+}
+
+#[test]
+fn repetitions_are_tested_for_significance() {
+    // A 20 % drop in mean throughput, beyond the 15 % threshold ...
+    let base = with_reps(baseline(), &[1000.0, 1010.0, 990.0, 1005.0, 995.0]);
+    // ... that is consistent across repetitions: significant, a regression.
+    let steady = with_reps(baseline(), &[800.0, 805.0, 795.0, 802.0, 798.0]);
+    let c = compare(&base, &steady, &Config::default());
+    let row = c
+        .rows
+        .iter()
+        .find(|r| r.backend == "zk-fair" && r.metric == Metric::Throughput)
+        .unwrap();
+    assert_eq!(row.verdict, Verdict::Regressed);
+    assert!(row.p_value.unwrap() < 0.001);
+    assert_eq!((row.base_n, row.new_n), (5, 5));
+    // ... that is all noise (one slow repetition): not significant.
+    let noisy = with_reps(baseline(), &[1000.0, 400.0, 1000.0, 600.0, 1000.0]);
+    let c = compare(&base, &noisy, &Config::default());
+    let row = c
+        .rows
+        .iter()
+        .find(|r| r.backend == "zk-fair" && r.metric == Metric::Throughput)
+        .unwrap();
+    assert_eq!(
+        row.verdict,
+        Verdict::NonSignificant,
+        "p = {:?}",
+        row.p_value
+    );
+    assert!(row.note.starts_with("p = "));
+}
