@@ -164,6 +164,7 @@ impl Backend for RedlockBackend {
             ttl: k.ttl,
             ttl_ms: u64::try_from(k.ttl.as_millis()).unwrap_or(u64::MAX).max(1),
             drift,
+            pending: None,
         })
     }
 
@@ -199,6 +200,9 @@ pub struct RedlockClient {
     ttl: Duration,
     ttl_ms: u64,
     drift: Duration,
+    /// The value of an acquire that has not ended definitely (see `SetNxClient`): `close`
+    /// takes it back from every server.
+    pending: Option<(KeyId, LockValue)>,
 }
 
 /// What one server said to one request.
@@ -345,6 +349,7 @@ impl LockClient for RedlockClient {
     async fn acquire(&mut self, key: KeyId) -> Outcome<Grant<RedlockHandle>> {
         self.grants += 1;
         let value = LockValue::new(&self.nonce, self.grants);
+        self.pending = Some((key, value));
         let mut unreachable = 0;
         loop {
             let started = Instant::now();
@@ -365,6 +370,7 @@ impl LockClient for RedlockClient {
             let elapsed = started.elapsed();
             let spent = elapsed + self.drift;
             if tally.yes >= self.quorum && spent < self.ttl {
+                self.pending = None;
                 return Outcome::Ok(Grant {
                     key,
                     token: None,
@@ -380,6 +386,7 @@ impl LockClient for RedlockClient {
             if tally.not_sent > self.nodes.len() - self.quorum {
                 unreachable += 1;
                 if unreachable >= UNREACHABLE_ATTEMPTS {
+                    self.pending = None;
                     return Outcome::Fail(ErrorKind::NoQuorum);
                 }
             } else {
@@ -408,8 +415,17 @@ impl LockClient for RedlockClient {
         Some(self.nodes.iter().map(|n| n.sent).sum())
     }
 
-    async fn close(self) {
-        drop(self);
+    async fn close(mut self) {
+        // An attempt cut short may have set the key on some servers: take it back from all
+        // (compare-and-delete). Best effort, bounded; the TTL is the backstop.
+        if let Some((key, value)) = self.pending.take() {
+            let budget = std::time::Duration::from_secs(1);
+            let _ = tokio::time::timeout(
+                budget,
+                self.compare_and_all(&SCRIPTS.release, key, &value, None),
+            )
+            .await;
+        }
     }
 
     async fn abandon(self) {

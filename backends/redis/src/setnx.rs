@@ -149,6 +149,7 @@ impl Backend for SetNxBackend {
             ),
             ttl_ms,
             sent: 0,
+            pending: None,
         })
     }
 
@@ -183,6 +184,10 @@ pub struct SetNxClient {
     backoff: Backoff,
     ttl_ms: u64,
     sent: u64,
+    /// The value of an acquire that has not ended definitely (cancelled by the caller's
+    /// timeout or by the end of the run, or indeterminate): it may be holding the key, so
+    /// `close` takes it back instead of leaving it locked until its TTL.
+    pending: Option<(KeyId, LockValue)>,
 }
 
 impl SetNxClient {
@@ -236,6 +241,7 @@ impl LockClient for SetNxClient {
         self.grants += 1;
         let value = LockValue::new(&self.nonce, self.grants);
         let script = self.acquire;
+        self.pending = Some((key, value));
         loop {
             scripts::evalsha(&mut self.cmd, script, 2)
                 .arg(self.keys.lock(key).as_ref())
@@ -244,6 +250,7 @@ impl LockClient for SetNxClient {
                 .arg(self.ttl_ms);
             match self.run(script).await {
                 Ok(token) if token > 0 => {
+                    self.pending = None;
                     return Outcome::Ok(Grant {
                         key,
                         token: Some(FencingToken(token as u64)),
@@ -251,7 +258,13 @@ impl LockClient for SetNxClient {
                     });
                 }
                 Ok(_) => tokio::time::sleep(self.backoff.next_delay()).await,
-                Err(f) => return f.outcome(),
+                Err(f) => {
+                    let outcome = f.outcome();
+                    if matches!(outcome, Outcome::Fail(_)) {
+                        self.pending = None;
+                    }
+                    return outcome;
+                }
             }
         }
     }
@@ -269,11 +282,21 @@ impl LockClient for SetNxClient {
         Some(self.sent)
     }
 
-    async fn close(self) {
-        drop(self);
+    async fn close(mut self) {
+        // An acquire cut short may have set the key: take it back (compare-and-delete, so a
+        // key someone else holds is untouched). Best effort, bounded; the TTL is the backstop.
+        if let Some((key, value)) = self.pending.take() {
+            scripts::evalsha(&mut self.cmd, &SCRIPTS.release, 1)
+                .arg(self.keys.lock(key).as_ref())
+                .arg(value.as_bytes());
+            let _ = tokio::time::timeout(CLOSE_BUDGET, self.run(&SCRIPTS.release)).await;
+        }
     }
 
     async fn abandon(self) {
         drop(self);
     }
 }
+
+/// How long `close` may spend taking back a cut-short acquire.
+const CLOSE_BUDGET: std::time::Duration = std::time::Duration::from_secs(1);

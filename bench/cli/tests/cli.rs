@@ -115,15 +115,16 @@ fn every_backend_excludes_with_8_clients_on_one_key_and_the_results_are_complete
         );
         assert!(res["recipe"]["waits_by"].is_string(), "{name}");
     }
-    // Redis counts exactly what lockbench sends. The only slack: when the run stops, an acquire
-    // that is still waiting is cancelled, and a request it had counted may not have left the
-    // client yet (at most one per client and server).
+    // Redis counts exactly what lockbench sends. The only slack is at the stop: an acquire still
+    // waiting is cancelled, so a request it counted may never have left the client, and closing
+    // that client then takes back whatever the cut-short acquire may have set, a request the
+    // client no longer counts (at most one each per client and server).
     for (name, servers) in [("redis-setnx", 1u64), ("redlock", 5)] {
         let q = &result_of(&r, name)["requests"];
         let client = q["client_counted"].as_u64().unwrap();
         let server = q["server_counted"].as_u64().unwrap();
         assert!(
-            server <= client && client - server <= 8 * servers,
+            client.abs_diff(server) <= 8 * servers,
             "{name}: lockbench counted {client} requests, Redis {server}"
         );
     }
