@@ -52,6 +52,10 @@ pub struct Window {
     pub after: Span,
     /// From the window's end to the first successful acquisition after it, ms; `null` if none.
     pub recovery_ms: Option<f64>,
+    /// Safety violations charged to this window, by kind (see [`crate::attribution`]); empty
+    /// until attributed, and for windows that were not applied.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub violations: std::collections::BTreeMap<String, u64>,
 }
 
 /// A span with no successful acquisition by any client.
@@ -162,6 +166,7 @@ pub fn windows(history: &History) -> Vec<Window> {
                 during: span(&acq, start, stop),
                 after: span(&acq, stop, stop.after(len)),
                 recovery_ms: recovery,
+                violations: Default::default(),
             }
         })
         .collect()

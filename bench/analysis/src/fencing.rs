@@ -13,6 +13,9 @@ use serde::Serialize;
 pub struct FencingReport {
     /// Writes carrying a token lower than one already seen, which the resource accepted.
     pub stale_writes_accepted: u64,
+    /// When each accepted stale write happened; not serialized.
+    #[serde(skip)]
+    pub accepted_at: Vec<lockbench_core::Nanos>,
     /// Stale writes the resource rejected (the fencing token did its job).
     pub stale_writes_rejected: u64,
     /// Writes with no token at all: the resource could not tell stale from fresh.
@@ -28,7 +31,10 @@ pub fn check(history: &History) -> FencingReport {
         r.writes += 1;
         match (op.stale, op.ty) {
             (None, _) => r.unfenced_writes += 1,
-            (Some(true), OpType::Ok) => r.stale_writes_accepted += 1,
+            (Some(true), OpType::Ok) => {
+                r.stale_writes_accepted += 1;
+                r.accepted_at.push(op.time);
+            }
             (Some(true), _) => r.stale_writes_rejected += 1,
             (Some(false), _) => {}
         }

@@ -13,9 +13,11 @@
 //! - [`lost`]: writes from a holder whose lock had already been granted to someone else;
 //! - [`availability`]: success rate and latency before/during/after each fault window, time
 //!   to the first acquisition after a fault ends, and stalls (no progress for too long);
-//! - [`safety`]: all safety checkers together, with one verdict.
+//! - [`safety`]: all safety checkers together, with one verdict;
+//! - [`attribution`]: which fault window each violation happened in (for the scorecard).
 #![deny(missing_docs)]
 
+pub mod attribution;
 pub mod availability;
 pub mod fairness;
 pub mod fencing;

@@ -13,12 +13,15 @@ use std::collections::HashMap;
 
 /// Writes made after another client's later grant on the same key, and how many of those the
 /// resource accepted.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct LostReport {
     /// Writes by a client whose lock had been granted to another client since its own grant.
     pub writes_after_lock_lost: u64,
     /// Of those, the writes the resource accepted.
     pub accepted: u64,
+    /// When each such write happened; not serialized.
+    #[serde(skip)]
+    pub at: Vec<lockbench_core::Nanos>,
 }
 
 /// Checks every `write` of `history` against the grants before it.
@@ -34,6 +37,7 @@ pub fn check(history: &History) -> LostReport {
                 if last_grant.get(&op.key).is_some_and(|c| *c != op.client) =>
             {
                 r.writes_after_lock_lost += 1;
+                r.at.push(op.time);
                 if op.ty == OpType::Ok {
                     r.accepted += 1;
                 }
@@ -66,7 +70,8 @@ mod tests {
             check(&h),
             LostReport {
                 writes_after_lock_lost: 1,
-                accepted: 0
+                accepted: 0,
+                at: vec![Nanos(5)],
             }
         );
     }

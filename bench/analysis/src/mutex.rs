@@ -20,6 +20,10 @@ pub struct MutexReport {
     pub max_overlap_ms: f64,
     /// Releases that found the lock already gone (expired or taken over while held).
     pub locks_lost: u64,
+    /// When each violation happened (the offending grant), for attributing it to a fault
+    /// window; not serialized.
+    #[serde(skip)]
+    pub times: Vec<Nanos>,
 }
 
 /// Checks every key of `history`.
@@ -39,6 +43,7 @@ pub fn check(history: &History) -> MutexReport {
                 let hs = holders.entry(op.key).or_default();
                 if hs.iter().any(|(c, _)| *c != op.client) {
                     report.violations += 1;
+                    report.times.push(op.time);
                     for (c, _) in hs.iter().filter(|(c, _)| *c != op.client) {
                         open.push((op.key, *c, op.client, op.time));
                     }

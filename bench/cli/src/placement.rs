@@ -113,7 +113,12 @@ impl RunEnv {
     /// The `lockbench worker` command for slot `slot`: inside client host `client<slot+1>`
     /// (created if missing) in the `netns` topology, else a plain child process.
     pub fn worker_command(&self, slot: u32) -> anyhow::Result<Command> {
-        let exe = std::env::current_exe().context("cannot find the lockbench binary")?;
+        // This very binary through /proc: still the right one if the file was replaced or
+        // deleted since the run started (a rebuild during a long run).
+        let exe = PathBuf::from(format!("/proc/{}/exe", std::process::id()));
+        if !exe.exists() {
+            anyhow::bail!("cannot find the lockbench binary at {}", exe.display());
+        }
         let mut cmd = match &self.network {
             Some(net) => net
                 .client_host(slot + 1)

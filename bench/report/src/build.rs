@@ -2,7 +2,7 @@
 
 use crate::model::{BackendResult, Errors, Percentiles, Requests, SafetyResult};
 use hdrhistogram::Histogram;
-use lockbench_analysis::{Safety, availability, fairness, handoff, safety};
+use lockbench_analysis::{Safety, attribution, availability, fairness, handoff, safety};
 use lockbench_core::scenario::Workload;
 use lockbench_core::{BackendInfo, History, OpType, ServerCounters};
 use lockbench_workloads::RunOutput;
@@ -68,6 +68,13 @@ pub fn backend_result(m: Measured<'_>) -> (BackendResult, Histogram<u64>) {
         *errors.by_kind.entry(name).or_insert(0) += n;
     }
 
+    // Each violation is charged to the fault window it happened in (or to none).
+    let checked = safety::check(m.history);
+    let mut fault_windows = availability::windows(m.history);
+    let outside = attribution::attribute(&mut fault_windows, &attribution::violations(&checked));
+    let mut safety = safety_result(checked);
+    safety.outside_fault_windows = outside;
+
     let requests = requests(out.requests_sent(), m.counters, total);
     let server_ops_per_acquisition = requests
         .client_per_acquisition
@@ -96,11 +103,11 @@ pub fn backend_result(m: Measured<'_>) -> (BackendResult, Histogram<u64>) {
         longest_wait_us: (!latency.is_empty()).then(|| latency.max()),
         clients_replaced: out.workers.iter().map(|w| w.clients_replaced).sum(),
         errors,
-        safety: safety_result(safety::check(m.history)),
+        safety,
         server_ops_per_acquisition: server_ops_per_acquisition.map(round3),
         requests,
         recipe: Some(m.info.clone()),
-        fault_windows: availability::windows(m.history),
+        fault_windows,
         repetitions: Vec::new(),
         stalls: availability::stalls(m.history, out.measure_start, out.measure_end, m.stall_alarm),
         fencing: None,
@@ -142,6 +149,7 @@ pub fn failed_result(backend: &str, workload: &Workload, error: String) -> Backe
             writes_after_lock_lost_accepted: 0,
             unfenced_writes: 0,
             failed_checkers: vec!["backend did not run".into()],
+            outside_fault_windows: Default::default(),
         },
         server_ops_per_acquisition: None,
         requests: Requests {
@@ -196,6 +204,7 @@ fn safety_result(s: Safety) -> SafetyResult {
         writes_after_lock_lost_accepted: l.accepted,
         unfenced_writes: f.unfenced_writes,
         failed_checkers: s.failed_checkers,
+        outside_fault_windows: Default::default(),
     }
 }
 
@@ -218,14 +227,25 @@ fn op_type_name(t: OpType) -> &'static str {
     }
 }
 
+/// Seconds after a window's end during which its effects (violations, stalls) are its own.
+const GRACE_S: f64 = lockbench_analysis::attribution::GRACE.as_secs_f64();
+
+/// `true` when a stall alarm's span overlaps `[from_s, to_s + GRACE]`.
+fn stalled(r: &BackendResult, from_s: f64, to_s: f64) -> bool {
+    r.stalls
+        .iter()
+        .any(|s| s.from_s < to_s + GRACE_S && s.to_s > from_s)
+}
+
 fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
 
 /// The scorecard of a run: for each backend, one cell per fault verb seen in its fault
 /// windows; a fault on client hosts only is named `<verb>-client` (the fencing workload's
-/// holder pause is `pause-client`). Violations are the backend run's, so a run that mixes
-/// fault kinds shares them between its cells.
+/// holder pause is `pause-client`). A cell's violations are those that happened in its windows
+/// (see `lockbench_analysis::attribution`), so mixed faults do not share counts; violations in
+/// no window go to the backend's `none` cell.
 pub fn scorecard(results: &[BackendResult]) -> Option<crate::model::Scorecard> {
     use crate::model::{ScoreCell, Scorecard};
     use std::collections::BTreeMap;
@@ -250,15 +270,10 @@ pub fn scorecard(results: &[BackendResult]) -> Option<crate::model::Scorecard> {
                 .iter()
                 .filter(|w| cell_name(w) == verb)
                 .collect();
-            let s = &r.safety;
             let mut violations = BTreeMap::new();
-            for (k, n) in [
-                ("mutex", s.mutex_violations),
-                ("stale_write_accepted", s.stale_writes_accepted),
-                ("write_after_lock_lost", s.writes_after_lock_lost),
-            ] {
-                if n > 0 {
-                    violations.insert(k.to_string(), n);
+            for w in &ws {
+                for (k, n) in &w.violations {
+                    *violations.entry(k.clone()).or_insert(0) += n;
                 }
             }
             cells.push(ScoreCell {
@@ -269,10 +284,27 @@ pub fn scorecard(results: &[BackendResult]) -> Option<crate::model::Scorecard> {
                 violations,
                 // A window that ends with the run has no "after" to judge; the stall alarm
                 // (which covers the run's tail) speaks for it.
-                stayed_available: r.stalls.is_empty()
-                    && ws
-                        .iter()
-                        .all(|w| !w.applied || w.recovery_ms.is_some() || w.after.attempts == 0),
+                stayed_available: ws.iter().filter(|w| w.applied).all(|w| {
+                    !stalled(r, w.start_s, w.end_s)
+                        && (w.recovery_ms.is_some() || w.after.attempts == 0)
+                }),
+            });
+        }
+        if !r.fault_windows.is_empty() {
+            // Outside every fault window: the recipe on its own.
+            let applied: Vec<_> = r.fault_windows.iter().filter(|w| w.applied).collect();
+            let calm_stall = r.stalls.iter().any(|s| {
+                !applied
+                    .iter()
+                    .any(|w| s.from_s < w.end_s + GRACE_S && s.to_s > w.start_s)
+            });
+            cells.push(ScoreCell {
+                backend: r.backend.clone(),
+                fault: "none".into(),
+                runs: 0,
+                not_applied: 0,
+                violations: r.safety.outside_fault_windows.clone(),
+                stayed_available: !calm_stall,
             });
         }
     }

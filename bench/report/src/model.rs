@@ -146,6 +146,10 @@ pub struct SafetyResult {
     pub unfenced_writes: u64,
     /// Checkers that failed (their failure makes the verdict `unknown`).
     pub failed_checkers: Vec<String>,
+    /// Violations (scorecard kinds) that happened in no applied fault window (nor within
+    /// 2 s after one): the scorecard's `none` cell. Absent when there were none.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub outside_fault_windows: BTreeMap<String, u64>,
 }
 
 /// Requests lockbench sent, counted by its clients and by the servers.

@@ -1,0 +1,107 @@
+//! Which fault a violation belongs to: the backend x fault scorecard is only honest if a run
+//! that mixes faults does not charge every violation to every fault.
+//!
+//! Each violation has a time (the offending grant, the accepted stale write, the write after
+//! the lock was lost). It is charged to every *applied* fault window that contains it, the
+//! window extended by [`GRACE`] past its end: the damage of a fault often lands just after it
+//! ends (the Kleppmann holder writes the instant it is resumed; a healed client's delayed
+//! write arrives after the heal). A violation inside two overlapping windows is charged to
+//! both (the history cannot say which fault caused it). One inside no window is charged to
+//! "no fault" (returned separately), which is itself a finding: the recipe failed without help.
+
+use crate::availability::Window;
+use crate::safety::Safety;
+use lockbench_core::Nanos;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// How long after a window's end a violation is still charged to it.
+pub const GRACE: Duration = Duration::from_secs(2);
+
+/// Every violation of `safety`, by kind (`mutex`, `stale_write_accepted`,
+/// `write_after_lock_lost`, the scorecard's names), with its time.
+pub fn violations(safety: &Safety) -> Vec<(&'static str, Nanos)> {
+    let mut out = Vec::new();
+    if let Some(m) = &safety.mutex {
+        out.extend(m.times.iter().map(|t| ("mutex", *t)));
+    }
+    if let Some(f) = &safety.fencing {
+        out.extend(f.accepted_at.iter().map(|t| ("stale_write_accepted", *t)));
+    }
+    if let Some(l) = &safety.lost {
+        out.extend(l.at.iter().map(|t| ("write_after_lock_lost", *t)));
+    }
+    out
+}
+
+/// Fills each applied window's `violations` with the violations it contains (end + [`GRACE`])
+/// and returns those in no window.
+pub fn attribute(
+    windows: &mut [Window],
+    violations: &[(&'static str, Nanos)],
+) -> BTreeMap<String, u64> {
+    let grace = GRACE.as_secs_f64();
+    let mut outside = BTreeMap::new();
+    for &(kind, t) in violations {
+        let t = t.as_duration().as_secs_f64();
+        let mut charged = false;
+        for w in windows.iter_mut().filter(|w| w.applied) {
+            if t >= w.start_s && t <= w.end_s + grace {
+                *w.violations.entry(kind.to_string()).or_insert(0) += 1;
+                charged = true;
+            }
+        }
+        if !charged {
+            *outside.entry(kind.to_string()).or_insert(0) += 1;
+        }
+    }
+    outside
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::availability::Span;
+
+    fn window(fault: &str, start_s: f64, end_s: f64, applied: bool) -> Window {
+        Window {
+            fault: fault.into(),
+            targets: vec![],
+            applied,
+            note: String::new(),
+            start_s,
+            end_s,
+            before: Span::default(),
+            during: Span::default(),
+            after: Span::default(),
+            recovery_ms: None,
+            violations: BTreeMap::new(),
+        }
+    }
+
+    fn at(s: f64) -> Nanos {
+        Nanos((s * 1e9) as u64)
+    }
+
+    #[test]
+    fn each_violation_goes_to_the_window_it_happened_in() {
+        let mut ws = vec![
+            window("pause", 1.0, 3.0, true),
+            window("partition", 10.0, 14.0, true),
+            window("kill", 20.0, 22.0, false),
+        ];
+        let v = [
+            ("mutex", at(2.0)),
+            ("write_after_lock_lost", at(4.5)), // just after the pause: still the pause's
+            ("mutex", at(12.0)),
+            ("mutex", at(7.0)),  // no fault
+            ("mutex", at(21.0)), // inside a window that was not applied: no fault
+        ];
+        let outside = attribute(&mut ws, &v);
+        assert_eq!(ws[0].violations.get("mutex"), Some(&1));
+        assert_eq!(ws[0].violations.get("write_after_lock_lost"), Some(&1));
+        assert_eq!(ws[1].violations.get("mutex"), Some(&1));
+        assert!(ws[2].violations.is_empty());
+        assert_eq!(outside.get("mutex"), Some(&2));
+    }
+}
