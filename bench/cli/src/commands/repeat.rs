@@ -1,7 +1,7 @@
 //! `lockbench run --repeat N`: runs a backend N times in a row so `lockbench compare` has N
 //! samples to test for significance. Repetition 1 is the run the result describes in full
 //! (history, histograms, report); repetitions 2..N run with seed + k - 1 into
-//! `repeats/<k>/` inside the run directory (each with its own history and `results.json`),
+//! `repeats/<backend>-<k>/` inside the run directory (each with its own history and `results.json`),
 //! and every repetition's key figures land in the result's `repetitions` array.
 
 use crate::progress::Progress;
@@ -43,7 +43,12 @@ pub async fn more<F, Fut>(
         let dir = match RunDir::create(
             run_dir.path(),
             &s.name,
-            Some(&run_dir.path().join("repeats").join(k.to_string())),
+            Some(
+                &run_dir
+                    .path()
+                    .join("repeats")
+                    .join(format!("{}-{k}", first.backend)),
+            ),
         ) {
             Ok(d) => d,
             Err(e) => {
