@@ -11,7 +11,7 @@
 //!   server (`compose/toxiproxy.json`), so link faults are toxics on one proxy, while servers
 //!   talk to each other directly and server faults are Docker verbs on fixed container names
 //!   (`lockbench-<server>`).
-//! - **Faults are data first.** [`plan`] turns a [`Fault`] into [`Action`]s (a `docker`
+//! - **Faults are data first.** [`plan`] turns a [`Fault`](lockbench_core::Fault) into [`Action`]s (a `docker`
 //!   command line or a Toxiproxy REST call) without side effects, and is unit-tested as
 //!   command lines: CI has no Docker engine. [`ComposeNemesis`] executes a plan and reports
 //!   it like every nemesis: a fault it cannot express here (leader targets, partition shapes
