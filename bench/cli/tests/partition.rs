@@ -17,7 +17,7 @@ use std::time::Duration;
 const SCENARIO: &str = r#"
 name = "client-partition"
 seed = 1
-backends = ["redis-setnx"]
+backends = ["etcd-lease"]      # not Redis: other tests compare Redis's global command counts
 duration = "8s"
 warmup = "0s"
 recovery = "6s"
@@ -31,8 +31,8 @@ think = "5ms"
 processes = "workers"          # client1 (slot 0) and client2 (slot 1), each on its own host
 acquire_timeout = "1s"
 
-[redis]
-ttl = "1s"
+[etcd]
+lease_ttl = "2s"
 
 [[faults]]
 fault = "partition"
