@@ -1,9 +1,13 @@
 //! Mutual exclusion: did two clients ever believe they held the same key at once?
 //!
-//! A client believes it holds a key from its acquire's `ok` until it invokes release. A grant
-//! that arrives while another client still believes it holds the key is a violation; the
-//! overlap lasts until the first of the two lets go. Only definite grants count: an
-//! indeterminate (`info`) acquire cannot prove a violation.
+//! A client believes it holds a key from its acquire's `ok` until it invokes release. Whenever
+//! two or more different clients believe it at once, mutual exclusion is broken. The checker
+//! reports *episodes*: an episode starts with a grant made while another client still holds
+//! the key, and lasts while any holder from before it remains. One paused holder whose lease
+//! expired while a dozen others took turns is one episode, not a dozen; the number of grants
+//! made into someone else's hold is reported beside it, and `overlap_ms` is the time the key
+//! actually had more than one believed holder. Only definite grants count: an indeterminate (`info`) acquire
+//! cannot prove a violation.
 
 use lockbench_core::{ClientId, History, KeyId, Nanos, OpF, OpType};
 use serde::Serialize;
@@ -12,56 +16,85 @@ use std::collections::HashMap;
 /// What the mutual-exclusion checker found.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct MutexReport {
-    /// Grants made while another client still held the key.
+    /// Overlap episodes: stretches of time during which a key had two or more believed holders.
     pub violations: u64,
-    /// Total time two holders overlapped, summed over pairs, in milliseconds.
+    /// Grants made while another client still believed it held the key.
+    pub overlapping_grants: u64,
+    /// Total time keys spent with more than one believed holder, in milliseconds.
     pub overlap_ms: f64,
-    /// The longest single overlap, in milliseconds.
+    /// The longest single episode, in milliseconds.
     pub max_overlap_ms: f64,
     /// Releases that found the lock already gone (expired or taken over while held).
     pub locks_lost: u64,
-    /// When each violation happened (the offending grant), for attributing it to a fault
-    /// window; not serialized.
+    /// When each episode started, for attributing it to a fault window; not serialized.
     #[serde(skip)]
     pub times: Vec<Nanos>,
 }
 
+/// Per-key sweep state.
+#[derive(Default)]
+struct KeyState {
+    /// Current believed holders and when each was granted.
+    holders: Vec<(ClientId, Nanos)>,
+    /// Start of the open episode, if any.
+    episode_since: Option<Nanos>,
+    /// Start of the current stretch with more than one distinct holder.
+    multi_since: Option<Nanos>,
+}
+
+impl KeyState {
+    fn distinct_holders(&self) -> usize {
+        let mut seen: Vec<ClientId> = Vec::with_capacity(self.holders.len());
+        for (c, _) in &self.holders {
+            if !seen.contains(c) {
+                seen.push(*c);
+            }
+        }
+        seen.len()
+    }
+
+    /// An episode lasts while a holder from before it (the stale one) is still there: it ends
+    /// when nobody holds the key, or the one holder left was granted during the episode.
+    fn episode_over(&self, since: Nanos) -> bool {
+        match self.distinct_holders() {
+            0 => true,
+            1 => self.holders.iter().all(|(_, granted)| *granted >= since),
+            _ => false,
+        }
+    }
+}
+
 /// Checks every key of `history`.
 pub fn check(history: &History) -> MutexReport {
-    let mut holders: HashMap<KeyId, Vec<(ClientId, Nanos)>> = HashMap::new();
-    // Open overlaps: (key, a, b, since).
-    let mut open: Vec<(KeyId, ClientId, ClientId, Nanos)> = Vec::new();
+    let mut keys: HashMap<KeyId, KeyState> = HashMap::new();
     let mut report = MutexReport::default();
-    let close = |report: &mut MutexReport, since: Nanos, until: Nanos| {
-        let ms = until.saturating_sub(since).as_secs_f64() * 1e3;
-        report.overlap_ms += ms;
-        report.max_overlap_ms = report.max_overlap_ms.max(ms);
-    };
     for op in history.ops() {
         match (op.f, op.ty) {
             (OpF::Acquire, OpType::Ok) => {
-                let hs = holders.entry(op.key).or_default();
-                if hs.iter().any(|(c, _)| *c != op.client) {
-                    report.violations += 1;
-                    report.times.push(op.time);
-                    for (c, _) in hs.iter().filter(|(c, _)| *c != op.client) {
-                        open.push((op.key, *c, op.client, op.time));
+                let k = keys.entry(op.key).or_default();
+                if k.holders.iter().any(|(c, _)| *c != op.client) {
+                    report.overlapping_grants += 1;
+                }
+                k.holders.push((op.client, op.time));
+                if k.distinct_holders() > 1 {
+                    k.multi_since.get_or_insert(op.time);
+                    if k.episode_since.is_none() {
+                        k.episode_since = Some(op.time);
+                        report.violations += 1;
+                        report.times.push(op.time);
                     }
                 }
-                hs.push((op.client, op.time));
             }
             (OpF::Release, OpType::Invoke) => {
-                if let Some(hs) = holders.get_mut(&op.key) {
-                    hs.retain(|(c, _)| *c != op.client);
-                }
-                let mut i = 0;
-                while i < open.len() {
-                    let (k, a, b, since) = open[i];
-                    if k == op.key && (a == op.client || b == op.client) {
-                        close(&mut report, since, op.time);
-                        open.swap_remove(i);
-                    } else {
-                        i += 1;
+                if let Some(k) = keys.get_mut(&op.key) {
+                    k.holders.retain(|(c, _)| *c != op.client);
+                    if k.distinct_holders() <= 1 {
+                        if let Some(since) = k.multi_since.take() {
+                            add_overlap(&mut report, since, op.time);
+                        }
+                    }
+                    if k.episode_since.is_some_and(|since| k.episode_over(since)) {
+                        k.episode_since = None;
                     }
                 }
             }
@@ -74,10 +107,19 @@ pub fn check(history: &History) -> MutexReport {
         }
     }
     let end = history.ops().last().map(|o| o.time).unwrap_or_default();
-    for (_, _, _, since) in open {
-        close(&mut report, since, end);
+    for k in keys.values_mut() {
+        if let Some(since) = k.multi_since.take() {
+            add_overlap(&mut report, since, end);
+        }
     }
     report
+}
+
+/// Adds one stretch of multiple holders to the totals.
+fn add_overlap(report: &mut MutexReport, since: Nanos, until: Nanos) {
+    let ms = until.saturating_sub(since).as_secs_f64() * 1e3;
+    report.overlap_ms += ms;
+    report.max_overlap_ms = report.max_overlap_ms.max(ms);
 }
 
 #[cfg(test)]
@@ -117,6 +159,39 @@ mod tests {
         ]);
         let r = check(&h);
         assert_eq!(r.violations, 1);
+        assert!((r.overlap_ms - 3.0).abs() < 1e-9, "{r:?}");
+    }
+
+    #[test]
+    fn one_stale_holder_overlapping_many_grants_is_one_episode() {
+        let ms = 1_000_000;
+        // Client 0 holds from 0 to 10 ms (paused); clients 1 and 2 take turns meanwhile.
+        let h = History::from_unordered(vec![
+            ok(0, 0),
+            ok(ms, 1),
+            rel(2 * ms, 1),
+            ok(3 * ms, 2),
+            rel(4 * ms, 2),
+            ok(5 * ms, 1),
+            rel(6 * ms, 1),
+            rel(10 * ms, 0),
+        ]);
+        let r = check(&h);
+        assert_eq!(r.violations, 1, "one stale holder is one episode: {r:?}");
+        assert_eq!(r.overlapping_grants, 3);
+        assert!((r.overlap_ms - 3.0).abs() < 1e-9, "{r:?}");
+        // The same without gaps between the others' holds: one long episode.
+        let h = History::from_unordered(vec![
+            ok(0, 0),
+            ok(ms, 1),
+            ok(2 * ms, 2),
+            rel(3 * ms, 1),
+            rel(4 * ms, 2),
+            rel(10 * ms, 0),
+        ]);
+        let r = check(&h);
+        assert_eq!(r.violations, 1, "{r:?}");
+        assert_eq!(r.overlapping_grants, 2);
         assert!((r.overlap_ms - 3.0).abs() < 1e-9, "{r:?}");
     }
 

@@ -140,6 +140,7 @@ pub fn failed_result(backend: &str, workload: &Workload, error: String) -> Backe
         safety: SafetyResult {
             verdict: "unknown".into(),
             mutex_violations: 0,
+            overlapping_grants: 0,
             overlap_ms: 0.0,
             max_overlap_ms: 0.0,
             locks_lost: 0,
@@ -195,6 +196,7 @@ fn safety_result(s: Safety) -> SafetyResult {
     SafetyResult {
         verdict: format!("{:?}", s.verdict).to_lowercase(),
         mutex_violations: m.violations,
+        overlapping_grants: m.overlapping_grants,
         overlap_ms: round3(m.overlap_ms),
         max_overlap_ms: round3(m.max_overlap_ms),
         locks_lost: m.locks_lost,

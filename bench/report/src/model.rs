@@ -123,8 +123,12 @@ pub struct Errors {
 pub struct SafetyResult {
     /// `valid`, `invalid` or `unknown`.
     pub verdict: String,
-    /// Grants made while another client still believed it held the key.
+    /// Overlap episodes: a grant made while another client still believed it held the key,
+    /// lasting while any holder from before it remains (one paused holder = one episode).
     pub mutex_violations: u64,
+    /// Grants made while another client still believed it held the key.
+    #[serde(default)]
+    pub overlapping_grants: u64,
     /// Total overlap of such holds, ms.
     pub overlap_ms: f64,
     /// Longest single overlap, ms.

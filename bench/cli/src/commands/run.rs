@@ -167,7 +167,7 @@ async fn run_scenario(
     for r in &results.results {
         if r.safety.verdict == "invalid" {
             println!(
-                "FINDING: {} broke mutual exclusion: {} overlapping holds ({:.1} ms overlap), {} stale writes accepted, {} rejected, {} writes after the lock was lost ({} accepted)",
+                "FINDING: {} broke mutual exclusion: {} overlap episodes ({:.1} ms with two holders), {} stale writes accepted, {} rejected, {} writes after the lock was lost ({} accepted)",
                 r.backend,
                 r.safety.mutex_violations,
                 r.safety.overlap_ms,
