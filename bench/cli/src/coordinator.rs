@@ -258,6 +258,22 @@ pub async fn execute<B: Backend>(
                     stop,
                 ))
             }
+            // docker-compose.yml's cluster: Docker pause/kill/network disconnect and Toxiproxy.
+            None if env.compose => {
+                let server = lockbench_compose::ComposeNemesis::new(
+                    lockbench_chaos::group_of(kind),
+                    scenario.seed,
+                );
+                let nemesis = Composite { client, server };
+                tokio::spawn(run_schedule(
+                    nemesis,
+                    steps,
+                    clock,
+                    measure_start,
+                    events,
+                    stop,
+                ))
+            }
             // An external cluster: only what needs no access to its machines.
             None => {
                 let server = StandInServerNemesis::new(kind, None, scenario.seed);

@@ -35,6 +35,8 @@ pub struct RunEnv {
     /// The managed cluster's state directory, when the run uses the managed cluster (the
     /// server nemesis acts on it).
     pub managed_state: Option<PathBuf>,
+    /// The run uses docker-compose.yml's cluster: server faults go to Docker and Toxiproxy.
+    pub compose: bool,
     /// The network whose client hosts the workers run in (`netns` topology only).
     network: Option<Network>,
     /// Held for the whole run when it applies faults or starts workers on the managed cluster.
@@ -58,6 +60,7 @@ impl RunEnv {
         RunEnv {
             bind: IpAddr::from([127, 0, 0, 1]),
             managed_state,
+            compose: false,
             network: None,
             _fault_lock: None,
         }

@@ -25,7 +25,9 @@ pub async fn run(args: RunArgs, state_dir: PathBuf) -> anyhow::Result<ExitCode> 
     let env = if managed {
         RunEnv::managed(state_dir, &scenario).await?
     } else {
-        RunEnv::loopback(None)
+        let mut env = RunEnv::loopback(None);
+        env.compose = args.cluster == "compose";
+        env
     };
     let outcome = run_scenario(&args, &scenario, &endpoints, &cluster_label, &env).await;
     env.finish().await;
