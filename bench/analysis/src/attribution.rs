@@ -5,8 +5,9 @@
 //! the lock was lost). It is charged to every *applied* fault window that contains it, the
 //! window extended by [`GRACE`] past its end: the damage of a fault often lands just after it
 //! ends (the Kleppmann holder writes the instant it is resumed; a healed client's delayed
-//! write arrives after the heal). A violation inside two overlapping windows is charged to
-//! both (the history cannot say which fault caused it). One inside no window is charged to
+//! write arrives after the heal). A violation inside windows of two different faults is
+//! charged to both (the history cannot say which fault caused it); among windows of the same
+//! fault it is charged once, to the latest that contains it. One inside no window is charged to
 //! "no fault" (returned separately), which is itself a finding: the recipe failed without help.
 
 use crate::availability::Window;
@@ -44,14 +45,22 @@ pub fn attribute(
     let mut outside = BTreeMap::new();
     for &(kind, t) in violations {
         let t = t.as_duration().as_secs_f64();
-        let mut charged = false;
-        for w in windows.iter_mut().filter(|w| w.applied) {
+        // Per fault, the latest window that contains it: a grace period reaching into the next
+        // window of the same fault (repeated holder pauses) must not count it twice.
+        let mut latest: BTreeMap<&str, usize> = BTreeMap::new();
+        for (i, w) in windows.iter().enumerate().filter(|(_, w)| w.applied) {
             if t >= w.start_s && t <= w.end_s + grace {
-                *w.violations.entry(kind.to_string()).or_insert(0) += 1;
-                charged = true;
+                let slot = latest.entry(w.fault.as_str()).or_insert(i);
+                if windows[*slot].start_s < w.start_s {
+                    *slot = i;
+                }
             }
         }
-        if !charged {
+        let charged: Vec<usize> = latest.into_values().collect();
+        for &i in &charged {
+            *windows[i].violations.entry(kind.to_string()).or_insert(0) += 1;
+        }
+        if charged.is_empty() {
             *outside.entry(kind.to_string()).or_insert(0) += 1;
         }
     }
@@ -81,6 +90,23 @@ mod tests {
 
     fn at(s: f64) -> Nanos {
         Nanos((s * 1e9) as u64)
+    }
+
+    #[test]
+    fn a_violation_in_the_grace_of_one_window_and_the_next_counts_once_per_fault() {
+        let mut ws = vec![
+            window("pause-client", 0.0, 1.0, true),
+            window("pause-client", 2.0, 3.0, true),
+            window("partition", 1.5, 4.0, true),
+        ];
+        let outside = attribute(&mut ws, &[("mutex", Nanos(2_500_000_000))]);
+        assert!(outside.is_empty());
+        assert!(
+            ws[0].violations.is_empty(),
+            "counted in the earlier window too"
+        );
+        assert_eq!(ws[1].violations.get("mutex"), Some(&1));
+        assert_eq!(ws[2].violations.get("mutex"), Some(&1));
     }
 
     #[test]
