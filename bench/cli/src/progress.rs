@@ -1,5 +1,10 @@
 //! The progress bar shown while a backend runs: time through warm-up and measurement, and
 //! acquisitions so far. Reads the client loop's relaxed counters; never touches the hot path.
+//!
+//! It also raises the stall alarm live: when no client (in process or in a worker) has been
+//! granted anything for `stall_alarm`, an `ALARM:` line is printed at once (and again when
+//! progress resumes), even with `--quiet`. The results' `stalls` are computed afterwards from
+//! the history; this line is for the person watching.
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use lockbench_workloads::RunControl;
@@ -13,7 +18,13 @@ pub struct Progress {
 
 impl Progress {
     /// Starts showing progress of `backend` for `total` (warm-up + duration).
-    pub fn start(backend: &str, total: Duration, control: RunControl, quiet: bool) -> Progress {
+    pub fn start(
+        backend: &str,
+        total: Duration,
+        stall_alarm: Duration,
+        control: RunControl,
+        quiet: bool,
+    ) -> Progress {
         let bar = ProgressBar::with_draw_target(
             Some(total.as_millis() as u64),
             if quiet {
@@ -30,10 +41,33 @@ impl Progress {
         bar.set_prefix(backend.to_string());
         let b = bar.clone();
         let started = Instant::now();
+        let name = backend.to_string();
         let task = tokio::spawn(async move {
+            let (mut last, mut last_change, mut alarmed) = (0, Instant::now(), false);
             loop {
+                let now = control.acquisitions();
                 b.set_position(started.elapsed().as_millis() as u64);
-                b.set_message(format!("{} acquisitions", control.acquisitions()));
+                b.set_message(format!("{now} acquisitions"));
+                if now != last {
+                    if alarmed {
+                        let stalled = last_change.elapsed().as_secs_f64();
+                        b.suspend(|| {
+                            eprintln!(
+                                "ALARM cleared: {name} is making progress again after {stalled:.1}s"
+                            );
+                        });
+                    }
+                    (last, last_change, alarmed) = (now, Instant::now(), false);
+                } else if !alarmed && !stall_alarm.is_zero() && last_change.elapsed() >= stall_alarm
+                {
+                    alarmed = true;
+                    b.suspend(|| {
+                        eprintln!(
+                            "ALARM: {name}: no client has been granted a lock for {}s",
+                            stall_alarm.as_secs_f64()
+                        );
+                    });
+                }
                 tokio::time::sleep(Duration::from_millis(200)).await;
             }
         });

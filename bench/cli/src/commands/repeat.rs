@@ -60,7 +60,13 @@ pub async fn more<F, Fut>(
         let control = RunControl::new(s.workload.clients);
         *current.lock().expect("control lock") = Some(control.clone());
         let label = format!("{} #{k}/{n}", first.backend);
-        let progress = Progress::start(&label, s.warmup + s.duration, control.clone(), quiet);
+        let progress = Progress::start(
+            &label,
+            s.warmup + s.duration,
+            s.stall_alarm,
+            control.clone(),
+            quiet,
+        );
         let rep = match run_once(s.clone(), dir.clone(), control).await {
             Ok(r) => {
                 progress.finish(format!(

@@ -109,6 +109,7 @@ async fn run_scenario(
         let progress = Progress::start(
             kind.name(),
             scenario.warmup + scenario.duration + recovery,
+            scenario.stall_alarm,
             control.clone(),
             args.quiet,
         );
