@@ -64,7 +64,7 @@ pub trait Nemesis: Send {
 /// The servers a backend runs on: the group a [`ServerNemesis`] for it acts on.
 pub fn group_of(backend: BackendKind) -> Group {
     match backend {
-        BackendKind::ZkFair | BackendKind::ZkCurator => Group::Zookeeper,
+        BackendKind::ZkFair | BackendKind::ZkCurator | BackendKind::ZkHerd => Group::Zookeeper,
         BackendKind::EtcdLease | BackendKind::EtcdLockapi => Group::Etcd,
         BackendKind::RedisSetnx | BackendKind::RedisBrokenNoNx => Group::Redis,
         BackendKind::Redlock => Group::Redlock,

@@ -1,5 +1,6 @@
-//! ZooKeeper's own request counter: `zk_packets_received` from the `mntr` four-letter word,
-//! summed over the ensemble members.
+//! ZooKeeper's own counters: requests (`zk_packets_received` from the `mntr` four-letter
+//! word), watch notifications sent (the `mntr` watch-trigger summaries) and per-session
+//! packets (`cons`), summed over the ensemble members.
 //!
 //! Every client packet is received by exactly one member (the one its session is connected
 //! to), so the sum over members counts each request once. It also counts what lockbench does
@@ -8,7 +9,8 @@
 //! (naming it) rather than silently under-count; a restarted member's counter starts again
 //! from zero, which a caller comparing two reads across a restart must allow for.
 
-use lockbench_core::ServerCounters;
+use lockbench_core::{ServerCounters, ServerFanout};
+use std::collections::HashMap;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -40,6 +42,96 @@ pub(crate) async fn packets_received(members: &[String]) -> Result<ServerCounter
         source: SOURCE.into(),
         requests,
     })
+}
+
+/// What [`ServerFanout::source`] says for ZooKeeper.
+pub(crate) const FANOUT_SOURCE: &str = "zookeeper mntr zk_sum_node_{created,deleted,changed,children}_watch_count \
+     (watchers triggered, sum over members) and zk_watch_count (gauge)";
+
+/// The `mntr` summaries of watchers triggered per event type: their sums count every watch
+/// notification a member has sent to its clients.
+const WATCH_TRIGGERS: [&str; 4] = [
+    "zk_sum_node_created_watch_count",
+    "zk_sum_node_deleted_watch_count",
+    "zk_sum_node_changed_watch_count",
+    "zk_sum_node_children_watch_count",
+];
+
+/// Reads and sums the watch-trigger summaries and `zk_watch_count` over `members`.
+///
+/// Each member fires the watches of the sessions connected to it, so the sum over members
+/// counts each notification once. Like every server counter it covers the whole ensemble,
+/// including other users of it.
+pub(crate) async fn watch_notifications(members: &[String]) -> Result<ServerFanout, String> {
+    let mut notifications = 0;
+    let mut watches = 0;
+    for member in members {
+        let text = four_letter_word(member, "mntr")
+            .await
+            .map_err(|e| format!("zookeeper mntr on {member}: {e}"))?;
+        let value = |name: &str| {
+            mntr_value(&text, name)
+                .ok_or_else(|| format!("zookeeper mntr on {member}: no {name} in the answer"))
+        };
+        for name in WATCH_TRIGGERS {
+            notifications += value(name)?;
+        }
+        watches += value("zk_watch_count")?;
+    }
+    Ok(ServerFanout {
+        source: FANOUT_SOURCE.into(),
+        notifications,
+        watches,
+    })
+}
+
+/// Packets the ensemble has received from and sent to each session, by session id, from the
+/// `cons` four-letter word of every member. `sent - received` is the number of watch
+/// notifications the session was sent (every request gets exactly one reply), which makes it
+/// a per-session server-side count, unaffected by anyone else using the ensemble.
+pub async fn session_packets(members: &[String]) -> Result<HashMap<i64, SessionPackets>, String> {
+    let mut sessions = HashMap::new();
+    for member in members {
+        let text = four_letter_word(member, "cons")
+            .await
+            .map_err(|e| format!("zookeeper cons on {member}: {e}"))?;
+        for line in text.lines() {
+            if let Some((sid, packets)) = cons_line(line) {
+                sessions.insert(sid, packets);
+            }
+        }
+    }
+    Ok(sessions)
+}
+
+/// One session's packet counts on the member it is connected to (`cons`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SessionPackets {
+    /// Packets received from the session (requests and pings).
+    pub received: u64,
+    /// Packets sent to the session (replies and watch notifications).
+    pub sent: u64,
+    /// Requests of the session the member has not answered yet.
+    pub queued: u64,
+}
+
+/// Parses one `cons` line: ` /10.77.0.1:4711[1](queued=0,recved=5,sent=6,sid=0x100...,...)`.
+fn cons_line(line: &str) -> Option<(i64, SessionPackets)> {
+    let fields = line.split_once('(')?.1.trim_end().trim_end_matches(')');
+    let mut packets = SessionPackets::default();
+    let mut sid = None;
+    for field in fields.split(',') {
+        match field.split_once('=')? {
+            ("queued", v) => packets.queued = v.parse().ok()?,
+            ("recved", v) => packets.received = v.parse().ok()?,
+            ("sent", v) => packets.sent = v.parse().ok()?,
+            ("sid", v) => {
+                sid = Some(u64::from_str_radix(v.trim_start_matches("0x"), 16).ok()? as i64)
+            }
+            _ => {}
+        }
+    }
+    Some((sid?, packets))
 }
 
 /// Sends a four-letter word and returns the whole answer (the server closes the connection
@@ -82,6 +174,26 @@ mod tests {
                 "mntr is not executed because it is not in the whitelist.\n",
                 "zk_packets_received"
             ),
+            None
+        );
+    }
+
+    #[test]
+    fn parses_cons() {
+        let line = " /10.77.0.1:45678[1](queued=0,recved=7,sent=9,sid=0x100004f2a1b0003,lop=GETC,est=1,to=4000,lcxid=0x5,lzxid=0x2,lresp=1,llat=0,minlat=0,avglat=0,maxlat=1)";
+        assert_eq!(
+            cons_line(line),
+            Some((
+                0x100004f2a1b0003,
+                SessionPackets {
+                    received: 7,
+                    sent: 9,
+                    queued: 0
+                }
+            ))
+        );
+        assert_eq!(
+            cons_line(" /10.77.0.1:59482[0](queued=0,recved=1,sent=0)"),
             None
         );
     }

@@ -44,11 +44,12 @@ use crate::connect::{self, Ensemble};
 use crate::counters;
 use crate::errors::{acquire_failed, held_call_failed};
 use crate::paths::{self, KeyTable};
+use crate::tally::Tally;
 use lockbench_core::scenario::ZookeeperKnobs;
 use lockbench_core::traits::BackendError;
 use lockbench_core::{
     Backend, BackendInfo, BackendKind, ClientId, Endpoints, ErrorKind, FencingToken, Grant, KeyId,
-    LockClient, Outcome, ServerCounters,
+    LockClient, Outcome, ServerCounters, ServerFanout, Wakeups,
 };
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -58,7 +59,7 @@ use zookeeper_client as zk;
 /// Connection losses tolerated within one acquire before it reports `info connection-lost`.
 pub const MAX_CONNECTION_LOSSES: u32 = 3;
 
-const EPHEMERAL_SEQUENTIAL: zk::CreateOptions<'static> =
+pub(crate) const EPHEMERAL_SEQUENTIAL: zk::CreateOptions<'static> =
     zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all());
 const PERSISTENT: zk::CreateOptions<'static> =
     zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
@@ -70,6 +71,7 @@ pub struct ZkFair {
     root: String,
     knobs: ZookeeperKnobs,
     keys: u32,
+    tally: Tally,
 }
 
 impl ZkFair {
@@ -92,6 +94,7 @@ impl ZkFair {
             root: root.to_string(),
             knobs: knobs.clone(),
             keys,
+            tally: Tally::default(),
         })
     }
 }
@@ -126,11 +129,22 @@ impl Backend for ZkFair {
             scratch: String::with_capacity(256),
             requests: 0,
             notifications: Notifications::default(),
+            tally: self.tally.clone(),
         })
     }
 
     async fn server_counters(&self) -> Result<ServerCounters, String> {
         counters::packets_received(&self.ensemble.members).await
+    }
+
+    fn wakeups(&self) -> Option<Wakeups> {
+        Some(self.tally.read())
+    }
+
+    async fn server_fanout(&self) -> Result<Option<ServerFanout>, String> {
+        counters::watch_notifications(&self.ensemble.members)
+            .await
+            .map(Some)
     }
 }
 
@@ -147,15 +161,15 @@ pub(crate) fn knobs(knobs: &ZookeeperKnobs) -> Vec<(String, String)> {
 
 /// Paths of one key, built once per client.
 #[derive(Debug)]
-struct FairKey {
+pub(crate) struct FairKey {
     /// `{root}/fair/k{key}`: the directory whose children queue for the lock.
-    parent: String,
+    pub(crate) parent: String,
     /// `{parent}/lock-{guid}-`: what the create appends the sequence to.
-    prefix: String,
+    pub(crate) prefix: String,
 }
 
 impl FairKey {
-    fn new(base: &str, name_prefix: &str, key: u32) -> FairKey {
+    pub(crate) fn new(base: &str, name_prefix: &str, key: u32) -> FairKey {
         let parent = format!("{base}/k{key}");
         let prefix = format!("{parent}/{name_prefix}");
         FairKey { parent, prefix }
@@ -173,7 +187,7 @@ impl Notifications {
         self.0.load(Ordering::Relaxed)
     }
 
-    fn bump(&self) {
+    pub(crate) fn bump(&self) {
         self.0.fetch_add(1, Ordering::Relaxed);
     }
 }
@@ -208,12 +222,18 @@ pub struct ZkFairClient {
     scratch: String,
     requests: u64,
     notifications: Notifications,
+    tally: Tally,
 }
 
 impl ZkFairClient {
     /// Watch notifications this client has received (one per wake-up while queued).
     pub fn notifications(&self) -> u64 {
         self.notifications.get()
+    }
+
+    /// This client's ZooKeeper session id (to find it in the servers' `cons` output).
+    pub fn session_id(&self) -> i64 {
+        self.zk.session_id().0
     }
 
     /// A reader of [`ZkFairClient::notifications`] that stays valid while the client is busy.
@@ -244,6 +264,7 @@ impl ZkFairClient {
             scratch,
             requests,
             notifications,
+            tally,
             ..
         } = self;
         let paths = keys.get(key.0, |k| FairKey::new(base, name_prefix, k));
@@ -290,8 +311,12 @@ impl ZkFairClient {
         };
 
         // 2. Wait until no node with a lower sequence is left.
+        let mut woken = false;
         loop {
             *requests += 1;
+            if woken {
+                tally.request();
+            }
             let children = match zk.list_children(&paths.parent).await {
                 Ok(children) => children,
                 Err(zk::Error::ConnectionLoss) => {
@@ -322,6 +347,11 @@ impl ZkFairClient {
                 }
                 return Outcome::Fail(ErrorKind::SessionExpired);
             }
+            // A wake-up is wasted when its re-check still finds a predecessor.
+            let reacting = std::mem::take(&mut woken);
+            if predecessor.is_some() && reacting {
+                tally.wasted();
+            }
             let Some((_, name)) = predecessor else {
                 return Outcome::Ok(Grant {
                     key,
@@ -343,6 +373,9 @@ impl ZkFairClient {
                 }
             }
             *requests += 1;
+            if reacting {
+                tally.request();
+            }
             match zk.get_and_watch_data(scratch).await {
                 Err(zk::Error::NoNode) => continue,
                 Err(zk::Error::ConnectionLoss) => {
@@ -355,6 +388,8 @@ impl ZkFairClient {
                 Ok((_, _, watcher)) => {
                     let event = watcher.changed().await;
                     notifications.bump();
+                    tally.notification();
+                    woken = true;
                     if event.event_type == zk::EventType::Session {
                         // One-shot watchers see only terminal session states.
                         return Outcome::Fail(ErrorKind::SessionExpired);
@@ -383,7 +418,7 @@ impl ZkFairClient {
 
 /// Appends a sequence number the way ZooKeeper names sequential nodes (10 digits, or 19 past
 /// `i32::MAX`).
-fn write_sequence(out: &mut String, sequence: i64) {
+pub(crate) fn write_sequence(out: &mut String, sequence: i64) {
     if sequence <= i64::from(i32::MAX) {
         let _ = write!(out, "{sequence:010}");
     } else {
@@ -392,7 +427,11 @@ fn write_sequence(out: &mut String, sequence: i64) {
 }
 
 /// Creates the persistent ancestors of `parent`, top down; `NodeExists` is fine.
-async fn make_parents(zk: &zk::Client, parent: &str, requests: &mut u64) -> Result<(), zk::Error> {
+pub(crate) async fn make_parents(
+    zk: &zk::Client,
+    parent: &str,
+    requests: &mut u64,
+) -> Result<(), zk::Error> {
     for (i, _) in parent.match_indices('/').skip(1) {
         *requests += 1;
         create_dir(zk, &parent[..i]).await?;
@@ -410,7 +449,7 @@ async fn create_dir(zk: &zk::Client, path: &str) -> Result<(), zk::Error> {
 
 /// The recovery lookup after a `ConnectionLoss` during the create: this client's node for the
 /// key, found by its guid, with its `czxid`.
-async fn find_own(
+pub(crate) async fn find_own(
     zk: &zk::Client,
     paths: &FairKey,
     name_prefix: &str,

@@ -1,5 +1,5 @@
-//! ZooKeeper lock recipes for lockbench: **zk-fair** ([`ZkFair`]) and **zk-curator**
-//! ([`ZkCurator`]).
+//! ZooKeeper lock recipes for lockbench: **zk-fair** ([`ZkFair`]), **zk-curator**
+//! ([`ZkCurator`]) and the deliberately naive **zk-herd** ([`ZkHerd`]).
 //!
 //! Both are the classic ephemeral-sequential queue from the ZooKeeper recipes page: every
 //! contender creates an `EphemeralSequential` node under the lock's directory, the lowest
@@ -28,6 +28,12 @@
 //!   and results rely on ZooKeeper's `mntr` counters for it. See `curator.rs` for how a release
 //!   is made *complete* before it returns.
 //!
+//! Why a third, naive recipe: [`ZkHerd`] queues the same way but has every waiter watch the
+//! lock directory's children, so one release wakes all N waiters. It is what the recipes page
+//! warns against, kept so the herd workload can *measure* the fan-out (notifications, wasted
+//! wake-ups and requests per release) instead of repeating the claim. zk-fair and zk-herd both
+//! count their wake-ups backend-wide (`tally.rs`, [`lockbench_core::Backend::wakeups`]).
+//!
 //! Sessions (`connect.rs`): each lockbench client is one ZooKeeper session. Sessions are opened
 //! *detached*, so that [`LockClient::abandon`](lockbench_core::LockClient::abandon) can drop the
 //! TCP connection without the `CloseSession` that the crate otherwise sends when the last
@@ -37,7 +43,8 @@
 //! re-attaching to it and closing it, so its nodes vanish at once.
 //!
 //! Request counters for cross-checking (`counters.rs`): ZooKeeper's `mntr` four-letter word,
-//! `zk_packets_received`, summed over the ensemble members.
+//! `zk_packets_received`, summed over the ensemble members; watch notifications sent, from the
+//! `mntr` watch-trigger summaries; per-session packets from `cons` ([`session_packets`]).
 #![deny(missing_docs)]
 
 mod connect;
@@ -45,7 +52,11 @@ mod counters;
 mod curator;
 mod errors;
 mod fair;
+mod herd;
 mod paths;
+mod tally;
 
+pub use counters::{SessionPackets, session_packets};
 pub use curator::{CuratorHandle, ZkCurator, ZkCuratorClient};
 pub use fair::{FairHandle, Notifications, ZkFair, ZkFairClient};
+pub use herd::{HerdHandle, ZkHerd, ZkHerdClient};

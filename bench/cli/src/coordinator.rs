@@ -7,7 +7,9 @@
 //! (`workload.processes = "workers"`, or the fencing workload's holder, slot 0). Every process
 //! connects first; the coordinator then fixes one start time on the run clock so that warm-up
 //! and the measured window are the same everywhere. Faults and holder pauses are recorded as
-//! fault events in the same `history.jsonl` the moment they happen.
+//! fault events in the same `history.jsonl` the moment they happen. The herd workload is the
+//! contention loop with the backend's wake-up and watch-notification counters read around it
+//! (and the servers' watch gauge sampled mid-run), turned into `fanout` per release.
 
 use crate::nemesis::{ClientNemesis, Composite, StandInServerNemesis};
 use crate::placement::{RunEnv, worker_name};
@@ -50,6 +52,13 @@ pub async fn execute<B: Backend>(
     let name = kind.name();
     let backend = Arc::new(backend);
     let before = backend.server_counters().await;
+    let herd = scenario.workload.kind == WorkloadKind::Herd;
+    // The herd workload's fan-out counters, read around the run like the request counters.
+    let wakeups_before = herd.then(|| backend.wakeups()).flatten();
+    let fanout_before = match wakeups_before {
+        Some(_) => backend.server_fanout().await,
+        None => Ok(None),
+    };
     let (history_tx, writer) = run_dir.history_writer(name)?;
     let clock = RunClock::start();
     let w = &scenario.workload;
@@ -197,6 +206,17 @@ pub async fn execute<B: Backend>(
     let measure_start = start.after(scenario.warmup);
     let measure_end = measure_start.after(duration);
 
+    // The herd workload: sample the servers' watch gauge in the middle of the measured window,
+    // when every client is queued or holding.
+    let mid_run = wakeups_before.is_some().then(|| {
+        let backend = backend.clone();
+        let at = clock.instant_at(measure_start.after(duration / 2));
+        tokio::spawn(async move {
+            tokio::time::sleep_until(at.into()).await;
+            backend.server_fanout().await
+        })
+    });
+
     // The end of the run (or Ctrl-C) stops everyone.
     let timer = {
         let stop = control.stop.clone();
@@ -338,6 +358,26 @@ pub async fn execute<B: Backend>(
     let output = merge_outputs(parts, &window);
 
     let after = backend.server_counters().await;
+    let fanout = match wakeups_before {
+        Some(wakeups_before) => {
+            let server_mid_run = match mid_run {
+                Some(task) if task.is_finished() => task.await.ok(),
+                Some(task) => {
+                    task.abort();
+                    None
+                }
+                None => None,
+            };
+            Some(build::FanoutReadings {
+                before: wakeups_before,
+                after: backend.wakeups().unwrap_or(wakeups_before),
+                server_before: fanout_before,
+                server_after: backend.server_fanout().await,
+                server_mid_run,
+            })
+        }
+        None => None,
+    };
     let history = History::with_faults(ops, faults);
     let counters = CounterReadings { before, after };
     let (mut result, handoffs) = build::backend_result(Measured {
@@ -348,6 +388,9 @@ pub async fn execute<B: Backend>(
         counters: &counters,
         stall_alarm: scenario.stall_alarm,
     });
+    if let Some(readings) = &fanout {
+        result.fanout = Some(build::fanout(readings, &history));
+    }
     if fencing {
         result.fencing = Some(FencingRun {
             pause_ms: holder_pause.as_secs_f64() * 1e3,

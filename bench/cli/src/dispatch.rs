@@ -34,6 +34,11 @@ macro_rules! with_backend {
                 )?;
                 $body
             }
+            BackendKind::ZkHerd => {
+                let $b =
+                    lockbench_zookeeper::ZkHerd::new(endpoints, &scenario.zookeeper, keys, seed)?;
+                $body
+            }
             BackendKind::EtcdLease | BackendKind::EtcdLockapi => {
                 let $b =
                     lockbench_etcd::EtcdBackend::new(kind, endpoints, &scenario.etcd, keys, seed)?;

@@ -209,7 +209,9 @@ impl StandInServerNemesis {
             .await
             .map_err(|e| format!("cannot read the managed cluster: {e:#}"))?;
         let wanted = |name: &str| match self.backend {
-            BackendKind::ZkFair | BackendKind::ZkCurator => name.starts_with("zk"),
+            BackendKind::ZkFair | BackendKind::ZkCurator | BackendKind::ZkHerd => {
+                name.starts_with("zk")
+            }
             BackendKind::EtcdLease | BackendKind::EtcdLockapi => name.starts_with("etcd"),
             BackendKind::RedisSetnx | BackendKind::RedisBrokenNoNx => name == "redis",
             BackendKind::Redlock => name.starts_with("redlock"),

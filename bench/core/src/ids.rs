@@ -43,6 +43,10 @@ pub enum BackendKind {
     ZkFair,
     /// ZooKeeper: the `zookeeper-client` crate's Curator-compatible lock recipe.
     ZkCurator,
+    /// ZooKeeper, deliberately naive: every waiter watches the lock directory's children, so
+    /// a release wakes all of them (the herd effect). Exists to measure notification fan-out
+    /// against `zk-fair`.
+    ZkHerd,
     /// etcd: lease + keep-alive, wait for the key with the next lower create revision.
     EtcdLease,
     /// etcd: the server-side v3 Lock API, on the same kind of lease.
@@ -59,9 +63,10 @@ pub enum BackendKind {
 
 impl BackendKind {
     /// Every backend, in the order comparisons print them.
-    pub const ALL: [BackendKind; 7] = [
+    pub const ALL: [BackendKind; 8] = [
         BackendKind::ZkFair,
         BackendKind::ZkCurator,
+        BackendKind::ZkHerd,
         BackendKind::EtcdLease,
         BackendKind::EtcdLockapi,
         BackendKind::RedisSetnx,
@@ -74,6 +79,7 @@ impl BackendKind {
         match self {
             BackendKind::ZkFair => "zk-fair",
             BackendKind::ZkCurator => "zk-curator",
+            BackendKind::ZkHerd => "zk-herd",
             BackendKind::EtcdLease => "etcd-lease",
             BackendKind::EtcdLockapi => "etcd-lockapi",
             BackendKind::RedisSetnx => "redis-setnx",

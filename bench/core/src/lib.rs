@@ -22,6 +22,7 @@
 #![deny(missing_docs)]
 
 pub mod endpoints;
+pub mod fanout;
 pub mod fault;
 pub mod history;
 pub mod ids;
@@ -31,6 +32,7 @@ pub mod time;
 pub mod traits;
 
 pub use endpoints::Endpoints;
+pub use fanout::{ServerFanout, Wakeups};
 pub use fault::{Fault, FaultEvent, FaultPhase, PartitionSpec, Targets};
 pub use history::History;
 pub use ids::{BackendKind, ClientId, FencingToken, KeyId};

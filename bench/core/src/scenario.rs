@@ -136,7 +136,7 @@ fn default_warmup() -> Duration {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Workload {
-    /// Which workload. Only `contention` exists so far.
+    /// Which workload: `contention` (the default), `fencing` or `herd`.
     #[serde(default)]
     pub kind: WorkloadKind,
     /// Number of concurrent clients, each with its own session/lease/connections.
@@ -217,6 +217,11 @@ pub enum WorkloadKind {
     /// right after its grant for longer than its lock lives, while the other clients keep
     /// contending; resumed, it writes with its old token.
     Fencing,
+    /// Notification fan-out: N clients queue on one key behind a holder that holds for
+    /// `hold`, releases and queues again, so every release has the other clients waiting.
+    /// Runs the contention loop (set `keys = 1`, `hold` > 0); results add `fanout`:
+    /// notifications, wasted wake-ups and requests per release.
+    Herd,
 }
 
 impl WorkloadKind {
@@ -225,6 +230,7 @@ impl WorkloadKind {
         match self {
             WorkloadKind::Contention => "contention",
             WorkloadKind::Fencing => "fencing",
+            WorkloadKind::Herd => "herd",
         }
     }
 }
@@ -234,7 +240,9 @@ impl Scenario {
     /// etcd lease TTL, the Redis / Redlock key TTL.
     pub fn expiry(&self, backend: BackendKind) -> Duration {
         match backend {
-            BackendKind::ZkFair | BackendKind::ZkCurator => self.zookeeper.session_timeout,
+            BackendKind::ZkFair | BackendKind::ZkCurator | BackendKind::ZkHerd => {
+                self.zookeeper.session_timeout
+            }
             BackendKind::EtcdLease | BackendKind::EtcdLockapi => self.etcd.lease_ttl,
             BackendKind::RedisSetnx | BackendKind::RedisBrokenNoNx => self.redis.ttl,
             BackendKind::Redlock => self.redlock.ttl,
@@ -544,6 +552,12 @@ impl Scenario {
                 "the fencing workload needs at least 2 clients (a holder and a contender)",
             ));
         }
+        if w.kind == WorkloadKind::Herd && (w.clients < 2 || w.keys != 1) {
+            return Err(bad(
+                "workload",
+                "the herd workload needs at least 2 clients and exactly 1 key (everyone queues on it)",
+            ));
+        }
         if self.stall_alarm.is_zero() {
             return Err(bad("stall_alarm", "must be above zero"));
         }
@@ -706,6 +720,25 @@ keys = 1
         let bad = text.replace("every = \"10s\"", "every = \"1s\"");
         let err = Scenario::load("t", &bad, &[]).unwrap_err();
         assert!(err.contains("faults[1]"), "{err}");
+    }
+
+    #[test]
+    fn the_herd_workload_needs_one_key_and_company() {
+        let herd = |sets: &[&str]| {
+            let mut all = vec!["workload.kind=herd".to_string(), "backends=zk-herd".into()];
+            all.extend(sets.iter().map(|s| s.to_string()));
+            Scenario::load("t", MINIMAL, &all)
+        };
+        let s = herd(&[]).unwrap();
+        assert_eq!(s.workload.kind, WorkloadKind::Herd);
+        assert_eq!(s.backends, vec![BackendKind::ZkHerd]);
+        assert_eq!(s.expiry(BackendKind::ZkHerd), s.zookeeper.session_timeout);
+        assert!(herd(&["workload.keys=2"]).unwrap_err().contains("1 key"));
+        assert!(
+            herd(&["workload.clients=1"])
+                .unwrap_err()
+                .contains("2 clients")
+        );
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! the top (`match kind { ZkFair => run::<ZkFair>(..), .. }`) and everything below is generic,
 //! so the client loop makes no virtual calls and no allocation per op.
 
+use crate::fanout::{ServerFanout, Wakeups};
 use crate::ids::{BackendKind, ClientId, FencingToken, KeyId};
 use crate::op::Outcome;
 use serde::{Deserialize, Serialize};
@@ -117,4 +118,17 @@ pub trait Backend: Send + Sync + 'static {
     /// etcd `/metrics`). Called before and after a run; the difference is compared with the
     /// sum of [`LockClient::requests_sent`].
     fn server_counters(&self) -> impl Future<Output = Result<ServerCounters, String>> + Send;
+
+    /// Wake-ups counted by every client this backend has made, or `None` when the recipe does
+    /// not wait on notifications it can count (polling recipes, library-internal waits). Read
+    /// before and after a run for the herd workload's `fanout` figures.
+    fn wakeups(&self) -> Option<Wakeups> {
+        None
+    }
+
+    /// The servers' own count of watch notifications sent, for cross-checking
+    /// [`Backend::wakeups`]; `Ok(None)` when the servers cannot count them.
+    fn server_fanout(&self) -> impl Future<Output = Result<Option<ServerFanout>, String>> + Send {
+        async { Ok(None) }
+    }
 }

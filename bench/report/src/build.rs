@@ -1,10 +1,10 @@
 //! Assembles a [`BackendResult`] from what was measured and what the checkers found.
 
-use crate::model::{BackendResult, Errors, Percentiles, Requests, SafetyResult};
+use crate::model::{BackendResult, Errors, Fanout, Percentiles, Requests, SafetyResult};
 use hdrhistogram::Histogram;
 use lockbench_analysis::{Safety, attribution, availability, fairness, handoff, safety};
 use lockbench_core::scenario::Workload;
-use lockbench_core::{BackendInfo, History, OpType, ServerCounters};
+use lockbench_core::{BackendInfo, History, OpF, OpType, ServerCounters, ServerFanout, Wakeups};
 use lockbench_workloads::RunOutput;
 
 /// Percentiles of a histogram, or `None` when it is empty.
@@ -111,8 +111,60 @@ pub fn backend_result(m: Measured<'_>) -> (BackendResult, Histogram<u64>) {
         repetitions: Vec::new(),
         stalls: availability::stalls(m.history, out.measure_start, out.measure_end, m.stall_alarm),
         fencing: None,
+        fanout: None,
     };
     (result, handoffs)
+}
+
+/// The servers' fan-out counters read around a run, and the watch gauge sampled mid-run.
+#[derive(Debug, Clone)]
+pub struct FanoutReadings {
+    /// Client-counted wake-ups before the first client connected.
+    pub before: Wakeups,
+    /// Client-counted wake-ups after the last client closed.
+    pub after: Wakeups,
+    /// The servers' notification counters before.
+    pub server_before: Result<Option<ServerFanout>, String>,
+    /// The servers' notification counters after.
+    pub server_after: Result<Option<ServerFanout>, String>,
+    /// The servers' counters sampled in the middle of the measured window (for the watch
+    /// gauge), if a sample was taken.
+    pub server_mid_run: Option<Result<Option<ServerFanout>, String>>,
+}
+
+/// The `fanout` figures: counter deltas over the run divided by the successful releases in
+/// the whole history (the span the counters cover).
+pub fn fanout(readings: &FanoutReadings, history: &History) -> Fanout {
+    let releases = history
+        .ops()
+        .iter()
+        .filter(|op| op.f == OpF::Release && op.ty == OpType::Ok)
+        .count() as u64;
+    let per = |n: u64| (releases > 0).then(|| round3(n as f64 / releases as f64));
+    let d = readings.after.since(readings.before);
+    let (server, source, error) = match (&readings.server_before, &readings.server_after) {
+        (Ok(Some(b)), Ok(Some(a))) => (
+            Some(a.notifications.saturating_sub(b.notifications)),
+            a.source.clone(),
+            None,
+        ),
+        (Ok(_), Ok(_)) => (None, String::new(), None),
+        (Err(e), _) | (_, Err(e)) => (None, String::new(), Some(e.clone())),
+    };
+    let watches = match &readings.server_mid_run {
+        Some(Ok(Some(s))) => Some(s.watches),
+        _ => None,
+    };
+    Fanout {
+        releases,
+        notifications_per_release: per(d.notifications),
+        wasted_wakeups_per_release: per(d.wasted),
+        server_requests_per_release: per(d.requests),
+        server_notifications_per_release: server.and_then(per),
+        server_watches_mid_run: watches,
+        server_source: source,
+        server_error: error,
+    }
 }
 
 /// A result for a backend that could not run at all.
@@ -166,6 +218,7 @@ pub fn failed_result(backend: &str, workload: &Workload, error: String) -> Backe
         repetitions: Vec::new(),
         stalls: Vec::new(),
         fencing: None,
+        fanout: None,
     }
 }
 

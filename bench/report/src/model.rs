@@ -237,11 +237,44 @@ pub struct BackendResult {
     /// The fencing workload's pause figures (only for `workload = fencing`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fencing: Option<FencingRun>,
+    /// The herd workload's notification fan-out figures (only for `workload = herd`, on a
+    /// recipe that counts its wake-ups).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fanout: Option<Fanout>,
     /// With `lockbench run --repeat N` (N > 1): the key figures of every repetition, the first
     /// being the one this result's other fields describe. `lockbench compare` tests these
     /// samples for significance; absent for a single run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub repetitions: Vec<Repetition>,
+}
+
+/// Notification fan-out per release (the herd workload). Every figure is a difference of two
+/// cumulative readings taken before the first client connected and after the last one closed,
+/// divided by `releases`: the successful releases in the whole run (warm-up included), the
+/// same span the counters cover. Every field has a default, so a reader also accepts a
+/// `fanout` object written by another version (missing fields read as `0` / `null`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Fanout {
+    /// Successful releases in the whole run.
+    pub releases: u64,
+    /// Watch notifications handed to waiting clients by their library, per release.
+    pub notifications_per_release: Option<f64>,
+    /// Notifications after which the client still was not first in line, per release.
+    pub wasted_wakeups_per_release: Option<f64>,
+    /// Requests clients sent in reaction to a notification (re-checks, new watches), per
+    /// release: the server work a release causes beyond its own delete.
+    pub server_requests_per_release: Option<f64>,
+    /// The servers' own count of watch notifications sent, per release; `null` when the
+    /// servers could not be read (see `server_error`).
+    pub server_notifications_per_release: Option<f64>,
+    /// Watches registered on the servers, sampled mid-run (a gauge; the whole cluster's).
+    pub server_watches_mid_run: Option<u64>,
+    /// Where the server-side figures come from.
+    pub server_source: String,
+    /// Why the server-side figures are missing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_error: Option<String>,
 }
 
 /// One repetition's key figures (see [`BackendResult::repetitions`]).

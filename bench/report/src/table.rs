@@ -95,7 +95,34 @@ pub fn render(results: &RunResults) -> String {
     let mut out = format!(
         "{t}\nlatencies in ms (acquire: from intended start); req/acq: lockbench's count | the servers' own counters\n"
     );
+    out.push_str(&fanout(results));
     out.push_str(&recipes(results));
+    out
+}
+
+/// The herd workload's fan-out per release, one line per recipe that counted it.
+fn fanout(results: &RunResults) -> String {
+    let mut out = String::new();
+    for r in &results.results {
+        let Some(f) = &r.fanout else { continue };
+        if out.is_empty() {
+            out.push_str(
+                "fan-out per release (lockbench's count | the servers' watch notifications):\n",
+            );
+        }
+        out.push_str(&format!(
+            "  {}: notifications {} | {}, wasted wake-ups {}, requests {}, over {} releases{}\n",
+            r.backend,
+            opt(f.notifications_per_release, 2),
+            opt(f.server_notifications_per_release, 2),
+            opt(f.wasted_wakeups_per_release, 2),
+            opt(f.server_requests_per_release, 2),
+            f.releases,
+            f.server_watches_mid_run
+                .map(|w| format!(", {w} watches on the servers mid-run"))
+                .unwrap_or_default(),
+        ));
+    }
     out
 }
 
