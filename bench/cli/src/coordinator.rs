@@ -268,15 +268,14 @@ pub async fn execute<B: Backend>(
                     lockbench_chaos::group_of(kind),
                     rand_chacha::ChaCha8Rng::seed_from_u64(scenario.seed ^ 0x5345_5256),
                 );
-                let nemesis = Composite { client, server };
-                tokio::spawn(run_schedule(
-                    nemesis,
+                spawn_schedule(
+                    Composite { client, server },
                     steps,
                     clock,
                     measure_start,
                     events,
                     stop,
-                ))
+                )
             }
             // docker-compose.yml's cluster: Docker pause/kill/network disconnect and Toxiproxy.
             None if env.compose => {
@@ -284,28 +283,26 @@ pub async fn execute<B: Backend>(
                     lockbench_chaos::group_of(kind),
                     scenario.seed,
                 );
-                let nemesis = Composite { client, server };
-                tokio::spawn(run_schedule(
-                    nemesis,
+                spawn_schedule(
+                    Composite { client, server },
                     steps,
                     clock,
                     measure_start,
                     events,
                     stop,
-                ))
+                )
             }
             // An external cluster: only what needs no access to its machines.
             None => {
                 let server = StandInServerNemesis::new(kind, None, scenario.seed);
-                let nemesis = Composite { client, server };
-                tokio::spawn(run_schedule(
-                    nemesis,
+                spawn_schedule(
+                    Composite { client, server },
                     steps,
                     clock,
                     measure_start,
                     events,
                     stop,
-                ))
+                )
             }
         }
     });
@@ -487,6 +484,25 @@ async fn pause_holder(
 }
 
 /// Applies the schedule's steps at their times, then heals everything.
+/// Runs the fault schedule with `nemesis` in its own task.
+fn spawn_schedule<N: Nemesis + 'static>(
+    nemesis: N,
+    steps: Vec<schedule::Step>,
+    clock: RunClock,
+    measure_start: Nanos,
+    events: mpsc::UnboundedSender<FaultEvent>,
+    stop: watch::Receiver<bool>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(run_schedule(
+        nemesis,
+        steps,
+        clock,
+        measure_start,
+        events,
+        stop,
+    ))
+}
+
 async fn run_schedule<N: Nemesis>(
     mut nemesis: N,
     steps: Vec<schedule::Step>,
