@@ -6,40 +6,19 @@
 //! starts or stops servers other tests use. Short TTLs and session timeouts keep them fast;
 //! every wait polls with a generous upper bound (a loaded 2-core machine is slow, not wrong).
 
+mod common;
+
+use common::{external_cluster, result_of, results, text};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("lockbench-chaos-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn cluster_file(dir: &Path) -> String {
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let endpoints = rt.block_on(lockbench_cluster::for_tests());
-    let file = dir.join("cluster.toml");
-    std::fs::write(&file, endpoints.to_toml()).unwrap();
-    format!("external:{}", file.display())
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
 /// Runs the built-in fencing scenario with `sets`, tagging every process with `tag` (an
 /// environment variable the workers inherit, so the test can find them).
 fn fencing_run(dir: &Path, tag: &str, sets: &[&str]) -> (Output, PathBuf) {
     let out_dir = dir.join("run");
-    let cluster = cluster_file(dir);
+    let cluster = external_cluster(dir);
     let mut args = vec![
         "run",
         "fencing",
@@ -58,19 +37,6 @@ fn fencing_run(dir: &Path, tag: &str, sets: &[&str]) -> (Output, PathBuf) {
         .output()
         .expect("run lockbench");
     (out, out_dir)
-}
-
-fn results(dir: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap()
-}
-
-fn result_of<'a>(r: &'a Value, backend: &str) -> &'a Value {
-    r["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|x| x["backend"] == backend)
-        .unwrap_or_else(|| panic!("no result for {backend}: {r}"))
 }
 
 /// `history.jsonl` lines of `backend`.
@@ -121,7 +87,7 @@ fn wait_until_gone(tag: &str, budget: Duration) -> Vec<u32> {
 /// fenced resource rejects it and the checkers count it.
 #[test]
 fn a_paused_holders_lock_goes_to_another_client_and_its_stale_write_is_rejected() {
-    let dir = scratch("paused");
+    let dir = common::scratch("chaos", "paused");
     let tag = format!("paused-{}", std::process::id());
     let (out, run) = fencing_run(
         &dir,
@@ -202,7 +168,7 @@ fn a_paused_holders_lock_goes_to_another_client_and_its_stale_write_is_rejected(
 /// (the checkers are alive), and the worker processes must be gone after the run.
 #[test]
 fn redis_setnx_unfenced_pause_is_a_counted_violation_and_workers_are_gone_after() {
-    let dir = scratch("unfenced");
+    let dir = common::scratch("chaos", "unfenced");
     let tag = format!("unfenced-{}", std::process::id());
     let (out, run) = fencing_run(
         &dir,
@@ -240,9 +206,9 @@ fn redis_setnx_unfenced_pause_is_a_counted_violation_and_workers_are_gone_after(
 /// even while a worker is stopped by a pause.
 #[test]
 fn workers_die_with_a_killed_coordinator() {
-    let dir = scratch("killed");
+    let dir = common::scratch("chaos", "killed");
     let tag = format!("killed-{}", std::process::id());
-    let cluster = cluster_file(&dir);
+    let cluster = external_cluster(&dir);
     let out_dir = dir.join("run");
     let mut coordinator = Command::new(env!("CARGO_BIN_EXE_lockbench"))
         .args([

@@ -3,25 +3,11 @@
 //! Runs use `--cluster external:FILE` with the managed cluster's endpoints, so a test never
 //! starts or stops servers that other tests are using, and `--out` into a fresh directory.
 
-use serde_json::Value;
-use std::path::{Path, PathBuf};
+mod common;
+
+use common::{external_cluster, result_of, results, text};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("lockbench-cli-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn managed_cluster_file(dir: &Path) -> PathBuf {
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let endpoints = rt.block_on(lockbench_cluster::for_tests());
-    let file = dir.join("cluster.toml");
-    std::fs::write(&file, endpoints.to_toml()).unwrap();
-    file
-}
 
 fn lockbench(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_lockbench"))
@@ -30,40 +16,17 @@ fn lockbench(args: &[&str]) -> Output {
         .expect("run lockbench")
 }
 
-fn text(out: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-fn results(dir: &Path) -> Value {
-    let raw = std::fs::read_to_string(dir.join("results.json")).expect("results.json");
-    serde_json::from_str(&raw).unwrap()
-}
-
-fn result_of<'a>(results: &'a Value, backend: &str) -> &'a Value {
-    results["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["backend"] == backend)
-        .unwrap_or_else(|| panic!("no result for {backend}"))
-}
-
 #[test]
 fn every_backend_excludes_with_8_clients_on_one_key_and_the_results_are_complete() {
-    let dir = scratch("all");
-    let cluster = managed_cluster_file(&dir);
+    let dir = common::scratch("cli", "all");
+    let cluster = external_cluster(&dir);
     let out_dir = dir.join("run");
     let out = lockbench(&[
         "run",
         "quick",
         "--quiet",
         "--cluster",
-        &format!("external:{}", cluster.display()),
+        &cluster,
         "--out",
         out_dir.to_str().unwrap(),
         "--set",
@@ -178,15 +141,15 @@ fn every_backend_excludes_with_8_clients_on_one_key_and_the_results_are_complete
 
 #[test]
 fn a_broken_recipe_is_caught_by_the_checkers() {
-    let dir = scratch("broken");
-    let cluster = managed_cluster_file(&dir);
+    let dir = common::scratch("cli", "broken");
+    let cluster = external_cluster(&dir);
     let out_dir = dir.join("run");
     let out = lockbench(&[
         "run",
         "broken-recipe",
         "--quiet",
         "--cluster",
-        &format!("external:{}", cluster.display()),
+        &cluster,
         "--out",
         out_dir.to_str().unwrap(),
         "--set",
@@ -205,7 +168,7 @@ fn a_broken_recipe_is_caught_by_the_checkers() {
 
 #[test]
 fn a_bad_scenario_field_is_named_before_anything_runs() {
-    let dir = scratch("bad");
+    let dir = common::scratch("cli", "bad");
     let file = dir.join("bad.toml");
     std::fs::write(
         &file,
@@ -245,7 +208,7 @@ fn a_bad_scenario_field_is_named_before_anything_runs() {
 
 #[test]
 fn an_unreachable_server_fails_fast_naming_its_address() {
-    let dir = scratch("unreachable");
+    let dir = common::scratch("cli", "unreachable");
     let file = dir.join("cluster.toml");
     std::fs::write(
         &file,

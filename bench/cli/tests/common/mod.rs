@@ -1,0 +1,52 @@
+//! Helpers shared by the `lockbench` binary's end-to-end tests.
+
+#![allow(dead_code)] // each test binary uses its own subset
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+/// A fresh scratch directory for test `name` of `suite`.
+pub fn scratch(suite: &str, name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("lockbench-{suite}-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Writes the managed cluster's endpoints (starting it if needed) to a cluster file in `dir`
+/// and returns the `--cluster` value that uses it, so a test never starts or stops servers
+/// other tests use.
+pub fn external_cluster(dir: &Path) -> String {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let endpoints = rt.block_on(lockbench_cluster::for_tests());
+    let file = dir.join("cluster.toml");
+    std::fs::write(&file, endpoints.to_toml()).unwrap();
+    format!("external:{}", file.display())
+}
+
+/// Exit status, stdout and stderr, for assertion messages.
+pub fn text(out: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// A run directory's `results.json`.
+pub fn results(dir: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).expect("results.json"))
+        .unwrap()
+}
+
+/// The result of `backend` in a `results.json`.
+pub fn result_of<'a>(r: &'a Value, backend: &str) -> &'a Value {
+    r["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["backend"] == backend)
+        .unwrap_or_else(|| panic!("no result for {backend}: {r}"))
+}
