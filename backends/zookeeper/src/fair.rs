@@ -268,46 +268,16 @@ impl ZkFairClient {
             ..
         } = self;
         let paths = keys.get(key.0, |k| FairKey::new(base, name_prefix, k));
+        // 1. Create the lock node (or find it again after a connection loss).
         let mut losses = 0u32;
+        let (czxid, sequence) =
+            match create_or_find(zk, paths, name_prefix, scratch, requests, &mut losses).await {
+                Ok(found) => found,
+                Err(e) => return acquire_failed(&e),
+            };
         let mut lost_connection = || {
             losses += 1;
             losses > MAX_CONNECTION_LOSSES
-        };
-
-        // 1. Create the lock node (or find it again after a connection loss).
-        let mut made_parents = false;
-        let mut look_for_own = false;
-        let (czxid, sequence) = loop {
-            if look_for_own {
-                match find_own(zk, paths, name_prefix, scratch, requests).await {
-                    Ok(Some(found)) => break found,
-                    Ok(None) => look_for_own = false,
-                    Err(zk::Error::ConnectionLoss) => {
-                        if lost_connection() {
-                            return Outcome::Info(ErrorKind::ConnectionLost);
-                        }
-                    }
-                    Err(e) => return acquire_failed(&e),
-                }
-                continue;
-            }
-            *requests += 1;
-            match zk.create(&paths.prefix, b"", &EPHEMERAL_SEQUENTIAL).await {
-                Ok((stat, sequence)) => break (stat.czxid, sequence.into_i64()),
-                Err(zk::Error::NoNode) if !made_parents => {
-                    made_parents = true;
-                    if let Err(e) = make_parents(zk, &paths.parent, requests).await {
-                        return acquire_failed(&e);
-                    }
-                }
-                Err(zk::Error::ConnectionLoss) => {
-                    if lost_connection() {
-                        return Outcome::Info(ErrorKind::ConnectionLost);
-                    }
-                    look_for_own = true;
-                }
-                Err(e) => return acquire_failed(&e),
-            }
         };
 
         // 2. Wait until no node with a lower sequence is left.
@@ -449,6 +419,54 @@ async fn create_dir(zk: &zk::Client, path: &str) -> Result<(), zk::Error> {
 
 /// The recovery lookup after a `ConnectionLoss` during the create: this client's node for the
 /// key, found by its guid, with its `czxid`.
+/// Step 1 of both ZooKeeper queue recipes (zk-fair, zk-herd): creates this client's
+/// ephemeral-sequential node, making missing parents once, and after a connection loss finds
+/// it again by the GUID in its name instead of creating a second one. Returns its `czxid` and
+/// sequence. Gives up with `ConnectionLoss` after [`MAX_CONNECTION_LOSSES`] losses (counted in
+/// `losses`, which the caller's wait step goes on counting).
+pub(crate) async fn create_or_find(
+    zk: &zk::Client,
+    paths: &FairKey,
+    name_prefix: &str,
+    scratch: &mut String,
+    requests: &mut u64,
+    losses: &mut u32,
+) -> Result<(i64, i64), zk::Error> {
+    let mut made_parents = false;
+    let mut look_for_own = false;
+    loop {
+        let error = if look_for_own {
+            match find_own(zk, paths, name_prefix, scratch, requests).await {
+                Ok(Some(found)) => return Ok(found),
+                Ok(None) => {
+                    look_for_own = false;
+                    continue;
+                }
+                Err(e) => e,
+            }
+        } else {
+            *requests += 1;
+            match zk.create(&paths.prefix, b"", &EPHEMERAL_SEQUENTIAL).await {
+                Ok((stat, sequence)) => return Ok((stat.czxid, sequence.into_i64())),
+                Err(zk::Error::NoNode) if !made_parents => {
+                    made_parents = true;
+                    make_parents(zk, &paths.parent, requests).await?;
+                    continue;
+                }
+                Err(e) => e,
+            }
+        };
+        if error != zk::Error::ConnectionLoss {
+            return Err(error);
+        }
+        *losses += 1;
+        if *losses > MAX_CONNECTION_LOSSES {
+            return Err(error);
+        }
+        look_for_own = true;
+    }
+}
+
 pub(crate) async fn find_own(
     zk: &zk::Client,
     paths: &FairKey,

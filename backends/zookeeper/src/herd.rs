@@ -20,10 +20,7 @@
 use crate::connect::{self, Ensemble};
 use crate::counters;
 use crate::errors::{acquire_failed, held_call_failed};
-use crate::fair::{
-    EPHEMERAL_SEQUENTIAL, FairKey, MAX_CONNECTION_LOSSES, find_own, knobs, make_parents,
-    write_sequence,
-};
+use crate::fair::{FairKey, MAX_CONNECTION_LOSSES, create_or_find, knobs, write_sequence};
 use crate::paths::{self, KeyTable};
 use crate::tally::Tally;
 use lockbench_core::scenario::ZookeeperKnobs;
@@ -155,46 +152,17 @@ impl ZkHerdClient {
             ..
         } = self;
         let paths = keys.get(key.0, |k| FairKey::new(base, name_prefix, k));
+
+        // 1. Create the lock node (or find it again after a connection loss), as zk-fair.
         let mut losses = 0u32;
+        let (czxid, sequence) =
+            match create_or_find(zk, paths, name_prefix, scratch, requests, &mut losses).await {
+                Ok(found) => found,
+                Err(e) => return acquire_failed(&e),
+            };
         let mut lost_connection = || {
             losses += 1;
             losses > MAX_CONNECTION_LOSSES
-        };
-
-        // 1. Create the lock node (or find it again after a connection loss), as zk-fair.
-        let mut made_parents = false;
-        let mut look_for_own = false;
-        let (czxid, sequence) = loop {
-            if look_for_own {
-                match find_own(zk, paths, name_prefix, scratch, requests).await {
-                    Ok(Some(found)) => break found,
-                    Ok(None) => look_for_own = false,
-                    Err(zk::Error::ConnectionLoss) => {
-                        if lost_connection() {
-                            return Outcome::Info(ErrorKind::ConnectionLost);
-                        }
-                    }
-                    Err(e) => return acquire_failed(&e),
-                }
-                continue;
-            }
-            *requests += 1;
-            match zk.create(&paths.prefix, b"", &EPHEMERAL_SEQUENTIAL).await {
-                Ok((stat, sequence)) => break (stat.czxid, sequence.into_i64()),
-                Err(zk::Error::NoNode) if !made_parents => {
-                    made_parents = true;
-                    if let Err(e) = make_parents(zk, &paths.parent, requests).await {
-                        return acquire_failed(&e);
-                    }
-                }
-                Err(zk::Error::ConnectionLoss) => {
-                    if lost_connection() {
-                        return Outcome::Info(ErrorKind::ConnectionLost);
-                    }
-                    look_for_own = true;
-                }
-                Err(e) => return acquire_failed(&e),
-            }
         };
 
         // 2. List the children with a watch until no lower sequence is left; every change in
