@@ -43,17 +43,7 @@ pub(crate) fn apply(
 pub(crate) fn flush_all(net: &Network) -> anyhow::Result<Vec<String>> {
     let mut flushed = Vec::new();
     for h in net.existing_hosts() {
-        let rules = h
-            .command("iptables")
-            .args(["-w", "-S", "INPUT"])
-            .output()
-            .map(|o| {
-                String::from_utf8_lossy(&o.stdout)
-                    .lines()
-                    .any(|l| l.starts_with("-A "))
-            })
-            .unwrap_or(false);
-        if rules {
+        if h.has_firewall_rules(Some("INPUT")) {
             h.iptables(&["-F", "INPUT"])?;
             flushed.push(h.name);
         }

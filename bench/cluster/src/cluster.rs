@@ -546,17 +546,7 @@ fn flush_firewalls(net: &Network, servers: &[&ServerSpec]) -> Vec<String> {
         if !host.exists() {
             continue;
         }
-        let rules = host
-            .command("iptables")
-            .args(["-w", "-S"])
-            .output()
-            .map(|o| {
-                String::from_utf8_lossy(&o.stdout)
-                    .lines()
-                    .any(|l| l.starts_with("-A "))
-            })
-            .unwrap_or(false);
-        if rules {
+        if host.has_firewall_rules(None) {
             let _ = host.iptables(&["-F"]);
             flushed.push(host.name);
         }

@@ -232,6 +232,20 @@ impl Host {
         Ok(())
     }
 
+    /// `true` when this host's firewall has rules appended (in `chain`, or in any chain); an
+    /// `iptables` that cannot run counts as no rules.
+    pub fn has_firewall_rules(&self, chain: Option<&str>) -> bool {
+        let mut cmd = self.command("iptables");
+        cmd.args(["-w", "-S"]).args(chain);
+        cmd.output()
+            .map(|o| {
+                String::from_utf8_lossy(&o.stdout)
+                    .lines()
+                    .any(|l| l.starts_with("-A "))
+            })
+            .unwrap_or(false)
+    }
+
     /// `true` while the namespace exists.
     pub fn exists(&self) -> bool {
         netns_path(&self.netns).exists()
