@@ -32,10 +32,19 @@
 //! as after a crash. `requests_sent` counts unary requests, watch creates and watch cancels;
 //! keep-alive pings are left out. `server_counters` sums `grpc_server_msg_received_total`
 //! over members (module `metrics`).
+//!
+//! # Leader election
+//!
+//! For the failover workload: **`etcd-election`** ([`election`]) is etcd's server-side
+//! election API (campaign / observe / resign); **`etcd-lease-election`** ([`lease_election`])
+//! the hand-made put-if-absent-under-a-lease recipe. Both run on the same per-candidate
+//! session and lease as the locks.
 #![deny(missing_docs)]
 
 mod client;
+pub mod election;
 mod errors;
+pub mod lease_election;
 pub mod lockapi;
 mod metrics;
 pub mod mutex;
@@ -43,6 +52,8 @@ pub mod session;
 pub mod wait;
 
 pub use client::{EtcdClient, EtcdHandle};
+pub use election::EtcdElection;
+pub use lease_election::EtcdLeaseElection;
 pub use wait::WatchStart;
 
 use client::Recipe;

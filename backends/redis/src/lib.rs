@@ -29,10 +29,13 @@
 //!   lock anyway. The workload releases what it holds before closing.
 //! - **The broken recipe is the same code** with a mode flag ([`SetMode::BrokenNoNx`]): only the
 //!   script differs, by the missing `NX`, so what the checkers catch is exactly that.
+//! - **Leader election** (`election`, [`RedisLeaseElection`]) for the failover workload is a
+//!   lease on one key (`SET NX PX`), renewed by the leader and polled by followers.
 #![deny(missing_docs)]
 
 mod commandstats;
 mod connect;
+pub mod election;
 mod errors;
 pub mod redlock;
 mod retry;
@@ -41,6 +44,7 @@ pub mod setnx;
 mod value;
 
 pub use connect::CONNECT_TIMEOUT;
+pub use election::RedisLeaseElection;
 
 pub use redlock::{RedlockBackend, RedlockClient, RedlockHandle};
 pub use setnx::{SetMode, SetNxBackend, SetNxClient, SetNxHandle};

@@ -42,6 +42,9 @@
 //! [`LockClient::close`](lockbench_core::LockClient::close) ends the session gracefully by
 //! re-attaching to it and closing it, so its nodes vanish at once.
 //!
+//! Leader election (`election.rs`, [`ZkElection`]): the recipes page's election, for the
+//! failover workload: the same ephemeral-sequential queue, where the first in line leads.
+//!
 //! Request counters for cross-checking (`counters.rs`): ZooKeeper's `mntr` four-letter word,
 //! `zk_packets_received`, summed over the ensemble members; watch notifications sent, from the
 //! `mntr` watch-trigger summaries; per-session packets from `cons` ([`session_packets`]).
@@ -50,6 +53,7 @@
 mod connect;
 mod counters;
 mod curator;
+mod election;
 mod errors;
 mod fair;
 mod herd;
@@ -58,5 +62,6 @@ mod tally;
 
 pub use counters::{SessionPackets, session_packets};
 pub use curator::{CuratorHandle, ZkCurator, ZkCuratorClient};
+pub use election::{ZkCandidate, ZkElection};
 pub use fair::{FairHandle, Notifications, ZkFair, ZkFairClient};
 pub use herd::{HerdHandle, ZkHerd, ZkHerdClient};

@@ -16,11 +16,14 @@
 //! - [`fault`]: fault verbs on named targets, and the fault events a history records;
 //! - [`traits`]: [`Backend`] (makes clients for one recipe) and [`LockClient`]
 //!   (`acquire` / `release` / `renew`).
+//! - [`election`]: leader election for the `failover` workload: [`ElectionKind`], the
+//!   [`Elector`] / [`Candidate`] roles and the `[failover]` knobs.
 //!
 //! No runtime, no network clients and no rendering live here: those pull in heavy dependencies
 //! and change for their own reasons.
 #![deny(missing_docs)]
 
+pub mod election;
 pub mod endpoints;
 pub mod fanout;
 pub mod fault;
@@ -31,6 +34,7 @@ pub mod scenario;
 pub mod time;
 pub mod traits;
 
+pub use election::{Candidate, ElectionInfo, ElectionKind, Elector, Leader, Removal};
 pub use endpoints::Endpoints;
 pub use fanout::{ServerFanout, Wakeups};
 pub use fault::{Fault, FaultEvent, FaultPhase, PartitionSpec, Targets};

@@ -38,6 +38,15 @@ pub enum OpF {
     /// Write to the protected resource inside the critical section, carrying the grant's
     /// fencing token. `ok` = the resource accepted it, `fail` = it rejected it as stale.
     Write,
+    /// Leader election: campaign until leading (`ok` carries the term's epoch as `token`).
+    Campaign,
+    /// Leader election: give leadership up.
+    Resign,
+    /// Leader election: the candidate saw the leader whose epoch is `token` (none: no leader).
+    Observe,
+    /// Leader election: the leader learned its term (epoch `token`) is over; `error` says why.
+    #[serde(rename = "leader-lost")]
+    LeaderLost,
 }
 
 /// Why a call failed or is indeterminate. A closed set so the client loop records a code, never
@@ -168,6 +177,10 @@ impl OpF {
             OpF::Release => "release",
             OpF::Renew => "renew",
             OpF::Write => "write",
+            OpF::Campaign => "campaign",
+            OpF::Resign => "resign",
+            OpF::Observe => "observe",
+            OpF::LeaderLost => "leader-lost",
         }
     }
 }

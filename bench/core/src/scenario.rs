@@ -7,6 +7,7 @@
 //! Errors name the field: unknown keys are rejected (`deny_unknown_fields`), and
 //! [`Scenario::validate`] reports values that parse but make no sense.
 
+use crate::election::{ElectionKind, FailoverKnobs, Removal};
 use crate::fault::Fault;
 use crate::ids::BackendKind;
 use serde::{Deserialize, Serialize};
@@ -25,7 +26,9 @@ pub struct Scenario {
     /// Seed for every random choice in the run (hold/think times, retry jitter, schedules).
     #[serde(default = "default_seed")]
     pub seed: u64,
-    /// The recipes to run, one after another, on the same workload.
+    /// The recipes to run, one after another, on the same workload. Empty for the `failover`
+    /// workload, which runs `elections` instead.
+    #[serde(default)]
     pub backends: Vec<BackendKind>,
     /// How long each backend is measured, after warm-up.
     #[serde(with = "humantime_serde", default = "default_duration")]
@@ -63,6 +66,12 @@ pub struct Scenario {
     /// The fault schedule (`[[faults]]` tables), applied by the nemesis while the clients run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub faults: Vec<FaultSpec>,
+    /// The leader-election recipes the `failover` workload runs, one after another.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub elections: Vec<ElectionKind>,
+    /// The `failover` workload's knobs (how the leader is removed, how often).
+    #[serde(default)]
+    pub failover: FailoverKnobs,
 }
 
 fn default_recovery() -> Duration {
@@ -222,6 +231,11 @@ pub enum WorkloadKind {
     /// Runs the contention loop (set `keys = 1`, `hold` > 0); results add `fanout`:
     /// notifications, wasted wake-ups and requests per release.
     Herd,
+    /// Leader election: `workload.clients` candidates (each its own worker process) elect a
+    /// leader among them, per recipe in `elections`; the leader is removed as `[failover]`
+    /// says, round after round; results add `failover`: time to a new leader, time until
+    /// every candidate observed it, split-brain overlap.
+    Failover,
 }
 
 impl WorkloadKind {
@@ -231,6 +245,7 @@ impl WorkloadKind {
             WorkloadKind::Contention => "contention",
             WorkloadKind::Fencing => "fencing",
             WorkloadKind::Herd => "herd",
+            WorkloadKind::Failover => "failover",
         }
     }
 }
@@ -485,7 +500,9 @@ impl Scenario {
         if self.name.trim().is_empty() {
             return Err(bad("name", "must not be empty"));
         }
-        if self.backends.is_empty() {
+        if w.kind == WorkloadKind::Failover {
+            self.validate_failover()?;
+        } else if self.backends.is_empty() {
             return Err(bad(
                 "backends",
                 "list at least one backend, e.g. [\"zk-fair\"]",
@@ -583,6 +600,61 @@ impl Scenario {
             return Err(bad(
                 "redlock.node_timeout",
                 "must be above zero and well below redlock.ttl",
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl Scenario {
+    fn validate_failover(&self) -> Result<(), ScenarioError> {
+        let f = &self.failover;
+        if self.elections.is_empty() {
+            return Err(bad(
+                "elections",
+                "the failover workload needs at least one election recipe, e.g. [\"zk-election\"]",
+            ));
+        }
+        if !self.backends.is_empty() {
+            return Err(bad(
+                "backends",
+                "the failover workload runs `elections`, not lock backends; leave `backends` out",
+            ));
+        }
+        if !self.faults.is_empty() {
+            return Err(bad(
+                "faults",
+                "the failover workload removes leaders itself (`failover.removals`); leave `faults` out",
+            ));
+        }
+        if self.workload.clients < 2 {
+            return Err(bad(
+                "workload.clients",
+                "the failover workload needs at least 2 candidates",
+            ));
+        }
+        if f.removals.is_empty() {
+            return Err(bad(
+                "failover.removals",
+                "list at least one of \"resign\", \"kill\", \"pause\", \"server-kill\"",
+            ));
+        }
+        if f.rounds == 0 {
+            return Err(bad("failover.rounds", "must be at least 1"));
+        }
+        if f.round_timeout.is_zero() {
+            return Err(bad("failover.round_timeout", "must be above zero"));
+        }
+        if f.poll.is_zero() {
+            return Err(bad("failover.poll", "must be above zero"));
+        }
+        if f.pause.is_some_and(|p| p.is_zero()) {
+            return Err(bad("failover.pause", "must be above zero when set"));
+        }
+        if f.removals.contains(&Removal::Pause) && f.pause.is_some_and(|p| p >= f.round_timeout) {
+            return Err(bad(
+                "failover.pause",
+                "must be shorter than failover.round_timeout",
             ));
         }
         Ok(())

@@ -1,0 +1,314 @@
+//! Leader election: the vocabulary of the `failover` workload.
+//!
+//! Every coordination guide says that with ephemeral nodes or leases "a dead leader is replaced
+//! automatically". The failover workload measures how fast, and whether two candidates ever
+//! believe they lead at once. Its unit is a *candidate*: one process with its own session,
+//! lease or connection that [`Candidate::campaign`]s until it leads, holds leadership until it
+//! [`Candidate::resign`]s or learns it lost it ([`Candidate::hold`] returns), and meanwhile
+//! [`Candidate::observe`]s who the service says the leader is.
+//!
+//! Why a separate trait and id ([`ElectionKind`]) rather than more [`BackendKind`]s: an
+//! election is not a lock workload. Its followers need the *identity* of the current leader
+//! (not just "the lock is free"), its leader needs to learn loss asynchronously, and none of
+//! the lock figures (acquisitions/s, hand-off, fairness) apply. Keeping the recipes out of
+//! [`BackendKind`] keeps every lock `match` (and the lock backends) untouched.
+//!
+//! In the history an election is four op kinds on key 0, each carrying the leadership's
+//! *epoch* (a number the service hands out that only grows, usable as a fencing token) in the
+//! op's `token`: `campaign` (`invoke` when the candidate starts, `ok` when it leads),
+//! `observe` (`ok`: the candidate saw the leader with that epoch; no token = no leader),
+//! `leader-lost` (`ok`: the leader learned its leadership is gone, with why in `error`), and
+//! `resign` (`invoke` / `ok` / `fail`). A leader is identified by its epoch: the candidate
+//! whose `campaign ok` carried it.
+//!
+//! [`BackendKind`]: crate::BackendKind
+
+use crate::ids::{ClientId, FencingToken};
+use crate::op::{ErrorKind, Outcome};
+use crate::scenario::Scenario;
+use crate::traits::BackendError;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::future::Future;
+use std::time::Duration;
+
+/// Every leader-election recipe lockbench can run. The serialized names are the ones users
+/// type (`elections = ["zk-election"]`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ElectionKind {
+    /// ZooKeeper recipe: ephemeral-sequential node, the lowest leads, each candidate watches
+    /// its predecessor; epoch = the node's sequence number.
+    ZkElection,
+    /// etcd's server-side election API (`Campaign` / `Observe` / `Resign`) on a lease;
+    /// epoch = the leader key's create revision.
+    EtcdElection,
+    /// etcd, by hand: put-if-absent of one key under a lease (a txn on `create_revision == 0`),
+    /// followers watch the key; epoch = its create revision.
+    EtcdLeaseElection,
+    /// Redis: `SET NX PX` of one key with an `INCR`ed epoch in the value, renewed by the
+    /// leader, polled by followers.
+    RedisLeaseElection,
+}
+
+impl ElectionKind {
+    /// Every recipe, in the order results print them.
+    pub const ALL: [ElectionKind; 4] = [
+        ElectionKind::ZkElection,
+        ElectionKind::EtcdElection,
+        ElectionKind::EtcdLeaseElection,
+        ElectionKind::RedisLeaseElection,
+    ];
+
+    /// The name users type and results print.
+    pub fn name(self) -> &'static str {
+        match self {
+            ElectionKind::ZkElection => "zk-election",
+            ElectionKind::EtcdElection => "etcd-election",
+            ElectionKind::EtcdLeaseElection => "etcd-lease-election",
+            ElectionKind::RedisLeaseElection => "redis-lease-election",
+        }
+    }
+
+    /// Parses a user-typed name; the error lists the valid names.
+    pub fn parse(name: &str) -> Result<ElectionKind, String> {
+        ElectionKind::ALL
+            .into_iter()
+            .find(|e| e.name() == name)
+            .ok_or_else(|| {
+                let valid: Vec<&str> = ElectionKind::ALL.iter().map(|e| e.name()).collect();
+                format!(
+                    "unknown election recipe `{name}`; expected one of: {}",
+                    valid.join(", ")
+                )
+            })
+    }
+}
+
+impl fmt::Display for ElectionKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A leadership: who leads, and the epoch the service gave this term.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Leader {
+    /// The candidate that leads.
+    pub candidate: ClientId,
+    /// The term's epoch: grows with every election (a fencing token).
+    pub epoch: FencingToken,
+}
+
+/// One candidate with its own session, lease or connection.
+///
+/// Methods take `&self` so that a candidate can observe while it campaigns or leads (the
+/// driver runs [`Candidate::observe`] beside the other calls); implementations keep cheap
+/// cloneable client handles inside.
+pub trait Candidate: Send + Sync + 'static {
+    /// Waits until this candidate leads; returns its leadership.
+    fn campaign(&self) -> impl Future<Output = Outcome<Leader>> + Send;
+
+    /// While leading: keeps the leadership alive (renewals) and returns once the candidate
+    /// learns it is gone (session expired, lease gone, renewal refused), with why.
+    fn hold(&self, leadership: &Leader) -> impl Future<Output = ErrorKind> + Send;
+
+    /// Gives leadership up at once, so another candidate can be elected.
+    fn resign(&self, leadership: &Leader) -> impl Future<Output = Outcome<()>> + Send;
+
+    /// Waits until the leader the service reports differs from `known`, and returns it
+    /// (`None`: no leader right now).
+    fn observe(
+        &self,
+        known: Option<Leader>,
+    ) -> impl Future<Output = Outcome<Option<Leader>>> + Send;
+
+    /// Ends the candidate cleanly (closes the session, revokes the lease).
+    fn close(self) -> impl Future<Output = ()> + Send;
+}
+
+/// What results print about an election recipe.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ElectionInfo {
+    /// Which recipe.
+    pub election: ElectionKind,
+    /// How a candidate waits for its turn and how followers learn the leader.
+    pub elects_by: String,
+    /// Where the epoch comes from.
+    pub epoch: String,
+    /// What ends a dead leader's term (session timeout, lease TTL, key TTL).
+    pub expires_by: String,
+}
+
+/// An election recipe bound to a cluster: makes candidates.
+pub trait Elector: Send + Sync + 'static {
+    /// The candidate type.
+    type Candidate: Candidate;
+
+    /// How the recipe works.
+    fn info(&self) -> ElectionInfo;
+
+    /// Opens a new candidate with its own session/lease/connection. An unreachable server
+    /// fails fast with [`BackendError::Unreachable`].
+    fn connect(
+        &self,
+        candidate: ClientId,
+    ) -> impl Future<Output = Result<Self::Candidate, BackendError>> + Send;
+}
+
+/// How the failover workload removes the leader in a round.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Removal {
+    /// The leader resigns gracefully.
+    Resign,
+    /// SIGKILL of the leader's candidate process (a crash): its term ends only by expiry.
+    Kill,
+    /// SIGSTOP of the leader's process for `failover.pause`, then SIGCONT (a GC pause): it
+    /// may still believe it leads when it wakes.
+    Pause,
+    /// SIGKILL of a *server*: the ZooKeeper leader, the etcd leader member, the Redis server;
+    /// restarted once leadership is settled again.
+    ServerKill,
+}
+
+impl Removal {
+    /// The name results print.
+    pub fn name(self) -> &'static str {
+        match self {
+            Removal::Resign => "resign",
+            Removal::Kill => "kill",
+            Removal::Pause => "pause",
+            Removal::ServerKill => "server-kill",
+        }
+    }
+}
+
+/// The `[failover]` table: how leaders are removed, how often.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FailoverKnobs {
+    /// The removals to apply, each `rounds` times, in this order.
+    pub removals: Vec<Removal>,
+    /// Rounds per removal.
+    pub rounds: u32,
+    /// Once a round has settled (a leader every candidate observes), wait this long before
+    /// the next removal.
+    #[serde(with = "humantime_serde")]
+    pub interval: Duration,
+    /// Give up waiting for a round to settle after this long (the round is then reported with
+    /// no new leader).
+    #[serde(with = "humantime_serde")]
+    pub round_timeout: Duration,
+    /// `pause`: how long the leader stays stopped. Absent: twice the recipe's expiry.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "humantime_serde::option"
+    )]
+    pub pause: Option<Duration>,
+    /// `redis-lease-election`: how often followers poll the leader key.
+    #[serde(with = "humantime_serde")]
+    pub poll: Duration,
+}
+
+impl Default for FailoverKnobs {
+    fn default() -> Self {
+        FailoverKnobs {
+            removals: vec![Removal::Resign, Removal::Kill],
+            rounds: 2,
+            interval: Duration::from_millis(500),
+            round_timeout: Duration::from_secs(20),
+            pause: None,
+            poll: Duration::from_millis(20),
+        }
+    }
+}
+
+impl Scenario {
+    /// How long a dead leader's term lives on `election`: the ZooKeeper session timeout, the
+    /// etcd lease TTL, the Redis key TTL.
+    pub fn election_expiry(&self, election: ElectionKind) -> Duration {
+        match election {
+            ElectionKind::ZkElection => self.zookeeper.session_timeout,
+            ElectionKind::EtcdElection | ElectionKind::EtcdLeaseElection => self.etcd.lease_ttl,
+            ElectionKind::RedisLeaseElection => self.redis.ttl,
+        }
+    }
+
+    /// The `pause` removal's length on `election`: `failover.pause`, or twice the expiry.
+    pub fn leader_pause(&self, election: ElectionKind) -> Duration {
+        self.failover
+            .pause
+            .unwrap_or(self.election_expiry(election) * 2)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serialized_names_are_the_names_users_type() {
+        for e in ElectionKind::ALL {
+            let json = serde_json::to_string(&e).unwrap();
+            assert_eq!(json, format!("\"{}\"", e.name()));
+            assert_eq!(ElectionKind::parse(e.name()), Ok(e));
+        }
+        assert!(
+            ElectionKind::parse("zk-fair")
+                .unwrap_err()
+                .contains("zk-election")
+        );
+        for r in [
+            Removal::Resign,
+            Removal::Kill,
+            Removal::Pause,
+            Removal::ServerKill,
+        ] {
+            assert_eq!(
+                serde_json::to_string(&r).unwrap(),
+                format!("\"{}\"", r.name())
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod scenario_tests {
+    use super::*;
+    use crate::scenario::WorkloadKind;
+
+    const FAILOVER: &str = r#"
+name = "f"
+elections = ["zk-election", "redis-lease-election"]
+[workload]
+kind = "failover"
+clients = 3
+keys = 1
+[failover]
+removals = ["kill", "resign"]
+rounds = 1
+"#;
+
+    #[test]
+    fn a_failover_scenario_runs_elections_not_backends() {
+        let s = Scenario::load("f", FAILOVER, &[]).unwrap();
+        assert_eq!(s.workload.kind, WorkloadKind::Failover);
+        assert_eq!(s.elections[1], ElectionKind::RedisLeaseElection);
+        assert_eq!(s.failover.removals, vec![Removal::Kill, Removal::Resign]);
+        assert_eq!(Scenario::load("again", &s.to_toml(), &[]).unwrap(), s);
+        assert_eq!(
+            s.leader_pause(ElectionKind::ZkElection),
+            s.zookeeper.session_timeout * 2
+        );
+        let err = Scenario::load("f", FAILOVER, &["backends=zk-fair".into()]).unwrap_err();
+        assert!(err.contains("`backends`"), "{err}");
+        let err = Scenario::load("f", FAILOVER, &["workload.clients=1".into()]).unwrap_err();
+        assert!(err.contains("workload.clients"), "{err}");
+        let err = Scenario::load("f", &FAILOVER.replace("\"kill\"", "\"nuke\""), &[]).unwrap_err();
+        assert!(err.contains("nuke"), "{err}");
+        let err = Scenario::load("f", FAILOVER, &["elections=zk-fair".into()]).unwrap_err();
+        assert!(err.contains("zk-fair"), "{err}");
+    }
+}
