@@ -14,8 +14,11 @@
 //! worker processes ([`worker`]: separate OS processes, so a fault can pause a real client with
 //! its heartbeats) reach the same resource as a TCP service ([`resource::ResourceService`]).
 //! [`schedule`] turns the scenario's `[[faults]]` into a seeded, reproducible timeline.
+//! [`candidate`] runs one leader-election candidate of the failover workload in a worker
+//! process, on the same machinery.
 #![deny(missing_docs)]
 
+pub mod candidate;
 pub mod driver;
 pub mod pacer;
 pub mod plan;

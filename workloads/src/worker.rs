@@ -372,7 +372,7 @@ pub struct WorkerSinks {
 
 /// Makes a prepared command a worker: piped stdin/stdout, inherited stderr, and
 /// `PR_SET_PDEATHSIG = SIGKILL` so it dies with the coordinator however the coordinator dies.
-fn prepare(mut cmd: std::process::Command) -> tokio::process::Command {
+pub(crate) fn prepare(mut cmd: std::process::Command) -> tokio::process::Command {
     use std::os::unix::process::CommandExt;
     let parent = nix::unistd::getpid();
     cmd.stdin(Stdio::piped())

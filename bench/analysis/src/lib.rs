@@ -14,11 +14,14 @@
 //! - [`availability`]: success rate and latency before/during/after each fault window, time
 //!   to the first acquisition after a fault ends, and stalls (no progress for too long);
 //! - [`safety`]: all safety checkers together, with one verdict;
-//! - [`attribution`]: which fault window each violation happened in (for the scorecard).
+//! - [`attribution`]: which fault window each violation happened in (for the scorecard);
+//! - [`failover`]: leader elections: time to a new leader and until every candidate saw it,
+//!   split-brain overlap with both epochs, elections per removal.
 #![deny(missing_docs)]
 
 pub mod attribution;
 pub mod availability;
+pub mod failover;
 pub mod fairness;
 pub mod fencing;
 pub mod handoff;

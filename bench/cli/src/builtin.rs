@@ -32,6 +32,7 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         "chaos-full",
         include_str!("../../../scenarios/chaos-full.toml"),
     ),
+    ("failover", include_str!("../../../scenarios/failover.toml")),
 ];
 
 /// The TOML of the built-in scenario `name`.

@@ -6,6 +6,7 @@ mod cli;
 mod commands;
 mod coordinator;
 mod dispatch;
+mod failover;
 mod nemesis;
 mod placement;
 mod progress;

@@ -48,10 +48,12 @@ pub fn worker_name(slot: u32) -> String {
     format!("client{}", slot + 1)
 }
 
-/// `true` when the scenario starts worker processes (every client, or the fencing holder).
+/// `true` when the scenario starts worker processes (every client, the fencing holder, or
+/// the failover workload's candidates).
 pub fn uses_workers(scenario: &Scenario) -> bool {
     scenario.workload.processes == Processes::Workers
         || scenario.workload.kind == WorkloadKind::Fencing
+        || scenario.workload.kind == WorkloadKind::Failover
 }
 
 impl RunEnv {

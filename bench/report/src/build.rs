@@ -112,6 +112,7 @@ pub fn backend_result(m: Measured<'_>) -> (BackendResult, Histogram<u64>) {
         stalls: availability::stalls(m.history, out.measure_start, out.measure_end, m.stall_alarm),
         fencing: None,
         fanout: None,
+        failover: None,
     };
     (result, handoffs)
 }
@@ -219,6 +220,7 @@ pub fn failed_result(backend: &str, workload: &Workload, error: String) -> Backe
         stalls: Vec::new(),
         fencing: None,
         fanout: None,
+        failover: None,
     }
 }
 
@@ -264,13 +266,7 @@ fn safety_result(s: Safety) -> SafetyResult {
 }
 
 fn op_name(f: lockbench_core::OpF) -> &'static str {
-    use lockbench_core::OpF::*;
-    match f {
-        Acquire => "acquire",
-        Release => "release",
-        Renew => "renew",
-        Write => "write",
-    }
+    f.name()
 }
 
 fn op_type_name(t: OpType) -> &'static str {

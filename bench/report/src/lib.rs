@@ -9,6 +9,7 @@
 
 pub mod build;
 pub mod environment;
+pub mod failover_table;
 pub mod html;
 pub mod model;
 pub mod run_dir;

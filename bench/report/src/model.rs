@@ -246,6 +246,23 @@ pub struct BackendResult {
     /// samples for significance; absent for a single run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub repetitions: Vec<Repetition>,
+    /// The failover workload's figures (only for `workload = failover`; `backend` then names
+    /// the election recipe).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failover: Option<FailoverResult>,
+}
+
+/// Leader-election figures of one recipe (the failover workload): the checker's figures
+/// (`lockbench_analysis::failover`) plus how the run was set up.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FailoverResult {
+    /// Candidates (each its own process).
+    pub candidates: u32,
+    /// How the recipe elects, where its epoch comes from, what ends a dead leader's term.
+    pub recipe: lockbench_core::ElectionInfo,
+    /// What the checker found.
+    #[serde(flatten)]
+    pub figures: lockbench_analysis::failover::FailoverFigures,
 }
 
 /// Notification fan-out per release (the herd workload). Every figure is a difference of two

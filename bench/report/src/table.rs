@@ -56,6 +56,10 @@ pub fn render(results: &RunResults) -> String {
             "safety",
         ]);
     for r in &results.results {
+        if r.failover.is_some() {
+            // Election recipes have their own table (`failover_table`).
+            continue;
+        }
         if let Some(err) = &r.error {
             // The full message is in results.json and was printed when it happened.
             let short: String = err.chars().take(60).collect();

@@ -161,12 +161,24 @@ async fn run_scenario(
         results.scorecard = build::scorecard(&results.results);
         run_dir.write_results(&results)?;
     }
+    for &election in &scenario.elections {
+        if interrupted.load(Ordering::SeqCst) {
+            break;
+        }
+        let result =
+            crate::failover::run_one(election, scenario, endpoints, &run_dir, env, &current).await;
+        any_error |= result.status == "error";
+        results.results.push(result);
+        run_dir.write_results(&results)?;
+    }
     watcher.abort();
     let was_interrupted = interrupted.load(Ordering::SeqCst);
     results.complete = !was_interrupted;
     run_dir.write_results(&results)?;
 
-    println!("{}", table::render(&results));
+    if results.results.iter().any(|r| r.failover.is_none()) {
+        println!("{}", table::render(&results));
+    }
     for r in &results.results {
         if r.safety.verdict == "invalid" {
             println!(
@@ -183,6 +195,9 @@ async fn run_scenario(
     }
     if let Some(card) = &results.scorecard {
         println!("{}", table::render_scorecard(card));
+    }
+    if let Some(failover) = lockbench_report::failover_table::render(&results) {
+        println!("{failover}");
     }
     println!("results: {}", run_dir.path().join("results.json").display());
     super::report::render(run_dir.path());
