@@ -6,7 +6,11 @@
 //! `conformance::acquire_release_and_tokens_grow(&backend).await`. Keeping the properties here
 //! (rather than copied into each backend crate) means every recipe is held to the same
 //! definition of "works".
+//!
+//! [`election`] does the same for leader-election recipes.
 #![deny(missing_docs)]
+
+pub mod election;
 
 use lockbench_core::{Backend, ClientId, ErrorKind, KeyId, LockClient, Outcome};
 use std::sync::Arc;

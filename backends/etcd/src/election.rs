@@ -7,11 +7,11 @@
 //! leader key's create revision is the term's epoch. `Observe` streams the current leader and
 //! every change; `Resign` deletes the leader key. A dead leader is replaced when its lease
 //! expires (the lease TTL after its last keep-alive). The leader learns it lost leadership
-//! when a keep-alive answer says its lease is gone ([`Session`]): until then it believes it
+//! when a keep-alive answer says its lease is gone (`session.rs`): until then it believes it
 //! leads.
 //!
 //! The shared pieces of both etcd recipes (the lease per candidate, noticing its loss) are
-//! [`EtcdCandidateBase`].
+//! `EtcdCandidateBase`.
 
 use crate::errors::{CallError, classify, timed};
 use crate::session::Session;

@@ -170,3 +170,20 @@ async fn request_counts_are_as_documented_and_servers_see_them() {
         after.requests - before.requests
     );
 }
+
+/// etcd-election (the server's election API) and etcd-lease-election: a resign hands
+/// leadership over well inside the lease TTL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn election_resign_hands_over_quickly() {
+    let endpoints = cluster().await;
+    let ttl = Duration::from_secs(10);
+    let knobs = EtcdKnobs {
+        lease_ttl: ttl,
+        prefix: format!("/lockbench-test/election/{}", std::process::id()),
+    };
+    let api = lockbench_etcd::EtcdElection::new(&endpoints, &knobs, "api").expect("etcd-election");
+    conformance::election::resign_hands_over(&api, ttl).await;
+    let lease = lockbench_etcd::EtcdLeaseElection::new(&endpoints, &knobs, "lease")
+        .expect("etcd-lease-election");
+    conformance::election::resign_hands_over(&lease, ttl).await;
+}

@@ -355,3 +355,23 @@ async fn redlock_server_counter_equals_requests_sent() {
     let b = redlock("redlock-counters", TTL).await;
     counters_match(&b, &e.redlock, 20).await;
 }
+
+/// redis-lease-election: a resign deletes the key, so a polling candidate leads within about
+/// one poll interval, well inside the key's TTL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn election_resign_hands_over_quickly() {
+    let _shared = EXCLUSIVE.read().await;
+    let ttl = Duration::from_secs(10);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let e = lockbench_redis::RedisLeaseElection::new(
+        &endpoints().await,
+        &redis_knobs("election", ttl),
+        Duration::from_millis(20),
+        &format!("resign-{nanos}"),
+    )
+    .expect("redis-lease-election");
+    conformance::election::resign_hands_over(&e, ttl).await;
+}

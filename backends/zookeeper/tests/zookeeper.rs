@@ -354,3 +354,17 @@ async fn curator_close_frees_held_lock_at_once() {
     next.close().await;
     cleanup(&eps, &root).await;
 }
+
+/// zk-election: a resign hands leadership to the next candidate in line at once (a
+/// predecessor watch), well inside the session timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn election_resign_hands_over_quickly() {
+    let timeout = Duration::from_secs(10);
+    let e = lockbench_zookeeper::ZkElection::new(
+        &endpoints().await,
+        &knobs("election", timeout),
+        "resign",
+    )
+    .expect("zk-election");
+    conformance::election::resign_hands_over(&e, timeout).await;
+}

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{external_cluster, result_of, results, text};
+use common::{result_of, results, text};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
@@ -19,23 +19,11 @@ fn lockbench(args: &[&str]) -> Output {
 #[test]
 fn every_backend_excludes_with_8_clients_on_one_key_and_the_results_are_complete() {
     let dir = common::scratch("cli", "all");
-    let cluster = external_cluster(&dir);
-    let out_dir = dir.join("run");
-    let out = lockbench(&[
-        "run",
+    let (out, out_dir) = common::run_scenario(
+        &dir,
         "quick",
-        "--quiet",
-        "--cluster",
-        &cluster,
-        "--out",
-        out_dir.to_str().unwrap(),
-        "--set",
-        "duration=2s",
-        "--set",
-        "warmup=500ms",
-        "--set",
-        "workload.hold=200us",
-    ]);
+        &["duration=2s", "warmup=500ms", "workload.hold=200us"],
+    );
     assert!(out.status.success(), "{}", text(&out));
     let r = results(&out_dir);
     assert_eq!(r["schema_version"], 1);
@@ -142,19 +130,7 @@ fn every_backend_excludes_with_8_clients_on_one_key_and_the_results_are_complete
 #[test]
 fn a_broken_recipe_is_caught_by_the_checkers() {
     let dir = common::scratch("cli", "broken");
-    let cluster = external_cluster(&dir);
-    let out_dir = dir.join("run");
-    let out = lockbench(&[
-        "run",
-        "broken-recipe",
-        "--quiet",
-        "--cluster",
-        &cluster,
-        "--out",
-        out_dir.to_str().unwrap(),
-        "--set",
-        "duration=2s",
-    ]);
+    let (out, out_dir) = common::run_scenario(&dir, "broken-recipe", &["duration=2s"]);
     assert!(out.status.success(), "{}", text(&out));
     let r = results(&out_dir);
     let broken = &result_of(&r, "redis-broken-nonx")["safety"];

@@ -25,6 +25,21 @@ pub fn external_cluster(dir: &Path) -> String {
     format!("external:{}", file.display())
 }
 
+/// Runs `lockbench run SCENARIO --quiet` on the managed cluster's servers (as an external
+/// cluster, see [`external_cluster`]) with `--set` for each of `sets`, writing into
+/// `dir/run`; returns the output and that run directory.
+pub fn run_scenario(dir: &Path, scenario: &str, sets: &[&str]) -> (Output, PathBuf) {
+    let cluster = external_cluster(dir);
+    let out_dir = dir.join("run");
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_lockbench"));
+    cmd.args(["run", scenario, "--quiet", "--cluster", &cluster, "--out"])
+        .arg(&out_dir);
+    for set in sets {
+        cmd.args(["--set", set]);
+    }
+    (cmd.output().expect("run lockbench"), out_dir)
+}
+
 /// Exit status, stdout and stderr, for assertion messages.
 pub fn text(out: &Output) -> String {
     format!(
