@@ -7,15 +7,15 @@
 //!   term stays open until it wakes and learns it is over: that is what a paused leader
 //!   believes, and what a GC-paused server would act on.
 //! - **removals**: the fault events that remove a leader, each at the moment it was applied:
-//!   `resign`, `kill` or `pause` targeting a candidate (`c<N>`), and `kill` of a server
-//!   (`server-kill`). Each removal's window runs until the next removal, or until the
+//!   `resign`, `kill`, `pause` or `partition` targeting a candidate (`c<N>`), and `kill` of a
+//!   server (`server-kill`). Each removal's window runs until the next removal, or until the
 //!   `end` event (the coordinator telling every candidate to stop), or the history's end.
 //! - **observations**: `observe ok` ops, naming the leader's candidate in `key` and its epoch in
 //!   `token`.
 //!
 //! Per removal it computes the time from the removal to the first new term (a leadership
 //! other than the removed one: another epoch); the time until every live candidate (not the
-//! killed or paused one) has observed that new leader; the elections (terms begun) in the
+//! killed, paused or cut-off one) has observed that new leader; the elections (terms begun) in the
 //! window; and the split-brain overlap begun in the window. **Split brain** is any span in which
 //! two candidates' terms are both open, reported with both epochs (fencing tokens). After a
 //! `server-kill` the leader often survives: then `leader_kept` is counted instead of a time.
@@ -57,7 +57,7 @@ pub struct SplitBrain {
 /// One leader removal and what followed it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Failure {
-    /// `resign`, `kill`, `pause` or `server-kill`.
+    /// `resign`, `kill`, `pause`, `partition` or `server-kill`.
     pub removal: String,
     /// When it was applied, seconds on the run clock.
     pub at_s: f64,
@@ -147,7 +147,7 @@ pub struct FailoverFigures {
     /// Over every removal.
     #[serde(flatten)]
     pub overall: Summary,
-    /// Per removal kind (`resign`, `kill`, `pause`, `server-kill`).
+    /// Per removal kind (`resign`, `kill`, `pause`, `partition`, `server-kill`).
     pub by_removal: BTreeMap<String, Summary>,
     /// Every split-brain episode, anywhere in the run.
     pub split_brain: Vec<SplitBrain>,
@@ -201,6 +201,7 @@ fn removals(history: &History) -> Vec<Removal<'_>> {
                 ("resign", Some(_)) => "resign",
                 ("kill", Some(_)) => "kill",
                 ("pause", Some(_)) => "pause",
+                ("partition", Some(_)) => "partition",
                 ("kill", None) => "server-kill",
                 _ => return None,
             };
@@ -348,7 +349,9 @@ pub fn check(history: &History) -> FailoverFigures {
                 .filter(|&(_, &first)| first <= r.at)
                 .map(|(&c, _)| c)
                 .filter(|c| killed.get(c).is_none_or(|&k| k > n.start))
-                .filter(|&c| !(matches!(r.kind, "kill" | "pause") && r.candidate == Some(c)))
+                .filter(|&c| {
+                    !(matches!(r.kind, "kill" | "pause" | "partition") && r.candidate == Some(c))
+                })
                 .collect();
             let mut last = n.start;
             for c in must {
@@ -371,11 +374,10 @@ pub fn check(history: &History) -> FailoverFigures {
             }
             Some(ms(last, r.at))
         });
-        let split: f64 = episodes
+        let split = episodes
             .iter()
             .filter(|e| e.at_s >= secs(r.at) && e.at_s < secs(next))
-            .map(|e| e.ms)
-            .sum();
+            .fold(0.0, |sum, e| sum + e.ms);
         rounds.push(Failure {
             removal: r.kind.to_string(),
             at_s: secs(r.at),

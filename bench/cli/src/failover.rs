@@ -16,7 +16,9 @@
 //! candidate process takes its client host once the round settled, so every round has N
 //! candidates), `pause` (SIGSTOP for `failover.pause`, then SIGCONT), `server-kill` (the chaos
 //! crate's [`ServerNemesis`](lockbench_chaos::ServerNemesis) kills the system's leader server;
-//! restarted with its data directory once the round settled; managed cluster only).
+//! restarted with its data directory once the round settled; managed cluster only),
+//! `partition` (the same nemesis isolates the leader's client host from every other host for
+//! `failover.pause`, then heals; netns topology only).
 //! Candidates are worker processes on the run's client hosts ([`RunEnv::worker_command`]).
 
 use crate::placement::{RunEnv, worker_name};
@@ -25,7 +27,7 @@ use lockbench_chaos::Nemesis;
 use lockbench_core::election::FailoverKnobs;
 use lockbench_core::{
     ClientId, ElectionKind, Elector, Endpoints, Fault, FaultEvent, FaultPhase, History, OpF,
-    OpType, Removal, RunClock, Scenario, Targets,
+    OpType, PartitionSpec, Removal, RunClock, Scenario, Targets,
 };
 use lockbench_report::model::FailoverResult;
 use lockbench_report::{BackendResult, RunDir, build};
@@ -411,6 +413,45 @@ impl Run<'_> {
                 // The resumed candidate learns it lost and observes the new leader.
                 self.settle().await;
             }
+            Removal::Partition => {
+                let Some(nemesis) = server.as_mut() else {
+                    self.record_fault(
+                        "partition",
+                        FaultPhase::Start,
+                        vec![target],
+                        "partitions need the managed cluster".into(),
+                        false,
+                    );
+                    return Ok(());
+                };
+                let cut_for = self.scenario.leader_pause(self.kind);
+                let cut_at = Instant::now();
+                let host = worker_name(slot);
+                let cut = Fault::Partition {
+                    split: PartitionSpec::Isolate(Targets::Nodes(vec![host.clone()])),
+                };
+                let mut applied = false;
+                for mut e in nemesis.apply(&cut, &self.clock).await {
+                    // Name the candidate, as the checker reads it; the host stays in the note.
+                    e.note = format!("leader c{leader} epoch {epoch} on {host}: {}", e.note);
+                    e.targets = vec![target.clone()];
+                    applied |= e.applied;
+                    self.log_fault(e);
+                }
+                if !applied {
+                    return Ok(());
+                }
+                self.paused.insert(leader);
+                self.settle_elsewhere((leader, epoch)).await;
+                let left = cut_for.saturating_sub(cut_at.elapsed());
+                self.wait_until(left, |_| false).await;
+                for mut e in nemesis.apply(&Fault::Heal, &self.clock).await {
+                    e.targets = vec![target.clone()];
+                    self.log_fault(e);
+                }
+                self.paused.remove(&leader);
+                self.settle().await;
+            }
             Removal::ServerKill => {
                 let Some(nemesis) = server.as_mut() else {
                     self.record_fault(
@@ -523,21 +564,20 @@ pub async fn run_election(
         next_id: 1,
         stop: control.stop.subscribe(),
     };
-    let mut server = scenario
-        .failover
-        .removals
-        .contains(&Removal::ServerKill)
-        .then(|| {
-            env.managed_state.as_ref().map(|dir| {
-                use rand::SeedableRng;
-                lockbench_chaos::ServerNemesis::new(
-                    lockbench_cluster::Cluster::new(dir.clone()),
-                    group_of(kind),
-                    rand_chacha::ChaCha8Rng::seed_from_u64(scenario.seed ^ 0x454c_4543),
-                )
-            })
+    let removals = &scenario.failover.removals;
+    let mut server = (removals.contains(&Removal::ServerKill)
+        || removals.contains(&Removal::Partition))
+    .then(|| {
+        env.managed_state.as_ref().map(|dir| {
+            use rand::SeedableRng;
+            lockbench_chaos::ServerNemesis::new(
+                lockbench_cluster::Cluster::new(dir.clone()),
+                group_of(kind),
+                rand_chacha::ChaCha8Rng::seed_from_u64(scenario.seed ^ 0x454c_4543),
+            )
         })
-        .flatten();
+    })
+    .flatten();
     let outcome = drive(&mut run, &scenario.failover, &mut server).await;
     // Teardown, whatever happened: mark the end of the rounds (the checker's last window
     // ends here), heal servers, stop every candidate, drain their ops.

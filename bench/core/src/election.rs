@@ -170,6 +170,10 @@ pub enum Removal {
     /// SIGKILL of a *server*: the ZooKeeper leader, the etcd leader member, the Redis server;
     /// restarted once leadership is settled again.
     ServerKill,
+    /// Cut the leader's client host off from every other host (iptables in the namespaces)
+    /// for `failover.pause`, then heal: its process runs on but reaches nobody (netns
+    /// topology only; reported as not applied elsewhere).
+    Partition,
 }
 
 impl Removal {
@@ -180,6 +184,7 @@ impl Removal {
             Removal::Kill => "kill",
             Removal::Pause => "pause",
             Removal::ServerKill => "server-kill",
+            Removal::Partition => "partition",
         }
     }
 }
@@ -200,7 +205,8 @@ pub struct FailoverKnobs {
     /// no new leader).
     #[serde(with = "humantime_serde")]
     pub round_timeout: Duration,
-    /// `pause`: how long the leader stays stopped. Absent: twice the recipe's expiry.
+    /// `pause` / `partition`: how long the leader stays stopped / cut off. Absent: twice the
+    /// recipe's expiry.
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
@@ -236,7 +242,8 @@ impl Scenario {
         }
     }
 
-    /// The `pause` removal's length on `election`: `failover.pause`, or twice the expiry.
+    /// The `pause` and `partition` removals' length on `election`: `failover.pause`, or twice
+    /// the expiry.
     pub fn leader_pause(&self, election: ElectionKind) -> Duration {
         self.failover
             .pause

@@ -636,7 +636,7 @@ impl Scenario {
         if f.removals.is_empty() {
             return Err(bad(
                 "failover.removals",
-                "list at least one of \"resign\", \"kill\", \"pause\", \"server-kill\"",
+                "list at least one of \"resign\", \"kill\", \"pause\", \"server-kill\", \"partition\"",
             ));
         }
         if f.rounds == 0 {
