@@ -14,11 +14,12 @@
 //!
 //! The module list is a map of the page: `load` reads the run directory, `trace` turns the
 //! history into per-backend series, `page` is the layout and CSS, `summary` and `scorecard`
-//! the tables, `extras` whatever else `results.json` holds; `spectrum`, `timeline`, `gantt`,
+//! the tables, `failover` the leader-election table, `extras` whatever else `results.json` holds; `spectrum`, `timeline`, `gantt`,
 //! `fencing` and `fairness` the charts (sharing `chart`), `index` the list of runs.
 
 mod chart;
 mod extras;
+mod failover;
 mod fairness;
 mod fencing;
 mod gantt;
@@ -54,6 +55,7 @@ fn render(run: &load::Run) -> String {
     body.push_str(&summary::header(run));
     body.push_str(&summary::table(run));
     body.push_str(&scorecard::section(run));
+    body.push_str(&failover::section(run));
     body.push_str(&summary::recipes(run));
     body.push_str(&extras::section(run));
     body.push_str(&spectrum::section(run));

@@ -157,6 +157,10 @@ pub(crate) fn table(run: &Run) -> String {
          <tr><th>p50</th><th>p99</th><th>p99.9</th><th>max</th><th>p50</th><th>p99</th></tr>\n",
     );
     for r in &run.results.results {
+        if r.failover.is_some() {
+            // Election recipes: the failover section.
+            continue;
+        }
         if r.status == "error" {
             t.push_str(&format!(
                 "<tr class=\"error\"><td>{}</td><td>{}</td><td class=\"num\">{}/{}</td><td colspan=\"10\">did not run: {}</td>{}</tr>\n",
