@@ -26,7 +26,9 @@ pub struct Cli {
 /// Subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run a scenario: every backend it lists, one after another, then print the comparison.
+    /// Run a scenario: every backend it lists, one after another, then print the comparison
+    /// (for `workload.kind = "failover"`: every election recipe in `elections`, with its
+    /// leader removed round after round; see `lockbench run failover`).
     Run(RunArgs),
     /// List the built-in scenarios.
     Scenarios,
