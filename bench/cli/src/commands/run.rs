@@ -49,15 +49,22 @@ async fn run_scenario(
 ) -> anyhow::Result<ExitCode> {
     let run_dir = RunDir::create(Path::new("results"), &scenario.name, args.out.as_deref())?;
     run_dir.write_scenario(&scenario.to_toml())?;
-    eprintln!(
-        "lockbench: scenario `{}` (seed {}), {} clients on {} key(s), {} per backend after {} warm-up",
-        scenario.name,
-        scenario.seed,
-        scenario.workload.clients,
-        scenario.workload.keys,
-        humantime::format_duration(scenario.duration),
-        humantime::format_duration(scenario.warmup),
-    );
+    if scenario.workload.kind == lockbench_core::scenario::WorkloadKind::Failover {
+        eprintln!(
+            "lockbench: scenario `{}` (seed {}), {} candidates per election recipe",
+            scenario.name, scenario.seed, scenario.workload.clients,
+        );
+    } else {
+        eprintln!(
+            "lockbench: scenario `{}` (seed {}), {} clients on {} key(s), {} per backend after {} warm-up",
+            scenario.name,
+            scenario.seed,
+            scenario.workload.clients,
+            scenario.workload.keys,
+            humantime::format_duration(scenario.duration),
+            humantime::format_duration(scenario.warmup),
+        );
+    }
     eprintln!("lockbench: results go to {}", run_dir.path().display());
     if crate::placement::uses_workers(scenario) {
         eprintln!("lockbench: worker processes run in {}", env.describe());
