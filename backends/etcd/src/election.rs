@@ -6,9 +6,10 @@
 //! revision under the election's prefix (Go's `concurrency.Election`, run in the server); the
 //! leader key's create revision is the term's epoch. `Observe` streams the current leader and
 //! every change; `Resign` deletes the leader key. A dead leader is replaced when its lease
-//! expires (the lease TTL after its last keep-alive). The leader learns it lost leadership
-//! when a keep-alive answer says its lease is gone (`session.rs`): until then it believes it
-//! leads.
+//! expires (the lease TTL after its last keep-alive). The leader gives leadership up when a
+//! keep-alive answer says its lease is gone, or by its own clock when the TTL has passed since
+//! the last answer that kept the lease alive (as Go's client closes its keep-alive channel):
+//! until then it believes it leads. A paused leader checks only when it runs again.
 //!
 //! The shared pieces of both etcd recipes (the lease per candidate, noticing its loss) are
 //! `EtcdCandidateBase`.
@@ -23,7 +24,7 @@ use lockbench_core::{
     Leader, Outcome,
 };
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How often a leader checks whether its lease has been reported dead.
 const LEASE_CHECK: Duration = Duration::from_millis(20);
@@ -81,12 +82,19 @@ impl EtcdCandidateBase {
         })
     }
 
-    /// Returns once a keep-alive answer has said the lease is gone.
+    /// Returns once a keep-alive answer has said the lease is gone (`session-expired`), or
+    /// the TTL has passed since the last answer that kept it alive (`timeout`): by then the
+    /// servers may have expired it, whatever this candidate could not hear.
     pub(crate) async fn lease_lost(&self) -> ErrorKind {
-        while !self.session.lease_dead() {
+        loop {
+            if self.session.lease_dead() {
+                return ErrorKind::SessionExpired;
+            }
+            if Instant::now() >= self.session.lease_deadline() {
+                return ErrorKind::Timeout;
+            }
             tokio::time::sleep(LEASE_CHECK).await;
         }
-        ErrorKind::SessionExpired
     }
 
     /// The candidate id stored as the leader key's value.

@@ -11,14 +11,17 @@
 //! not work the recipe asks for, and their rate is fixed by the TTL). A `renew` asks the task
 //! for one extra keep-alive on the same stream and waits for its answer; that one *is* counted.
 //! When an answer carries `ttl <= 0` the lease is gone and `Session::lease_dead` turns true.
+//! The time of the last answer that kept the lease alive is kept too, so a holder that hears
+//! nothing can give up by its own clock when the TTL has passed (`Session::lease_deadline`),
+//! as Go's client does.
 
 use crate::errors::{CallError, REQUEST_TIMEOUT, classify, timed};
 use etcd_client::{Client, ConnectOptions, LeaseKeepAliveStream, LeaseKeeper};
 use lockbench_core::traits::BackendError;
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
@@ -40,6 +43,10 @@ pub(crate) struct Session {
     /// The lease every lock key of this client is attached to.
     pub lease: i64,
     dead: Arc<AtomicBool>,
+    /// When the last keep-alive answer with a live TTL came, as nanoseconds after `opened`.
+    renewed: Arc<AtomicU64>,
+    opened: Instant,
+    ttl: Duration,
     renew_tx: mpsc::Sender<RenewReply>,
     task: JoinHandle<()>,
 }
@@ -87,6 +94,7 @@ impl Session {
             }
         };
         let dead = Arc::new(AtomicBool::new(false));
+        let (opened, renewed) = (Instant::now(), Arc::new(AtomicU64::new(0)));
         let (renew_tx, renew_rx) = mpsc::channel(4);
         let period = Duration::from_millis((ttl_secs as u64 * 1000 / 3).max(100));
         let task = tokio::spawn(keep_alive_loop(
@@ -96,11 +104,15 @@ impl Session {
             period,
             dead.clone(),
             renew_rx,
+            (opened, renewed.clone()),
         ));
         Ok(Session {
             client,
             lease,
             dead,
+            renewed,
+            opened,
+            ttl: Duration::from_secs(ttl_secs as u64),
             renew_tx,
             task,
         })
@@ -109,6 +121,12 @@ impl Session {
     /// `true` once a keep-alive answer said the lease no longer exists.
     pub(crate) fn lease_dead(&self) -> bool {
         self.dead.load(Ordering::Relaxed)
+    }
+
+    /// When the lease runs out if no keep-alive answer comes before: the last answer that
+    /// kept it alive (or the grant) plus the TTL.
+    pub(crate) fn lease_deadline(&self) -> Instant {
+        self.opened + Duration::from_nanos(self.renewed.load(Ordering::Relaxed)) + self.ttl
     }
 
     /// Sends one keep-alive now and returns the lease's remaining TTL (`<= 0`: gone).
@@ -148,6 +166,7 @@ async fn keep_alive_loop(
     period: Duration,
     dead: Arc<AtomicBool>,
     mut renew_rx: mpsc::Receiver<RenewReply>,
+    (opened, renewed): (Instant, Arc<AtomicU64>),
 ) {
     let (mut keeper, mut answers) = stream;
     let mut pending: VecDeque<Option<RenewReply>> = VecDeque::new();
@@ -168,6 +187,8 @@ async fn keep_alive_loop(
                 Ok(Some(r)) => {
                     if r.ttl() <= 0 {
                         dead.store(true, Ordering::Relaxed);
+                    } else {
+                        renewed.store(opened.elapsed().as_nanos() as u64, Ordering::Relaxed);
                     }
                     if let Some(Some(reply)) = pending.pop_front() {
                         let _ = reply.send(Some(r.ttl()));

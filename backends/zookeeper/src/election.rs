@@ -8,10 +8,12 @@
 //! node's sequence number: unique and strictly increasing within the election's directory.
 //!
 //! A dead leader is replaced when its session expires (the session timeout after its last
-//! heartbeat): its node is ephemeral. A leader learns that it lost leadership only from its
-//! own session state (`Expired`, seen when it reconnects after a pause or a partition); until
-//! then it still believes it leads, which is what the failover checker's split-brain figure
-//! measures.
+//! heartbeat): its node is ephemeral. A leader gives leadership up when its session state says
+//! `Expired`, or when it has been disconnected for a whole session timeout (by then the
+//! ensemble may have expired the session; Curator's `LOST`). A shorter disconnect (its server
+//! died, it moved to another) keeps leadership, as the session does. A paused leader checks
+//! only when it runs again: until then it still believes it leads, which is what the failover
+//! checker's split-brain figure measures.
 //!
 //! Observing: each candidate keeps a `getChildren` watch on the directory and reports the
 //! lowest node's candidate whenever it changes. That watch fires on every join and leave (N
@@ -178,10 +180,23 @@ impl Candidate for ZkCandidate {
 
     async fn hold(&self, _leadership: &Leader) -> ErrorKind {
         let mut state = self.zk.state_watcher();
+        let timeout = self.ensemble.session_timeout;
+        // When the connection went, if it has not come back.
+        let mut disconnected: Option<tokio::time::Instant> = None;
         loop {
-            let s = state.changed().await;
-            if s.is_terminated() {
-                return ErrorKind::SessionExpired;
+            let changed = match disconnected {
+                None => state.changed().await,
+                Some(since) => tokio::select! {
+                    s = state.changed() => s,
+                    _ = tokio::time::sleep_until(since + timeout) => return ErrorKind::Timeout,
+                },
+            };
+            match changed {
+                s if s.is_terminated() => return ErrorKind::SessionExpired,
+                zk::SessionState::Disconnected => {
+                    disconnected.get_or_insert_with(tokio::time::Instant::now);
+                }
+                _ => disconnected = None,
             }
         }
     }
