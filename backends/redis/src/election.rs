@@ -147,6 +147,22 @@ impl Elector for RedisLeaseElection {
             term: Mutex::new(None),
         })
     }
+
+    async fn cleanup(&self) {
+        // The leader key expires on its own; the epoch counter has no TTL.
+        if let Ok(Ok(mut conn)) = tokio::time::timeout(
+            crate::CONNECT_TIMEOUT,
+            self.client.get_multiplexed_async_connection(),
+        )
+        .await
+        {
+            let _: redis::RedisResult<u64> = redis::cmd("DEL")
+                .arg(&self.epoch_key)
+                .arg(&self.leader_key)
+                .query_async(&mut conn)
+                .await;
+        }
+    }
 }
 
 /// One redis-lease-election candidate.

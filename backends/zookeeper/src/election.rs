@@ -93,6 +93,14 @@ impl Elector for ZkElection {
             own: Mutex::new(None),
         })
     }
+
+    async fn cleanup(&self) {
+        // The candidates' nodes are ephemeral; only the run's directory outlives them.
+        if let Ok(zk) = self.ensemble.connect().await {
+            let _ = zk.delete(&self.dir, None).await;
+            connect::close(&self.ensemble, zk).await;
+        }
+    }
 }
 
 /// One zk-election candidate: one session.

@@ -600,6 +600,13 @@ pub async fn run_election(
     for p in std::mem::take(&mut run.dead) {
         p.reap().await;
     }
+    let cleanup = with_elector!(kind, scenario, endpoints, &run.election_name, |e| {
+        e.cleanup().await;
+        Ok::<(), anyhow::Error>(())
+    });
+    if let Err(e) = cleanup {
+        tracing::warn!(error = %e, "cannot clean the election's state up");
+    }
     let Run {
         mut events_rx,
         events_tx,

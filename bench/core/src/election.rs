@@ -154,6 +154,13 @@ pub trait Elector: Send + Sync + 'static {
         &self,
         candidate: ClientId,
     ) -> impl Future<Output = Result<Self::Candidate, BackendError>> + Send;
+
+    /// Removes what the election left on the servers that outlives its candidates (a
+    /// ZooKeeper directory, a Redis epoch counter). Called once, after every candidate is
+    /// gone; best effort.
+    fn cleanup(&self) -> impl Future<Output = ()> + Send {
+        async {}
+    }
 }
 
 /// How the failover workload removes the leader in a round.
