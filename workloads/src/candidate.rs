@@ -133,7 +133,8 @@ async fn connect_until<E: Elector>(
         match elector.connect(id).await {
             Ok(c) => return Some(c),
             Err(e) => {
-                tracing::warn!(candidate = %id, error = %e, "candidate: cannot connect; retrying");
+                // Expected while a server restarts (server-kill): not worth a warning each try.
+                tracing::debug!(candidate = %id, error = %e, "candidate: cannot connect; retrying");
                 tokio::select! {
                     _ = tokio::time::sleep(RETRY) => {}
                     _ = stop.wait_for(|s| *s) => return None,
