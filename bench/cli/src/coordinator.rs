@@ -86,22 +86,7 @@ pub async fn execute<B: Backend>(
         tokio::spawn(async move {
             let mut all = Vec::new();
             while let Some(e) = events_rx.recv().await {
-                if e.applied {
-                    eprintln!(
-                        "lockbench: {name}: {} {:?} {} ({})",
-                        e.fault,
-                        e.phase,
-                        e.targets.join(","),
-                        e.note
-                    );
-                } else {
-                    eprintln!(
-                        "lockbench: {name}: NOT APPLIED: {} {} ({})",
-                        e.fault,
-                        e.targets.join(","),
-                        e.note
-                    );
-                }
+                announce_fault(name, &e);
                 if let Err(err) = run_dir.append_fault(name, &e) {
                     tracing::warn!(error = %err, "cannot record a fault event");
                 }
@@ -399,6 +384,26 @@ pub async fn execute<B: Backend>(
     run_dir.write_histogram(name, "acquire-service", &output.acquire_service())?;
     run_dir.write_histogram(name, "handoff", &handoffs)?;
     Ok(result)
+}
+
+/// Prints a fault event as it happens (a fault that could not be applied, loudly).
+pub(crate) fn announce_fault(name: &str, e: &FaultEvent) {
+    if e.applied {
+        eprintln!(
+            "lockbench: {name}: {} {:?} {} ({})",
+            e.fault,
+            e.phase,
+            e.targets.join(","),
+            e.note
+        );
+    } else {
+        eprintln!(
+            "lockbench: {name}: NOT APPLIED: {} {} ({})",
+            e.fault,
+            e.targets.join(","),
+            e.note
+        );
+    }
 }
 
 fn event(

@@ -1,0 +1,235 @@
+//! The failover workload's coordinator: candidate processes, leader removals round after
+//! round, one history, one result per election recipe.
+//!
+//! Why this shape: the quantity measured is a *transition* (a leader removed, a new one
+//! elected, everyone told), so the run is driven by the election's state rather than by a
+//! clock. The coordinator follows that state from the candidates' own ops as they arrive
+//! ([`Tracker`]): before each removal it waits until the election has *settled* (exactly one
+//! live candidate leads and every live candidate observes it), waits `failover.interval`,
+//! removes the leader, and waits until it has settled on another leader (or
+//! `failover.round_timeout`). Only the candidates' ops and the removal events, all on the run
+//! clock, enter the history; every figure comes from the checker
+//! (`lockbench_analysis::failover`) reading that history, never from the coordinator's
+//! receive times.
+//!
+//! Removals: `resign` (a command to the leader), `kill` (SIGKILL of its process; a fresh
+//! candidate process takes its client host once the round settled, so every round has N
+//! candidates), `pause` (SIGSTOP for `failover.pause`, then SIGCONT), `server-kill` (the chaos
+//! crate's [`ServerNemesis`](lockbench_chaos::ServerNemesis) kills the system's leader server;
+//! restarted with its data directory once the round settled; managed cluster only),
+//! `partition` (the same nemesis isolates the leader's client host from every other host for
+//! `failover.pause`, then heals; netns topology only).
+//! Candidates are worker processes on the run's client hosts ([`RunEnv::worker_command`]).
+
+#[macro_use]
+mod elector;
+mod round;
+mod tracker;
+
+pub use elector::run_candidate;
+
+use crate::placement::RunEnv;
+use lockbench_chaos::Nemesis;
+use lockbench_core::election::FailoverKnobs;
+use lockbench_core::{
+    ElectionKind, Elector, Endpoints, FaultPhase, History, Removal, RunClock, Scenario,
+};
+use lockbench_report::model::FailoverResult;
+use lockbench_report::{BackendResult, RunDir, build};
+use lockbench_workloads::RunControl;
+use lockbench_workloads::candidate::CandidateEvent;
+use round::Run;
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tracker::Tracker;
+
+/// How long candidates get to connect.
+pub(super) const READY_BUDGET: Duration = Duration::from_secs(30);
+/// How long a candidate gets to exit after `stop`.
+pub(super) const FINISH_BUDGET: Duration = Duration::from_secs(5);
+
+/// Runs one recipe for `lockbench run`: Ctrl-C (through `current`) stops it; an error becomes
+/// an `error` result naming it.
+pub async fn run_one(
+    kind: ElectionKind,
+    scenario: &Scenario,
+    endpoints: &Endpoints,
+    run_dir: &RunDir,
+    env: &RunEnv,
+    current: &std::sync::Mutex<Option<RunControl>>,
+) -> BackendResult {
+    let control = RunControl::new(scenario.workload.clients);
+    *current.lock().expect("control lock") = Some(control.clone());
+    eprintln!(
+        "lockbench: {kind}: {} candidates, removals {}, {} round(s) each",
+        scenario.workload.clients,
+        scenario
+            .failover
+            .removals
+            .iter()
+            .map(|r| r.name())
+            .collect::<Vec<_>>()
+            .join(", "),
+        scenario.failover.rounds
+    );
+    match run_election(kind, scenario, endpoints, run_dir, env, control).await {
+        Ok(r) => r,
+        Err(e) => {
+            let msg = format!("{e:#}");
+            eprintln!("lockbench: {kind}: error: {msg}");
+            build::failed_result(kind.name(), &scenario.workload, msg)
+        }
+    }
+}
+
+/// Runs the failover workload against `kind` and returns its result.
+pub async fn run_election(
+    kind: ElectionKind,
+    scenario: &Scenario,
+    endpoints: &Endpoints,
+    run_dir: &RunDir,
+    env: &RunEnv,
+    control: RunControl,
+) -> anyhow::Result<BackendResult> {
+    let name = kind.name();
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_nanos();
+    let election_name = format!("{}-{stamp:x}", scenario.name.replace('/', "-"));
+    let info = with_elector!(kind, scenario, endpoints, &election_name, |e| e.info());
+    let (history, writer) = run_dir.history_writer(name)?;
+    let (events_tx, events_rx) = mpsc::unbounded_channel();
+    let mut run = Run {
+        scenario,
+        kind,
+        endpoints,
+        env,
+        run_dir,
+        clock: RunClock::start(),
+        election_name,
+        tracker: Tracker::default(),
+        events_tx,
+        events_rx,
+        history,
+        faults: Vec::new(),
+        slots: BTreeMap::new(),
+        dead: Vec::new(),
+        paused: BTreeSet::new(),
+        next_id: 1,
+        stop: control.stop.subscribe(),
+    };
+    let removals = &scenario.failover.removals;
+    let mut server = (removals.contains(&Removal::ServerKill)
+        || removals.contains(&Removal::Partition))
+    .then(|| {
+        env.managed_state.as_ref().map(|dir| {
+            use rand::SeedableRng;
+            lockbench_chaos::ServerNemesis::new(
+                lockbench_cluster::Cluster::new(dir.clone()),
+                group_of(kind),
+                rand_chacha::ChaCha8Rng::seed_from_u64(scenario.seed ^ 0x454c_4543),
+            )
+        })
+    })
+    .flatten();
+    let outcome = drive(&mut run, &scenario.failover, &mut server).await;
+    // Teardown, whatever happened: mark the end of the rounds (the checker's last window
+    // ends here), heal servers, stop every candidate, drain their ops.
+    run.record_fault(
+        lockbench_analysis::failover::END,
+        FaultPhase::Start,
+        vec!["candidates".into()],
+        "rounds over: every candidate told to stop".into(),
+        true,
+    );
+    if let Some(n) = server.as_mut() {
+        for e in n.heal_all(&run.clock).await {
+            run.log_fault(e);
+        }
+    }
+    let slots = std::mem::take(&mut run.slots);
+    for (_, p) in slots {
+        p.finish(FINISH_BUDGET).await;
+    }
+    for p in std::mem::take(&mut run.dead) {
+        p.reap().await;
+    }
+    let cleanup = with_elector!(kind, scenario, endpoints, &run.election_name, |e| {
+        e.cleanup().await;
+        Ok::<(), anyhow::Error>(())
+    });
+    if let Err(e) = cleanup {
+        tracing::warn!(error = %e, "cannot clean the election's state up");
+    }
+    let Run {
+        mut events_rx,
+        events_tx,
+        history,
+        mut tracker,
+        faults,
+        ..
+    } = run;
+    drop(events_tx);
+    while let Ok(Some(ev)) = tokio::time::timeout(FINISH_BUDGET, events_rx.recv()).await {
+        tracker.apply(&ev);
+        if let CandidateEvent::Op(op) = ev {
+            let _ = history.send(vec![op]);
+        }
+    }
+    drop(history);
+    let ops = writer.await??;
+    outcome?;
+    let figures = lockbench_analysis::failover::check(&History::with_faults(ops, faults));
+    let mut result = build::failed_result(name, &scenario.workload, String::new());
+    result.status = if *control.stop.borrow() {
+        "interrupted"
+    } else {
+        "ok"
+    }
+    .into();
+    result.error = None;
+    let episodes = figures.split_brain.len() as u64;
+    result.safety.verdict = if episodes == 0 { "valid" } else { "invalid" }.into();
+    result.safety.mutex_violations = episodes;
+    result.safety.overlapping_grants = episodes;
+    result.safety.overlap_ms = figures.split_brain.iter().map(|e| e.ms).sum();
+    result.safety.max_overlap_ms = figures.split_brain.iter().map(|e| e.ms).fold(0.0, f64::max);
+    result.failover = Some(FailoverResult {
+        candidates: scenario.workload.clients,
+        recipe: info,
+        figures,
+    });
+    Ok(result)
+}
+
+async fn drive(
+    run: &mut Run<'_>,
+    knobs: &FailoverKnobs,
+    server: &mut Option<lockbench_chaos::ServerNemesis>,
+) -> anyhow::Result<()> {
+    for slot in 0..run.scenario.workload.clients {
+        run.spawn(slot).await?;
+    }
+    for &removal in &knobs.removals {
+        for _ in 0..knobs.rounds {
+            if *run.stop.borrow() {
+                return Ok(());
+            }
+            run.round(removal, server).await?;
+        }
+    }
+    Ok(())
+}
+
+/// The servers an election recipe runs on.
+fn group_of(kind: ElectionKind) -> lockbench_cluster::Group {
+    match kind {
+        ElectionKind::ZkElection => lockbench_cluster::Group::Zookeeper,
+        ElectionKind::EtcdElection | ElectionKind::EtcdLeaseElection => {
+            lockbench_cluster::Group::Etcd
+        }
+        ElectionKind::RedisLeaseElection => lockbench_cluster::Group::Redis,
+    }
+}

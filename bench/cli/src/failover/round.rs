@@ -1,0 +1,349 @@
+//! One run of the failover workload against one recipe: candidate processes, and the rounds
+//! that remove the leader (see the module above for the shape).
+
+use super::READY_BUDGET;
+use super::tracker::Tracker;
+use crate::placement::{RunEnv, worker_name};
+use anyhow::Context;
+use lockbench_chaos::Nemesis;
+use lockbench_core::{
+    ClientId, ElectionKind, Endpoints, Fault, FaultEvent, FaultPhase, PartitionSpec, Removal,
+    RunClock, Scenario, Targets,
+};
+use lockbench_report::RunDir;
+use lockbench_workloads::candidate::{CandidateEvent, CandidateJob, CandidateProcess, ToCandidate};
+use nix::sys::signal::Signal;
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+use tokio::sync::{mpsc, watch};
+
+/// One run of the failover workload against one recipe.
+pub(super) struct Run<'a> {
+    pub(super) scenario: &'a Scenario,
+    pub(super) kind: ElectionKind,
+    pub(super) endpoints: &'a Endpoints,
+    pub(super) env: &'a RunEnv,
+    pub(super) run_dir: &'a RunDir,
+    pub(super) clock: RunClock,
+    pub(super) election_name: String,
+    pub(super) tracker: Tracker,
+    pub(super) events_tx: mpsc::UnboundedSender<CandidateEvent>,
+    pub(super) events_rx: mpsc::UnboundedReceiver<CandidateEvent>,
+    pub(super) history: mpsc::UnboundedSender<Vec<lockbench_core::Op>>,
+    pub(super) faults: Vec<FaultEvent>,
+    /// Live candidate processes by slot.
+    pub(super) slots: BTreeMap<u32, CandidateProcess>,
+    /// Processes killed, kept until reaped.
+    pub(super) dead: Vec<CandidateProcess>,
+    /// Candidates stopped (paused) right now.
+    pub(super) paused: BTreeSet<u32>,
+    pub(super) next_id: u32,
+    pub(super) stop: watch::Receiver<bool>,
+}
+
+impl Run<'_> {
+    pub(super) fn name(&self) -> &'static str {
+        self.kind.name()
+    }
+
+    pub(super) fn live(&self) -> BTreeSet<u32> {
+        self.slots
+            .values()
+            .map(|p| p.candidate.0)
+            .filter(|c| !self.paused.contains(c) && !self.tracker.gone.contains(c))
+            .collect()
+    }
+
+    pub(super) fn record_fault(
+        &mut self,
+        fault: &str,
+        phase: FaultPhase,
+        targets: Vec<String>,
+        note: String,
+        applied: bool,
+    ) {
+        let e = FaultEvent {
+            time: self.clock.now(),
+            fault: fault.into(),
+            phase,
+            targets,
+            note,
+            applied,
+        };
+        self.log_fault(e);
+    }
+
+    pub(super) fn log_fault(&mut self, e: FaultEvent) {
+        crate::coordinator::announce_fault(self.name(), &e);
+        if let Err(err) = self.run_dir.append_fault(self.name(), &e) {
+            tracing::warn!(error = %err, "cannot record a fault event");
+        }
+        self.faults.push(e);
+    }
+
+    pub(super) fn handle(&mut self, ev: CandidateEvent) {
+        self.tracker.apply(&ev);
+        if let CandidateEvent::Op(op) = ev {
+            let _ = self.history.send(vec![op]);
+        }
+    }
+
+    /// Processes candidate events until `done` holds, `budget` runs out or the run is
+    /// stopped; returns whether `done` held.
+    pub(super) async fn wait_until(
+        &mut self,
+        budget: Duration,
+        done: impl Fn(&Self) -> bool,
+    ) -> bool {
+        let deadline = Instant::now() + budget;
+        loop {
+            if done(self) {
+                return true;
+            }
+            if *self.stop.borrow() {
+                return false;
+            }
+            let ev = tokio::select! {
+                ev = self.events_rx.recv() => ev,
+                _ = tokio::time::sleep_until(deadline.into()) => return done(self),
+                _ = self.stop.changed() => continue,
+            };
+            match ev {
+                Some(ev) => self.handle(ev),
+                None => return done(self),
+            }
+        }
+    }
+
+    /// Starts a fresh candidate process on `slot`.
+    pub(super) async fn spawn(&mut self, slot: u32) -> anyhow::Result<()> {
+        let id = ClientId(self.next_id);
+        self.next_id += 1;
+        let job = CandidateJob {
+            election: self.kind,
+            name: self.election_name.clone(),
+            endpoints: self.endpoints.clone(),
+            scenario: self.scenario.clone(),
+            candidate: id,
+            clock_origin: self.clock.monotonic_origin(),
+        };
+        let host = worker_name(slot);
+        let mut cmd = self.env.worker_command(slot)?;
+        if std::env::var_os("LOCKBENCH_LOG").is_none() {
+            // The ZooKeeper client warns on every failed reconnect while a server is down
+            // (server-kill); the removal events already say what happened.
+            cmd.env("LOCKBENCH_LOG", "warn,zookeeper_client=error");
+        }
+        let p = CandidateProcess::spawn(host.clone(), cmd, &job, self.events_tx.clone())
+            .await
+            .with_context(|| format!("cannot start candidate {id} on {host}"))?;
+        self.slots.insert(slot, p);
+        let ok = self
+            .wait_until(READY_BUDGET, |r| {
+                r.tracker.ready.contains(&id.0) || r.tracker.gone.contains(&id.0)
+            })
+            .await;
+        if !ok || !self.tracker.ready.contains(&id.0) {
+            let why = self.tracker.errors.last().cloned().unwrap_or_else(|| {
+                format!("candidate {id} did not connect within {READY_BUDGET:?}")
+            });
+            anyhow::bail!("{why}");
+        }
+        Ok(())
+    }
+
+    pub(super) fn slot_of(&self, candidate: u32) -> Option<u32> {
+        self.slots
+            .iter()
+            .find(|(_, p)| p.candidate.0 == candidate)
+            .map(|(&s, _)| s)
+    }
+
+    /// Waits for a settled leader among the live candidates.
+    pub(super) async fn settle(&mut self) -> Option<(u32, u64)> {
+        let budget = self.scenario.failover.round_timeout;
+        self.wait_until(budget, |r| r.tracker.settled(&r.live()).is_some())
+            .await;
+        self.tracker.settled(&self.live())
+    }
+
+    /// Waits until the election settled on a leadership other than `old`.
+    pub(super) async fn settle_elsewhere(&mut self, old: (u32, u64)) {
+        let budget = self.scenario.failover.round_timeout;
+        self.wait_until(budget, |r| {
+            r.tracker.settled(&r.live()).is_some_and(|l| l != old)
+        })
+        .await;
+    }
+
+    pub(super) async fn round(
+        &mut self,
+        removal: Removal,
+        server: &mut Option<lockbench_chaos::ServerNemesis>,
+    ) -> anyhow::Result<()> {
+        let Some((leader, epoch)) = self.settle().await else {
+            if !*self.stop.borrow() {
+                eprintln!(
+                    "lockbench: {}: no settled leader within {:?}; skipping a {} round",
+                    self.name(),
+                    self.scenario.failover.round_timeout,
+                    removal.name()
+                );
+            }
+            return Ok(());
+        };
+        // Let followers' observations and the leader's renewals run for a while.
+        let interval = self.scenario.failover.interval;
+        self.wait_until(interval, |_| false).await;
+        if *self.stop.borrow() {
+            return Ok(());
+        }
+        let target = format!("c{leader}");
+        let slot = self.slot_of(leader).context("the leader has no process")?;
+        match removal {
+            Removal::Resign => {
+                self.slots[&slot].send(ToCandidate::Resign);
+                self.record_fault(
+                    "resign",
+                    FaultPhase::Start,
+                    vec![target],
+                    format!("leader c{leader} (epoch {epoch}) told to resign"),
+                    true,
+                );
+                self.settle_elsewhere((leader, epoch)).await;
+            }
+            Removal::Kill => {
+                let p = self.slots.remove(&slot).expect("slot of the leader");
+                let killed = p.signal(Signal::SIGKILL);
+                self.record_fault(
+                    "kill",
+                    FaultPhase::Start,
+                    vec![target],
+                    match &killed {
+                        Ok(()) => format!(
+                            "SIGKILL pid {} ({}), leader c{leader} epoch {epoch}",
+                            p.pid, p.host
+                        ),
+                        Err(e) => format!("SIGKILL failed: {e}"),
+                    },
+                    killed.is_ok(),
+                );
+                self.tracker.gone.insert(leader);
+                self.dead.push(p);
+                self.settle_elsewhere((leader, epoch)).await;
+                // A fresh candidate takes the dead one's host.
+                self.spawn(slot).await?;
+            }
+            Removal::Pause => {
+                let pause = self.scenario.leader_pause(self.kind);
+                let paused_at = Instant::now();
+                let stopped = self.slots[&slot].signal(Signal::SIGSTOP);
+                let pid = self.slots[&slot].pid;
+                self.record_fault(
+                    "pause",
+                    FaultPhase::Start,
+                    vec![target.clone()],
+                    match &stopped {
+                        Ok(()) => format!(
+                            "SIGSTOP pid {pid}, leader c{leader} epoch {epoch}, for {}",
+                            humantime::format_duration(pause)
+                        ),
+                        Err(e) => format!("SIGSTOP failed: {e}"),
+                    },
+                    stopped.is_ok(),
+                );
+                self.paused.insert(leader);
+                self.settle_elsewhere((leader, epoch)).await;
+                let left = pause.saturating_sub(paused_at.elapsed());
+                self.wait_until(left, |_| false).await;
+                let resumed = self.slots[&slot].signal(Signal::SIGCONT);
+                self.paused.remove(&leader);
+                self.record_fault(
+                    "pause",
+                    FaultPhase::Stop,
+                    vec![target],
+                    format!("SIGCONT pid {pid}"),
+                    resumed.is_ok(),
+                );
+                // The resumed candidate learns it lost and observes the new leader.
+                self.settle().await;
+            }
+            Removal::Partition => {
+                let Some(nemesis) = server.as_mut() else {
+                    self.record_fault(
+                        "partition",
+                        FaultPhase::Start,
+                        vec![target],
+                        "partitions need the managed cluster".into(),
+                        false,
+                    );
+                    return Ok(());
+                };
+                let cut_for = self.scenario.leader_pause(self.kind);
+                let cut_at = Instant::now();
+                let host = worker_name(slot);
+                let cut = Fault::Partition {
+                    split: PartitionSpec::Isolate(Targets::Nodes(vec![host.clone()])),
+                };
+                let mut applied = false;
+                for mut e in nemesis.apply(&cut, &self.clock).await {
+                    // Name the candidate, as the checker reads it; the host stays in the note.
+                    e.note = format!("leader c{leader} epoch {epoch} on {host}: {}", e.note);
+                    e.targets = vec![target.clone()];
+                    applied |= e.applied;
+                    self.log_fault(e);
+                }
+                if !applied {
+                    return Ok(());
+                }
+                self.paused.insert(leader);
+                self.settle_elsewhere((leader, epoch)).await;
+                let left = cut_for.saturating_sub(cut_at.elapsed());
+                self.wait_until(left, |_| false).await;
+                for mut e in nemesis.apply(&Fault::Heal, &self.clock).await {
+                    e.targets = vec![target.clone()];
+                    self.log_fault(e);
+                }
+                self.paused.remove(&leader);
+                self.settle().await;
+            }
+            Removal::ServerKill => {
+                let Some(nemesis) = server.as_mut() else {
+                    self.record_fault(
+                        "kill",
+                        FaultPhase::Start,
+                        vec!["leader-server".into()],
+                        "server faults need the managed cluster".into(),
+                        false,
+                    );
+                    return Ok(());
+                };
+                let fault = Fault::Kill {
+                    targets: Targets::Leader,
+                };
+                for e in nemesis.apply(&fault, &self.clock).await {
+                    self.log_fault(e);
+                }
+                // Give the election the time a dead leader would need to be replaced; a
+                // leader that survives the server's death keeps leading.
+                let expiry = self.scenario.election_expiry(self.kind);
+                let budget =
+                    (expiry * 2 + Duration::from_secs(1)).min(self.scenario.failover.round_timeout);
+                self.wait_until(budget, |r| {
+                    r.tracker
+                        .settled(&r.live())
+                        .is_some_and(|l| l != (leader, epoch))
+                })
+                .await;
+                let start = Fault::Start {
+                    targets: Targets::All,
+                };
+                for e in nemesis.apply(&start, &self.clock).await {
+                    self.log_fault(e);
+                }
+                self.settle().await;
+            }
+        }
+        Ok(())
+    }
+}
