@@ -168,6 +168,11 @@ async fn run_scenario(
         results.scorecard = build::scorecard(&results.results);
         run_dir.write_results(&results)?;
     }
+    if args.repeat > 1 && !scenario.elections.is_empty() {
+        eprintln!(
+            "lockbench: --repeat applies to lock backends; each election recipe runs once (raise failover.rounds for more samples)"
+        );
+    }
     for &election in &scenario.elections {
         if interrupted.load(Ordering::SeqCst) {
             break;
