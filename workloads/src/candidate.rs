@@ -104,7 +104,7 @@ struct Recorder {
 
 impl Recorder {
     fn record(&self, f: OpF, ty: OpType, about: Option<Leader>, error: Option<ErrorKind>) {
-        let mut op = Op::complete(
+        let op = Op::complete(
             self.clock.now(),
             self.id,
             f,
@@ -113,9 +113,6 @@ impl Recorder {
             about.map(|l| l.epoch),
             error,
         );
-        if ty == OpType::Invoke {
-            op.error = None;
-        }
         let _ = self.out.send(FromWorker::Ops(vec![op]));
     }
 }
