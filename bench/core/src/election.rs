@@ -25,7 +25,7 @@
 
 use crate::ids::{ClientId, FencingToken};
 use crate::op::{ErrorKind, Outcome};
-use crate::scenario::Scenario;
+use crate::scenario::{Scenario, ScenarioError, bad};
 use crate::traits::BackendError;
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -255,6 +255,62 @@ impl Scenario {
         self.failover
             .pause
             .unwrap_or(self.election_expiry(election) * 2)
+    }
+}
+
+impl Scenario {
+    /// The checks of the `failover` workload's fields (`Scenario::validate` calls it).
+    pub(crate) fn validate_failover(&self) -> Result<(), ScenarioError> {
+        let f = &self.failover;
+        if self.elections.is_empty() {
+            return Err(bad(
+                "elections",
+                "the failover workload needs at least one election recipe, e.g. [\"zk-election\"]",
+            ));
+        }
+        if !self.backends.is_empty() {
+            return Err(bad(
+                "backends",
+                "the failover workload runs `elections`, not lock backends; leave `backends` out",
+            ));
+        }
+        if !self.faults.is_empty() {
+            return Err(bad(
+                "faults",
+                "the failover workload removes leaders itself (`failover.removals`); leave `faults` out",
+            ));
+        }
+        if self.workload.clients < 2 {
+            return Err(bad(
+                "workload.clients",
+                "the failover workload needs at least 2 candidates",
+            ));
+        }
+        if f.removals.is_empty() {
+            return Err(bad(
+                "failover.removals",
+                "list at least one of \"resign\", \"kill\", \"pause\", \"server-kill\", \"partition\"",
+            ));
+        }
+        if f.rounds == 0 {
+            return Err(bad("failover.rounds", "must be at least 1"));
+        }
+        if f.round_timeout.is_zero() {
+            return Err(bad("failover.round_timeout", "must be above zero"));
+        }
+        if f.poll.is_zero() {
+            return Err(bad("failover.poll", "must be above zero"));
+        }
+        if f.pause.is_some_and(|p| p.is_zero()) {
+            return Err(bad("failover.pause", "must be above zero when set"));
+        }
+        if f.removals.contains(&Removal::Pause) && f.pause.is_some_and(|p| p >= f.round_timeout) {
+            return Err(bad(
+                "failover.pause",
+                "must be shorter than failover.round_timeout",
+            ));
+        }
+        Ok(())
     }
 }
 

@@ -7,7 +7,7 @@
 //! Errors name the field: unknown keys are rejected (`deny_unknown_fields`), and
 //! [`Scenario::validate`] reports values that parse but make no sense.
 
-use crate::election::{ElectionKind, FailoverKnobs, Removal};
+use crate::election::{ElectionKind, FailoverKnobs};
 use crate::fault::Fault;
 use crate::ids::BackendKind;
 use serde::{Deserialize, Serialize};
@@ -455,7 +455,7 @@ pub struct ScenarioError {
     pub problem: String,
 }
 
-fn bad(field: &str, problem: impl Into<String>) -> ScenarioError {
+pub(crate) fn bad(field: &str, problem: impl Into<String>) -> ScenarioError {
     ScenarioError {
         field: field.into(),
         problem: problem.into(),
@@ -600,61 +600,6 @@ impl Scenario {
             return Err(bad(
                 "redlock.node_timeout",
                 "must be above zero and well below redlock.ttl",
-            ));
-        }
-        Ok(())
-    }
-}
-
-impl Scenario {
-    fn validate_failover(&self) -> Result<(), ScenarioError> {
-        let f = &self.failover;
-        if self.elections.is_empty() {
-            return Err(bad(
-                "elections",
-                "the failover workload needs at least one election recipe, e.g. [\"zk-election\"]",
-            ));
-        }
-        if !self.backends.is_empty() {
-            return Err(bad(
-                "backends",
-                "the failover workload runs `elections`, not lock backends; leave `backends` out",
-            ));
-        }
-        if !self.faults.is_empty() {
-            return Err(bad(
-                "faults",
-                "the failover workload removes leaders itself (`failover.removals`); leave `faults` out",
-            ));
-        }
-        if self.workload.clients < 2 {
-            return Err(bad(
-                "workload.clients",
-                "the failover workload needs at least 2 candidates",
-            ));
-        }
-        if f.removals.is_empty() {
-            return Err(bad(
-                "failover.removals",
-                "list at least one of \"resign\", \"kill\", \"pause\", \"server-kill\", \"partition\"",
-            ));
-        }
-        if f.rounds == 0 {
-            return Err(bad("failover.rounds", "must be at least 1"));
-        }
-        if f.round_timeout.is_zero() {
-            return Err(bad("failover.round_timeout", "must be above zero"));
-        }
-        if f.poll.is_zero() {
-            return Err(bad("failover.poll", "must be above zero"));
-        }
-        if f.pause.is_some_and(|p| p.is_zero()) {
-            return Err(bad("failover.pause", "must be above zero when set"));
-        }
-        if f.removals.contains(&Removal::Pause) && f.pause.is_some_and(|p| p >= f.round_timeout) {
-            return Err(bad(
-                "failover.pause",
-                "must be shorter than failover.round_timeout",
             ));
         }
         Ok(())
