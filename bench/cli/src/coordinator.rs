@@ -386,26 +386,6 @@ pub async fn execute<B: Backend>(
     Ok(result)
 }
 
-/// Prints a fault event as it happens (a fault that could not be applied, loudly).
-pub(crate) fn announce_fault(name: &str, e: &FaultEvent) {
-    if e.applied {
-        eprintln!(
-            "lockbench: {name}: {} {:?} {} ({})",
-            e.fault,
-            e.phase,
-            e.targets.join(","),
-            e.note
-        );
-    } else {
-        eprintln!(
-            "lockbench: {name}: NOT APPLIED: {} {} ({})",
-            e.fault,
-            e.targets.join(","),
-            e.note
-        );
-    }
-}
-
 fn event(
     clock: &RunClock,
     fault: &str,
@@ -528,5 +508,25 @@ async fn run_schedule<N: Nemesis>(
     }
     for e in nemesis.heal_all(&clock).await {
         let _ = events.send(e);
+    }
+}
+
+/// Prints a fault event as it happens (a fault that could not be applied, loudly).
+pub(crate) fn announce_fault(name: &str, e: &FaultEvent) {
+    if e.applied {
+        eprintln!(
+            "lockbench: {name}: {} {:?} {} ({})",
+            e.fault,
+            e.phase,
+            e.targets.join(","),
+            e.note
+        );
+    } else {
+        eprintln!(
+            "lockbench: {name}: NOT APPLIED: {} {} ({})",
+            e.fault,
+            e.targets.join(","),
+            e.note
+        );
     }
 }
