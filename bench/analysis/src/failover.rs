@@ -139,6 +139,9 @@ pub struct Summary {
     pub split_brain_ms: Option<MsStats>,
     /// Removals with any split brain.
     pub split_brain_failures: u64,
+    /// Removals that could not be applied here (a partition without network namespaces, a
+    /// server kill on a cluster lockbench does not manage): reported, never silently skipped.
+    pub not_applied: u64,
 }
 
 /// Everything the failover checker finds in one history.
@@ -190,11 +193,12 @@ fn rounds_end(history: &History) -> Option<Nanos> {
         .map(|f| f.time)
 }
 
-fn removals(history: &History) -> Vec<Removal<'_>> {
+/// The removals applied (`applied`) or reported as impossible here (`!applied`).
+fn removals(history: &History, applied: bool) -> Vec<Removal<'_>> {
     history
         .faults()
         .iter()
-        .filter(|f| f.phase == FaultPhase::Start && f.applied)
+        .filter(|f| f.phase == FaultPhase::Start && f.applied == applied)
         .filter_map(|f| {
             let candidate = f.targets.first().and_then(|t| candidate_of(t));
             let kind = match (f.fault.as_str(), candidate) {
@@ -299,7 +303,7 @@ pub fn check(history: &History) -> FailoverFigures {
         .map(|o| o.time)
         .max(history.faults().last().map(|f| f.time))
         .unwrap_or_default();
-    let removals = removals(history);
+    let (removals, not_applied) = (removals(history, true), removals(history, false));
     let terms = terms(history, &removals, end);
     let episodes = split_brain(&terms);
     let mut epoch_regressions = 0;
@@ -393,13 +397,21 @@ pub fn check(history: &History) -> FailoverFigures {
     }
 
     let mut by_removal = BTreeMap::new();
-    let kinds: BTreeSet<&str> = rounds.iter().map(|f| f.removal.as_str()).collect();
+    let kinds: BTreeSet<&str> = rounds
+        .iter()
+        .map(|f| f.removal.as_str())
+        .chain(not_applied.iter().map(|r| r.kind))
+        .collect();
     for kind in kinds {
         let of_kind: Vec<&Failure> = rounds.iter().filter(|f| f.removal == kind).collect();
-        by_removal.insert(kind.to_string(), summarize(&of_kind));
+        let mut summary = summarize(&of_kind);
+        summary.not_applied = not_applied.iter().filter(|r| r.kind == kind).count() as u64;
+        by_removal.insert(kind.to_string(), summary);
     }
+    let mut overall = summarize(&rounds.iter().collect::<Vec<_>>());
+    overall.not_applied = not_applied.len() as u64;
     FailoverFigures {
-        overall: summarize(&rounds.iter().collect::<Vec<_>>()),
+        overall,
         by_removal,
         split_brain: episodes,
         epoch_regressions,
@@ -426,6 +438,7 @@ fn summarize(rounds: &[&Failure]) -> Summary {
         time_to_all_observed_ms: MsStats::of(&times(|r| r.time_to_all_observed_ms)),
         split_brain_ms: MsStats::of(&times(|r| Some(r.split_brain_ms))),
         split_brain_failures: rounds.iter().filter(|r| r.split_brain_ms > 0.0).count() as u64,
+        not_applied: 0,
     }
 }
 
@@ -587,7 +600,13 @@ mod tests {
             op(4100, 2, Observe, Ok, Some((2, 3))),
             op(9000, 2, Observe, Ok, Some((2, 3))),
         ];
-        let faults = vec![removal(1000, "kill", "c1"), removal(6000, "kill", "zk2")];
+        let mut impossible = removal(8000, "partition", "c2");
+        impossible.applied = false;
+        let faults = vec![
+            removal(1000, "kill", "c1"),
+            removal(6000, "kill", "zk2"),
+            impossible,
+        ];
         let f = check(&History::with_faults(ops, faults));
         assert!(f.split_brain.is_empty(), "{:?}", f.split_brain);
         assert!(near(f.rounds[0].time_to_new_leader_ms, 3000.0));
@@ -597,6 +616,10 @@ mod tests {
         assert!(f.rounds[1].leader_kept);
         assert_eq!(f.rounds[1].elections, 0);
         assert_eq!(f.overall.no_new_leader, 1);
+        assert_eq!(f.overall.failures, 2);
+        assert_eq!(f.overall.not_applied, 1);
+        assert_eq!(f.by_removal["partition"].not_applied, 1);
+        assert_eq!(f.by_removal["partition"].failures, 0);
         assert_eq!(f.epoch_regressions, 1);
     }
 }

@@ -41,10 +41,15 @@ pub fn render(results: &RunResults) -> Option<String> {
             } else {
                 s.no_new_leader.to_string()
             };
+            let rounds = if s.not_applied > 0 {
+                format!("{} ({} NOT APPLIED)", s.failures, s.not_applied)
+            } else {
+                s.failures.to_string()
+            };
             t.add_row(vec![
                 r.backend.clone(),
                 removal.clone(),
-                s.failures.to_string(),
+                rounds,
                 ms(&s.time_to_new_leader_ms, |m| m.p50),
                 ms(&s.time_to_new_leader_ms, |m| m.max),
                 ms(&s.time_to_all_observed_ms, |m| m.p50),

@@ -36,7 +36,11 @@ pub(crate) fn section(run: &Run) -> String {
                  <td{class}>{}</td></tr>\n",
                 esc(&r.backend),
                 esc(removal),
-                s.failures,
+                if s.not_applied > 0 {
+                    format!("{} (<b>{} not applied</b>)", s.failures, s.not_applied)
+                } else {
+                    s.failures.to_string()
+                },
                 ms(&s.time_to_new_leader_ms, |m| m.p50),
                 ms(&s.time_to_new_leader_ms, |m| m.max),
                 ms(&s.time_to_all_observed_ms, |m| m.p50),
