@@ -204,8 +204,9 @@ pub struct FailoverKnobs {
     pub removals: Vec<Removal>,
     /// Rounds per removal.
     pub rounds: u32,
-    /// Once a round has settled (a leader every candidate observes), wait this long before
-    /// the next removal.
+    /// Once a round has settled (a leader every candidate observes), wait this long, plus a
+    /// seeded random extra of up to as long again, before the next removal (so removals do
+    /// not all land at the same point of a heartbeat or renewal cycle).
     #[serde(with = "humantime_serde")]
     pub interval: Duration,
     /// Give up waiting for a round to settle after this long (the round is then reported with

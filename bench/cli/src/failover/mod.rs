@@ -119,6 +119,7 @@ pub async fn run_election(
         paused: BTreeSet::new(),
         next_id: 1,
         stop: control.stop.subscribe(),
+        rng: rand::SeedableRng::seed_from_u64(scenario.seed ^ 0x524f_554e),
     };
     let removals = &scenario.failover.removals;
     let mut server = (removals.contains(&Removal::ServerKill)

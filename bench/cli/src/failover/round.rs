@@ -39,6 +39,8 @@ pub(super) struct Run<'a> {
     pub(super) paused: BTreeSet<u32>,
     pub(super) next_id: u32,
     pub(super) stop: watch::Receiver<bool>,
+    /// The round intervals' random extra, seeded from the scenario.
+    pub(super) rng: rand_chacha::ChaCha8Rng,
 }
 
 impl Run<'_> {
@@ -193,8 +195,11 @@ impl Run<'_> {
             return Ok(());
         };
         // Let followers' observations and the leader's renewals run for a while.
+        // Plus a seeded random extra up to the interval, so removals do not all land at the
+        // same point of the leader's heartbeat or renewal cycle.
         let interval = self.scenario.failover.interval;
-        self.wait_until(interval, |_| false).await;
+        let extra = interval.mul_f64(rand::Rng::random::<f64>(&mut self.rng));
+        self.wait_until(interval + extra, |_| false).await;
         if *self.stop.borrow() {
             return Ok(());
         }
