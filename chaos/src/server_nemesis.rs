@@ -531,7 +531,7 @@ fn unavailable(what: &str) -> String {
     )
 }
 
-fn event(
+pub(crate) fn event(
     clock: &RunClock,
     fault: &str,
     phase: FaultPhase,

@@ -46,6 +46,7 @@ pub async fn execute<B: Backend>(
     run_dir: &RunDir,
     control: RunControl,
     env: &RunEnv,
+    mut links: Option<lockbench_chaos::LinkProxies>,
 ) -> anyhow::Result<BackendResult> {
     let info = backend.info();
     let kind = info.backend;
@@ -131,9 +132,13 @@ pub async fn execute<B: Backend>(
     };
     let mut workers: Vec<WorkerProcess> = Vec::new();
     for &slot in &worker_slots {
+        let endpoints = match links.as_mut() {
+            Some(p) => p.endpoints_for(&worker_name(slot), endpoints).await?,
+            None => endpoints.clone(),
+        };
         let job = Job {
             backend: kind,
-            endpoints: endpoints.clone(),
+            endpoints,
             scenario: scenario.clone(),
             duration,
             slots: vec![slot],
@@ -253,7 +258,9 @@ pub async fn execute<B: Backend>(
         None
     };
 
-    // The fault schedule.
+    // The fault schedule. The link proxies stay up until the end of the run (`_links`).
+    let links = links.map(Arc::new);
+    let _links = links.clone();
     let nemesis_task = (!scenario.faults.is_empty()).then(|| {
         let steps = schedule::plan(&scenario.faults, scenario.seed, scenario.duration);
         let client = ClientNemesis::new(workers.iter().map(|w| w.handle()).collect(), holding);
@@ -263,13 +270,26 @@ pub async fn execute<B: Backend>(
             // namespaces, pause, kill/start, clock jump).
             Some(dir) => {
                 use rand::SeedableRng;
+                let cluster = lockbench_cluster::Cluster::new(dir.clone());
+                let links = links.map(|p| {
+                    lockbench_chaos::LinkNemesis::new(
+                        p,
+                        &cluster,
+                        lockbench_chaos::group_of(kind),
+                        rand_chacha::ChaCha8Rng::seed_from_u64(scenario.seed ^ 0x4c49_4e4b),
+                    )
+                });
                 let server = lockbench_chaos::ServerNemesis::new(
-                    lockbench_cluster::Cluster::new(dir.clone()),
+                    cluster,
                     lockbench_chaos::group_of(kind),
                     rand_chacha::ChaCha8Rng::seed_from_u64(scenario.seed ^ 0x5345_5256),
                 );
                 spawn_schedule(
-                    Composite { client, server },
+                    Composite {
+                        client,
+                        server,
+                        links,
+                    },
                     steps,
                     clock,
                     measure_start,
@@ -284,7 +304,11 @@ pub async fn execute<B: Backend>(
                     scenario.seed,
                 );
                 spawn_schedule(
-                    Composite { client, server },
+                    Composite {
+                        client,
+                        server,
+                        links: None,
+                    },
                     steps,
                     clock,
                     measure_start,
@@ -296,7 +320,11 @@ pub async fn execute<B: Backend>(
             None => {
                 let server = StandInServerNemesis::new(kind, None, scenario.seed);
                 spawn_schedule(
-                    Composite { client, server },
+                    Composite {
+                        client,
+                        server,
+                        links: None,
+                    },
                     steps,
                     clock,
                     measure_start,

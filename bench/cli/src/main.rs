@@ -6,6 +6,7 @@ mod cli;
 mod commands;
 mod coordinator;
 mod dispatch;
+mod links;
 mod nemesis;
 mod placement;
 mod progress;

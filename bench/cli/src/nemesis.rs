@@ -350,6 +350,9 @@ pub struct Composite<S> {
     pub client: ClientNemesis,
     /// Owns faults on servers and on the network.
     pub server: S,
+    /// Owns link faults when the run's clients go through link proxies (then `link-delay` and
+    /// `link-blackhole` are toxics on the proxies, and `heal` clears them too).
+    pub links: Option<lockbench_chaos::LinkNemesis>,
 }
 
 fn fault_targets(fault: &Fault) -> Option<&Targets> {
@@ -375,7 +378,14 @@ impl<S: Nemesis> Nemesis for Composite<S> {
             Fault::Heal => {
                 let mut out = self.client.apply(fault, clock).await;
                 out.extend(self.server.apply(fault, clock).await);
+                if let Some(links) = self.links.as_mut() {
+                    out.extend(links.apply(fault, clock).await);
+                }
                 out
+            }
+            Fault::LinkBlackhole { .. } | Fault::LinkDelay { .. } if self.links.is_some() => {
+                let links = self.links.as_mut().expect("checked");
+                links.apply(fault, clock).await
             }
             // The final "resume all" of a schedule goes to both.
             Fault::Resume {
@@ -415,6 +425,9 @@ impl<S: Nemesis> Nemesis for Composite<S> {
     async fn heal_all(&mut self, clock: &RunClock) -> Vec<FaultEvent> {
         let mut out = self.client.heal_all(clock).await;
         out.extend(self.server.heal_all(clock).await);
+        if let Some(links) = self.links.as_mut() {
+            out.extend(links.heal_all(clock).await);
+        }
         out
     }
 }
