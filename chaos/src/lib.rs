@@ -38,6 +38,7 @@
 
 mod cleanup;
 mod clock;
+mod failover;
 mod firewall;
 pub mod grudge;
 mod link_nemesis;
@@ -82,5 +83,6 @@ pub fn group_of(backend: BackendKind) -> Group {
         BackendKind::EtcdLease | BackendKind::EtcdLockapi => Group::Etcd,
         BackendKind::RedisSetnx | BackendKind::RedisBrokenNoNx => Group::Redis,
         BackendKind::Redlock => Group::Redlock,
+        BackendKind::RedisSentinel => Group::Failover,
     }
 }

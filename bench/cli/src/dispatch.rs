@@ -59,6 +59,15 @@ macro_rules! with_backend {
                 )?;
                 $body
             }
+            BackendKind::RedisSentinel => {
+                let $b = lockbench_redis::SetNxBackend::via_sentinel(
+                    endpoints,
+                    &scenario.redis,
+                    keys,
+                    seed,
+                )?;
+                $body
+            }
             BackendKind::Redlock => {
                 let $b =
                     lockbench_redis::RedlockBackend::new(endpoints, &scenario.redlock, keys, seed)?;

@@ -215,6 +215,7 @@ impl StandInServerNemesis {
             BackendKind::EtcdLease | BackendKind::EtcdLockapi => name.starts_with("etcd"),
             BackendKind::RedisSetnx | BackendKind::RedisBrokenNoNx => name == "redis",
             BackendKind::Redlock => name.starts_with("redlock"),
+            BackendKind::RedisSentinel => name.starts_with("fo"),
         };
         Ok(status
             .servers
@@ -368,7 +369,7 @@ fn fault_targets(fault: &Fault) -> Option<&Targets> {
             lockbench_core::PartitionSpec::Isolate(t) => Some(t),
             _ => None,
         },
-        Fault::Heal => None,
+        Fault::Heal | Fault::RedisFailover => None,
     }
 }
 

@@ -311,3 +311,101 @@ fn link_delay_slows_exactly_the_targeted_clients_link_until_heal() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+const FAILOVER: &str = r#"
+name = "redis-failover"
+seed = 1
+backends = ["redis-sentinel"]
+duration = "14s"
+warmup = "0s"
+recovery = "3s"
+resource = "fenced"
+
+[workload]
+clients = 2
+keys = 1
+hold = "5s"                    # the grant the primary dies after is still believed held when the
+think = "1s"                   # promoted replica grants the same lock again (~2 s later)
+acquire_timeout = "30s"
+
+[redis]
+ttl = "30s"
+retry_delay = "700ms"          # a waiter polls slowly and out of step with `hold`: the lock is
+                               # free for 100s of ms after a release (~5.1 s to ~5.7 s), when the
+                               # fault cuts the replication link
+
+[[faults]]
+fault = "redis-failover"
+at = "1s"
+duration = "8s"
+"#;
+
+/// Issue 3's Redis failover: the replica's replication link is cut, the primary is SIGKILLed
+/// right after its next grant, Sentinel promotes the replica, which grants the same lock to
+/// the other client while the first still holds it: the mutex checker must count it. After
+/// the heal the old primary is a replica again and the Sentinels name a live primary.
+#[test]
+fn a_sentinel_failover_after_an_unreplicated_grant_is_counted_as_a_double_grant() {
+    if netns_prefix().is_none() {
+        if std::env::var("LOCKBENCH_ALLOW_NO_ROOT").as_deref() == Ok("1") {
+            eprintln!("SKIPPED: the managed cluster is not in the netns topology");
+            return;
+        }
+        panic!("redis-failover cuts the replication link with iptables: needs the netns topology");
+    }
+    let (dir, run, history, text) = run_scenario("failover", FAILOVER);
+    let start = history
+        .iter()
+        .find(|e| e["type"] == "nemesis" && e["fault"] == "redis-failover" && e["phase"] == "start")
+        .unwrap_or_else(|| panic!("no redis-failover in the history\n{text}"));
+    assert_eq!(start["applied"], true, "{start}\n{text}");
+    let note = start["note"].as_str().unwrap();
+    assert!(note.contains("right after its next grant"), "{note}");
+    let stop = history
+        .iter()
+        .find(|e| e["type"] == "nemesis" && e["fault"] == "redis-failover" && e["phase"] == "stop")
+        .unwrap_or_else(|| panic!("the failover was never healed\n{text}"));
+    assert_eq!(
+        stop["applied"], true,
+        "the old primary did not rejoin: {stop}"
+    );
+
+    let results: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("results.json")).unwrap()).unwrap();
+    let r = &results["results"][0];
+    let safety = &r["safety"];
+    eprintln!("redis-failover: {note}\nsafety: {safety}");
+    assert!(
+        safety["mutex_violations"].as_u64().unwrap() >= 1,
+        "the promoted replica's second grant was not counted: {safety}\n{text}"
+    );
+    let cell = results["scorecard"]["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["fault"] == "redis-failover")
+        .unwrap_or_else(|| panic!("no redis-failover scorecard cell: {}", results["scorecard"]));
+    assert!(
+        cell["violations"]["mutex"].as_u64().unwrap_or(0) >= 1,
+        "the double grant is not charged to the failover: {cell}"
+    );
+
+    // Healed: every server of the pair and every Sentinel is healthy, and the Sentinels name
+    // one of the pair as primary.
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let status = rt
+        .block_on(lockbench_cluster::Cluster::new(lockbench_cluster::default_state_dir()).status())
+        .unwrap();
+    for s in status
+        .servers
+        .iter()
+        .filter(|s| s.name.starts_with("fo") || s.name.starts_with("sen"))
+    {
+        assert!(s.healthy, "{} unhealthy after the heal", s.name);
+    }
+    let primary = rt.block_on(lockbench_cluster::sentinel::primary(
+        &status.endpoints.sentinel[0],
+    ));
+    assert!(primary.is_some(), "no primary named after the heal");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -113,6 +113,12 @@ pub enum Fault {
         /// Which servers.
         targets: Targets,
     },
+    /// Redis Sentinel failover that loses a grant (the `redis-sentinel` system only): the
+    /// replica's replication link is cut, the primary's next lock grant is awaited, and the
+    /// primary is SIGKILLed right after it, before the key can reach the replica; Sentinel then
+    /// promotes the replica, which never saw the grant. The inverse (`heal`) restarts the old
+    /// primary, which Sentinel turns into a replica of the new one.
+    RedisFailover,
 }
 
 impl Fault {
@@ -128,6 +134,7 @@ impl Fault {
             Fault::ClockJump { .. } => "clock-jump",
             Fault::LinkDelay { .. } => "link-delay",
             Fault::LinkBlackhole { .. } => "link-blackhole",
+            Fault::RedisFailover => "redis-failover",
         }
     }
 }

@@ -31,7 +31,7 @@ pub mod scenario;
 pub mod time;
 pub mod traits;
 
-pub use endpoints::Endpoints;
+pub use endpoints::{Endpoints, SENTINEL_MASTER_NAME};
 pub use fanout::{ServerFanout, Wakeups};
 pub use fault::{Fault, FaultEvent, FaultPhase, PartitionSpec, Targets};
 pub use history::History;
