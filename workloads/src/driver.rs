@@ -109,6 +109,9 @@ pub struct SlotOptions {
     pub holder: Option<HolderHooks>,
     /// Told once every client is connected (before the start time).
     pub connected: Option<tokio::sync::oneshot::Sender<()>>,
+    /// `workload.acquisitions` is counted by someone else (the coordinator, over every
+    /// process's slots): these slots run until stopped instead of counting down themselves.
+    pub count_elsewhere: bool,
 }
 
 impl SlotOptions {
@@ -220,7 +223,9 @@ pub async fn run_slots<B: Backend>(
     };
     let shared = Arc::new(Shared {
         backend,
-        remaining: by_count.map(AtomicU64::new),
+        remaining: by_count
+            .filter(|_| !options.count_elsewhere)
+            .map(AtomicU64::new),
         run,
         control: control.clone(),
         measure_start,

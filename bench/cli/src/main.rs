@@ -10,6 +10,7 @@ mod links;
 mod nemesis;
 mod placement;
 mod progress;
+mod respawn;
 
 use clap::Parser;
 use std::process::ExitCode;
