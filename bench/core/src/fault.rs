@@ -139,6 +139,29 @@ impl Fault {
     }
 }
 
+/// The kind of a fault window, as every result names it (scorecard cells, chart labels, the
+/// report's fault tables): the verb, with `-client` appended when every target is a client
+/// host (`pause-client`: a worker process stopped, e.g. the fencing workload's holder) so it
+/// never reads like the same verb on a server (`pause`: a server stopped).
+pub fn fault_kind(verb: &str, targets: &[String]) -> String {
+    if !targets.is_empty() && targets.iter().all(|t| t.starts_with("client")) {
+        format!("{verb}-client")
+    } else {
+        verb.to_string()
+    }
+}
+
+/// A fault window's label for charts: its [`fault_kind`] and its targets (`pause zk3`,
+/// `pause-client client1`).
+pub fn fault_label(verb: &str, targets: &[String]) -> String {
+    let kind = fault_kind(verb, targets);
+    if targets.is_empty() {
+        kind
+    } else {
+        format!("{kind} {}", targets.join(","))
+    }
+}
+
 /// Whether a fault event opens or closes a fault window.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -173,6 +196,17 @@ pub struct FaultEvent {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn client_and_server_faults_have_different_kinds_and_labels() {
+        let c = vec!["client1".to_string()];
+        let s = vec!["zk3".to_string()];
+        assert_eq!(fault_kind("pause", &c), "pause-client");
+        assert_eq!(fault_kind("pause", &s), "pause");
+        assert_eq!(fault_label("pause", &c), "pause-client client1");
+        assert_eq!(fault_label("pause", &s), "pause zk3");
+        assert_eq!(fault_label("heal", &[]), "heal");
+    }
 
     #[test]
     fn faults_read_as_toml_tables() {
