@@ -71,6 +71,19 @@ impl LinkProxies {
     ) -> anyhow::Result<Endpoints> {
         let mut out = endpoints.clone();
         for (server, endpoint) in self.servers.clone() {
+            let listed = [
+                &endpoints.zookeeper,
+                &endpoints.etcd,
+                &endpoints.redis,
+                &endpoints.redlock,
+            ]
+            .iter()
+            .any(|list| list.contains(&endpoint));
+            if !listed {
+                // Clients never dial it (e.g. the failover pair, found through Sentinel): a
+                // proxy would carry nothing, and a fault on it would claim an effect it has not.
+                continue;
+            }
             let key = (client.to_string(), server.clone());
             if !self.proxies.contains_key(&key) {
                 let name = format!("{client}->{server}");
@@ -152,5 +165,19 @@ mod tests {
         assert_ne!(a.etcd, b.etcd, "each client has its own proxies");
         assert_eq!(a.redis, e.redis, "unproxied systems are untouched");
         assert_eq!(p.client_names(), vec!["client1", "coordinator"]);
+    }
+
+    #[tokio::test]
+    async fn servers_no_client_dials_get_no_proxy() {
+        let mut p = LinkProxies::new(
+            "127.0.0.1".parse().unwrap(),
+            vec![("fo1".into(), "127.0.0.1:16390".into())],
+        );
+        let e = Endpoints {
+            sentinel: vec!["127.0.0.1:26390".into()],
+            ..Endpoints::default()
+        };
+        assert_eq!(p.endpoints_for("coordinator", &e).await.unwrap(), e);
+        assert!(p.client_names().is_empty());
     }
 }
