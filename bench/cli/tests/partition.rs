@@ -312,33 +312,8 @@ fn link_delay_slows_exactly_the_targeted_clients_link_until_heal() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-const FAILOVER: &str = r#"
-name = "redis-failover"
-seed = 1
-backends = ["redis-sentinel"]
-duration = "14s"
-warmup = "0s"
-recovery = "3s"
-resource = "fenced"
-
-[workload]
-clients = 2
-keys = 1
-hold = "5s"                    # the grant the primary dies after is still believed held when the
-think = "1s"                   # promoted replica grants the same lock again (~2 s later)
-acquire_timeout = "30s"
-
-[redis]
-ttl = "30s"
-retry_delay = "700ms"          # a waiter polls slowly and out of step with `hold`: the lock is
-                               # free for 100s of ms after a release (~5.1 s to ~5.7 s), when the
-                               # fault cuts the replication link
-
-[[faults]]
-fault = "redis-failover"
-at = "1s"
-duration = "8s"
-"#;
+/// The built-in `redis-failover` scenario.
+const FAILOVER: &str = include_str!("../../../scenarios/redis-failover.toml");
 
 /// Issue 3's Redis failover: the replica's replication link is cut, the primary is SIGKILLed
 /// right after its next grant, Sentinel promotes the replica, which grants the same lock to

@@ -228,6 +228,8 @@ mod tests {
             by = "3s"
             [[f]]
             fault = "heal"
+            [[f]]
+            fault = "redis-failover"
             "#,
         )
         .unwrap();
@@ -246,5 +248,7 @@ mod tests {
             }
         );
         assert_eq!(w.f[3], Fault::Heal);
+        assert_eq!(w.f[4], Fault::RedisFailover);
+        assert_eq!(w.f[4].verb(), "redis-failover");
     }
 }
