@@ -7,9 +7,11 @@ mod commands;
 mod coordinator;
 mod dispatch;
 mod failover;
+mod links;
 mod nemesis;
 mod placement;
 mod progress;
+mod respawn;
 
 use clap::Parser;
 use std::process::ExitCode;
