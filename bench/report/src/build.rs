@@ -202,6 +202,7 @@ pub fn failed_result(backend: &str, workload: &Workload, error: String) -> Backe
             writes_after_lock_lost: 0,
             writes_after_lock_lost_accepted: 0,
             unfenced_writes: 0,
+            token_reuses: 0,
             failed_checkers: vec!["backend did not run".into()],
             outside_fault_windows: Default::default(),
         },
@@ -260,6 +261,7 @@ fn safety_result(s: Safety) -> SafetyResult {
         writes_after_lock_lost: l.writes_after_lock_lost,
         writes_after_lock_lost_accepted: l.accepted,
         unfenced_writes: f.unfenced_writes,
+        token_reuses: f.token_reuses,
         failed_checkers: s.failed_checkers,
         outside_fault_windows: Default::default(),
     }
