@@ -9,6 +9,7 @@ mod dispatch;
 mod nemesis;
 mod placement;
 mod progress;
+mod resources;
 
 use clap::Parser;
 use std::process::ExitCode;

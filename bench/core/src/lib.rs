@@ -28,6 +28,7 @@ pub mod history;
 pub mod ids;
 pub mod op;
 pub mod scenario;
+pub mod sweep;
 pub mod time;
 pub mod traits;
 

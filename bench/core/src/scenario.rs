@@ -63,6 +63,9 @@ pub struct Scenario {
     /// The fault schedule (`[[faults]]` tables), applied by the nemesis while the clients run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub faults: Vec<FaultSpec>,
+    /// How `lockbench sweep` runs this scenario (`[sweep]`); `lockbench run` ignores it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<crate::sweep::SweepSpec>,
 }
 
 fn default_recovery() -> Duration {
@@ -542,6 +545,9 @@ impl Scenario {
         }
         if self.redis.ttl < Duration::from_millis(1) {
             return Err(bad("redis.ttl", "must be at least 1ms"));
+        }
+        if let Some(sweep) = &self.sweep {
+            sweep.validate().map_err(|e| bad("sweep", e))?;
         }
         if self.redis.response_timeout.is_zero() {
             return Err(bad("redis.response_timeout", "must be above zero"));

@@ -8,9 +8,11 @@
 #![deny(missing_docs)]
 
 pub mod build;
+pub mod capacity;
 pub mod environment;
 pub mod html;
 pub mod model;
+pub mod resources;
 pub mod run_dir;
 pub mod table;
 

@@ -74,6 +74,7 @@ async fn run_scenario(
         environment: environment::detect(servers),
         results: Vec::new(),
         scorecard: None,
+        capacity: None,
     };
     run_dir.write_results(&results)?;
 

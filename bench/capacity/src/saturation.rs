@@ -1,0 +1,96 @@
+//! Was the load generator the limit? A result whose clients ran out of CPU, or whose pacer
+//! woke up late, measures lockbench, not the backend; this says so, with the figures.
+
+use lockbench_report::resources::ResourceUsage;
+
+/// lockbench (with its workers) using this fraction of all CPUs saturates the machine.
+pub const MACHINE_FRACTION: f64 = 0.9;
+/// One lockbench thread at this percent of a core is a single-thread bottleneck.
+pub const THREAD_PERCENT: f64 = 90.0;
+/// Timers firing this late (p99, ms) mean the open-loop pacer cannot keep its schedule.
+pub const LAG_MS: f64 = 10.0;
+/// The whole machine this busy (percent) ...
+pub const MACHINE_BUSY_PERCENT: f64 = 95.0;
+
+/// Why the generator was the limit in `u`'s measured window (empty: it was not).
+pub fn reasons(u: &ResourceUsage) -> Vec<String> {
+    let mut why = Vec::new();
+    let gen_cpu = u.generator_cpu_percent();
+    let machine = u.cpus.max(1) as f64 * 100.0;
+    if gen_cpu >= MACHINE_FRACTION * machine {
+        why.push(format!(
+            "lockbench used {gen_cpu:.0}% CPU, {:.0}% of the machine's {} cores",
+            gen_cpu / machine * 100.0,
+            u.cpus
+        ));
+    }
+    let busiest = u
+        .processes
+        .iter()
+        .filter_map(|p| p.busiest_thread_cpu_percent)
+        .fold(0.0, f64::max);
+    if busiest >= THREAD_PERCENT {
+        why.push(format!("a lockbench thread ran at {busiest:.0}% of a core"));
+    }
+    if let Some(lag) = u.timer_lag_p99_ms.filter(|&l| l > LAG_MS) {
+        why.push(format!(
+            "lockbench's timers fired {lag:.1} ms late (p99): the pacer could not keep its schedule"
+        ));
+    }
+    let samples = &u.machine_cpu_percent;
+    if !samples.is_empty() {
+        let busy = samples.iter().sum::<f64>() / samples.len() as f64;
+        let servers = u.server_cpu_percent();
+        if busy >= MACHINE_BUSY_PERCENT && gen_cpu > servers {
+            why.push(format!(
+                "the machine was {busy:.0}% busy and lockbench used more of it ({gen_cpu:.0}%) than the servers ({servers:.0}%)"
+            ));
+        }
+    }
+    why
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lockbench_report::resources::ProcessUsage;
+
+    fn usage(gen_cpu: f64, thread: f64, lag: f64, machine: f64, server: f64) -> ResourceUsage {
+        ResourceUsage {
+            cpus: 2,
+            machine_cpu_percent: vec![machine],
+            timer_lag_p99_ms: Some(lag),
+            processes: vec![
+                ProcessUsage {
+                    name: "lockbench".into(),
+                    role: "generator".into(),
+                    cpu_percent_mean: gen_cpu,
+                    busiest_thread_cpu_percent: Some(thread),
+                    ..ProcessUsage::default()
+                },
+                ProcessUsage {
+                    name: "redis".into(),
+                    role: "server".into(),
+                    cpu_percent_mean: server,
+                    ..ProcessUsage::default()
+                },
+            ],
+            ..ResourceUsage::default()
+        }
+    }
+
+    #[test]
+    fn each_limit_is_named_and_an_idle_generator_is_not_bound() {
+        assert!(reasons(&usage(40.0, 30.0, 1.0, 60.0, 50.0)).is_empty());
+        assert!(
+            reasons(&usage(185.0, 60.0, 1.0, 99.0, 10.0))[0].contains("of the machine's 2 cores")
+        );
+        assert!(reasons(&usage(95.0, 93.0, 1.0, 60.0, 50.0))[0].contains("thread ran at 93%"));
+        assert!(reasons(&usage(40.0, 30.0, 25.0, 60.0, 50.0))[0].contains("25.0 ms late"));
+        let busy = reasons(&usage(120.0, 50.0, 1.0, 98.0, 70.0));
+        assert_eq!(busy.len(), 1);
+        assert!(busy[0].contains("98% busy"));
+        // A busy machine where the servers use more than lockbench: the backend's limit.
+        assert!(reasons(&usage(60.0, 50.0, 1.0, 98.0, 130.0)).is_empty());
+    }
+}
