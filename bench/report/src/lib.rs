@@ -14,6 +14,7 @@ pub mod html;
 pub mod model;
 pub mod resources;
 pub mod run_dir;
+pub mod sizing;
 pub mod table;
 
 pub use model::{BackendResult, RunResults, SCHEMA_VERSION};

@@ -6,6 +6,8 @@ mod repeat;
 mod report;
 mod run;
 mod scenarios;
+mod sweep;
+mod sweep_step;
 mod worker;
 
 use crate::cli::{Cli, Command};
@@ -26,5 +28,6 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Report { run_dirs } => report::run(run_dirs),
         Command::Compare(args) => compare::run(args),
         Command::Worker => worker::run().await,
+        Command::Sweep(args) => sweep::run(args, state_dir).await,
     }
 }

@@ -197,25 +197,30 @@ async fn run_scenario(
 }
 
 fn load_scenario(args: &RunArgs) -> anyhow::Result<Scenario> {
-    let path = Path::new(&args.scenario);
+    load_named_scenario(&args.scenario, &args.sets, args.seed)
+}
+
+/// Loads a scenario file or built-in by name, with `--set` overrides and `--seed`.
+pub(crate) fn load_named_scenario(
+    name: &str,
+    sets: &[String],
+    seed: Option<u64>,
+) -> anyhow::Result<Scenario> {
+    let path = Path::new(name);
     let (source, text) = if path.exists() {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read scenario file {}", path.display()))?;
         (path.display().to_string(), text)
-    } else if let Some(text) = builtin::find(&args.scenario) {
-        (
-            format!("built-in scenario {}", args.scenario),
-            text.to_string(),
-        )
+    } else if let Some(text) = builtin::find(name) {
+        (format!("built-in scenario {name}"), text.to_string())
     } else {
         anyhow::bail!(
-            "`{}` is neither a scenario file nor a built-in scenario; built-ins: {}",
-            args.scenario,
+            "`{name}` is neither a scenario file nor a built-in scenario; built-ins: {}",
             builtin::names().join(", ")
         );
     };
-    let mut sets = args.sets.clone();
-    if let Some(seed) = args.seed {
+    let mut sets = sets.to_vec();
+    if let Some(seed) = seed {
         sets.push(format!("seed={seed}"));
     }
     Scenario::load(&source, &text, &sets).map_err(anyhow::Error::msg)
@@ -223,7 +228,7 @@ fn load_scenario(args: &RunArgs) -> anyhow::Result<Scenario> {
 
 /// Resolves `--cluster`: the endpoints, a label for the results, and the managed cluster if
 /// this run started it (so it is stopped afterwards).
-async fn prepare_cluster(
+pub(crate) async fn prepare_cluster(
     spec: &str,
     state_dir: PathBuf,
 ) -> anyhow::Result<(Endpoints, String, Option<Cluster>)> {

@@ -18,6 +18,7 @@ const KNOWN_TOP: &[&str] = &[
     "environment",
     "results",
     "scorecard",
+    "capacity",
 ];
 
 /// Per-result fields the summary, recipe table and charts already show.
@@ -45,6 +46,7 @@ const KNOWN_RESULT: &[&str] = &[
     "server_ops_per_acquisition",
     "requests",
     "recipe",
+    "resources",
 ];
 
 const MAX_ROWS: usize = 200;

@@ -15,8 +15,11 @@
 //! The module list is a map of the page: `load` reads the run directory, `trace` turns the
 //! history into per-backend series, `page` is the layout and CSS, `summary` and `scorecard`
 //! the tables, `extras` whatever else `results.json` holds; `spectrum`, `timeline`, `gantt`,
-//! `fencing` and `fairness` the charts (sharing `chart`), `index` the list of runs.
+//! `fencing` and `fairness` the charts (sharing `chart`), `resources` what each run cost in CPU
+//! and memory, `capacity` a sweep's sizing table and throughput-latency curves, `index` the
+//! list of runs.
 
+mod capacity;
 mod chart;
 mod extras;
 mod fairness;
@@ -25,6 +28,7 @@ mod gantt;
 mod index;
 mod load;
 mod page;
+mod resources;
 mod scorecard;
 mod spectrum;
 mod summary;
@@ -54,6 +58,7 @@ fn render(run: &load::Run) -> String {
     body.push_str(&summary::header(run));
     body.push_str(&summary::table(run));
     body.push_str(&scorecard::section(run));
+    body.push_str(&capacity::section(run));
     body.push_str(&summary::recipes(run));
     body.push_str(&extras::section(run));
     body.push_str(&spectrum::section(run));
@@ -61,6 +66,7 @@ fn render(run: &load::Run) -> String {
     body.push_str(&gantt::section(run));
     body.push_str(&fencing::section(run));
     body.push_str(&fairness::section(run));
+    body.push_str(&resources::section(run));
     body.push_str(&summary::environment(run));
     let title = format!(
         "lockbench: {} ({})",

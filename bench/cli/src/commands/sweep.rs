@@ -1,0 +1,339 @@
+//! `lockbench sweep`: the grid x backends x offered-rate search, the sizing table, and the
+//! sweep directory (`steps/<backend>-p<point>-<n>-<phase>-<rate>/` per step, `results.json`
+//! with the knee steps and `capacity`, `report.html`). Ctrl-C stops the running step and keeps
+//! everything recorded so far.
+
+use super::run::{load_named_scenario, prepare_cluster};
+use super::sweep_step::{self, StepContext};
+use crate::cli::SweepArgs;
+use crate::placement::RunEnv;
+use lockbench_capacity::{Objective, Search, grid};
+use lockbench_core::Scenario;
+use lockbench_core::sweep::{Rates, SweepSpec, parse_vary};
+use lockbench_report::capacity::{Capacity, SizingRow, SweepPoint, SweepStep};
+use lockbench_report::{BackendResult, RunDir, RunResults, SCHEMA_VERSION, environment, sizing};
+use lockbench_workloads::RunControl;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Instant, SystemTime};
+
+/// Runs a sweep.
+pub async fn run(args: SweepArgs, state_dir: PathBuf) -> anyhow::Result<ExitCode> {
+    let base = load_named_scenario(&args.scenario, &args.sets, args.seed)?;
+    let spec = spec(&base, &args)?;
+    let dims = spec
+        .vary
+        .iter()
+        .map(|v| parse_vary(v))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(anyhow::Error::msg)?;
+    let points = grid::points(&dims);
+    // Every grid point must load before anything runs: a bad path fails now, named.
+    let mut scenarios = Vec::new();
+    for p in &points {
+        let mut s = Scenario::load(
+            &format!("`{}` at {}", base.name, grid::label(p)),
+            &base.to_toml(),
+            &grid::overrides(p),
+        )
+        .map_err(anyhow::Error::msg)?;
+        s.duration = spec.step;
+        s.warmup = spec.step_warmup;
+        s.faults.clear();
+        s.workload.acquisitions = None;
+        scenarios.push(s);
+    }
+
+    let managed = args.cluster == "managed";
+    let (endpoints, cluster_label, started_cluster) =
+        prepare_cluster(&args.cluster, state_dir.clone()).await?;
+    let env = if managed {
+        RunEnv::managed(state_dir, &scenarios[0]).await?
+    } else {
+        let mut env = RunEnv::loopback(None);
+        env.compose = args.cluster == "compose";
+        env
+    };
+    let mut full = base.clone();
+    full.sweep = Some(spec.clone());
+    let outcome = sweep(
+        &args,
+        &full,
+        &spec,
+        &points,
+        &scenarios,
+        &endpoints,
+        &cluster_label,
+        &env,
+    )
+    .await;
+    env.finish().await;
+    if let Some(cluster) = started_cluster {
+        eprintln!("lockbench: stopping the managed cluster this sweep started");
+        if let Err(e) = cluster.down().await {
+            eprintln!("warning: could not stop the managed cluster: {e:#} (run `lockbench down`)");
+        }
+    }
+    outcome
+}
+
+/// The scenario's `[sweep]` with the command line's flags over it.
+fn spec(base: &Scenario, args: &SweepArgs) -> anyhow::Result<SweepSpec> {
+    let mut spec = base.sweep.clone().unwrap_or_default();
+    if !args.vary.is_empty() {
+        spec.vary = args.vary.clone();
+    }
+    if let Some(r) = &args.rates {
+        spec.rates = if r == "auto" {
+            Rates::Auto("auto".into())
+        } else {
+            Rates::List(
+                r.split(',')
+                    .map(|x| {
+                        x.trim().parse::<f64>().map_err(|_| {
+                            anyhow::anyhow!("--rates {r}: `{x}` is not a rate (acquisitions/s)")
+                        })
+                    })
+                    .collect::<anyhow::Result<_>>()?,
+            )
+        };
+    }
+    if let Some(slo) = &args.slo {
+        let d = slo
+            .strip_prefix("p99=")
+            .ok_or_else(|| anyhow::anyhow!("--slo {slo}: expected p99=DURATION, e.g. p99=50ms"))?;
+        spec.slo_p99 =
+            humantime::parse_duration(d).map_err(|e| anyhow::anyhow!("--slo {slo}: {e}"))?;
+    }
+    if let Some(t) = args.tolerance {
+        spec.tolerance = t;
+    }
+    if let Some(r) = args.resolution {
+        spec.resolution = r;
+    }
+    if let Some(s) = args.step {
+        spec.step = s;
+    }
+    if let Some(s) = args.step_warmup {
+        spec.step_warmup = s;
+    }
+    if let Some(m) = args.max_steps {
+        spec.max_steps = m;
+    }
+    spec.validate().map_err(anyhow::Error::msg)?;
+    Ok(spec)
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn sweep(
+    args: &SweepArgs,
+    full: &Scenario,
+    spec: &SweepSpec,
+    points: &[grid::Point],
+    scenarios: &[Scenario],
+    endpoints: &lockbench_core::Endpoints,
+    cluster_label: &str,
+    env: &RunEnv,
+) -> anyhow::Result<ExitCode> {
+    let began = Instant::now();
+    let name = format!("sweep-{}", full.name);
+    let dir = RunDir::create(Path::new("results"), &name, args.out.as_deref())?;
+    dir.write_scenario(&full.to_toml())?;
+    let objective = Objective {
+        p99: spec.slo_p99,
+        tolerance: spec.tolerance,
+        max_error_rate: spec.max_error_rate,
+    };
+    eprintln!(
+        "lockbench: sweep of `{}`: {} backend(s) x {} grid point(s), objective p99 <= {} with achieved >= {:.0}% of offered; steps of {} after {} warm-up",
+        full.name,
+        full.backends.len(),
+        points.len(),
+        humantime::format_duration(spec.slo_p99),
+        (1.0 - spec.tolerance) * 100.0,
+        humantime::format_duration(spec.step),
+        humantime::format_duration(spec.step_warmup),
+    );
+    eprintln!("lockbench: sweep directory {}", dir.path().display());
+    let servers = lockbench_cluster::server_versions(endpoints).await;
+    let mut results = RunResults {
+        schema_version: SCHEMA_VERSION,
+        scenario: name.clone(),
+        seed: full.seed,
+        started_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
+        complete: false,
+        cluster: cluster_label.to_string(),
+        environment: environment::detect(servers),
+        results: Vec::new(),
+        scorecard: None,
+        capacity: Some(Capacity {
+            slo_p99_ms: spec.slo_p99.as_secs_f64() * 1e3,
+            tolerance: spec.tolerance,
+            max_error_rate: spec.max_error_rate,
+            vary: spec.vary.clone(),
+            ..Capacity::default()
+        }),
+    };
+    dir.write_results(&results)?;
+
+    let interrupted = Arc::new(AtomicBool::new(false));
+    let current: Arc<Mutex<Option<RunControl>>> = Arc::new(Mutex::new(None));
+    let watcher = {
+        let (interrupted, current) = (interrupted.clone(), current.clone());
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                eprintln!(
+                    "\nlockbench: interrupted; stopping the current step and saving what was recorded"
+                );
+                interrupted.store(true, Ordering::SeqCst);
+                if let Some(c) = current.lock().expect("control lock").as_ref() {
+                    c.stop.send_replace(true);
+                }
+            }
+        })
+    };
+
+    'backends: for &kind in &full.backends {
+        for (pi, (point, scenario)) in points.iter().zip(scenarios).enumerate() {
+            if interrupted.load(Ordering::SeqCst) {
+                break 'backends;
+            }
+            let label = grid::label(point);
+            let ctx = StepContext {
+                scenario,
+                sweep_dir: dir.path(),
+                endpoints,
+                env,
+                objective,
+                header: &results,
+                current: &current,
+            };
+            let mut search = match &spec.rates {
+                Rates::List(l) => Search::listed(l.clone(), spec.max_steps),
+                Rates::Auto(_) => Search::auto(spec.resolution, spec.max_steps),
+            };
+            let mut steps: Vec<SweepStep> = Vec::new();
+            let mut knee_results: Vec<(Option<f64>, BackendResult)> = Vec::new();
+            let mut error = None;
+            while let Some((phase, rate)) = search.next() {
+                if interrupted.load(Ordering::SeqCst) {
+                    break;
+                }
+                let id = format!("{}-p{pi}-{:02}", kind.name(), steps.len());
+                let (step, result) = sweep_step::run(&ctx, kind, &id, phase, rate).await?;
+                eprintln!("{}", sweep_step::line(kind.name(), &label, &step));
+                if result.status == "error" {
+                    error = Some(step.reasons.join("; "));
+                    steps.push(step);
+                    break;
+                }
+                match rate {
+                    None => search.record_probe(step.achieved_per_s),
+                    Some(r) => search.record(r, step.sustained, step.generator_bound),
+                }
+                knee_results.push((rate, result));
+                steps.push(step);
+            }
+            let knee = search.knee();
+            let at = |rate: Option<f64>| {
+                rate.and_then(|r| steps.iter().find(|s| s.offered_per_s == Some(r)))
+            };
+            let knee_step = at(knee.rate);
+            let verdict = if error.is_some() {
+                "error"
+            } else {
+                knee.verdict
+            };
+            let note = match (&error, verdict) {
+                (Some(e), _) => e.clone(),
+                (None, "generator-bound") => {
+                    let bound: Vec<&SweepStep> = [knee.rate, knee.failed]
+                        .into_iter()
+                        .filter_map(|r| at(r))
+                        .filter(|s| s.generator_bound)
+                        .collect();
+                    format!(
+                        "lockbench was the limit at {}: the rate is a lower bound (see each step's resources.generator_notes)",
+                        bound
+                            .iter()
+                            .filter_map(|s| s.offered_per_s)
+                            .map(|r| format!("{r:.0}/s"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                }
+                (None, "not-reached") => "every rate tried was sustained: a lower bound (raise --max-steps or the clients)".into(),
+                (None, "none") => "not even the lowest rate tried was sustained".into(),
+                _ => at(knee.failed)
+                    .map(|s| format!("above it: {}", s.reasons.join("; ")))
+                    .unwrap_or_default(),
+            };
+            let values: BTreeMap<String, String> = point.iter().cloned().collect();
+            let row = SizingRow {
+                backend: kind.name().into(),
+                point: values.clone(),
+                clients: scenario.workload.clients,
+                keys: scenario.workload.keys,
+                verdict: verdict.into(),
+                max_rate_per_s: knee.rate,
+                first_failed_rate_per_s: knee.failed,
+                achieved_per_s: knee_step.map(|s| s.achieved_per_s),
+                p99_ms: knee_step.and_then(|s| s.p99_ms),
+                p99_service_ms: knee_step.and_then(|s| s.p99_service_ms),
+                server_cpu_percent: knee_step.and_then(|s| s.server_cpu_percent),
+                server_rss_mib: knee_step.and_then(|s| s.server_rss_mib),
+                generator_cpu_percent: knee_step.and_then(|s| s.generator_cpu_percent),
+                requests_per_acquisition: knee_step.and_then(|s| s.requests_per_acquisition),
+                note,
+            };
+            eprintln!(
+                "lockbench: {} {label}: {} acq/s ({})",
+                kind.name(),
+                sizing::rate_label(&row),
+                row.verdict
+            );
+            if let Some((_, r)) = knee_results
+                .into_iter()
+                .find(|(r, _)| *r == knee.rate && r.is_some())
+            {
+                results.results.push(r);
+            }
+            let cap = results.capacity.as_mut().expect("set above");
+            cap.sizing.push(row);
+            cap.points.push(SweepPoint {
+                backend: kind.name().into(),
+                point: values,
+                steps,
+            });
+            dir.write_results(&results)?;
+        }
+    }
+    watcher.abort();
+    let was_interrupted = interrupted.load(Ordering::SeqCst);
+    results.complete = !was_interrupted;
+    dir.write_results(&results)?;
+    println!(
+        "{}",
+        sizing::render(results.capacity.as_ref().expect("set above"))
+    );
+    println!(
+        "sweep took {:.1} min; results: {}",
+        began.elapsed().as_secs_f64() / 60.0,
+        dir.path().join("results.json").display()
+    );
+    super::report::render(dir.path());
+    let any_error = results
+        .capacity
+        .as_ref()
+        .is_some_and(|c| c.sizing.iter().any(|r| r.verdict == "error"));
+    Ok(if was_interrupted {
+        ExitCode::from(130)
+    } else if any_error {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
