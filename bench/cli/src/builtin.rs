@@ -32,6 +32,7 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         "chaos-full",
         include_str!("../../../scenarios/chaos-full.toml"),
     ),
+    ("capacity", include_str!("../../../scenarios/capacity.toml")),
 ];
 
 /// The TOML of the built-in scenario `name`.
