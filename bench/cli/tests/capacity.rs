@@ -70,6 +70,22 @@ fn write_scenario(dir: &Path, text: &str) -> PathBuf {
     file
 }
 
+/// `lockbench run SCENARIO` on `cluster` into `dir/name`; its results.json.
+fn run_into(dir: &Path, name: &str, scenario: &Path, cluster: &str) -> Value {
+    let out_dir = dir.join(name);
+    let out = lockbench(&[
+        "run",
+        scenario.to_str().unwrap(),
+        "--quiet",
+        "--cluster",
+        cluster,
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    results(&out_dir)
+}
+
 /// One key, a fixed 20 ms hold: the lock itself bounds throughput at 1 / (hold + release +
 /// hand-off), a little under 50/s, whatever the offered rate. The cap is measured by a closed
 /// loop that keeps the lock busy all the time.
@@ -92,21 +108,9 @@ fn the_knee_of_a_lock_capped_by_its_hold_time_is_within_10_percent_of_the_cap() 
     let dir = common::scratch("capacity", "knee");
     let redis = PrivateRedis::up("lcq", "10.83.1.0/24", &dir);
     let scenario = write_scenario(&dir, CAPPED);
-    let scenario = scenario.to_str().unwrap();
 
     // The cap, measured: a closed loop with 8 clients keeps the lock busy all the time.
-    let closed = dir.join("closed");
-    let out = lockbench(&[
-        "run",
-        scenario,
-        "--quiet",
-        "--cluster",
-        &redis.arg,
-        "--out",
-        closed.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", text(&out));
-    let r = results(&closed);
+    let r = run_into(&dir, "closed", &scenario, &redis.arg);
     let res = result_of(&r, "redis-setnx");
     let cap = res["throughput_per_s"].as_f64().unwrap();
     // It is the lock's cap: at most one 20 ms hold at a time (plus release and hand-off).
@@ -118,7 +122,7 @@ fn the_knee_of_a_lock_capped_by_its_hold_time_is_within_10_percent_of_the_cap() 
     let sweep = dir.join("sweep");
     let out = lockbench(&[
         "sweep",
-        scenario,
+        scenario.to_str().unwrap(),
         "--cluster",
         &redis.arg,
         "--out",
@@ -207,19 +211,8 @@ fn the_pacer_offers_its_rate_and_a_paused_server_shows_only_in_the_corrected_tai
     let redis = PrivateRedis::up("lcr", "10.83.2.0/24", &dir);
 
     // A fast backend: the achieved rate is the offered one, within 2%.
-    let fast = dir.join("fast");
     let scenario = write_scenario(&dir, &open_loop(400, "3s"));
-    let out = lockbench(&[
-        "run",
-        scenario.to_str().unwrap(),
-        "--quiet",
-        "--cluster",
-        &redis.arg,
-        "--out",
-        fast.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", text(&out));
-    let r = results(&fast);
+    let r = run_into(&dir, "fast", &scenario, &redis.arg);
     let res = result_of(&r, "redis-setnx");
     let achieved = res["throughput_per_s"].as_f64().unwrap();
     assert!(

@@ -547,7 +547,10 @@ impl Scenario {
             return Err(bad("redis.ttl", "must be at least 1ms"));
         }
         if let Some(sweep) = &self.sweep {
-            sweep.validate().map_err(|e| bad("sweep", e))?;
+            sweep.validate().map_err(|e| match e.split_once(": ") {
+                Some((field, problem)) => bad(field, problem),
+                None => bad("sweep", e),
+            })?;
         }
         if self.redis.response_timeout.is_zero() {
             return Err(bad("redis.response_timeout", "must be above zero"));

@@ -38,7 +38,7 @@ pub struct SizingRow {
     pub keys: u32,
     /// `ok`, `generator-bound` (a knee was found while lockbench was the limit: the rate is
     /// only a lower bound), `not-reached` (every rate tried was sustained: a lower bound),
-    /// `none` (not even the lowest rate tried was sustained) or `error`.
+    /// `none` (not even the lowest rate tried was sustained), `error` or `interrupted`.
     pub verdict: String,
     /// The highest offered rate sustained within the objective, acquisitions/s.
     pub max_rate_per_s: Option<f64>,

@@ -2,7 +2,7 @@
 //! sustained within the objective and what it cost the servers.
 
 use crate::capacity::{Capacity, SizingRow};
-use comfy_table::{Cell, CellAlignment, ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
+use comfy_table::{Cell, CellAlignment};
 
 fn opt(x: Option<f64>, digits: usize) -> String {
     x.map(|v| format!("{v:.digits$}"))
@@ -39,20 +39,17 @@ fn point_label(r: &SizingRow) -> String {
 
 /// Renders the sizing table, then a line per row that has a note.
 pub fn render(c: &Capacity) -> String {
-    let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED)
-        .set_content_arrangement(ContentArrangement::Dynamic)
-        .set_header(vec![
-            "backend",
-            "N/K",
-            "max acq/s",
-            "verdict",
-            "p99 ms (uncorr.)",
-            "server CPU %",
-            "server RSS MiB",
-            "req/acq",
-            "lockbench CPU %",
-        ]);
+    let mut t = crate::table::titled(&[
+        "backend",
+        "N/K",
+        "max acq/s",
+        "verdict",
+        "p99 ms (uncorr.)",
+        "server CPU %",
+        "server RSS MiB",
+        "req/acq",
+        "lockbench CPU %",
+    ]);
     for r in &c.sizing {
         t.add_row(vec![
             Cell::new(&r.backend),

@@ -36,25 +36,22 @@ fn safety(r: &BackendResult) -> String {
 
 /// Renders the comparison table (latencies in milliseconds).
 pub fn render(results: &RunResults) -> String {
-    let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED)
-        .set_content_arrangement(ContentArrangement::Dynamic)
-        .set_header(vec![
-            "backend",
-            "N/K",
-            "acq/s",
-            "p50",
-            "p90",
-            "p99",
-            "p99.9",
-            "max",
-            "hand-off p50",
-            "hand-off p99",
-            "fair",
-            "fail/info",
-            "req/acq (client|server)",
-            "safety",
-        ]);
+    let mut t = titled(&[
+        "backend",
+        "N/K",
+        "acq/s",
+        "p50",
+        "p90",
+        "p99",
+        "p99.9",
+        "max",
+        "hand-off p50",
+        "hand-off p99",
+        "fair",
+        "fail/info",
+        "req/acq (client|server)",
+        "safety",
+    ]);
     for r in &results.results {
         if let Some(err) = &r.error {
             // The full message is in results.json and was printed when it happened.
@@ -146,17 +143,14 @@ fn recipes(results: &RunResults) -> String {
 
 /// Renders the safety scorecard: one row per (backend, fault).
 pub fn render_scorecard(card: &crate::model::Scorecard) -> String {
-    let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED)
-        .set_content_arrangement(ContentArrangement::Dynamic)
-        .set_header(vec![
-            "backend",
-            "fault",
-            "runs",
-            "not applied",
-            "violations",
-            "stayed available",
-        ]);
+    let mut t = titled(&[
+        "backend",
+        "fault",
+        "runs",
+        "not applied",
+        "violations",
+        "stayed available",
+    ]);
     for c in &card.cells {
         let violations = if c.violations.is_empty() {
             "none".to_string()
@@ -177,4 +171,13 @@ pub fn render_scorecard(card: &crate::model::Scorecard) -> String {
         ]);
     }
     format!("safety scorecard\n{t}\n")
+}
+
+/// A terminal table in the house style with `header`.
+pub(crate) fn titled(header: &[&str]) -> Table {
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED)
+        .set_content_arrangement(ContentArrangement::Dynamic)
+        .set_header(header.to_vec());
+    t
 }

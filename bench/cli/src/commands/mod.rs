@@ -6,6 +6,7 @@ mod repeat;
 mod report;
 mod run;
 mod scenarios;
+mod session;
 mod sweep;
 mod sweep_step;
 mod worker;

@@ -2,51 +2,33 @@
 //! and print the results. Ctrl-C stops the current backend, keeps everything recorded so far
 //! (history, partial `results.json`) and stops a cluster this run started.
 
+use super::session::{CtrlC, Servers};
 use crate::cli::RunArgs;
-use crate::placement::RunEnv;
 use crate::{builtin, dispatch, progress::Progress};
 use anyhow::Context;
 use lockbench_cluster::Cluster;
 use lockbench_core::{Endpoints, Scenario};
-use lockbench_report::{RunDir, RunResults, SCHEMA_VERSION, build, environment, table};
+use lockbench_report::{RunDir, build, table};
 use lockbench_workloads::RunControl;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::SystemTime;
+use std::sync::atomic::Ordering;
 
 /// Runs a scenario.
 pub async fn run(args: RunArgs, state_dir: PathBuf) -> anyhow::Result<ExitCode> {
     let scenario = load_scenario(&args)?;
-    let managed = args.cluster == "managed";
-    let (endpoints, cluster_label, started_cluster) =
-        prepare_cluster(&args.cluster, state_dir.clone()).await?;
-    let env = if managed {
-        RunEnv::managed(state_dir, &scenario).await?
-    } else {
-        let mut env = RunEnv::loopback(None);
-        env.compose = args.cluster == "compose";
-        env
-    };
-    let outcome = run_scenario(&args, &scenario, &endpoints, &cluster_label, &env).await;
-    env.finish().await;
-    if let Some(cluster) = started_cluster {
-        eprintln!("lockbench: stopping the managed cluster this run started");
-        if let Err(e) = cluster.down().await {
-            eprintln!("warning: could not stop the managed cluster: {e:#} (run `lockbench down`)");
-        }
-    }
+    let servers = Servers::prepare(&args.cluster, state_dir, &scenario).await?;
+    let outcome = run_scenario(&args, &scenario, &servers).await;
+    servers.finish("run").await;
     outcome
 }
 
 async fn run_scenario(
     args: &RunArgs,
     scenario: &Scenario,
-    endpoints: &Endpoints,
-    cluster_label: &str,
-    env: &RunEnv,
+    servers: &Servers,
 ) -> anyhow::Result<ExitCode> {
+    let (endpoints, env) = (&servers.endpoints, &servers.env);
     let run_dir = RunDir::create(Path::new("results"), &scenario.name, args.out.as_deref())?;
     run_dir.write_scenario(&scenario.to_toml())?;
     eprintln!(
@@ -63,38 +45,11 @@ async fn run_scenario(
         eprintln!("lockbench: worker processes run in {}", env.describe());
     }
 
-    let servers = lockbench_cluster::server_versions(endpoints).await;
-    let mut results = RunResults {
-        schema_version: SCHEMA_VERSION,
-        scenario: scenario.name.clone(),
-        seed: scenario.seed,
-        started_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
-        complete: false,
-        cluster: cluster_label.to_string(),
-        environment: environment::detect(servers),
-        results: Vec::new(),
-        scorecard: None,
-        capacity: None,
-    };
+    let mut results = servers.results_header(&scenario.name, scenario.seed).await;
     run_dir.write_results(&results)?;
 
-    let interrupted = Arc::new(AtomicBool::new(false));
-    let current: Arc<Mutex<Option<RunControl>>> = Arc::new(Mutex::new(None));
-    let watcher = {
-        let (interrupted, current) = (interrupted.clone(), current.clone());
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                eprintln!(
-                    "\nlockbench: interrupted; stopping the current backend and saving what was recorded"
-                );
-                interrupted.store(true, Ordering::SeqCst);
-                if let Some(c) = current.lock().expect("control lock").as_ref() {
-                    c.stop.send_replace(true);
-                }
-            }
-        })
-    };
-
+    let ctrl_c = CtrlC::watch("backend");
+    let (interrupted, current) = (&ctrl_c.interrupted, &ctrl_c.current);
     let mut any_error = false;
     for &kind in &scenario.backends {
         if interrupted.load(Ordering::SeqCst) {
@@ -142,11 +97,18 @@ async fn run_scenario(
                 scenario,
                 &run_dir,
                 quiet,
-                &interrupted,
-                &current,
+                interrupted,
+                current,
                 rerun,
             )
             .await;
+        }
+        if let Some(u) = result.resources.as_ref().filter(|u| u.generator_bound) {
+            eprintln!(
+                "NOTE: {}: lockbench itself was the limit in this run, so its throughput is a lower bound: {}",
+                result.backend,
+                u.generator_notes.join("; ")
+            );
         }
         for stall in &result.stalls {
             eprintln!(
@@ -162,8 +124,7 @@ async fn run_scenario(
         results.scorecard = build::scorecard(&results.results);
         run_dir.write_results(&results)?;
     }
-    watcher.abort();
-    let was_interrupted = interrupted.load(Ordering::SeqCst);
+    let was_interrupted = ctrl_c.pressed();
     results.complete = !was_interrupted;
     run_dir.write_results(&results)?;
 

@@ -3,22 +3,22 @@
 //! with the knee steps and `capacity`, `report.html`). Ctrl-C stops the running step and keeps
 //! everything recorded so far.
 
-use super::run::{load_named_scenario, prepare_cluster};
+use super::run::load_named_scenario;
+use super::session::{CtrlC, Servers};
 use super::sweep_step::{self, StepContext};
 use crate::cli::SweepArgs;
-use crate::placement::RunEnv;
 use lockbench_capacity::{Objective, Search, grid};
 use lockbench_core::Scenario;
 use lockbench_core::sweep::{Rates, SweepSpec, parse_vary};
 use lockbench_report::capacity::{Capacity, SizingRow, SweepPoint, SweepStep};
-use lockbench_report::{BackendResult, RunDir, RunResults, SCHEMA_VERSION, environment, sizing};
-use lockbench_workloads::RunControl;
+use lockbench_report::{BackendResult, RunDir, sizing};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Instant, SystemTime};
+use std::time::Instant;
+
+/// How many generator-bound failed steps a grid point may run again.
+const RETRIES_PER_POINT: u32 = 2;
 
 /// Runs a sweep.
 pub async fn run(args: SweepArgs, state_dir: PathBuf) -> anyhow::Result<ExitCode> {
@@ -47,36 +47,11 @@ pub async fn run(args: SweepArgs, state_dir: PathBuf) -> anyhow::Result<ExitCode
         scenarios.push(s);
     }
 
-    let managed = args.cluster == "managed";
-    let (endpoints, cluster_label, started_cluster) =
-        prepare_cluster(&args.cluster, state_dir.clone()).await?;
-    let env = if managed {
-        RunEnv::managed(state_dir, &scenarios[0]).await?
-    } else {
-        let mut env = RunEnv::loopback(None);
-        env.compose = args.cluster == "compose";
-        env
-    };
+    let servers = Servers::prepare(&args.cluster, state_dir, &scenarios[0]).await?;
     let mut full = base.clone();
     full.sweep = Some(spec.clone());
-    let outcome = sweep(
-        &args,
-        &full,
-        &spec,
-        &points,
-        &scenarios,
-        &endpoints,
-        &cluster_label,
-        &env,
-    )
-    .await;
-    env.finish().await;
-    if let Some(cluster) = started_cluster {
-        eprintln!("lockbench: stopping the managed cluster this sweep started");
-        if let Err(e) = cluster.down().await {
-            eprintln!("warning: could not stop the managed cluster: {e:#} (run `lockbench down`)");
-        }
-    }
+    let outcome = sweep(&args, &full, &spec, &points, &scenarios, &servers).await;
+    servers.finish("sweep").await;
     outcome
 }
 
@@ -127,17 +102,15 @@ fn spec(base: &Scenario, args: &SweepArgs) -> anyhow::Result<SweepSpec> {
     Ok(spec)
 }
 
-#[allow(clippy::too_many_arguments)]
 async fn sweep(
     args: &SweepArgs,
     full: &Scenario,
     spec: &SweepSpec,
     points: &[grid::Point],
     scenarios: &[Scenario],
-    endpoints: &lockbench_core::Endpoints,
-    cluster_label: &str,
-    env: &RunEnv,
+    servers: &Servers,
 ) -> anyhow::Result<ExitCode> {
+    let (endpoints, env) = (&servers.endpoints, &servers.env);
     let began = Instant::now();
     let name = format!("sweep-{}", full.name);
     let dir = RunDir::create(Path::new("results"), &name, args.out.as_deref())?;
@@ -158,47 +131,21 @@ async fn sweep(
         humantime::format_duration(spec.step_warmup),
     );
     eprintln!("lockbench: sweep directory {}", dir.path().display());
-    let servers = lockbench_cluster::server_versions(endpoints).await;
-    let mut results = RunResults {
-        schema_version: SCHEMA_VERSION,
-        scenario: name.clone(),
-        seed: full.seed,
-        started_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
-        complete: false,
-        cluster: cluster_label.to_string(),
-        environment: environment::detect(servers),
-        results: Vec::new(),
-        scorecard: None,
-        capacity: Some(Capacity {
-            slo_p99_ms: spec.slo_p99.as_secs_f64() * 1e3,
-            tolerance: spec.tolerance,
-            max_error_rate: spec.max_error_rate,
-            vary: spec.vary.clone(),
-            ..Capacity::default()
-        }),
-    };
+    let mut results = servers.results_header(&name, full.seed).await;
+    results.capacity = Some(Capacity {
+        slo_p99_ms: spec.slo_p99.as_secs_f64() * 1e3,
+        tolerance: spec.tolerance,
+        max_error_rate: spec.max_error_rate,
+        vary: spec.vary.clone(),
+        ..Capacity::default()
+    });
     dir.write_results(&results)?;
-
-    let interrupted = Arc::new(AtomicBool::new(false));
-    let current: Arc<Mutex<Option<RunControl>>> = Arc::new(Mutex::new(None));
-    let watcher = {
-        let (interrupted, current) = (interrupted.clone(), current.clone());
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                eprintln!(
-                    "\nlockbench: interrupted; stopping the current step and saving what was recorded"
-                );
-                interrupted.store(true, Ordering::SeqCst);
-                if let Some(c) = current.lock().expect("control lock").as_ref() {
-                    c.stop.send_replace(true);
-                }
-            }
-        })
-    };
+    let ctrl_c = CtrlC::watch("step");
+    let current = &ctrl_c.current;
 
     'backends: for &kind in &full.backends {
         for (pi, (point, scenario)) in points.iter().zip(scenarios).enumerate() {
-            if interrupted.load(Ordering::SeqCst) {
+            if ctrl_c.pressed() {
                 break 'backends;
             }
             let label = grid::label(point);
@@ -209,7 +156,7 @@ async fn sweep(
                 env,
                 objective,
                 header: &results,
-                current: &current,
+                current,
             };
             let mut search = match &spec.rates {
                 Rates::List(l) => Search::listed(l.clone(), spec.max_steps),
@@ -218,13 +165,36 @@ async fn sweep(
             let mut steps: Vec<SweepStep> = Vec::new();
             let mut knee_results: Vec<(Option<f64>, BackendResult)> = Vec::new();
             let mut error = None;
+            let mut retries = RETRIES_PER_POINT;
             while let Some((phase, rate)) = search.next() {
-                if interrupted.load(Ordering::SeqCst) {
+                if ctrl_c.pressed() {
                     break;
                 }
-                let id = format!("{}-p{pi}-{:02}", kind.name(), steps.len());
-                let (step, result) = sweep_step::run(&ctx, kind, &id, phase, rate).await?;
-                eprintln!("{}", sweep_step::line(kind.name(), &label, &step));
+                let (step, result) = loop {
+                    let id = format!("{}-p{pi}-{:02}", kind.name(), steps.len());
+                    let (step, result) = sweep_step::run(&ctx, kind, &id, phase, rate).await?;
+                    eprintln!("{}", sweep_step::line(kind.name(), &label, &step));
+                    // A failure while lockbench was the limit says little about the backend:
+                    // run that rate once more (the machine may be busy with something else).
+                    let again = rate.is_some()
+                        && !step.sustained
+                        && step.generator_bound
+                        && retries > 0
+                        && result.status != "error"
+                        && !ctrl_c.pressed();
+                    if !again {
+                        break (step, result);
+                    }
+                    retries -= 1;
+                    eprintln!("  (lockbench was the limit in that step: running it once more)");
+                    steps.push(step);
+                };
+                if ctrl_c.pressed() {
+                    // Cut short by Ctrl-C: kept, but it says nothing about the backend.
+                    error = Some("interrupted".into());
+                    steps.push(step);
+                    break;
+                }
                 if result.status == "error" {
                     error = Some(step.reasons.join("; "));
                     steps.push(step);
@@ -239,20 +209,21 @@ async fn sweep(
             }
             let knee = search.knee();
             let at = |rate: Option<f64>| {
-                rate.and_then(|r| steps.iter().find(|s| s.offered_per_s == Some(r)))
+                // The last step at that rate (an earlier one may have been run again).
+                rate.and_then(|r| steps.iter().rev().find(|s| s.offered_per_s == Some(r)))
             };
             let knee_step = at(knee.rate);
-            let verdict = if error.is_some() {
-                "error"
-            } else {
-                knee.verdict
+            let verdict = match error.as_deref() {
+                Some("interrupted") => "interrupted",
+                Some(_) => "error",
+                None => knee.verdict,
             };
             let note = match (&error, verdict) {
                 (Some(e), _) => e.clone(),
                 (None, "generator-bound") => {
                     let bound: Vec<&SweepStep> = [knee.rate, knee.failed]
                         .into_iter()
-                        .filter_map(|r| at(r))
+                        .filter_map(&at)
                         .filter(|s| s.generator_bound)
                         .collect();
                     format!(
@@ -311,8 +282,7 @@ async fn sweep(
             dir.write_results(&results)?;
         }
     }
-    watcher.abort();
-    let was_interrupted = interrupted.load(Ordering::SeqCst);
+    let was_interrupted = ctrl_c.pressed();
     results.complete = !was_interrupted;
     dir.write_results(&results)?;
     println!(

@@ -9,6 +9,7 @@ use super::page::{self, esc};
 use crate::capacity::{Capacity, SizingRow, SweepPoint};
 use crate::sizing::rate_label;
 use plotters::coord::Shift;
+use plotters::coord::combinators::LogCoord;
 use plotters::prelude::*;
 
 /// The section, or nothing for a run that is not a sweep.
@@ -93,12 +94,18 @@ fn table(cap: &Capacity) -> String {
     s
 }
 
-/// Open-loop steps of a point, by offered rate.
+/// Open-loop steps of a point, by offered rate (of a rate run twice, the last run).
 fn curve(p: &SweepPoint) -> Vec<(f64, f64, Option<f64>, Option<f64>)> {
     let mut v: Vec<_> = p
         .steps
         .iter()
-        .filter_map(|s| {
+        .enumerate()
+        .filter(|(i, s)| {
+            !p.steps[i + 1..]
+                .iter()
+                .any(|later| later.offered_per_s == s.offered_per_s)
+        })
+        .filter_map(|(_, s)| {
             s.offered_per_s
                 .map(|o| (o, s.achieved_per_s, s.p99_ms, s.p99_service_ms))
         })
@@ -128,55 +135,56 @@ fn x_range(points: &[(usize, &SweepPoint, Option<&SizingRow>)]) -> (f64, f64) {
     (lo / 1.3, hi * 1.3)
 }
 
-fn draw_rate(
-    root: &DrawingArea<SVGBackend, Shift>,
-    name: &str,
-    points: &[(usize, &SweepPoint, Option<&SizingRow>)],
-) -> Drawn {
-    let (lo, hi) = x_range(points);
+/// The log-log chart both curves are drawn on.
+type LogLog<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<LogCoord<f64>, LogCoord<f64>>>;
+
+/// Axes over offered rate `x` and `y`, with the house style.
+fn axes<'a, 'b>(
+    root: &'a DrawingArea<SVGBackend<'b>, Shift>,
+    caption: String,
+    x: (f64, f64),
+    y: (f64, f64),
+    y_desc: &str,
+    y_label: &dyn Fn(&f64) -> String,
+) -> Result<LogLog<'a, 'b>, Box<dyn std::error::Error>> {
     let mut ch = ChartBuilder::on(root)
-        .caption(format!("{name}: achieved rate"), chart::font(14))
+        .caption(caption, chart::font(14))
         .margin(8)
         .x_label_area_size(34)
         .y_label_area_size(60)
-        .build_cartesian_2d((lo..hi).log_scale(), (lo..hi).log_scale())?;
+        .build_cartesian_2d((x.0..x.1).log_scale(), (y.0..y.1).log_scale())?;
     ch.configure_mesh()
         .x_desc("offered acquisitions/s")
-        .y_desc("achieved acquisitions/s")
-        .x_label_formatter(&|x| format!("{x:.0}"))
-        .y_label_formatter(&|y| format!("{y:.0}"))
+        .y_desc(y_desc)
+        .x_label_formatter(&|v| format!("{v:.0}"))
+        .y_label_formatter(y_label)
         .label_style(chart::font(11))
         .axis_desc_style(chart::font(12))
         .light_line_style(WHITE.mix(0.0))
         .bold_line_style(BLACK.mix(0.08))
         .draw()?;
-    ch.draw_series(LineSeries::new(
-        [(lo, lo), (hi, hi)],
-        ShapeStyle::from(&chart::INK.mix(0.4)).stroke_width(1),
-    ))?;
-    for (k, (_, p, row)) in points.iter().enumerate() {
-        let color = chart::color(k);
-        let c = curve(p);
-        ch.draw_series(LineSeries::new(
-            c.iter().map(|s| (s.0, s.1.max(lo))),
-            color.stroke_width(2),
-        ))?
-        .label(label(p))
+    Ok(ch)
+}
+
+/// One grid point's line, its dots, its legend entry and its ringed knee.
+fn series(
+    ch: &mut LogLog<'_, '_>,
+    xy: &[(f64, f64)],
+    color: RGBColor,
+    name: String,
+    knee: Option<f64>,
+) -> Drawn {
+    ch.draw_series(LineSeries::new(xy.iter().copied(), color.stroke_width(2)))?
+        .label(name)
         .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], color.stroke_width(2)));
-        ch.draw_series(
-            c.iter()
-                .map(|s| Circle::new((s.0, s.1.max(lo)), 3, color.filled())),
-        )?;
-        if let Some(knee) = row.and_then(|r| r.max_rate_per_s) {
-            if let Some(s) = c.iter().find(|s| s.0 == knee) {
-                ch.draw_series(std::iter::once(Circle::new(
-                    (s.0, s.1.max(lo)),
-                    8,
-                    color.stroke_width(2),
-                )))?;
-            }
-        }
+    ch.draw_series(xy.iter().map(|&p| Circle::new(p, 3, color.filled())))?;
+    if let Some(&p) = knee.and_then(|k| xy.iter().find(|p| p.0 == k)) {
+        ch.draw_series(std::iter::once(Circle::new(p, 8, color.stroke_width(2))))?;
     }
+    Ok(())
+}
+
+fn legend<'a, 'b: 'a>(ch: &mut LogLog<'a, 'b>) -> Drawn {
     ch.configure_series_labels()
         .position(SeriesLabelPosition::UpperLeft)
         .label_font(chart::font(11))
@@ -184,6 +192,37 @@ fn draw_rate(
         .border_style(BLACK.mix(0.2))
         .draw()?;
     Ok(())
+}
+
+fn draw_rate(
+    root: &DrawingArea<SVGBackend, Shift>,
+    name: &str,
+    points: &[(usize, &SweepPoint, Option<&SizingRow>)],
+) -> Drawn {
+    let (lo, hi) = x_range(points);
+    let mut ch = axes(
+        root,
+        format!("{name}: achieved rate"),
+        (lo, hi),
+        (lo, hi),
+        "achieved acquisitions/s",
+        &|v| format!("{v:.0}"),
+    )?;
+    ch.draw_series(LineSeries::new(
+        [(lo, lo), (hi, hi)],
+        ShapeStyle::from(&chart::INK.mix(0.4)).stroke_width(1),
+    ))?;
+    for (k, (_, p, row)) in points.iter().enumerate() {
+        let xy: Vec<(f64, f64)> = curve(p).iter().map(|s| (s.0, s.1.max(lo))).collect();
+        series(
+            &mut ch,
+            &xy,
+            chart::color(k),
+            label(p),
+            row.and_then(|r| r.max_rate_per_s),
+        )?;
+    }
+    legend(&mut ch)
 }
 
 fn draw_p99(
@@ -200,22 +239,14 @@ fn draw_p99(
         .collect();
     let y_lo = ys.iter().copied().fold(slo_ms, f64::min).max(0.01) / 1.5;
     let y_hi = ys.iter().copied().fold(slo_ms, f64::max) * 1.5;
-    let mut ch = ChartBuilder::on(root)
-        .caption(format!("{name}: p99 acquire latency"), chart::font(14))
-        .margin(8)
-        .x_label_area_size(34)
-        .y_label_area_size(60)
-        .build_cartesian_2d((lo..hi).log_scale(), (y_lo..y_hi).log_scale())?;
-    ch.configure_mesh()
-        .x_desc("offered acquisitions/s")
-        .y_desc("p99 ms")
-        .x_label_formatter(&|x| format!("{x:.0}"))
-        .y_label_formatter(&|y| chart::ms_label(*y))
-        .label_style(chart::font(11))
-        .axis_desc_style(chart::font(12))
-        .light_line_style(WHITE.mix(0.0))
-        .bold_line_style(BLACK.mix(0.08))
-        .draw()?;
+    let mut ch = axes(
+        root,
+        format!("{name}: p99 acquire latency"),
+        (lo, hi),
+        (y_lo, y_hi),
+        "p99 ms",
+        &|v| chart::ms_label(*v),
+    )?;
     ch.draw_series(LineSeries::new(
         [(lo, slo_ms), (hi, slo_ms)],
         chart::BAD.stroke_width(1),
@@ -231,18 +262,14 @@ fn draw_p99(
             .iter()
             .filter_map(|s| s.3.map(|y| (s.0, y.max(y_lo))))
             .collect();
-        ch.draw_series(LineSeries::new(
-            corrected.iter().copied(),
-            color.stroke_width(2),
-        ))?
-        .label(label(p))
-        .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], color.stroke_width(2)));
-        ch.draw_series(
-            corrected
-                .iter()
-                .map(|&xy| Circle::new(xy, 3, color.filled())),
+        series(
+            &mut ch,
+            &corrected,
+            color,
+            label(p),
+            row.and_then(|r| r.max_rate_per_s),
         )?;
-        // Dashed: short segments between consecutive points' midpoints.
+        // Dashed: every other sixth of the segment between consecutive points.
         for w in service.windows(2) {
             let (a, b) = (w[0], w[1]);
             for i in 0..6 {
@@ -256,17 +283,6 @@ fn draw_p99(
                 ))?;
             }
         }
-        if let Some(knee) = row.and_then(|r| r.max_rate_per_s) {
-            if let Some(&xy) = corrected.iter().find(|s| s.0 == knee) {
-                ch.draw_series(std::iter::once(Circle::new(xy, 8, color.stroke_width(2))))?;
-            }
-        }
     }
-    ch.configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .label_font(chart::font(11))
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK.mix(0.2))
-        .draw()?;
-    Ok(())
+    legend(&mut ch)
 }
