@@ -148,13 +148,7 @@ async fn run_scenario(
     }
     println!("results: {}", run_dir.path().join("results.json").display());
     super::report::render(run_dir.path());
-    Ok(if was_interrupted {
-        ExitCode::from(130)
-    } else if any_error {
-        ExitCode::from(2)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(super::session::exit_code(was_interrupted, any_error))
 }
 
 fn load_scenario(args: &RunArgs) -> anyhow::Result<Scenario> {

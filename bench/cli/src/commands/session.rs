@@ -9,6 +9,7 @@ use lockbench_core::{Endpoints, Scenario};
 use lockbench_report::{RunResults, SCHEMA_VERSION, environment};
 use lockbench_workloads::RunControl;
 use std::path::PathBuf;
+use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
@@ -123,5 +124,16 @@ impl CtrlC {
 impl Drop for CtrlC {
     fn drop(&mut self) {
         self.watcher.abort();
+    }
+}
+
+/// 130 after Ctrl-C, 2 when something could not run, else success.
+pub fn exit_code(interrupted: bool, any_error: bool) -> ExitCode {
+    if interrupted {
+        ExitCode::from(130)
+    } else if any_error {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
     }
 }

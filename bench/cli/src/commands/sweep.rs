@@ -299,11 +299,5 @@ async fn sweep(
         .capacity
         .as_ref()
         .is_some_and(|c| c.sizing.iter().any(|r| r.verdict == "error"));
-    Ok(if was_interrupted {
-        ExitCode::from(130)
-    } else if any_error {
-        ExitCode::from(2)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(super::session::exit_code(was_interrupted, any_error))
 }
