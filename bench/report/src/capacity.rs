@@ -102,6 +102,9 @@ pub struct SweepStep {
     pub reasons: Vec<String>,
     /// lockbench was the limit in this step (see its `resources`).
     pub generator_bound: bool,
+    /// Why (the step's `resources.generator_notes`); empty when it was not.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub generator_notes: Vec<String>,
     /// The step's run directory, relative to the sweep directory.
     pub run_dir: String,
     /// The servers' summed mean CPU, percent of one core.

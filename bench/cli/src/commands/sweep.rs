@@ -221,19 +221,21 @@ async fn sweep(
             let note = match (&error, verdict) {
                 (Some(e), _) => e.clone(),
                 (None, "generator-bound") => {
-                    let bound: Vec<&SweepStep> = [knee.rate, knee.failed]
+                    let bound: Vec<String> = [knee.rate, knee.failed]
                         .into_iter()
                         .filter_map(&at)
                         .filter(|s| s.generator_bound)
+                        .map(|s| {
+                            format!(
+                                "at {:.0}/s {}",
+                                s.offered_per_s.unwrap_or(0.0),
+                                s.generator_notes.join("; ")
+                            )
+                        })
                         .collect();
                     format!(
-                        "lockbench was the limit at {}: the rate is a lower bound (see each step's resources.generator_notes)",
-                        bound
-                            .iter()
-                            .filter_map(|s| s.offered_per_s)
-                            .map(|r| format!("{r:.0}/s"))
-                            .collect::<Vec<_>>()
-                            .join(", ")
+                        "lockbench was the limit, so the rate is a lower bound: {}",
+                        bound.join("; ")
                     )
                 }
                 (None, "not-reached") => "every rate tried was sustained: a lower bound (raise --max-steps or the clients)".into(),

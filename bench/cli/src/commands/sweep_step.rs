@@ -113,6 +113,7 @@ fn record(
         sustained: rate.is_some() && reasons.is_empty(),
         reasons,
         generator_bound: res.is_some_and(|u| u.generator_bound),
+        generator_notes: res.map(|u| u.generator_notes.clone()).unwrap_or_default(),
         run_dir: rel.to_string(),
         server_cpu_percent: res.filter(|_| has_servers).map(|u| u.server_cpu_percent()),
         server_rss_mib: res.filter(|_| has_servers).map(|u| u.server_rss_mib()),

@@ -38,7 +38,10 @@ pub(crate) fn section(run: &Run) -> String {
             .collect();
         let achieved = chart::svg(560, 300, |root| draw_rate(root, b, &points));
         let latency = chart::svg(560, 300, |root| draw_p99(root, b, &points, cap.slo_p99_ms));
-        body.push_str(&format!("<h3>{}</h3>\n<div class=\"pair\">\n", esc(b)));
+        body.push_str(&format!(
+            "<h3 id=\"capacity-{0}\">{0}</h3>\n<div class=\"pair\">\n",
+            esc(b)
+        ));
         body.push_str(&page::figure(
             &achieved,
             "Achieved against offered rate (dotted: achieved = offered). A point below the line fell behind its schedule. Ringed: the knee.",
@@ -48,6 +51,7 @@ pub(crate) fn section(run: &Run) -> String {
             "p99 acquire latency against offered rate: solid from the intended start (corrected), dashed from the call (uncorrected). Horizontal line: the objective. Ringed: the knee.",
         ));
         body.push_str("</div>\n");
+        body.push_str(&step_index(points.iter().map(|(_, p, _)| *p)));
     }
     page::section(
         "capacity",
@@ -92,6 +96,41 @@ fn table(cap: &Capacity) -> String {
     }
     s.push_str("</table></div>\n");
     s
+}
+
+/// Every step of a backend's grid points, each linking its run directory: the sweep's index.
+fn step_index<'a>(points: impl Iterator<Item = &'a SweepPoint>) -> String {
+    let mut rows = String::new();
+    let mut n = 0;
+    for p in points {
+        for s in &p.steps {
+            n += 1;
+            let verdict = match (s.offered_per_s, s.sustained) {
+                (None, _) => "probe".to_string(),
+                (_, true) => "sustained".into(),
+                (_, false) => format!("not sustained: {}", s.reasons.join("; ")),
+            };
+            rows.push_str(&format!(
+                "<tr><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{:.0}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td><small>{}</small></td><td><a href=\"{}/results.json\">{}</a></td></tr>\n",
+                esc(&label(p)),
+                esc(&s.phase),
+                opt(s.offered_per_s, 0),
+                s.achieved_per_s,
+                opt(s.p50_ms, 1),
+                opt(s.p99_ms, 1),
+                opt(s.p99_service_ms, 1),
+                s.errors,
+                opt(s.generator_cpu_percent, 0),
+                opt(s.server_cpu_percent, 0),
+                esc(&format!("{verdict}{}", if s.generator_bound { " (GENERATOR-BOUND)" } else { "" })),
+                esc(&s.run_dir),
+                esc(s.run_dir.rsplit('/').next().unwrap_or(&s.run_dir)),
+            ));
+        }
+    }
+    format!(
+        "<details><summary>every step ({n})</summary><div class=\"scroll\"><table><tr><th>grid point</th><th>phase</th><th>offered/s</th><th>achieved/s</th><th>p50 ms</th><th>p99 ms</th><th>uncorrected p99 ms</th><th>errors</th><th>lockbench CPU %</th><th>server CPU %</th><th>verdict</th><th>run</th></tr>\n{rows}</table></div></details>\n"
+    )
 }
 
 /// Open-loop steps of a point, by offered rate (of a rate run twice, the last run).
