@@ -192,7 +192,8 @@ impl Search {
         });
     }
 
-    /// Records an open-loop step at `rate`.
+    /// Records an open-loop step at `rate`; `generator_bound`: lockbench being the limit
+    /// could explain the step (for a failed step: its failure).
     pub fn record(&mut self, rate: f64, sustained: bool, generator_bound: bool) {
         self.steps += 1;
         self.history.push((rate, sustained, generator_bound));
@@ -213,16 +214,18 @@ impl Search {
             .iter()
             .map(|&(r, _, _)| r)
             .max_by(f64::total_cmp);
+        // What bounds the knee is the failure above it (or, when nothing failed, the top
+        // step): a sustained step is sustained whoever was busy.
         let verdict = if self.history.is_empty() {
             "none"
-        } else if gen_at(self.sustained) || gen_at(self.failed) {
-            "generator-bound"
         } else if self.failed.is_none() {
             if gen_at(top) {
                 "generator-bound"
             } else {
                 "not-reached"
             }
+        } else if gen_at(self.failed) {
+            "generator-bound"
         } else if self.sustained.is_none() {
             "none"
         } else {
@@ -295,6 +298,15 @@ mod tests {
         // Saturated only far above the bracket: the knee stands.
         let (knee, _) = run(Search::auto(0.05, 20), 100.0, 110.0, 150.0);
         assert_eq!(knee.verdict, "ok");
+        // Saturated at the sustained steps but not at the failure above: it was sustained.
+        let mut s = Search::auto(0.5, 20);
+        s.record_probe(100.0);
+        s.record(50.0, true, true);
+        s.record(100.0, false, false);
+        assert_eq!(s.knee().verdict, "ok");
+        // Nothing failed and the top step was saturated: not the backend's ceiling.
+        let (knee, _) = run(Search::auto(0.1, 20), f64::MAX, 100.0, 300.0);
+        assert_eq!(knee.verdict, "generator-bound");
     }
 
     #[test]

@@ -15,6 +15,36 @@ pub const MACHINE_BUSY_PERCENT: f64 = 95.0;
 
 /// Why the generator was the limit in `u`'s measured window (empty: it was not).
 pub fn reasons(u: &ResourceUsage) -> Vec<String> {
+    let mut why = cpu_reasons(u);
+    why.extend(lag_reason(u));
+    why
+}
+
+/// lockbench's timers fired late: the pacer could not keep its schedule.
+fn lag_reason(u: &ResourceUsage) -> Option<String> {
+    u.timer_lag_p99_ms.filter(|&l| l > LAG_MS).map(|lag| {
+        format!(
+            "lockbench's timers fired {lag:.1} ms late (p99): the pacer could not keep its schedule"
+        )
+    })
+}
+
+/// Could lockbench being the limit explain a step missing its objective? Running out of CPU
+/// always could. Late timers alone only delay starts (the open-loop schedule still fires every
+/// op, late), so they explain a miss only when the achieved rate kept up and the step's p99
+/// minus the timers' p99 lag is within the objective.
+pub fn explains_miss(u: &ResourceUsage, p99_ms: Option<f64>, slo_ms: f64, kept_up: bool) -> bool {
+    if !cpu_reasons(u).is_empty() {
+        return true;
+    }
+    match (lag_reason(u), u.timer_lag_p99_ms) {
+        (Some(_), Some(lag)) => kept_up && p99_ms.is_none_or(|p| p - lag <= slo_ms),
+        _ => false,
+    }
+}
+
+/// The CPU-related reasons: the machine, a thread, or most of a saturated machine.
+fn cpu_reasons(u: &ResourceUsage) -> Vec<String> {
     let mut why = Vec::new();
     let gen_cpu = u.generator_cpu_percent();
     let machine = u.cpus.max(1) as f64 * 100.0;
@@ -32,11 +62,6 @@ pub fn reasons(u: &ResourceUsage) -> Vec<String> {
         .fold(0.0, f64::max);
     if busiest >= THREAD_PERCENT {
         why.push(format!("a lockbench thread ran at {busiest:.0}% of a core"));
-    }
-    if let Some(lag) = u.timer_lag_p99_ms.filter(|&l| l > LAG_MS) {
-        why.push(format!(
-            "lockbench's timers fired {lag:.1} ms late (p99): the pacer could not keep its schedule"
-        ));
     }
     let samples = &u.machine_cpu_percent;
     if !samples.is_empty() {
@@ -96,6 +121,23 @@ mod tests {
         assert!(reasons(&usage(40.0, 30.0, 1.0, 98.0, 10.0)).is_empty());
         assert_eq!(busy.len(), 1);
         assert!(busy[0].contains("98% busy"));
+        // Late timers explain a miss only if the p99 without them would have met the objective.
+        let lagging = usage(40.0, 30.0, 25.0, 60.0, 50.0);
+        assert!(explains_miss(&lagging, Some(70.0), 50.0, true));
+        assert!(!explains_miss(&lagging, Some(90.0), 50.0, true));
+        assert!(!explains_miss(&lagging, Some(70.0), 50.0, false));
+        assert!(explains_miss(
+            &usage(185.0, 60.0, 1.0, 99.0, 10.0),
+            Some(900.0),
+            50.0,
+            false
+        ));
+        assert!(!explains_miss(
+            &usage(40.0, 30.0, 1.0, 60.0, 50.0),
+            Some(70.0),
+            50.0,
+            true
+        ));
         // A busy machine where the servers use more than lockbench: the backend's limit.
         assert!(reasons(&usage(60.0, 50.0, 1.0, 98.0, 130.0)).is_empty());
     }

@@ -36,8 +36,8 @@ pub struct SizingRow {
     pub clients: u32,
     /// Lock keys.
     pub keys: u32,
-    /// `ok`, `generator-bound` (a knee was found while lockbench was the limit: the rate is
-    /// only a lower bound), `not-reached` (every rate tried was sustained: a lower bound),
+    /// `ok`, `generator-bound` (lockbench being the limit could explain the failure above the
+    /// knee, or the top step when none failed: the rate is only a lower bound), `not-reached` (every rate tried was sustained: a lower bound),
     /// `none` (not even the lowest rate tried was sustained), `error` or `interrupted`.
     pub verdict: String,
     /// The highest offered rate sustained within the objective, acquisitions/s.
@@ -100,7 +100,9 @@ pub struct SweepStep {
     pub sustained: bool,
     /// Why not, when not.
     pub reasons: Vec<String>,
-    /// lockbench was the limit in this step (see its `resources`).
+    /// lockbench was the limit in this step (see its `resources`); for a step that was not
+    /// sustained, only when that could explain the miss (CPU saturation, or timer lag at least
+    /// as large as the p99's excess over the objective with the rate kept up).
     pub generator_bound: bool,
     /// Why (the step's `resources.generator_notes`); empty when it was not.
     #[serde(skip_serializing_if = "Vec::is_empty")]

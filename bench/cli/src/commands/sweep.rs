@@ -221,21 +221,17 @@ async fn sweep(
             let note = match (&error, verdict) {
                 (Some(e), _) => e.clone(),
                 (None, "generator-bound") => {
-                    let bound: Vec<String> = [knee.rate, knee.failed]
-                        .into_iter()
-                        .filter_map(&at)
-                        .filter(|s| s.generator_bound)
-                        .map(|s| {
-                            format!(
-                                "at {:.0}/s {}",
-                                s.offered_per_s.unwrap_or(0.0),
-                                s.generator_notes.join("; ")
-                            )
-                        })
-                        .collect();
+                    // The step that bounds the knee: the failure above it, else the top one.
+                    let bound = at(knee.failed).or_else(|| {
+                        steps
+                            .iter()
+                            .filter(|s| s.offered_per_s.is_some())
+                            .max_by(|a, b| a.offered_per_s.partial_cmp(&b.offered_per_s).expect("rates are finite"))
+                    });
                     format!(
-                        "lockbench was the limit, so the rate is a lower bound: {}",
-                        bound.join("; ")
+                        "lockbench was the limit, so the rate is a lower bound: at {:.0}/s {}",
+                        bound.and_then(|s| s.offered_per_s).unwrap_or(0.0),
+                        bound.map(|s| s.generator_notes.join("; ")).unwrap_or_default()
                     )
                 }
                 (None, "not-reached") => "every rate tried was sustained: a lower bound (raise --max-steps or the clients)".into(),

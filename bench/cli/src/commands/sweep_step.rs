@@ -4,7 +4,7 @@
 
 use crate::dispatch;
 use crate::placement::RunEnv;
-use lockbench_capacity::{Objective, Phase, StepFigures};
+use lockbench_capacity::{Objective, Phase, StepFigures, saturation};
 use lockbench_core::{BackendKind, Endpoints, Scenario};
 use lockbench_report::capacity::SweepStep;
 use lockbench_report::{BackendResult, RunDir, RunResults, SCHEMA_VERSION, build};
@@ -99,6 +99,7 @@ fn record(
         reasons.push("interrupted".into());
     }
     let res = r.resources.as_ref();
+    let missed = !reasons.is_empty();
     let has_servers = res.is_some_and(|u| u.servers().next().is_some());
     SweepStep {
         phase: phase.name().into(),
@@ -112,7 +113,17 @@ fn record(
         errors,
         sustained: rate.is_some() && reasons.is_empty(),
         reasons,
-        generator_bound: res.is_some_and(|u| u.generator_bound),
+        generator_bound: match (res, rate) {
+            // A failed step: could lockbench being the limit explain the failure?
+            (Some(u), Some(offered)) if missed => saturation::explains_miss(
+                u,
+                ms(p99_us),
+                objective.p99.as_secs_f64() * 1e3,
+                r.throughput_per_s >= (1.0 - objective.tolerance) * offered,
+            ),
+            (Some(u), _) => u.generator_bound,
+            (None, _) => false,
+        },
         generator_notes: res.map(|u| u.generator_notes.clone()).unwrap_or_default(),
         run_dir: rel.to_string(),
         server_cpu_percent: res.filter(|_| has_servers).map(|u| u.server_cpu_percent()),
