@@ -195,6 +195,8 @@ fn axes<'a, 'b>(
     ch.configure_mesh()
         .x_desc("offered acquisitions/s")
         .y_desc(y_desc)
+        .x_labels(6)
+        .y_labels(6)
         .x_label_formatter(&|v| format!("{v:.0}"))
         .y_label_formatter(y_label)
         .label_style(chart::font(11))
