@@ -56,6 +56,10 @@ pub struct SizingRow {
     pub server_rss_mib: Option<f64>,
     /// lockbench's mean CPU at the knee step, percent of one core.
     pub generator_cpu_percent: Option<f64>,
+    /// The whole machine's mean CPU at the knee step, percent of all CPUs: near 100 with
+    /// little of it the servers' or lockbench's means other work shared the machine.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub machine_cpu_percent: Option<f64>,
     /// Requests sent to the servers per acquisition at the knee step.
     pub requests_per_acquisition: Option<f64>,
     /// What limited the search (the failing step's reasons, or why there is no knee).
@@ -115,6 +119,9 @@ pub struct SweepStep {
     pub server_rss_mib: Option<f64>,
     /// lockbench's mean CPU, percent of one core.
     pub generator_cpu_percent: Option<f64>,
+    /// The whole machine's mean CPU, percent of all CPUs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub machine_cpu_percent: Option<f64>,
     /// Requests per acquisition.
     pub requests_per_acquisition: Option<f64>,
 }

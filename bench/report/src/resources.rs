@@ -73,6 +73,12 @@ impl ResourceUsage {
         self.servers().map(|p| p.rss_mib_max).sum()
     }
 
+    /// The whole machine's mean CPU in the measured window, percent of all CPUs.
+    pub fn machine_cpu_mean(&self) -> Option<f64> {
+        let m = &self.machine_cpu_percent;
+        (!m.is_empty()).then(|| m.iter().sum::<f64>() / m.len() as f64)
+    }
+
     /// lockbench's (with its workers) mean CPU in the measured window, percent of one core.
     pub fn generator_cpu_percent(&self) -> f64 {
         self.processes

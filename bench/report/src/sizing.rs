@@ -49,6 +49,7 @@ pub fn render(c: &Capacity) -> String {
         "server RSS MiB",
         "req/acq",
         "lockbench CPU %",
+        "machine CPU %",
     ]);
     for r in &c.sizing {
         t.add_row(vec![
@@ -66,10 +67,11 @@ pub fn render(c: &Capacity) -> String {
             Cell::new(opt(r.server_rss_mib, 0)).set_alignment(CellAlignment::Right),
             Cell::new(opt(r.requests_per_acquisition, 2)).set_alignment(CellAlignment::Right),
             Cell::new(opt(r.generator_cpu_percent, 0)).set_alignment(CellAlignment::Right),
+            Cell::new(opt(r.machine_cpu_percent, 0)).set_alignment(CellAlignment::Right),
         ]);
     }
     let mut out = format!(
-        "Capacity at p99 <= {} ms (achieved within {:.0}% of offered):\n{t}\n",
+        "Capacity at p99 <= {} ms (achieved within {:.0}% of offered); CPU: 100% = one core, machine: % of all cores, other work included:\n{t}\n",
         c.slo_p99_ms,
         c.tolerance * 100.0
     );

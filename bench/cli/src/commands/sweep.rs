@@ -255,6 +255,7 @@ async fn sweep(
                 server_cpu_percent: knee_step.and_then(|s| s.server_cpu_percent),
                 server_rss_mib: knee_step.and_then(|s| s.server_rss_mib),
                 generator_cpu_percent: knee_step.and_then(|s| s.generator_cpu_percent),
+                machine_cpu_percent: knee_step.and_then(|s| s.machine_cpu_percent),
                 requests_per_acquisition: knee_step.and_then(|s| s.requests_per_acquisition),
                 note,
             };

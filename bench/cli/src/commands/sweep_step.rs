@@ -135,6 +135,7 @@ fn record(
         server_cpu_percent: res.filter(|_| has_servers).map(|u| u.server_cpu_percent()),
         server_rss_mib: res.filter(|_| has_servers).map(|u| u.server_rss_mib()),
         generator_cpu_percent: res.map(|u| u.generator_cpu_percent()),
+        machine_cpu_percent: res.and_then(|u| u.machine_cpu_mean()),
         requests_per_acquisition: r.server_ops_per_acquisition,
     }
 }

@@ -57,7 +57,7 @@ pub(crate) fn section(run: &Run) -> String {
         "capacity",
         "Capacity",
         &format!(
-            "The highest offered rate each backend sustained with p99 acquire latency (from the intended start) at most {} ms and the achieved rate within {:.0}% of the offered one. <i>generator-bound</i>: lockbench itself was the limit next to the knee, so the figure is only a lower bound; <i>not-reached</i>: every rate tried was sustained. Server CPU (100% = one core) and memory are the backend's servers at the knee step.",
+            "The highest offered rate each backend sustained with p99 acquire latency (from the intended start) at most {} ms and the achieved rate within {:.0}% of the offered one. <i>generator-bound</i>: lockbench itself was the limit next to the knee, so the figure is only a lower bound; <i>not-reached</i>: every rate tried was sustained. Server CPU (100% = one core) and memory are the backend's servers at the knee step; machine CPU is of all cores, other work on the machine included.",
             cap.slo_p99_ms,
             cap.tolerance * 100.0
         ),
@@ -72,13 +72,13 @@ fn opt(x: Option<f64>, digits: usize) -> String {
 
 fn table(cap: &Capacity) -> String {
     let mut s = String::from(
-        "<div class=\"scroll\"><table><tr><th>backend</th><th>clients/keys</th><th>grid point</th><th>max acq/s</th><th>verdict</th><th>p99 ms</th><th>uncorrected p99 ms</th><th>server CPU %</th><th>server RSS MiB</th><th>req/acq</th><th>lockbench CPU %</th><th>note</th></tr>\n",
+        "<div class=\"scroll\"><table><tr><th>backend</th><th>clients/keys</th><th>grid point</th><th>max acq/s</th><th>verdict</th><th>p99 ms</th><th>uncorrected p99 ms</th><th>server CPU %</th><th>server RSS MiB</th><th>req/acq</th><th>lockbench CPU %</th><th>machine CPU %</th><th>note</th></tr>\n",
     );
     for r in &cap.sizing {
         let point: Vec<String> = r.point.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let class = if r.verdict == "ok" { "ok" } else { "unknown" };
         s.push_str(&format!(
-            "<tr><td>{}</td><td class=\"num\">{}/{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"{class}\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td><small>{}</small></td></tr>\n",
+            "<tr><td>{}</td><td class=\"num\">{}/{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"{class}\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td><small>{}</small></td></tr>\n",
             esc(&r.backend),
             r.clients,
             r.keys,
@@ -91,6 +91,7 @@ fn table(cap: &Capacity) -> String {
             opt(r.server_rss_mib, 0),
             opt(r.requests_per_acquisition, 2),
             opt(r.generator_cpu_percent, 0),
+            opt(r.machine_cpu_percent, 0),
             esc(&r.note),
         ));
     }
