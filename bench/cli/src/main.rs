@@ -6,10 +6,12 @@ mod cli;
 mod commands;
 mod coordinator;
 mod dispatch;
+mod links;
 mod nemesis;
 mod placement;
 mod progress;
 mod resources;
+mod respawn;
 
 use clap::Parser;
 use std::process::ExitCode;

@@ -59,11 +59,14 @@ pub enum BackendKind {
     /// recipe that does not exclude; never part of a comparison.
     #[serde(rename = "redis-broken-nonx")]
     RedisBrokenNoNx,
+    /// `redis-setnx` on the primary that Redis Sentinel names (a primary with one replica and
+    /// three Sentinels): the same script, reconnecting to whichever node Sentinel promotes.
+    RedisSentinel,
 }
 
 impl BackendKind {
     /// Every backend, in the order comparisons print them.
-    pub const ALL: [BackendKind; 8] = [
+    pub const ALL: [BackendKind; 9] = [
         BackendKind::ZkFair,
         BackendKind::ZkCurator,
         BackendKind::ZkHerd,
@@ -72,6 +75,7 @@ impl BackendKind {
         BackendKind::RedisSetnx,
         BackendKind::Redlock,
         BackendKind::RedisBrokenNoNx,
+        BackendKind::RedisSentinel,
     ];
 
     /// The name users type and results print.
@@ -85,6 +89,7 @@ impl BackendKind {
             BackendKind::RedisSetnx => "redis-setnx",
             BackendKind::Redlock => "redlock",
             BackendKind::RedisBrokenNoNx => "redis-broken-nonx",
+            BackendKind::RedisSentinel => "redis-sentinel",
         }
     }
 

@@ -248,6 +248,7 @@ impl Scenario {
             }
             BackendKind::EtcdLease | BackendKind::EtcdLockapi => self.etcd.lease_ttl,
             BackendKind::RedisSetnx | BackendKind::RedisBrokenNoNx => self.redis.ttl,
+            BackendKind::RedisSentinel => self.redis.ttl,
             BackendKind::Redlock => self.redlock.ttl,
         }
     }
