@@ -37,31 +37,17 @@ pub struct SizingRow {
     /// Lock keys.
     pub keys: u32,
     /// `ok`, `generator-bound` (lockbench being the limit could explain the failure above the
-    /// knee, or the top step when none failed: the rate is only a lower bound), `not-reached` (every rate tried was sustained: a lower bound),
-    /// `none` (not even the lowest rate tried was sustained), `error` or `interrupted`.
+    /// knee, or the top step when none failed: the rate is only a lower bound), `not-reached`
+    /// (every rate tried was sustained: a lower bound), `none` (not even the lowest rate tried
+    /// was sustained), `error` or `interrupted`.
     pub verdict: String,
     /// The highest offered rate sustained within the objective, acquisitions/s.
     pub max_rate_per_s: Option<f64>,
     /// The lowest rate that was not sustained, acquisitions/s.
     pub first_failed_rate_per_s: Option<f64>,
-    /// At the knee step: achieved rate, corrected and uncorrected p99 (ms).
-    pub achieved_per_s: Option<f64>,
-    /// Corrected p99 (from the intended start), ms.
-    pub p99_ms: Option<f64>,
-    /// Uncorrected p99 (from the call), ms.
-    pub p99_service_ms: Option<f64>,
-    /// The servers' summed mean CPU at the knee step, percent of one core.
-    pub server_cpu_percent: Option<f64>,
-    /// The servers' summed peak resident memory at the knee step, MiB.
-    pub server_rss_mib: Option<f64>,
-    /// lockbench's mean CPU at the knee step, percent of one core.
-    pub generator_cpu_percent: Option<f64>,
-    /// The whole machine's mean CPU at the knee step, percent of all CPUs: near 100 with
-    /// little of it the servers' or lockbench's means other work shared the machine.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub machine_cpu_percent: Option<f64>,
-    /// Requests sent to the servers per acquisition at the knee step.
-    pub requests_per_acquisition: Option<f64>,
+    /// The knee step (the last step at `max_rate_per_s`): its figures, its servers' CPU and
+    /// memory, lockbench's CPU, requests per acquisition; `null` without a knee.
+    pub knee: Option<SweepStep>,
     /// What limited the search (the failing step's reasons, or why there is no knee).
     pub note: String,
 }

@@ -59,15 +59,26 @@ pub fn render(c: &Capacity) -> String {
             Cell::new(&r.verdict),
             Cell::new(format!(
                 "{} ({})",
-                opt(r.p99_ms, 1),
-                opt(r.p99_service_ms, 1)
+                opt(r.knee.as_ref().and_then(|k| k.p99_ms), 1),
+                opt(r.knee.as_ref().and_then(|k| k.p99_service_ms), 1)
             ))
             .set_alignment(CellAlignment::Right),
-            Cell::new(opt(r.server_cpu_percent, 0)).set_alignment(CellAlignment::Right),
-            Cell::new(opt(r.server_rss_mib, 0)).set_alignment(CellAlignment::Right),
-            Cell::new(opt(r.requests_per_acquisition, 2)).set_alignment(CellAlignment::Right),
-            Cell::new(opt(r.generator_cpu_percent, 0)).set_alignment(CellAlignment::Right),
-            Cell::new(opt(r.machine_cpu_percent, 0)).set_alignment(CellAlignment::Right),
+            Cell::new(opt(r.knee.as_ref().and_then(|k| k.server_cpu_percent), 0))
+                .set_alignment(CellAlignment::Right),
+            Cell::new(opt(r.knee.as_ref().and_then(|k| k.server_rss_mib), 0))
+                .set_alignment(CellAlignment::Right),
+            Cell::new(opt(
+                r.knee.as_ref().and_then(|k| k.requests_per_acquisition),
+                2,
+            ))
+            .set_alignment(CellAlignment::Right),
+            Cell::new(opt(
+                r.knee.as_ref().and_then(|k| k.generator_cpu_percent),
+                0,
+            ))
+            .set_alignment(CellAlignment::Right),
+            Cell::new(opt(r.knee.as_ref().and_then(|k| k.machine_cpu_percent), 0))
+                .set_alignment(CellAlignment::Right),
         ]);
     }
     let mut out = format!(

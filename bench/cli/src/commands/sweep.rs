@@ -249,14 +249,7 @@ async fn sweep(
                 verdict: verdict.into(),
                 max_rate_per_s: knee.rate,
                 first_failed_rate_per_s: knee.failed,
-                achieved_per_s: knee_step.map(|s| s.achieved_per_s),
-                p99_ms: knee_step.and_then(|s| s.p99_ms),
-                p99_service_ms: knee_step.and_then(|s| s.p99_service_ms),
-                server_cpu_percent: knee_step.and_then(|s| s.server_cpu_percent),
-                server_rss_mib: knee_step.and_then(|s| s.server_rss_mib),
-                generator_cpu_percent: knee_step.and_then(|s| s.generator_cpu_percent),
-                machine_cpu_percent: knee_step.and_then(|s| s.machine_cpu_percent),
-                requests_per_acquisition: knee_step.and_then(|s| s.requests_per_acquisition),
+                knee: knee_step.cloned(),
                 note,
             };
             eprintln!(
