@@ -68,5 +68,6 @@ pub fn group_of(backend: BackendKind) -> Group {
         BackendKind::EtcdLease | BackendKind::EtcdLockapi => Group::Etcd,
         BackendKind::RedisSetnx | BackendKind::RedisBrokenNoNx => Group::Redis,
         BackendKind::Redlock => Group::Redlock,
+        BackendKind::ZkRwlock => Group::Zookeeper,
     }
 }

@@ -16,7 +16,7 @@
 
 use lockbench_core::scenario::ZookeeperKnobs;
 use lockbench_core::{Backend, ClientId, Endpoints, KeyId, LockClient, Wakeups};
-use lockbench_zookeeper::{ZkFair, ZkHerd, session_packets};
+use lockbench_zookeeper::{Queue, ZkFair, session_packets};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::sync::{mpsc, oneshot};
 
@@ -207,7 +207,9 @@ async fn predecessor_watch_wakes_one_waiter_per_release() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn children_watch_wakes_every_waiter_per_release() {
     let eps = lockbench_cluster::for_tests().await;
-    let b = ZkHerd::new(&eps, &knobs("herd-herd"), 1, 1).unwrap();
+    let b = ZkFair::new(&eps, &knobs("herd-herd"), 1, 1)
+        .unwrap()
+        .with_queue(Queue::HERD);
     let c = cascade(b, &eps, |c| c.session_id(), |queued| queued).await;
     eprintln!("zk-herd: {c:?}");
     // Release k (k = 0 for the holder) finds WAITERS - k waiters queued and wakes all of them.

@@ -34,9 +34,11 @@ macro_rules! with_backend {
                 )?;
                 $body
             }
-            BackendKind::ZkHerd => {
+            BackendKind::ZkHerd | BackendKind::ZkRwlock => {
+                let queue = lockbench_zookeeper::Queue::of(kind).expect("a zookeeper queue");
                 let $b =
-                    lockbench_zookeeper::ZkHerd::new(endpoints, &scenario.zookeeper, keys, seed)?;
+                    lockbench_zookeeper::ZkFair::new(endpoints, &scenario.zookeeper, keys, seed)?
+                        .with_queue(queue);
                 $body
             }
             BackendKind::EtcdLease | BackendKind::EtcdLockapi => {

@@ -215,6 +215,7 @@ impl StandInServerNemesis {
             BackendKind::EtcdLease | BackendKind::EtcdLockapi => name.starts_with("etcd"),
             BackendKind::RedisSetnx | BackendKind::RedisBrokenNoNx => name == "redis",
             BackendKind::Redlock => name.starts_with("redlock"),
+            BackendKind::ZkRwlock => name.starts_with("zk"),
         };
         Ok(status
             .servers

@@ -59,11 +59,15 @@ pub enum BackendKind {
     /// recipe that does not exclude; never part of a comparison.
     #[serde(rename = "redis-broken-nonx")]
     RedisBrokenNoNx,
+    /// ZooKeeper: the shared (read/write) lock from the recipes page: `read-`/`write-`
+    /// ephemeral-sequential nodes; a reader waits for the next lower write node, a writer for
+    /// the next lower node.
+    ZkRwlock,
 }
 
 impl BackendKind {
     /// Every backend, in the order comparisons print them.
-    pub const ALL: [BackendKind; 8] = [
+    pub const ALL: [BackendKind; 9] = [
         BackendKind::ZkFair,
         BackendKind::ZkCurator,
         BackendKind::ZkHerd,
@@ -72,6 +76,7 @@ impl BackendKind {
         BackendKind::RedisSetnx,
         BackendKind::Redlock,
         BackendKind::RedisBrokenNoNx,
+        BackendKind::ZkRwlock,
     ];
 
     /// The name users type and results print.
@@ -85,6 +90,7 @@ impl BackendKind {
             BackendKind::RedisSetnx => "redis-setnx",
             BackendKind::Redlock => "redlock",
             BackendKind::RedisBrokenNoNx => "redis-broken-nonx",
+            BackendKind::ZkRwlock => "zk-rwlock",
         }
     }
 
