@@ -69,5 +69,7 @@ pub fn group_of(backend: BackendKind) -> Group {
         BackendKind::RedisSetnx | BackendKind::RedisBrokenNoNx => Group::Redis,
         BackendKind::Redlock => Group::Redlock,
         BackendKind::ZkRwlock => Group::Zookeeper,
+        BackendKind::EtcdHerd => Group::Etcd,
+        BackendKind::RedisPubsub => Group::Redis,
     }
 }

@@ -53,7 +53,7 @@
 //! (`fail lock-lost`). A client whose session has already expired reports that without a
 //! request. Renew is one `exists` on the client's own node.
 //!
-//! Counting: the backend's [`Tally`] counts notifications as the library hands them over,
+//! Counting: the backend's [`WakeupTally`] counts notifications as the library hands them over,
 //! wasted wake-ups (the re-check still found a blocking node), and the requests sent in
 //! reaction to a notification.
 //!
@@ -66,12 +66,12 @@ use crate::connect::{self, Ensemble};
 use crate::counters;
 use crate::errors::{acquire_failed, held_call_failed};
 use crate::paths::{self, KeyTable};
-use crate::tally::Tally;
+
 use lockbench_core::scenario::ZookeeperKnobs;
 use lockbench_core::traits::BackendError;
 use lockbench_core::{
     Backend, BackendInfo, BackendKind, ClientId, Endpoints, ErrorKind, FencingToken, Grant, KeyId,
-    LockClient, Outcome, ServerCounters, ServerFanout, Wakeups,
+    LockClient, Outcome, ServerCounters, ServerFanout, WakeupTally, Wakeups,
 };
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -170,7 +170,7 @@ pub struct ZkFair {
     root: String,
     knobs: ZookeeperKnobs,
     keys: u32,
-    tally: Tally,
+    tally: WakeupTally,
     queue: Queue,
 }
 
@@ -194,7 +194,7 @@ impl ZkFair {
             root: root.to_string(),
             knobs: knobs.clone(),
             keys,
-            tally: Tally::default(),
+            tally: WakeupTally::default(),
             queue: Queue::FAIR,
         })
     }
@@ -381,7 +381,7 @@ pub struct ZkFairClient {
     scratch: String,
     requests: u64,
     notifications: Notifications,
-    tally: Tally,
+    tally: WakeupTally,
 }
 
 impl ZkFairClient {

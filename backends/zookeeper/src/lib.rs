@@ -37,8 +37,8 @@
 //! two differ in nothing else. zk-rwlock ([`Queue::RWLOCK`]) is the same client again with
 //! `read-`/`write-` nodes: a reader waits only for the next lower write node, so a writer's
 //! release wakes every reader queued behind it at once, which is correct there (they may all
-//! hold together). All three count their wake-ups backend-wide (`tally.rs`,
-//! [`lockbench_core::Backend::wakeups`]).
+//! hold together). All three count their wake-ups backend-wide
+//! ([`lockbench_core::WakeupTally`], [`lockbench_core::Backend::wakeups`]).
 //!
 //! Sessions (`connect.rs`): each lockbench client is one ZooKeeper session. Sessions are opened
 //! *detached*, so that [`LockClient::abandon`](lockbench_core::LockClient::abandon) can drop the
@@ -59,7 +59,6 @@ mod curator;
 mod errors;
 mod fair;
 mod paths;
-mod tally;
 
 pub use counters::{SessionPackets, session_packets};
 pub use curator::{CuratorHandle, ZkCurator, ZkCuratorClient};

@@ -41,7 +41,7 @@ macro_rules! with_backend {
                         .with_queue(queue);
                 $body
             }
-            BackendKind::EtcdLease | BackendKind::EtcdLockapi => {
+            BackendKind::EtcdLease | BackendKind::EtcdLockapi | BackendKind::EtcdHerd => {
                 let $b =
                     lockbench_etcd::EtcdBackend::new(kind, endpoints, &scenario.etcd, keys, seed)?;
                 $body
@@ -59,6 +59,17 @@ macro_rules! with_backend {
                     seed,
                     mode,
                 )?;
+                $body
+            }
+            BackendKind::RedisPubsub => {
+                let $b = lockbench_redis::SetNxBackend::new(
+                    endpoints,
+                    &scenario.redis,
+                    keys,
+                    seed,
+                    lockbench_redis::SetMode::Nx,
+                )?
+                .with_pubsub();
                 $body
             }
             BackendKind::Redlock => {

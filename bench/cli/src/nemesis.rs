@@ -216,6 +216,8 @@ impl StandInServerNemesis {
             BackendKind::RedisSetnx | BackendKind::RedisBrokenNoNx => name == "redis",
             BackendKind::Redlock => name.starts_with("redlock"),
             BackendKind::ZkRwlock => name.starts_with("zk"),
+            BackendKind::EtcdHerd => name.starts_with("etcd"),
+            BackendKind::RedisPubsub => name == "redis",
         };
         Ok(status
             .servers

@@ -247,6 +247,8 @@ impl Scenario {
             BackendKind::RedisSetnx | BackendKind::RedisBrokenNoNx => self.redis.ttl,
             BackendKind::Redlock => self.redlock.ttl,
             BackendKind::ZkRwlock => self.zookeeper.session_timeout,
+            BackendKind::EtcdHerd => self.etcd.lease_ttl,
+            BackendKind::RedisPubsub => self.redis.ttl,
         }
     }
 
