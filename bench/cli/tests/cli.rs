@@ -166,6 +166,40 @@ fn a_broken_recipe_is_caught_by_the_checkers() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("FINDING: redis-broken-nonx"));
 }
 
+/// zk-rwlock with 70% reads: readers hold together (more than one at once was observed) and no
+/// grant was ever made next to an incompatible holder. zk-fair in the same run takes every
+/// "read" exclusively, so it never shows two readers at once: the sharing is the recipe's.
+#[test]
+fn the_shared_lock_lets_readers_hold_together_and_never_a_writer_with_anyone() {
+    let (out, out_dir) = common::run_quietly(
+        "cli",
+        "rwlock",
+        "contention",
+        &[
+            "backends=zk-rwlock,zk-fair",
+            "workload.clients=8",
+            "workload.keys=1",
+            "workload.read_fraction=0.7",
+            "workload.hold=5ms",
+            "duration=2s",
+            "warmup=200ms",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let r = results(&out_dir);
+    let rw = result_of(&r, "zk-rwlock");
+    let s = &rw["shared_lock"];
+    assert_eq!(rw["safety"]["verdict"], "valid", "{rw}");
+    assert_eq!(s["conflicts"], 0, "{s}");
+    assert!(s["shared_grants"].as_u64().unwrap() > 0, "{s}");
+    assert!(s["exclusive_grants"].as_u64().unwrap() > 0, "{s}");
+    assert!(s["max_concurrent_readers"].as_u64().unwrap() >= 2, "{s}");
+    let fair = &result_of(&r, "zk-fair")["shared_lock"];
+    assert_eq!(fair["conflicts"], 0, "{fair}");
+    assert_eq!(fair["max_concurrent_readers"], 1, "{fair}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("shared lock zk-rwlock"));
+}
+
 #[test]
 fn a_bad_scenario_field_is_named_before_anything_runs() {
     let dir = common::scratch("cli", "bad");
