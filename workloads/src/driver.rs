@@ -176,22 +176,7 @@ pub async fn run_slots<B: Backend>(
     } else {
         options.slots.clone()
     };
-    let connected =
-        futures::future::join_all(slots.iter().map(|&slot| backend.connect(ClientId(slot)))).await;
-    let mut ready = Vec::with_capacity(slots.len());
-    let mut first_error = None;
-    for c in connected {
-        match c {
-            Ok(c) => ready.push(c),
-            Err(e) => first_error = first_error.or(Some(e)),
-        }
-    }
-    if let Some(e) = first_error {
-        for c in ready {
-            c.close().await;
-        }
-        return Err(e);
-    }
+    let ready = crate::connect::connect_all(backend.as_ref(), &slots).await?;
 
     if let Some(tx) = options.connected.take() {
         let _ = tx.send(());

@@ -109,3 +109,18 @@ pub async fn run_worker(
         Ok(())
     })
 }
+
+/// The scale benchmark's side: builds `kind`'s backend from `scenario`'s knobs and runs the
+/// steps against it ([`crate::scale::measure`]).
+pub async fn run_scale(
+    kind: BackendKind,
+    scenario: &Scenario,
+    endpoints: &Endpoints,
+    steps: &[u32],
+    probes: u32,
+    server_rss: crate::scale::RssReader<'_>,
+) -> anyhow::Result<crate::scale::BackendScale> {
+    with_backend!(kind, scenario, endpoints, |b| {
+        Ok(crate::scale::measure(b, steps, probes, server_rss).await)
+    })
+}

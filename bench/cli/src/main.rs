@@ -6,9 +6,11 @@ mod cli;
 mod commands;
 mod coordinator;
 mod dispatch;
+mod limits;
 mod nemesis;
 mod placement;
 mod progress;
+mod scale;
 
 use clap::Parser;
 use std::process::ExitCode;
@@ -23,6 +25,7 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
+    limits::raise_open_files();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

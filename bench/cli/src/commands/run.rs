@@ -230,7 +230,7 @@ fn load_scenario(args: &RunArgs) -> anyhow::Result<Scenario> {
 
 /// Resolves `--cluster`: the endpoints, a label for the results, and the managed cluster if
 /// this run started it (so it is stopped afterwards).
-async fn prepare_cluster(
+pub(crate) async fn prepare_cluster(
     spec: &str,
     state_dir: PathBuf,
 ) -> anyhow::Result<(Endpoints, String, Option<Cluster>)> {
