@@ -235,7 +235,8 @@ pub fn render(all: &[BackendScale]) -> String {
     out.push_str(
         "probe latencies in ms (one idle-cluster client, uncontended key); server MiB = VmRSS of \
          the backend's managed server processes, summed; KiB/client = growth over the baseline / \
-         clients\n",
+         clients (JVM and Go heaps grow and shrink on their own: a negative or jumping figure \
+         means an idle client costs less than that noise; start from a fresh cluster)\n",
     );
     out
 }
