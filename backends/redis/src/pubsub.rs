@@ -38,6 +38,9 @@ pub(crate) enum Woken {
     Message,
     /// [`FALLBACK`] passed without one.
     Fallback,
+    /// The pub/sub connection is gone (and with it the subscription): the caller subscribes
+    /// again before it waits again.
+    Lost,
 }
 
 /// One client's pub/sub connection, opened on its first wait and kept.
@@ -89,13 +92,11 @@ impl ReleaseWaiter {
         result
     }
 
-    /// Waits for a release message or [`FALLBACK`]. A broken connection is reported as
-    /// `Fallback` after it is dropped (the caller's next attempt polls; the next wait
-    /// reconnects and subscribes again).
+    /// Waits for a release message or [`FALLBACK`]. A broken connection is dropped and
+    /// reported as [`Woken::Lost`].
     pub(crate) async fn wait(&mut self) -> Woken {
         let Some(conn) = self.conn.as_mut() else {
-            tokio::time::sleep(FALLBACK).await;
-            return Woken::Fallback;
+            return Woken::Lost;
         };
         let got = tokio::time::timeout(FALLBACK, conn.on_message().next())
             .await
@@ -107,7 +108,7 @@ impl ReleaseWaiter {
             }
             Ok(false) => {
                 self.conn = None;
-                Woken::Fallback
+                Woken::Lost
             }
             Err(_) => Woken::Fallback,
         }

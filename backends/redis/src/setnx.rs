@@ -375,7 +375,15 @@ impl LockClient for SetNxClient {
                                 tokio::time::sleep(crate::pubsub::FALLBACK).await;
                             }
                         }
-                        Some(w) => reacting = w.wait().await == Woken::Message,
+                        Some(w) => match w.wait().await {
+                            Woken::Message => reacting = true,
+                            Woken::Fallback => reacting = false,
+                            // Try at once, then subscribe again on a new connection.
+                            Woken::Lost => {
+                                reacting = false;
+                                subscribed = false;
+                            }
+                        },
                     }
                 }
                 Err(f) => {

@@ -238,6 +238,19 @@ fn a_bad_scenario_field_is_named_before_anything_runs() {
         err.contains("no-such-scenario") && err.contains("quick"),
         "{err}"
     );
+
+    let out = lockbench(&["run", "quick", "--set", "workload.read_fraction=1.5"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("workload.read_fraction"));
+
+    // The scale command checks its arguments before it touches any server.
+    let out = lockbench(&["scale", "--steps", "500,100"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--steps"));
+    let out = lockbench(&["scale", "--backends", "zk-fiar"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("zk-fiar") && err.contains("zk-fair"), "{err}");
 }
 
 #[test]
