@@ -2,7 +2,7 @@
 //! ([`ZkCurator`]), the deliberately naive **zk-herd** and the shared (read/write) lock
 //! **zk-rwlock** (both [`ZkFair`] with another [`Queue`]).
 //!
-//! Both are the classic ephemeral-sequential queue from the ZooKeeper recipes page: every
+//! zk-fair and zk-curator are the classic ephemeral-sequential queue from the ZooKeeper recipes page: every
 //! contender creates an `EphemeralSequential` node under the lock's directory, the lowest
 //! sequence holds the lock, and every other contender watches *only its predecessor*. That shape
 //! is the whole point of comparing ZooKeeper against the other backends:
