@@ -200,6 +200,39 @@ fn the_shared_lock_lets_readers_hold_together_and_never_a_writer_with_anyone() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("shared lock zk-rwlock"));
 }
 
+/// The herd workload writes `fanout` for the etcd and Redis recipes too, with the servers'
+/// own counts beside lockbench's: the naive and pub/sub recipes wake several waiters per
+/// release, the revision-ordered one exactly one.
+#[test]
+fn the_herd_run_reports_fanout_with_server_counts_for_etcd_and_redis() {
+    let (out, out_dir) = common::run_quietly(
+        "cli",
+        "herd",
+        "herd",
+        &[
+            "backends=etcd-lease,etcd-herd,redis-pubsub",
+            "workload.clients=6",
+            "duration=2s",
+            "warmup=200ms",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let r = results(&out_dir);
+    let per_release = |backend: &str, field: &str| {
+        result_of(&r, backend)["fanout"][field]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{backend}: no fanout.{field}: {r}"))
+    };
+    let lease = per_release("etcd-lease", "notifications_per_release");
+    assert!((0.9..=1.1).contains(&lease), "etcd-lease: {lease}");
+    for naive in ["etcd-herd", "redis-pubsub"] {
+        let n = per_release(naive, "notifications_per_release");
+        assert!(n > 2.0, "{naive}: {n} notifications per release");
+        assert!(per_release(naive, "server_notifications_per_release") >= n * 0.9);
+        assert!(per_release(naive, "wasted_wakeups_per_release") > 1.0);
+    }
+}
+
 #[test]
 fn a_bad_scenario_field_is_named_before_anything_runs() {
     let dir = common::scratch("cli", "bad");
