@@ -79,6 +79,10 @@ pub struct ScaleArgs {
     /// Acquire/release rounds of the probe client at each step.
     #[arg(long, default_value_t = 200)]
     pub probes: u32,
+    /// Queue every client on one lock that a holder keeps (a watch or subscription each)
+    /// instead of leaving it idle; the queue drains at the end.
+    #[arg(long)]
+    pub waiting: bool,
     /// Results directory [default: results/TIME-scale].
     #[arg(long)]
     pub out: Option<PathBuf>,

@@ -118,9 +118,10 @@ pub async fn run_scale(
     endpoints: &Endpoints,
     steps: &[u32],
     probes: u32,
+    waiting: bool,
     server_rss: crate::scale::RssReader<'_>,
 ) -> anyhow::Result<crate::scale::BackendScale> {
     with_backend!(kind, scenario, endpoints, |b| {
-        Ok(crate::scale::measure(b, steps, probes, server_rss).await)
+        Ok(crate::scale::measure(b, steps, probes, waiting, server_rss).await)
     })
 }

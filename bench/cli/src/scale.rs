@@ -13,8 +13,11 @@
 //! - lockbench's own RSS (all clients live in this one process).
 //!
 //! Idle means connected and not queued: ZooKeeper sessions with their pings, etcd leases with
-//! their keep-alives (every ttl / 3) and connections, Redis connections. What the herd workload
-//! adds on top (one watch or subscription per waiter) is measured there, not here. A connect
+//! their keep-alives (every ttl / 3) and connections, Redis connections. With `waiting`, every
+//! client instead queues on one lock (key 1) that a holder keeps for the whole benchmark, so
+//! each also holds its queue entry and its watch (ZooKeeper node + watch, etcd key + watcher,
+//! redis-pubsub subscription; polling recipes keep polling); at the end the holder releases
+//! and the queue drains (each waiter acquires, releases and closes in turn). A connect
 //! that fails ends that backend's steps and is reported as where it broke. Only the managed
 //! cluster can be measured (RSS needs the server pids).
 
@@ -26,6 +29,11 @@ use std::time::{Duration, Instant};
 pub const SETTLE: Duration = Duration::from_secs(2);
 /// The probe's client id, far from the step clients' ids.
 const PROBE: ClientId = ClientId(1_000_000);
+/// With `waiting`: the holder's client id, and the lock everyone queues on.
+const HOLDER: ClientId = ClientId(1_000_001);
+const QUEUE_KEY: KeyId = KeyId(1);
+/// How long the queue may take to drain at the end.
+const DRAIN_BUDGET: Duration = Duration::from_secs(300);
 
 /// One step's figures.
 #[derive(Clone, Debug, Serialize)]
@@ -63,6 +71,8 @@ pub struct BackendScale {
     pub steps: Vec<Step>,
     /// Why it stopped before the last step, if it did.
     pub broke: Option<String>,
+    /// Whether the clients were queued on a held lock (watchers) rather than idle.
+    pub waiting: bool,
 }
 
 /// Reads the summed RSS (bytes) of the servers the backend uses; `None` when unknown.
@@ -73,6 +83,7 @@ pub async fn measure<B: Backend>(
     backend: B,
     steps: &[u32],
     probes: u32,
+    waiting: bool,
     server_rss: RssReader<'_>,
 ) -> BackendScale {
     let name = backend.info().backend.name().to_string();
@@ -82,6 +93,7 @@ pub async fn measure<B: Backend>(
         baseline_server_rss_mib: baseline.map(mib),
         steps: Vec::new(),
         broke: None,
+        waiting,
     };
     let mut probe = match backend.connect(PROBE).await {
         Ok(c) => c,
@@ -90,13 +102,40 @@ pub async fn measure<B: Backend>(
             return out;
         }
     };
+    let mut holder = None;
+    if waiting {
+        let held = match backend.connect(HOLDER).await {
+            Ok(mut c) => match c.acquire(QUEUE_KEY).await {
+                Outcome::Ok(g) => Ok((c, g)),
+                other => Err(format!("holder acquire: {other:?}")),
+            },
+            Err(e) => Err(format!("holder client: {e}")),
+        };
+        match held {
+            Ok(h) => holder = Some(h),
+            Err(e) => {
+                out.broke = Some(e);
+                probe.close().await;
+                return out;
+            }
+        }
+    }
     let mut clients: Vec<B::Client> = Vec::new();
+    let mut queued = Vec::new();
+    let mut have = 0u32;
     for &n in steps {
-        let have = clients.len() as u32;
         if n > have {
             let slots: Vec<u32> = (have..n).collect();
             let started = Instant::now();
             match lockbench_workloads::connect_all(&backend, &slots).await {
+                Ok(more) if waiting => queued.extend(more.into_iter().map(|mut c| {
+                    tokio::spawn(async move {
+                        if let Outcome::Ok(g) = c.acquire(QUEUE_KEY).await {
+                            let _ = c.release(g).await;
+                        }
+                        c.close().await;
+                    })
+                })),
                 Ok(more) => clients.extend(more),
                 Err(e) => {
                     out.broke = Some(format!("connecting clients {have}..{n}: {e}"));
@@ -104,6 +143,7 @@ pub async fn measure<B: Backend>(
                 }
             }
             let took = started.elapsed().as_secs_f64();
+            let from = std::mem::replace(&mut have, n);
             eprintln!(
                 "lockbench: {name}: {n} clients connected; settling {SETTLE:?}, then probing"
             );
@@ -113,7 +153,7 @@ pub async fn measure<B: Backend>(
             out.steps.push(Step {
                 clients: n,
                 connect_s: round(took, 3),
-                connect_ms_per_client: round(took * 1e3 / f64::from(n - have), 3),
+                connect_ms_per_client: round(took * 1e3 / f64::from(n - from), 3),
                 probe_p50_us: percentile(&latencies, 0.50),
                 probe_p99_us: percentile(&latencies, 0.99),
                 probe_max_us: latencies.last().copied(),
@@ -130,6 +170,18 @@ pub async fn measure<B: Backend>(
         }
     }
     close_all(clients).await;
+    if let Some((mut c, g)) = holder {
+        eprintln!(
+            "lockbench: {name}: releasing the held lock; {} waiters drain",
+            queued.len()
+        );
+        let _ = c.release(g).await;
+        let drain = futures::future::join_all(queued);
+        if tokio::time::timeout(DRAIN_BUDGET, drain).await.is_err() {
+            eprintln!("lockbench: {name}: the queue did not drain within {DRAIN_BUDGET:?}");
+        }
+        c.close().await;
+    }
     probe.close().await;
     out
 }
@@ -212,7 +264,7 @@ pub fn render(all: &[BackendScale]) -> String {
             out.push_str(&format!(
                 "{:<14} {:>7} {:>9.2} {:>8.2} {:>9} {:>9} {:>9} {:>11} {:>11} {:>10}{}\n",
                 b.backend,
-                s.clients,
+                format!("{}{}", s.clients, if b.waiting { "*" } else { "" }),
                 s.connect_s,
                 s.connect_ms_per_client,
                 ms(s.probe_p50_us),
@@ -233,7 +285,8 @@ pub fn render(all: &[BackendScale]) -> String {
         }
     }
     out.push_str(
-        "probe latencies in ms (one idle-cluster client, uncontended key); server MiB = VmRSS of \
+        "clients marked * were queued on a held lock (a watch each); probe latencies in ms (one \
+         more client, uncontended key); server MiB = VmRSS of \
          the backend's managed server processes, summed; KiB/client = growth over the baseline / \
          clients (JVM and Go heaps grow and shrink on their own: a negative or jumping figure \
          means an idle client costs less than that noise; start from a fresh cluster)\n",

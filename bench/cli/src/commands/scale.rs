@@ -24,12 +24,12 @@ pub async fn run(args: ScaleArgs, state_dir: PathBuf) -> anyhow::Result<ExitCode
     if args.probes == 0 {
         anyhow::bail!("--probes: must be at least 1");
     }
-    // The knobs of the built-in contention scenario, one key (the probe's).
+    // The knobs of the built-in contention scenario; key 0 is the probe's, key 1 the queue's.
     let text = builtin::find("contention").context("built-in contention scenario")?;
     let scenario = Scenario::load(
         "built-in scenario contention",
         text,
-        &["workload.keys=1".to_string()],
+        &["workload.keys=2".to_string()],
     )
     .map_err(anyhow::Error::msg)?;
 
@@ -55,9 +55,16 @@ pub async fn run(args: ScaleArgs, state_dir: PathBuf) -> anyhow::Result<ExitCode
             })
         };
         eprintln!("lockbench: scale: {kind}, steps {:?}", args.steps);
-        let measured =
-            dispatch::run_scale(kind, &scenario, &endpoints, &args.steps, args.probes, &rss)
-                .await?;
+        let measured = dispatch::run_scale(
+            kind,
+            &scenario,
+            &endpoints,
+            &args.steps,
+            args.probes,
+            args.waiting,
+            &rss,
+        )
+        .await?;
         all.push(measured);
         let json = serde_json::to_string_pretty(&all)?;
         std::fs::write(run_dir.path().join("scale.json"), json + "\n")?;
