@@ -24,19 +24,34 @@
 //!   servers are found by pid files: [`cleanup`] and `Cluster::down` undo everything after a
 //!   `kill -9` of whatever applied the faults.
 //!
-//! In the loopback topology (not root, or no namespaces) pauses, kills, restarts and clock
-//! jumps work; partitions and link faults are returned with `applied = false`.
+//! - **Link faults go through a proxy.** `tc netem` is unavailable here, so `link-delay` (and,
+//!   when a run has link faults, `link-blackhole`) are toxics on in-process TCP proxies
+//!   ([`LinkProxy`], Toxiproxy's latency and timeout toxics; not the `noxious` crate, which
+//!   leaves Nagle on and adds ~40 ms per message here): [`LinkProxies`] gives each client
+//!   its own proxy to each server and rewrites the client's endpoints; [`LinkNemesis`] applies
+//!   the faults. [`LinkProxy`] alone is the API for capping one backend link (latency).
+//!
+//! In the loopback topology (not root, or no namespaces) pauses, kills, restarts, clock
+//! jumps and proxied link faults work; partitions and the iptables black-hole are returned
+//! with `applied = false`.
 #![deny(missing_docs)]
 
 mod cleanup;
 mod clock;
+mod failover;
 mod firewall;
 pub mod grudge;
+mod link_nemesis;
+mod link_proxies;
+mod link_proxy;
 mod probe;
 mod server_nemesis;
 mod targets;
 
 pub use cleanup::cleanup;
+pub use link_nemesis::LinkNemesis;
+pub use link_proxies::LinkProxies;
+pub use link_proxy::LinkProxy;
 pub use lockbench_cluster::{Group, Host, NetConfig, Network, Topology};
 pub use server_nemesis::ServerNemesis;
 pub use targets::{leader, resolve};
@@ -68,6 +83,7 @@ pub fn group_of(backend: BackendKind) -> Group {
         BackendKind::EtcdLease | BackendKind::EtcdLockapi => Group::Etcd,
         BackendKind::RedisSetnx | BackendKind::RedisBrokenNoNx => Group::Redis,
         BackendKind::Redlock => Group::Redlock,
+        BackendKind::RedisSentinel => Group::Failover,
         BackendKind::ZkRwlock => Group::Zookeeper,
         BackendKind::EtcdHerd => Group::Etcd,
         BackendKind::RedisPubsub => Group::Redis,

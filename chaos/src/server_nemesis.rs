@@ -8,7 +8,7 @@
 //! (partitions and link faults in the loopback topology, leader of Redlock, link delay).
 
 use crate::grudge::{self, COORDINATOR, Hosts};
-use crate::{Nemesis, clock, firewall, targets};
+use crate::{Nemesis, clock, failover, firewall, targets};
 use lockbench_cluster::{Cluster, Group, Host, Network, ServerSpec, System, Topology};
 use lockbench_core::{Fault, FaultEvent, FaultPhase, PartitionSpec, RunClock, Targets};
 use nix::sys::signal::{Signal, kill};
@@ -265,6 +265,14 @@ impl ServerNemesis {
             Err(e) => (false, e.to_string()),
         };
         let windows = std::mem::take(&mut self.windows);
+        let mut rejoined = BTreeMap::new();
+        for (verb, targets) in &windows {
+            if *verb == FAILOVER {
+                for name in targets {
+                    rejoined.insert(name.clone(), self.rejoin(name).await);
+                }
+            }
+        }
         if windows.is_empty() && ok && note == NO_RULES {
             return Vec::new(); // nothing was in effect: nothing to record
         }
@@ -280,8 +288,195 @@ impl ServerNemesis {
         }
         windows
             .into_iter()
-            .map(|(v, t)| event(clock, v, FaultPhase::Stop, t, note.clone(), ok))
+            .map(|(v, t)| {
+                let back: Vec<&(bool, String)> = t.iter().filter_map(|n| rejoined.get(n)).collect();
+                let ok = ok && back.iter().all(|(ok, _)| *ok);
+                let mut note = note.clone();
+                for (_, how) in back {
+                    note.push_str("; ");
+                    note.push_str(how);
+                }
+                event(clock, v, FaultPhase::Stop, t, note, ok)
+            })
             .collect()
+    }
+
+    /// Restarts the failover pair's old primary `name` (empty) and waits until Sentinel has
+    /// made it a replica of the new primary.
+    async fn rejoin(&mut self, name: &str) -> (bool, String) {
+        let Some(spec) = self.spec(name) else {
+            return (false, format!("{name}: not a server of this system"));
+        };
+        // Sentinel must have promoted the replica first: restarted before that, the old primary
+        // would simply be the primary again (down for less than down-after-milliseconds).
+        let promoted_in = Instant::now();
+        let mut promoted = None;
+        while promoted_in.elapsed() < Duration::from_secs(20) {
+            match failover::primary(&self.topo, &self.servers).await {
+                Ok(p) if p != name => {
+                    promoted = Some(p);
+                    break;
+                }
+                _ => tokio::time::sleep(Duration::from_millis(100)).await,
+            }
+        }
+        let promoted_note = match &promoted {
+            Some(p) => format!("Sentinel had promoted {p}; "),
+            None => "Sentinel promoted NO replica within 20 s; ".to_string(),
+        };
+        if self.cluster.server_pid(name).is_none() {
+            if let Err(e) = self.cluster.start_server(name).await {
+                return (false, format!("{name}: restart FAILED: {e:#}"));
+            }
+            // Make it a replica at once: Sentinel would, but only ~10 s later, and until then
+            // the pair has two primaries.
+            if let Some(new) = promoted.as_deref().and_then(|p| self.spec(p)) {
+                let _ = failover::replicate(&self.topo, spec, new).await;
+            }
+        }
+        let promoted = promoted_note;
+        self.killed.remove(name);
+        let start = Instant::now();
+        if failover::wait_replica(&self.topo, spec, Duration::from_secs(20)).await {
+            (
+                true,
+                format!(
+                    "{promoted}{name} restarted empty and made a replica by Sentinel after {} ms",
+                    start.elapsed().as_millis()
+                ),
+            )
+        } else {
+            (
+                false,
+                format!(
+                    "{promoted}{name} restarted but Sentinel did not make it a replica within 20 s"
+                ),
+            )
+        }
+    }
+
+    /// `redis-failover`: cut the replica off from the primary, wait for the primary's next
+    /// grant, SIGKILL the primary (see `failover.rs`).
+    async fn redis_failover(&mut self, clock: &RunClock) -> FaultEvent {
+        if self.servers.first().map(|s| s.group) != Some(Group::Failover) {
+            return not_applied(
+                clock,
+                FAILOVER,
+                vec![],
+                "redis-failover acts on the failover pair (backend redis-sentinel: fo1/fo2 \
+                 under three Sentinels), not on this backend's servers"
+                    .into(),
+            );
+        }
+        let Some(net) = self.network() else {
+            return not_applied(clock, FAILOVER, vec![], unavailable("redis-failover"));
+        };
+        let primary = match failover::primary(&self.topo, &self.servers).await {
+            Ok(p) => p,
+            Err(e) => return not_applied(clock, FAILOVER, vec![], format!("{e:#}")),
+        };
+        let pspec = self.spec(&primary).expect("primary is of the pair");
+        let Some(replica) = self.servers.iter().find(|s| s.name != primary) else {
+            return not_applied(clock, FAILOVER, vec![primary], "no replica".into());
+        };
+        let replica = replica.name.to_string();
+        let mut g = grudge::Grudge::new();
+        g.entry(replica.clone())
+            .or_default()
+            .insert(primary.clone());
+        let hosts: BTreeMap<String, Host> = self
+            .servers
+            .iter()
+            .map(|s| (s.name.to_string(), net.server_host(s)))
+            .collect();
+        let rspec = self.spec(&replica).expect("replica is of the pair");
+        // Cut while the lock is free on both nodes (see failover.rs), retrying until then.
+        let started = Instant::now();
+        let mut free_at_cut = false;
+        let mut seen = 0;
+        while started.elapsed() < GRANT_BUDGET {
+            // Free on the primary (one round trip: the free moment may be short); the replica
+            // is checked once the cut is in place.
+            match failover::locks(&self.topo, pspec).await {
+                Ok((0, grants)) => seen = grants,
+                _ => {
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                    continue;
+                }
+            }
+            let (net2, hosts2, g2) = (net.clone(), hosts.clone(), g.clone());
+            match tokio::task::spawn_blocking(move || firewall::apply(&net2, &hosts2, &g2)).await {
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => {
+                    let _ = firewall::flush_all(&net);
+                    return not_applied(clock, FAILOVER, vec![primary], format!("iptables: {e:#}"));
+                }
+                Err(e) => return not_applied(clock, FAILOVER, vec![primary], e.to_string()),
+            }
+            if failover::locks(&self.topo, rspec)
+                .await
+                .is_ok_and(|(n, _)| n == 0)
+            {
+                free_at_cut = true;
+                break;
+            }
+            // A grant replicated in between: undo the cut and wait for the next free moment.
+            let net2 = net.clone();
+            let _ = tokio::task::spawn_blocking(move || firewall::flush_all(&net2)).await;
+        }
+        if !free_at_cut {
+            let net2 = net.clone();
+            let _ = tokio::task::spawn_blocking(move || firewall::flush_all(&net2)).await;
+            return not_applied(
+                clock,
+                FAILOVER,
+                vec![primary],
+                format!(
+                    "the lock was never free on both nodes within {GRANT_BUDGET:?} (a waiter \
+                     takes it at once): no moment to cut the replication link without leaving \
+                     a stale key on the replica"
+                ),
+            );
+        }
+        let waited = failover::next_grant(&self.topo, pspec, seen, GRANT_BUDGET).await;
+        let Some(pid) = self.cluster.server_pid(&primary) else {
+            return not_applied(
+                clock,
+                FAILOVER,
+                vec![primary],
+                "the primary is not running".into(),
+            );
+        };
+        let _ = kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
+        let killed_at = event(
+            clock,
+            FAILOVER,
+            FaultPhase::Start,
+            vec![],
+            String::new(),
+            true,
+        );
+        wait_dead(pid).await;
+        self.killed.insert(primary.clone());
+        self.windows.push((FAILOVER, vec![primary.clone()]));
+        let when = match waited {
+            Some(d) => format!(
+                "right after its next grant (grant #{} seen {} ms after the cut, made while the \
+                 lock was free on both nodes)",
+                seen + 1,
+                d.as_millis()
+            ),
+            None => format!("after {GRANT_BUDGET:?} with NO new grant (no client was granted)"),
+        };
+        let note = format!(
+            "replication cut ({replica} drops {primary}), then SIGKILL of primary {primary} \
+             (pid {pid}) {when}, before the key could reach {replica}; Sentinel promotes {replica}"
+        );
+        FaultEvent {
+            targets: vec![primary],
+            note,
+            ..killed_at
+        }
     }
 
     /// SIGSTOP / SIGCONT of servers and client hosts.
@@ -483,6 +678,7 @@ impl Nemesis for ServerNemesis {
             Fault::Start { targets } => vec![self.start(targets, clock).await],
             Fault::ClockJump { targets, by } => vec![self.clock_jump(targets, *by, clock).await],
             Fault::LinkBlackhole { targets } => vec![self.blackhole(targets, clock).await],
+            Fault::RedisFailover => vec![self.redis_failover(clock).await],
             Fault::LinkDelay { .. } => vec![not_applied(
                 clock,
                 "link-delay",
@@ -523,6 +719,10 @@ impl Nemesis for ServerNemesis {
 }
 
 const NO_RULES: &str = "no rules were in effect";
+/// The verb of the Redis failover fault.
+const FAILOVER: &str = "redis-failover";
+/// How long `redis-failover` waits for the primary's next grant.
+const GRANT_BUDGET: Duration = Duration::from_secs(10);
 
 fn unavailable(what: &str) -> String {
     format!(
@@ -531,7 +731,7 @@ fn unavailable(what: &str) -> String {
     )
 }
 
-fn event(
+pub(crate) fn event(
     clock: &RunClock,
     fault: &str,
     phase: FaultPhase,

@@ -34,6 +34,8 @@ pub async fn leader(topo: &Topology, servers: &[&'static ServerSpec]) -> anyhow:
             }
         }
         Group::Redis if servers.len() == 1 => leaders.push(servers[0].name),
+        Group::Failover => return crate::failover::primary(topo, servers).await,
+        Group::Sentinel => bail!("Sentinels have no leader (the failover pair has a primary)"),
         Group::Redis | Group::Redlock => {
             bail!("independent Redis servers have no leader")
         }

@@ -10,7 +10,9 @@
 //!
 //! An acquire that times out, or any `info` outcome, retires the client (Jepsen's rule: a
 //! process that saw an indeterminate result is never reused) and the slot continues with a
-//! freshly connected client under a new [`ClientId`].
+//! freshly connected client under a new [`ClientId`]. So does a definite `session-expired`
+//! failure (acquire or release): an expired ZooKeeper session never recovers, and retrying on
+//! it would keep the slot busy-failing until the end of the run.
 //!
 //! Rules for this file: no `format!`, no `String`, no locks, no `Arc` clone per op; everything
 //! generic over the backend so nothing is dispatched dynamically.
@@ -109,6 +111,9 @@ pub struct SlotOptions {
     pub holder: Option<HolderHooks>,
     /// Told once every client is connected (before the start time).
     pub connected: Option<tokio::sync::oneshot::Sender<()>>,
+    /// `workload.acquisitions` is counted by someone else (the coordinator, over every
+    /// process's slots): these slots run until stopped instead of counting down themselves.
+    pub count_elsewhere: bool,
 }
 
 impl SlotOptions {
@@ -205,7 +210,9 @@ pub async fn run_slots<B: Backend>(
     };
     let shared = Arc::new(Shared {
         backend,
-        remaining: by_count.map(AtomicU64::new),
+        remaining: by_count
+            .filter(|_| !options.count_elsewhere)
+            .map(AtomicU64::new),
         run,
         control: control.clone(),
         measure_start,
@@ -341,6 +348,8 @@ async fn client_loop<B: Backend>(
                 // A definite failure (no quorum, unavailable): back off briefly so a dead
                 // cluster is not hammered in a tight loop.
                 tokio::time::sleep(Duration::from_millis(10)).await;
+                // An expired session never comes back: only a new client can go on.
+                retire = e == ErrorKind::SessionExpired;
             }
             Some(Ok(Outcome::Ok(grant))) => {
                 rec.complete(done, id, f, key, OpType::Ok, grant.token, None);
@@ -392,7 +401,8 @@ async fn client_loop<B: Backend>(
                         rec.complete(done, id, OpF::Release, key, OpType::Ok, token, None)
                     }
                     Ok(Outcome::Fail(e)) => {
-                        rec.complete(done, id, OpF::Release, key, OpType::Fail, token, Some(e))
+                        rec.complete(done, id, OpF::Release, key, OpType::Fail, token, Some(e));
+                        retire = e == ErrorKind::SessionExpired;
                     }
                     Ok(Outcome::Info(e)) => {
                         rec.complete(done, id, OpF::Release, key, OpType::Info, token, Some(e));

@@ -34,6 +34,7 @@ pub fn inverse(fault: &Fault) -> Option<Fault> {
         Fault::Partition { .. } | Fault::LinkDelay { .. } | Fault::LinkBlackhole { .. } => {
             Some(Fault::Heal)
         }
+        Fault::RedisFailover => Some(Fault::Heal),
         Fault::Pause { targets } => Some(Fault::Resume {
             targets: targets.clone(),
         }),

@@ -69,6 +69,10 @@ pub struct Job {
     pub clock_origin: u64,
     /// The resource service.
     pub resource: SocketAddr,
+    /// `workload.acquisitions` is counted by the coordinator over every process (it says
+    /// stop): the worker does not count down on its own.
+    #[serde(default)]
+    pub count_elsewhere: bool,
 }
 
 /// A message to a worker.
@@ -299,6 +303,7 @@ pub async fn serve<B: Backend>(
         start: Some(start_rx),
         holder,
         connected: Some(connected_tx),
+        count_elsewhere: job.count_elsewhere,
     };
     let result = run_slots(Arc::new(backend), run, control, options).await;
     let _ = forward_ops.await;

@@ -1,5 +1,5 @@
-//! Redis lock recipes for lockbench: `redis-setnx`, `redlock`, and the deliberately broken
-//! `redis-broken-nonx`.
+//! Redis lock recipes for lockbench: `redis-setnx`, `redlock`, the deliberately broken
+//! `redis-broken-nonx`, and `redis-sentinel` (`redis-setnx` on the primary Sentinel names).
 //!
 //! # Why the recipes have this shape
 //!
@@ -38,6 +38,7 @@ pub mod pubsub;
 pub mod redlock;
 mod retry;
 pub mod scripts;
+mod sentinel;
 pub mod setnx;
 mod value;
 

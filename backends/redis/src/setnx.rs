@@ -28,6 +28,7 @@ use crate::errors::{self, Failure};
 use crate::pubsub::{ReleaseWaiter, Woken};
 use crate::retry::{self, Backoff};
 use crate::scripts::{self, SCRIPTS};
+use crate::sentinel::Sentinels;
 use crate::value::{KeyTable, LockValue, Nonce};
 use lockbench_core::scenario::RedisKnobs;
 use lockbench_core::traits::BackendError;
@@ -68,7 +69,10 @@ impl SetMode {
 /// The `redis-setnx` / `redis-broken-nonx` recipe bound to one Redis server.
 #[derive(Debug)]
 pub struct SetNxBackend {
+    /// The server; with Sentinels, a stand-in until a client asks them.
     server: Server,
+    /// `redis-sentinel`: the Sentinels that name the primary.
+    sentinels: Option<Arc<Sentinels>>,
     knobs: RedisKnobs,
     keys: Arc<KeyTable>,
     seed: u64,
@@ -94,14 +98,6 @@ impl SetNxBackend {
         commandstats::read(std::slice::from_ref(&self.server), commands).await
     }
 
-    fn kind(&self) -> BackendKind {
-        if self.pubsub {
-            BackendKind::RedisPubsub
-        } else {
-            self.mode.kind()
-        }
-    }
-
     fn commands(&self) -> &'static [&'static str] {
         if self.pubsub {
             PUBSUB_COMMANDS
@@ -122,6 +118,7 @@ impl SetNxBackend {
         let server = connect::servers(&endpoints.redis, "redis")?.swap_remove(0);
         Ok(SetNxBackend {
             server,
+            sentinels: None,
             knobs: knobs.clone(),
             keys: Arc::new(KeyTable::new(&knobs.prefix, keys)),
             seed,
@@ -131,6 +128,39 @@ impl SetNxBackend {
             tally: WakeupTally::default(),
             delivered: Arc::new(AtomicU64::new(0)),
         })
+    }
+}
+
+impl SetNxBackend {
+    /// `redis-sentinel`: the `redis-setnx` recipe on the primary that the Sentinels of
+    /// `endpoints.sentinel` name, asked again by a client whenever its connection broke.
+    pub fn via_sentinel(
+        endpoints: &Endpoints,
+        knobs: &RedisKnobs,
+        keys: u32,
+        seed: u64,
+    ) -> Result<SetNxBackend, BackendError> {
+        let sentinels = Sentinels::new(&endpoints.sentinel)?;
+        let mut backend = SetNxBackend::new(
+            &Endpoints {
+                redis: endpoints.sentinel[..1].to_vec(),
+                ..Endpoints::default()
+            },
+            knobs,
+            keys,
+            seed,
+            SetMode::Nx,
+        )?;
+        backend.sentinels = Some(Arc::new(sentinels));
+        Ok(backend)
+    }
+
+    fn kind(&self) -> BackendKind {
+        match self.sentinels {
+            Some(_) => BackendKind::RedisSentinel,
+            None if self.pubsub => BackendKind::RedisPubsub,
+            None => self.mode.kind(),
+        }
     }
 }
 
@@ -149,6 +179,18 @@ impl Backend for SetNxBackend {
                 "per-lock counter INCRed with every (non-exclusive) grant; \
                                     this recipe is deliberately broken: SET without NX"
             }
+        };
+        let fencing = match self.sentinels {
+            Some(_) => {
+                "per-lock counter INCRed in the same Lua script as the SET NX grant, on the \
+                 current primary; replicated asynchronously, so a failover can lose grants and \
+                 repeat tokens"
+            }
+            None => fencing,
+        };
+        let servers = match &self.sentinels {
+            Some(s) => format!("the primary named by Sentinels {}", s.addresses()),
+            None => self.server.address.clone(),
         };
         let waits_by = if self.pubsub {
             format!(
@@ -177,18 +219,23 @@ impl Backend for SetNxBackend {
                     format!("{:?}", connect::CONNECT_TIMEOUT),
                 ),
                 ("prefix".into(), k.prefix.clone()),
-                ("servers".into(), self.server.address.clone()),
+                ("servers".into(), servers),
             ],
         }
     }
 
     async fn connect(&self, client: ClientId) -> Result<SetNxClient, BackendError> {
-        let conn = self.server.connect_or_unreachable(&self.config).await?;
+        let server = match &self.sentinels {
+            Some(s) => s.primary().await?,
+            None => self.server.clone(),
+        };
+        let conn = server.connect_or_unreachable(&self.config).await?;
         let ttl_ms = u64::try_from(self.knobs.ttl.as_millis())
             .unwrap_or(u64::MAX)
             .max(1);
         Ok(SetNxClient {
-            server: self.server.clone(),
+            server,
+            sentinels: self.sentinels.clone(),
             config: self.config.clone(),
             conn: Some(conn),
             cmd: Cmd::with_capacity(8, 256),
@@ -214,6 +261,13 @@ impl Backend for SetNxBackend {
     }
 
     async fn server_counters(&self) -> Result<ServerCounters, String> {
+        if self.sentinels.is_some() {
+            return Err(
+                "redis-sentinel: the primary can change during a run (failover), so one \
+                 server's counters before and after are not comparable"
+                    .into(),
+            );
+        }
         let servers = std::slice::from_ref(&self.server);
         Ok(ServerCounters {
             source: commandstats::source(self.commands(), servers),
@@ -251,6 +305,8 @@ pub struct SetNxHandle {
 #[derive(Debug)]
 pub struct SetNxClient {
     server: Server,
+    /// `redis-sentinel`: asked for the primary again whenever the connection broke.
+    sentinels: Option<Arc<Sentinels>>,
     config: AsyncConnectionConfig,
     conn: Option<MultiplexedConnection>,
     /// Reused for every request, so building one allocates nothing once it has grown.
@@ -277,6 +333,12 @@ impl SetNxClient {
     /// connection. Returns the script's integer reply.
     async fn run(&mut self, script: &Script) -> Result<i64, Failure> {
         if self.conn.is_none() {
+            if let Some(s) = &self.sentinels {
+                match s.primary().await {
+                    Ok(primary) => self.server = primary,
+                    Err(_) => return Err(Failure::NotSent),
+                }
+            }
             match self.server.connect(&self.config).await {
                 Ok(conn) => self.conn = Some(conn),
                 Err(_) => return Err(Failure::NotSent),

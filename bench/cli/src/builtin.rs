@@ -32,6 +32,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         "chaos-full",
         include_str!("../../../scenarios/chaos-full.toml"),
     ),
+    (
+        "redis-failover",
+        include_str!("../../../scenarios/redis-failover.toml"),
+    ),
 ];
 
 /// The TOML of the built-in scenario `name`.

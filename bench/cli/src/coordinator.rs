@@ -46,6 +46,7 @@ pub async fn execute<B: Backend>(
     run_dir: &RunDir,
     control: RunControl,
     env: &RunEnv,
+    mut links: Option<lockbench_chaos::LinkProxies>,
 ) -> anyhow::Result<BackendResult> {
     let info = backend.info();
     let kind = info.backend;
@@ -78,6 +79,9 @@ pub async fn execute<B: Backend>(
     let local_slots: Vec<u32> = (0..w.clients)
         .filter(|s| !worker_slots.contains(s))
         .collect();
+    // Stop by count over every process: the coordinator counts (see `count_across`).
+    let count_across = w.acquisitions.filter(|_| !worker_slots.is_empty());
+    let unbounded = count_across.is_some() && duration.is_zero();
 
     // Fault events: recorded in history.jsonl as they happen, and kept for the checkers.
     let (events_tx, mut events_rx) = mpsc::unbounded_channel::<FaultEvent>();
@@ -130,16 +134,22 @@ pub async fn execute<B: Backend>(
         holding: holding.clone(),
     };
     let mut workers: Vec<WorkerProcess> = Vec::new();
+    let mut jobs = std::collections::BTreeMap::new();
     for &slot in &worker_slots {
+        let endpoints = match links.as_mut() {
+            Some(p) => p.endpoints_for(&worker_name(slot), endpoints).await?,
+            None => endpoints.clone(),
+        };
         let job = Job {
             backend: kind,
-            endpoints: endpoints.clone(),
+            endpoints,
             scenario: scenario.clone(),
             duration,
             slots: vec![slot],
             holder: fencing && slot == 0,
             clock_origin: clock.monotonic_origin(),
             resource: service.as_ref().expect("service when workers").addr(),
+            count_elsewhere: count_across.is_some(),
         };
         let cmd = env.worker_command(slot)?;
         let name = worker_name(slot);
@@ -147,7 +157,11 @@ pub async fn execute<B: Backend>(
             .await
             .with_context(|| format!("cannot start worker process {name}"))?;
         workers.push(worker);
+        jobs.insert(slot, job);
     }
+    // Restarted workers (after a `kill` of a client), finished with the others at the end.
+    let respawned = Arc::new(std::sync::Mutex::new(Vec::<WorkerProcess>::new()));
+    let respawn_sinks = sinks.clone();
     drop(sinks);
 
     // In-process slots.
@@ -173,6 +187,7 @@ pub async fn execute<B: Backend>(
                 start: Some(start_rx),
                 holder: None,
                 connected: Some(connected_tx),
+                count_elsewhere: count_across.is_some(),
             },
         ))
     });
@@ -204,7 +219,19 @@ pub async fn execute<B: Backend>(
         worker.send(ToWorker::Start { at: start });
     }
     let measure_start = start.after(scenario.warmup);
-    let measure_end = measure_start.after(duration);
+    let measure_end = if unbounded {
+        Nanos(u64::MAX)
+    } else {
+        measure_start.after(duration)
+    };
+    let counter = count_across.map(|target| {
+        tokio::spawn(count_across_processes(
+            control.clone(),
+            clock,
+            measure_start,
+            target,
+        ))
+    });
 
     // The herd workload: sample the servers' watch gauge in the middle of the measured window,
     // when every client is queued or holding.
@@ -221,11 +248,17 @@ pub async fn execute<B: Backend>(
     let timer = {
         let stop = control.stop.clone();
         let handles: Vec<WorkerHandle> = workers.iter().map(|w| w.handle()).collect();
-        let at = clock.instant_at(measure_end);
+        let at = (!unbounded).then(|| clock.instant_at(measure_end));
         tokio::spawn(async move {
             let mut rx = stop.subscribe();
+            let end = async {
+                match at {
+                    Some(at) => tokio::time::sleep_until(at.into()).await,
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
-                _ = tokio::time::sleep_until(at.into()) => {}
+                _ = end => {}
                 _ = rx.wait_for(|s| *s) => {}
             }
             stop.send_replace(true);
@@ -253,23 +286,45 @@ pub async fn execute<B: Backend>(
         None
     };
 
-    // The fault schedule.
+    // The fault schedule. The link proxies stay up until the end of the run (`_links`).
+    let links = links.map(Arc::new);
+    let _links = links.clone();
     let nemesis_task = (!scenario.faults.is_empty()).then(|| {
         let steps = schedule::plan(&scenario.faults, scenario.seed, scenario.duration);
-        let client = ClientNemesis::new(workers.iter().map(|w| w.handle()).collect(), holding);
+        let client = ClientNemesis::new(workers.iter().map(|w| w.handle()).collect(), holding)
+            .with_respawner(crate::respawn::Respawner {
+                commands: env.worker_commands(),
+                jobs,
+                sinks: respawn_sinks,
+                start,
+                started: respawned.clone(),
+            });
         let (events, stop) = (events_tx.clone(), control.stop.subscribe());
         match &env.managed_state {
             // The managed cluster: the chaos crate's server nemesis (partitions in the
             // namespaces, pause, kill/start, clock jump).
             Some(dir) => {
                 use rand::SeedableRng;
+                let cluster = lockbench_cluster::Cluster::new(dir.clone());
+                let links = links.map(|p| {
+                    lockbench_chaos::LinkNemesis::new(
+                        p,
+                        &cluster,
+                        lockbench_chaos::group_of(kind),
+                        rand_chacha::ChaCha8Rng::seed_from_u64(scenario.seed ^ 0x4c49_4e4b),
+                    )
+                });
                 let server = lockbench_chaos::ServerNemesis::new(
-                    lockbench_cluster::Cluster::new(dir.clone()),
+                    cluster,
                     lockbench_chaos::group_of(kind),
                     rand_chacha::ChaCha8Rng::seed_from_u64(scenario.seed ^ 0x5345_5256),
                 );
                 spawn_schedule(
-                    Composite { client, server },
+                    Composite {
+                        client,
+                        server,
+                        links,
+                    },
                     steps,
                     clock,
                     measure_start,
@@ -284,7 +339,11 @@ pub async fn execute<B: Backend>(
                     scenario.seed,
                 );
                 spawn_schedule(
-                    Composite { client, server },
+                    Composite {
+                        client,
+                        server,
+                        links: None,
+                    },
                     steps,
                     clock,
                     measure_start,
@@ -296,7 +355,11 @@ pub async fn execute<B: Backend>(
             None => {
                 let server = StandInServerNemesis::new(kind, None, scenario.seed);
                 spawn_schedule(
-                    Composite { client, server },
+                    Composite {
+                        client,
+                        server,
+                        links: None,
+                    },
                     steps,
                     clock,
                     measure_start,
@@ -327,7 +390,8 @@ pub async fn execute<B: Backend>(
     }
     let mut stats = Vec::new();
     let mut worker_errors = Vec::new();
-    for worker in workers {
+    let restarted = std::mem::take(&mut *respawned.lock().expect("respawned workers"));
+    for worker in workers.into_iter().chain(restarted) {
         let name = worker.name.clone();
         match worker.finish(FINISH_BUDGET).await {
             Ok(s) => stats.extend(s),
@@ -335,15 +399,23 @@ pub async fn execute<B: Backend>(
         }
     }
     timer.abort();
+    // The stop flag is set by now, so the counter has returned or returns at once.
+    let count_reached = match counter {
+        Some(c) => c.await.unwrap_or(false),
+        None => false,
+    };
     drop(service);
     let ops = writer.await??;
     let faults = event_log.await?;
-    let window = local_output.unwrap_or_else(|| lockbench_workloads::RunOutput {
+    let mut window = local_output.unwrap_or_else(|| lockbench_workloads::RunOutput {
         workers: Vec::new(),
         measure_start,
         measure_end: clock.now().min(measure_end).max(measure_start),
         interrupted: clock.now() < measure_end,
     });
+    if count_reached {
+        window.interrupted = false;
+    }
     if !worker_errors.is_empty() {
         eprintln!(
             "lockbench: {name}: worker problems: {}",
@@ -399,6 +471,35 @@ pub async fn execute<B: Backend>(
     run_dir.write_histogram(name, "acquire-service", &output.acquire_service())?;
     run_dir.write_histogram(name, "handoff", &handoffs)?;
     Ok(result)
+}
+
+/// Stop by count over every process (`workload.acquisitions` with worker processes): from the
+/// start of the measured window, counts every slot's acquisitions (in-process slots as they
+/// happen, worker slots as their op chunks arrive, up to a quarter second late) and stops the
+/// run once `target` more were made. The lag means a run may end a little past the target;
+/// the result reports what was measured. Returns whether the target was reached.
+async fn count_across_processes(
+    control: RunControl,
+    clock: RunClock,
+    measure_start: Nanos,
+    target: u64,
+) -> bool {
+    let mut stop = control.stop.subscribe();
+    tokio::select! {
+        _ = tokio::time::sleep_until(clock.instant_at(measure_start).into()) => {}
+        _ = stop.wait_for(|s| *s) => return false,
+    }
+    let base = control.acquisitions();
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_millis(5)) => {}
+            _ = stop.wait_for(|s| *s) => return false,
+        }
+        if control.acquisitions().saturating_sub(base) >= target {
+            control.stop.send_replace(true);
+            return true;
+        }
+    }
 }
 
 fn event(

@@ -61,6 +61,15 @@ macro_rules! with_backend {
                 )?;
                 $body
             }
+            BackendKind::RedisSentinel => {
+                let $b = lockbench_redis::SetNxBackend::via_sentinel(
+                    endpoints,
+                    &scenario.redis,
+                    keys,
+                    seed,
+                )?;
+                $body
+            }
             BackendKind::RedisPubsub => {
                 let $b = lockbench_redis::SetNxBackend::new(
                     endpoints,
@@ -91,8 +100,17 @@ pub async fn run_backend(
     control: RunControl,
     env: &RunEnv,
 ) -> anyhow::Result<BackendResult> {
-    with_backend!(kind, scenario, endpoints, |b| {
-        coordinator::execute(b, scenario, endpoints, run_dir, control, env).await
+    // With link faults, the in-process clients connect through their proxies.
+    let mut links = crate::links::proxies_for(kind, scenario, env);
+    let local_endpoints = match links.as_mut() {
+        Some(p) => {
+            p.endpoints_for(lockbench_chaos::grudge::COORDINATOR, endpoints)
+                .await?
+        }
+        None => endpoints.clone(),
+    };
+    with_backend!(kind, scenario, &local_endpoints, |b| {
+        coordinator::execute(b, scenario, endpoints, run_dir, control, env, links).await
     })
 }
 

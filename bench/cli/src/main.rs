@@ -7,9 +7,11 @@ mod commands;
 mod coordinator;
 mod dispatch;
 mod limits;
+mod links;
 mod nemesis;
 mod placement;
 mod progress;
+mod respawn;
 mod scale;
 
 use clap::Parser;

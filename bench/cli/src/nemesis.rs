@@ -4,7 +4,8 @@
 //!
 //! - [`ClientNemesis`] owns faults on clients: `holder` (the worker whose client holds a lock
 //!   now, as its shipped ops tell) and named client hosts (`client3`). Pause and resume are
-//!   SIGSTOP/SIGCONT of the worker process, kill is SIGKILL (a killed worker is not restarted).
+//!   SIGSTOP/SIGCONT of the worker process, kill is SIGKILL followed by a fresh worker process
+//!   for the same slot ([`crate::respawn`]; the kill window closes when it is connected).
 //! - [`StandInServerNemesis`] does only what needs no namespaces: SIGSTOP/SIGCONT of the
 //!   managed cluster's server processes of the backend's system. Every other server fault
 //!   (partition, kill/start, clock jump, link faults) is reported `applied = false` with a note,
@@ -60,6 +61,8 @@ pub struct ClientNemesis {
     holding: Arc<[AtomicBool]>,
     /// Stopped workers: (names as recorded, pids).
     paused: Vec<(Vec<String>, Vec<Pid>)>,
+    /// Restarts killed workers (`None`: they stay dead).
+    respawner: Option<crate::respawn::Respawner>,
 }
 
 impl ClientNemesis {
@@ -69,7 +72,66 @@ impl ClientNemesis {
             workers,
             holding,
             paused: Vec::new(),
+            respawner: None,
         }
+    }
+
+    /// Restarts killed workers with `respawner`.
+    pub fn with_respawner(mut self, respawner: crate::respawn::Respawner) -> ClientNemesis {
+        self.respawner = Some(respawner);
+        self
+    }
+
+    /// SIGKILL of the `names` workers, then a fresh worker for each (when a respawner is set).
+    async fn kill(&mut self, names: Vec<String>, clock: &RunClock) -> Vec<FaultEvent> {
+        let victims: Vec<WorkerHandle> = self
+            .workers
+            .iter()
+            .filter(|w| names.contains(&w.name))
+            .cloned()
+            .collect();
+        let ok = victims.iter().all(|w| w.signal(Signal::SIGKILL).is_ok());
+        let pids: Vec<Pid> = victims.iter().map(|w| w.pid).collect();
+        let mut out = vec![ev(
+            clock,
+            "kill",
+            FaultPhase::Start,
+            names.clone(),
+            format!("SIGKILL of worker pid(s) {pids:?} (their unsent stats are lost)"),
+            ok,
+        )];
+        self.paused
+            .retain(|(n, _)| !n.iter().any(|n| names.contains(n)));
+        let Some(respawner) = &self.respawner else {
+            return out;
+        };
+        for victim in victims {
+            let Some(&slot) = victim.slots.first() else {
+                continue;
+            };
+            let (note, ok) = match respawner.respawn(slot).await {
+                Ok(fresh) => {
+                    let note = format!(
+                        "{} restarted as a fresh worker process, pid {} (was {})",
+                        fresh.name, fresh.pid, victim.pid
+                    );
+                    if let Some(w) = self.workers.iter_mut().find(|w| w.name == fresh.name) {
+                        *w = fresh;
+                    }
+                    (note, true)
+                }
+                Err(e) => (format!("NOT restarted: {e}"), false),
+            };
+            out.push(ev(
+                clock,
+                "kill",
+                FaultPhase::Stop,
+                vec![victim.name.clone()],
+                note,
+                ok,
+            ));
+        }
+        out
     }
 
     fn resolve(&self, targets: &Targets) -> Result<Vec<&WorkerHandle>, String> {
@@ -149,18 +211,12 @@ impl Nemesis for ClientNemesis {
             Fault::Kill { targets } => match self.resolve(targets) {
                 Ok(ws) => {
                     let names: Vec<String> = ws.iter().map(|w| w.name.clone()).collect();
-                    let ok = ws.iter().all(|w| w.signal(Signal::SIGKILL).is_ok());
-                    vec![ev(
-                        clock,
-                        "kill",
-                        FaultPhase::Start,
-                        names,
-                        "SIGKILL of the worker process (it is not restarted; its slot's stats are lost)",
-                        ok,
-                    )]
+                    self.kill(names, clock).await
                 }
                 Err(why) => vec![ev(clock, "kill", FaultPhase::Start, vec![], why, false)],
             },
+            // A killed worker was restarted right after the kill: nothing left to start.
+            Fault::Start { .. } => Vec::new(),
             Fault::Heal => Vec::new(),
             other => vec![ev(
                 clock,
@@ -215,6 +271,7 @@ impl StandInServerNemesis {
             BackendKind::EtcdLease | BackendKind::EtcdLockapi => name.starts_with("etcd"),
             BackendKind::RedisSetnx | BackendKind::RedisBrokenNoNx => name == "redis",
             BackendKind::Redlock => name.starts_with("redlock"),
+            BackendKind::RedisSentinel => name.starts_with("fo"),
             BackendKind::ZkRwlock => name.starts_with("zk"),
             BackendKind::EtcdHerd => name.starts_with("etcd"),
             BackendKind::RedisPubsub => name == "redis",
@@ -353,6 +410,9 @@ pub struct Composite<S> {
     pub client: ClientNemesis,
     /// Owns faults on servers and on the network.
     pub server: S,
+    /// Owns link faults when the run's clients go through link proxies (then `link-delay` and
+    /// `link-blackhole` are toxics on the proxies, and `heal` clears them too).
+    pub links: Option<lockbench_chaos::LinkNemesis>,
 }
 
 fn fault_targets(fault: &Fault) -> Option<&Targets> {
@@ -368,7 +428,7 @@ fn fault_targets(fault: &Fault) -> Option<&Targets> {
             lockbench_core::PartitionSpec::Isolate(t) => Some(t),
             _ => None,
         },
-        Fault::Heal => None,
+        Fault::Heal | Fault::RedisFailover => None,
     }
 }
 
@@ -378,7 +438,14 @@ impl<S: Nemesis> Nemesis for Composite<S> {
             Fault::Heal => {
                 let mut out = self.client.apply(fault, clock).await;
                 out.extend(self.server.apply(fault, clock).await);
+                if let Some(links) = self.links.as_mut() {
+                    out.extend(links.apply(fault, clock).await);
+                }
                 out
+            }
+            Fault::LinkBlackhole { .. } | Fault::LinkDelay { .. } if self.links.is_some() => {
+                let links = self.links.as_mut().expect("checked");
+                links.apply(fault, clock).await
             }
             // The final "resume all" of a schedule goes to both.
             Fault::Resume {
@@ -418,6 +485,9 @@ impl<S: Nemesis> Nemesis for Composite<S> {
     async fn heal_all(&mut self, clock: &RunClock) -> Vec<FaultEvent> {
         let mut out = self.client.heal_all(clock).await;
         out.extend(self.server.heal_all(clock).await);
+        if let Some(links) = self.links.as_mut() {
+            out.extend(links.heal_all(clock).await);
+        }
         out
     }
 }

@@ -116,6 +116,27 @@ impl RunEnv {
     /// The `lockbench worker` command for slot `slot`: inside client host `client<slot+1>`
     /// (created if missing) in the `netns` topology, else a plain child process.
     pub fn worker_command(&self, slot: u32) -> anyhow::Result<Command> {
+        self.worker_commands().command(slot)
+    }
+
+    /// What makes worker commands, detached from the environment (for a task that restarts
+    /// killed workers while the run goes on).
+    pub fn worker_commands(&self) -> WorkerCommands {
+        WorkerCommands {
+            network: self.network.clone(),
+        }
+    }
+}
+
+/// Makes `lockbench worker` command lines (see [`RunEnv::worker_command`]).
+#[derive(Clone)]
+pub struct WorkerCommands {
+    network: Option<Network>,
+}
+
+impl WorkerCommands {
+    /// The `lockbench worker` command for slot `slot`.
+    pub fn command(&self, slot: u32) -> anyhow::Result<Command> {
         // This very binary through /proc: still the right one if the file was replaced or
         // deleted since the run started (a rebuild during a long run).
         let exe = PathBuf::from(format!("/proc/{}/exe", std::process::id()));
@@ -132,7 +153,9 @@ impl RunEnv {
         cmd.arg("worker");
         Ok(cmd)
     }
+}
 
+impl RunEnv {
     /// Removes the run's client hosts (and anything still running in them). Call once, at the
     /// end of the run; releases the fault-run lock.
     pub async fn finish(self) {

@@ -254,3 +254,142 @@ fn workers_die_with_a_killed_coordinator() {
         "worker processes {workers:?} outlived the coordinator: {left:?} still alive"
     );
 }
+
+/// Runs scenario text `toml` against the managed cluster's endpoints (as an external cluster),
+/// tagging every process with `tag`; returns the output and the run directory.
+fn scenario_run(dir: &Path, tag: &str, toml: &str) -> (Output, PathBuf) {
+    let file = dir.join("scenario.toml");
+    std::fs::write(&file, toml).unwrap();
+    let out_dir = dir.join("run");
+    let cluster = external_cluster(dir);
+    let out = Command::new(env!("CARGO_BIN_EXE_lockbench"))
+        .args([
+            "run",
+            file.to_str().unwrap(),
+            "--quiet",
+            "--cluster",
+            &cluster,
+        ])
+        .arg("--out")
+        .arg(&out_dir)
+        .env("LOCKBENCH_TEST_TAG", tag)
+        .output()
+        .expect("run lockbench");
+    (out, out_dir)
+}
+
+/// `workload.acquisitions` counts every process's grants toward one total: two worker
+/// processes stop together near the target, not after the target each.
+#[test]
+fn stop_by_count_counts_worker_grants_toward_one_total() {
+    let dir = common::scratch("chaos", "count");
+    let tag = format!("count-{}", std::process::id());
+    let (out, run) = scenario_run(
+        &dir,
+        &tag,
+        r#"
+name = "count"
+backends = ["etcd-lease"]
+duration = "0s"
+warmup = "1s"
+[workload]
+clients = 2
+keys = 2
+key_choice = "per-client"
+processes = "workers"
+acquisitions = 600
+"#,
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let r = results(&run);
+    let res = result_of(&r, "etcd-lease");
+    assert_eq!(res["status"], "ok", "{res}");
+    let measured = res["acquisitions"].as_u64().unwrap();
+    // Each worker applying the whole count would make at least 1200; the coordinator counts
+    // worker grants as their ops arrive (up to a quarter second late), so allow some slack.
+    assert!(
+        (450..900).contains(&measured),
+        "{measured} measured acquisitions for a target of 600 over two workers\n{}",
+        text(&out)
+    );
+    let per_client = res["per_client_acquisitions"].as_array().unwrap();
+    assert!(
+        per_client.iter().all(|n| n.as_u64().unwrap() > 100),
+        "both workers must count: {per_client:?}"
+    );
+    assert!(wait_until_gone(&tag, Duration::from_secs(10)).is_empty());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A killed client worker is replaced by a fresh process for its slot, which gets the lock
+/// again, and a later fault on it (a pause) finds a process to stop.
+#[test]
+fn a_killed_client_worker_is_restarted_and_later_faults_still_find_it() {
+    let dir = common::scratch("chaos", "respawn");
+    let tag = format!("respawn-{}", std::process::id());
+    let (out, run) = scenario_run(
+        &dir,
+        &tag,
+        r#"
+name = "respawn"
+backends = ["etcd-lease"]
+duration = "8s"
+warmup = "0s"
+recovery = "2s"
+[workload]
+clients = 2
+keys = 2
+key_choice = "per-client"
+processes = "workers"
+[etcd]
+lease_ttl = "2s"
+[[faults]]
+fault = "kill"
+targets = { nodes = ["client1"] }
+at = "1s"
+[[faults]]
+fault = "pause"
+targets = { nodes = ["client1"] }
+at = "5s"
+duration = "1s"
+"#,
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let h = history(&run, "etcd-lease");
+    let find = |fault: &str, phase: &str| {
+        h.iter()
+            .find(|e| e["type"] == "nemesis" && e["fault"] == fault && e["phase"] == phase)
+            .unwrap_or_else(|| panic!("no {fault} {phase} in the history\n{}", text(&out)))
+    };
+    let killed = find("kill", "start");
+    let restarted = find("kill", "stop");
+    assert_eq!(killed["applied"], true, "{killed}");
+    assert_eq!(restarted["applied"], true, "{restarted}");
+    assert!(
+        restarted["note"].as_str().unwrap().contains("restarted"),
+        "{restarted}"
+    );
+    let paused = find("pause", "start");
+    assert_eq!(
+        paused["applied"], true,
+        "the pause after the restart: {paused}"
+    );
+    // Slot 0 (client1) gets the lock again after its restart.
+    let t = restarted["t"].as_u64().unwrap();
+    let regained = h.iter().any(|e| {
+        e["f"] == "acquire"
+            && e["type"] == "ok"
+            && e["client"].as_u64().unwrap() % 2 == 0
+            && e["t"].as_u64().unwrap() > t
+    });
+    assert!(
+        regained,
+        "the restarted client1 never acquired\n{}",
+        text(&out)
+    );
+    assert!(
+        wait_until_gone(&tag, Duration::from_secs(10)).is_empty(),
+        "worker processes left behind"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

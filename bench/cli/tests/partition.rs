@@ -11,6 +11,7 @@
 //! `LOCKBENCH_ALLOW_NO_ROOT=1`.
 
 use serde_json::Value;
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
@@ -49,6 +50,36 @@ fn netns_prefix() -> Option<String> {
     cluster.topology().net().map(|n| n.prefix.clone())
 }
 
+/// Runs scenario text `toml` on the managed cluster; returns the scratch dir, the run dir, the
+/// history sorted by time, and the run's output for assertion messages.
+fn run_scenario(tag: &str, toml: &str) -> (PathBuf, PathBuf, Vec<Value>, String) {
+    let dir = std::env::temp_dir().join(format!("lockbench-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let scenario = dir.join("scenario.toml");
+    std::fs::write(&scenario, toml).unwrap();
+    let run = dir.join("run");
+    let out = Command::new(env!("CARGO_BIN_EXE_lockbench"))
+        .args(["run", scenario.to_str().unwrap(), "--quiet", "--out"])
+        .arg(&run)
+        .output()
+        .unwrap();
+    let text = format!(
+        "{:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{text}");
+    let mut history: Vec<Value> = std::fs::read_to_string(run.join("history.jsonl"))
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    history.sort_by_key(|e| e["t"].as_u64().unwrap());
+    (dir, run, history, text)
+}
+
 fn secs(v: &Value) -> f64 {
     v["t"].as_u64().unwrap() as f64 / 1e9
 }
@@ -65,31 +96,7 @@ fn a_worker_on_an_isolated_host_times_out_and_recovers_after_heal() {
              namespaces; CI has both); set LOCKBENCH_ALLOW_NO_ROOT=1 to skip it elsewhere"
         );
     };
-    let dir = std::env::temp_dir().join(format!("lockbench-partition-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let scenario = dir.join("client-partition.toml");
-    std::fs::write(&scenario, SCENARIO).unwrap();
-    let run = dir.join("run");
-    let out = Command::new(env!("CARGO_BIN_EXE_lockbench"))
-        .args(["run", scenario.to_str().unwrap(), "--quiet", "--out"])
-        .arg(&run)
-        .output()
-        .unwrap();
-    let text = format!(
-        "{:?}\nstdout:\n{}\nstderr:\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.status.success(), "{text}");
-
-    let mut history: Vec<Value> = std::fs::read_to_string(run.join("history.jsonl"))
-        .unwrap()
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect();
-    history.sort_by_key(|e| e["t"].as_u64().unwrap());
+    let (dir, _run, history, text) = run_scenario("partition", SCENARIO);
     let start = history
         .iter()
         .find(|e| e["type"] == "nemesis" && e["fault"] == "partition" && e["phase"] == "start")
@@ -164,5 +171,216 @@ fn a_worker_on_an_isolated_host_times_out_and_recovers_after_heal() {
         );
         std::thread::sleep(Duration::from_millis(200));
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+const LINK_DELAY: &str = r#"
+name = "link-delay"
+seed = 1
+backends = ["etcd-lease"]      # not Redis: other tests compare Redis's global command counts
+duration = "9s"
+warmup = "1s"
+recovery = "4s"
+resource = "fenced"
+
+[workload]
+clients = 2
+keys = 2                       # one key each (slot i uses key i): no waiting on each other
+key_choice = "per-client"
+hold = "2ms"
+think = "2ms"
+processes = "workers"          # client1 and client2, each with its own link proxies
+
+[etcd]
+lease_ttl = "5s"
+
+[[faults]]
+fault = "link-delay"
+targets = { nodes = ["client1"] }   # client1's links to every etcd member
+latency = "50ms"
+at = "3s"
+duration = "3s"
+"#;
+
+/// Client `slot`'s acquire latencies (invoke -> ok, ms) that completed in `[from, to)`, sorted.
+fn acquire_ms(history: &[Value], clients: u64, slot: u64, from: f64, to: f64) -> Vec<f64> {
+    let mut open = None;
+    let mut lat = Vec::new();
+    for e in history {
+        if e["type"] == "nemesis" || e["f"] != "acquire" {
+            continue;
+        }
+        if e["client"].as_u64().unwrap() % clients != slot {
+            continue;
+        }
+        match e["type"].as_str().unwrap() {
+            "invoke" => open = Some(secs(e)),
+            "ok" => {
+                if let Some(t0) = open.take() {
+                    let t1 = secs(e);
+                    if t1 >= from && t1 < to {
+                        lat.push((t1 - t0) * 1e3);
+                    }
+                }
+            }
+            _ => open = None,
+        }
+    }
+    assert!(
+        lat.len() >= 5,
+        "client{} completed only {} acquisitions in {from:.2}..{to:.2} s",
+        slot + 1,
+        lat.len()
+    );
+    lat.sort_by(f64::total_cmp);
+    lat
+}
+
+fn median(v: &[f64]) -> f64 {
+    v[v.len() / 2]
+}
+
+/// Issue 3's link fault: a 50 ms latency toxic on client1's proxied links raises client1's
+/// acquire latency by at least 50 ms while it lasts, leaves client2's alone, and is gone after
+/// the heal. Works in either topology (the proxies run in the coordinator).
+#[test]
+fn link_delay_slows_exactly_the_targeted_clients_link_until_heal() {
+    let (dir, run, history, text) = run_scenario("linkdelay", LINK_DELAY);
+    let nemesis = |phase: &str| {
+        history
+            .iter()
+            .find(|e| e["type"] == "nemesis" && e["fault"] == "link-delay" && e["phase"] == phase)
+            .unwrap_or_else(|| panic!("no link-delay {phase} in the history\n{text}"))
+            .clone()
+    };
+    let (start, stop) = (nemesis("start"), nemesis("stop"));
+    assert_eq!(start["applied"], true, "{start}");
+    assert_eq!(
+        start["targets"],
+        serde_json::json!(["etcd1", "etcd2", "etcd3", "client1"]),
+        "{start}"
+    );
+    assert!(
+        start["note"].as_str().unwrap().contains("client1->etcd1"),
+        "{start}"
+    );
+    let (t0, t1) = (secs(&start), secs(&stop));
+    assert!(t1 - t0 > 2.0, "window {t0:.2}..{t1:.2}");
+    // Half a second of margin on each side for acquisitions in flight at the edges.
+    let during_all = acquire_ms(&history, 2, 0, t0 + 0.5, t1);
+    let before = median(&acquire_ms(&history, 2, 0, t0 - 2.0, t0));
+    let during = median(&during_all);
+    let after = median(&acquire_ms(&history, 2, 0, t1 + 0.5, t1 + 3.0));
+    let other_during = median(&acquire_ms(&history, 2, 1, t0 + 0.5, t1));
+    let other_before = median(&acquire_ms(&history, 2, 1, t0 - 2.0, t0));
+    eprintln!(
+        "client1 acquire p50: before {before:.1} ms, during {during:.1} ms (min {:.1}), after \
+         {after:.1} ms; client2: before {other_before:.1} ms, during {other_during:.1} ms",
+        during_all[0]
+    );
+    // Every acquisition inside the window waited for at least one delayed reply...
+    assert!(
+        during_all[0] >= 50.0,
+        "client1 acquired in {:.1} ms during the 50 ms link delay\n{text}",
+        during_all[0]
+    );
+    // ... and the typical one took 50 ms longer than before (5 ms allowed for a loaded machine).
+    assert!(
+        during >= before + 45.0,
+        "client1: {during:.1} ms during the 50 ms link delay vs {before:.1} ms before\n{text}"
+    );
+    assert!(
+        after < before + 25.0,
+        "client1 not restored after heal: {after:.1} ms vs {before:.1} ms before"
+    );
+    assert!(
+        other_during < other_before + 25.0,
+        "client2's link was slowed too: {other_during:.1} ms vs {other_before:.1} ms"
+    );
+    // results.json shows the window, applied.
+    let results: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("results.json")).unwrap()).unwrap();
+    let windows = &results["results"][0]["fault_windows"];
+    assert!(
+        windows
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w["fault"] == "link-delay" && w["applied"] == true),
+        "{windows}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The built-in `redis-failover` scenario.
+const FAILOVER: &str = include_str!("../../../scenarios/redis-failover.toml");
+
+/// Issue 3's Redis failover: the replica's replication link is cut, the primary is SIGKILLed
+/// right after its next grant, Sentinel promotes the replica, which grants the same lock to
+/// the other client while the first still holds it: the mutex checker must count it. After
+/// the heal the old primary is a replica again and the Sentinels name a live primary.
+#[test]
+fn a_sentinel_failover_after_an_unreplicated_grant_is_counted_as_a_double_grant() {
+    if netns_prefix().is_none() {
+        if std::env::var("LOCKBENCH_ALLOW_NO_ROOT").as_deref() == Ok("1") {
+            eprintln!("SKIPPED: the managed cluster is not in the netns topology");
+            return;
+        }
+        panic!("redis-failover cuts the replication link with iptables: needs the netns topology");
+    }
+    let (dir, run, history, text) = run_scenario("failover", FAILOVER);
+    let start = history
+        .iter()
+        .find(|e| e["type"] == "nemesis" && e["fault"] == "redis-failover" && e["phase"] == "start")
+        .unwrap_or_else(|| panic!("no redis-failover in the history\n{text}"));
+    assert_eq!(start["applied"], true, "{start}\n{text}");
+    let note = start["note"].as_str().unwrap();
+    assert!(note.contains("right after its next grant"), "{note}");
+    let stop = history
+        .iter()
+        .find(|e| e["type"] == "nemesis" && e["fault"] == "redis-failover" && e["phase"] == "stop")
+        .unwrap_or_else(|| panic!("the failover was never healed\n{text}"));
+    assert_eq!(
+        stop["applied"], true,
+        "the old primary did not rejoin: {stop}"
+    );
+
+    let results: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("results.json")).unwrap()).unwrap();
+    let r = &results["results"][0];
+    let safety = &r["safety"];
+    eprintln!("redis-failover: {note}\nsafety: {safety}");
+    assert!(
+        safety["mutex_violations"].as_u64().unwrap() >= 1,
+        "the promoted replica's second grant was not counted: {safety}\n{text}"
+    );
+    let cell = results["scorecard"]["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["fault"] == "redis-failover")
+        .unwrap_or_else(|| panic!("no redis-failover scorecard cell: {}", results["scorecard"]));
+    assert!(
+        cell["violations"]["mutex"].as_u64().unwrap_or(0) >= 1,
+        "the double grant is not charged to the failover: {cell}"
+    );
+
+    // Healed: every server of the pair and every Sentinel is healthy, and the Sentinels name
+    // one of the pair as primary.
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let status = rt
+        .block_on(lockbench_cluster::Cluster::new(lockbench_cluster::default_state_dir()).status())
+        .unwrap();
+    for s in status
+        .servers
+        .iter()
+        .filter(|s| s.name.starts_with("fo") || s.name.starts_with("sen"))
+    {
+        assert!(s.healthy, "{} unhealthy after the heal", s.name);
+    }
+    let primary = rt.block_on(lockbench_cluster::sentinel::primary(
+        &status.endpoints.sentinel[0],
+    ));
+    assert!(primary.is_some(), "no primary named after the heal");
     let _ = std::fs::remove_dir_all(&dir);
 }

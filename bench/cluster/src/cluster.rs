@@ -525,6 +525,7 @@ fn endpoints_of(topo: &Topology, servers: &[&ServerSpec]) -> lockbench_core::End
         etcd: list(Group::Etcd),
         redis: list(Group::Redis),
         redlock: list(Group::Redlock),
+        sentinel: list(Group::Sentinel),
     }
 }
 

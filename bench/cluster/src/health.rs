@@ -38,6 +38,10 @@ pub(crate) async fn probe(topo: &Topology, spec: &ServerSpec) -> Probe {
             healthy: redis::healthy(&endpoint).await,
             role: None,
         },
+        System::Sentinel => Probe {
+            healthy: crate::sentinel::healthy(&endpoint).await,
+            role: None,
+        },
     }
 }
 

@@ -14,7 +14,7 @@ use tokio::io::AsyncWriteExt;
 const INSTALL_DEPS: &str = include_str!("../../../scripts/install-deps");
 
 /// The programs the servers are started with.
-const PROGRAMS: [&str; 3] = ["java", "etcd", "redis-server"];
+const PROGRAMS: [&str; 4] = ["java", "etcd", "redis-server", "redis-sentinel"];
 
 /// `program` found on `PATH` (or in `/usr/bin`, `/usr/sbin` when `PATH` lacks them).
 pub(crate) fn which(program: &str) -> Option<PathBuf> {

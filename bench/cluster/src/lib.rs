@@ -2,8 +2,9 @@
 //!
 //! lockbench compares lock recipes against *real* servers, and on a machine without Docker it
 //! runs them itself ("managed mode"): a 3-member ZooKeeper ensemble, a 3-member etcd cluster, a
-//! standalone Redis and five independent Redis servers for Redlock. Why the crate has this
-//! shape:
+//! standalone Redis, five independent Redis servers for Redlock, and a Redis primary with one
+//! replica watched by three Sentinels (the failover pair, `fo1`/`fo2`, `sen1`-`sen3`). Why the
+//! crate has this shape:
 //!
 //! - **Two topologies, one cluster.** Faults need hosts: a partition is a firewall rule in the
 //!   *receiving host*, which loopback servers do not have. So, as root, every server runs in its
@@ -56,6 +57,7 @@ mod lock;
 mod net;
 mod process;
 mod redis;
+pub mod sentinel;
 pub mod spec;
 mod state_dir;
 pub mod topology;

@@ -1,4 +1,5 @@
-//! Redis servers (the standalone one and the five Redlock ones): the command line, `PING` and
+//! Redis servers (the standalone one, the five Redlock ones, the failover pair): the command
+//! line (`fo2` starts as `fo1`'s replica), `PING` and
 //! `INFO server`, spoken as raw RESP.
 //!
 //! Redis rewrites its process title (`redis-server 127.0.0.1:16379`), so its
@@ -13,7 +14,7 @@ use crate::topology::Topology;
 /// The `redis-server` command line: no persistence, bound to its host's address only, logs to
 /// `server.log`.
 pub(crate) fn command(spec: &ServerSpec, topo: &Topology, node: &NodeDir) -> Command {
-    let args = [
+    let mut args = vec![
         "--port".into(),
         topo.client_port(spec).to_string(),
         "--bind".into(),
@@ -31,6 +32,27 @@ pub(crate) fn command(spec: &ServerSpec, topo: &Topology, node: &NodeDir) -> Com
         "--daemonize".into(),
         "no".into(),
     ];
+    if spec.group == crate::spec::Group::Failover {
+        // Replication without files: a full resync otherwise writes `dump.rdb`, which a restart
+        // would load (a "restarted empty" server coming back with old lock keys).
+        args.extend([
+            "--repl-diskless-sync".into(),
+            "yes".into(),
+            "--repl-diskless-sync-delay".into(),
+            "0".into(),
+            "--repl-diskless-load".into(),
+            "on-empty-db".into(),
+        ]);
+    }
+    if spec.group == crate::spec::Group::Failover && spec.id != 1 {
+        // The replica of the failover pair; Sentinel moves it (and fo1) around from then on.
+        let primary = crate::sentinel::initial_primary();
+        args.extend([
+            "--replicaof".into(),
+            topo.ip(primary).to_string(),
+            topo.client_port(primary).to_string(),
+        ]);
+    }
     let program = crate::install::which("redis-server").unwrap_or_else(|| "redis-server".into());
     Command {
         program,

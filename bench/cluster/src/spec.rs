@@ -19,8 +19,10 @@ pub enum System {
     Zookeeper,
     /// An etcd cluster member.
     Etcd,
-    /// A Redis server (standalone or one of the Redlock servers).
+    /// A Redis server (standalone, one of the Redlock servers, or the failover pair).
     Redis,
+    /// A Redis Sentinel watching the failover pair.
+    Sentinel,
 }
 
 impl System {
@@ -30,6 +32,7 @@ impl System {
             System::Zookeeper => "zookeeper",
             System::Etcd => "etcd",
             System::Redis => "redis",
+            System::Sentinel => "sentinel",
         }
     }
 }
@@ -46,6 +49,11 @@ pub enum Group {
     Redis,
     /// `endpoints.redlock` (the independent Redlock servers)
     Redlock,
+    /// The failover pair: a Redis primary and its replica (in no endpoints list: clients ask
+    /// the Sentinels which one is the primary).
+    Failover,
+    /// `endpoints.sentinel` (the three Sentinels watching the failover pair)
+    Sentinel,
 }
 
 /// One server process of the managed cluster.
@@ -100,13 +108,25 @@ const fn redis(name: &'static str, group: Group, id: u8, port: u16) -> ServerSpe
         peer_ports: &[],
         octet: match group {
             Group::Redlock => 30 + id,
+            Group::Failover => 39 + id,
             _ => 30,
         },
     }
 }
+const fn sentinel(name: &'static str, id: u8, port: u16) -> ServerSpec {
+    ServerSpec {
+        name,
+        system: System::Sentinel,
+        group: Group::Sentinel,
+        id,
+        client_port: port,
+        peer_ports: &[],
+        octet: 44 + id,
+    }
+}
 
 /// Every server of the managed cluster, in start order.
-pub const SERVERS: [ServerSpec; 12] = [
+pub const SERVERS: [ServerSpec; 17] = [
     zk("zk1", 1, 12181, &[12888, 13888]),
     zk("zk2", 2, 12182, &[12889, 13889]),
     zk("zk3", 3, 12183, &[12890, 13890]),
@@ -119,6 +139,12 @@ pub const SERVERS: [ServerSpec; 12] = [
     redis("redlock3", Group::Redlock, 3, 16382),
     redis("redlock4", Group::Redlock, 4, 16383),
     redis("redlock5", Group::Redlock, 5, 16384),
+    // The failover pair (fo2 starts as fo1's replica) and its Sentinels.
+    redis("fo1", Group::Failover, 1, 16390),
+    redis("fo2", Group::Failover, 2, 16391),
+    sentinel("sen1", 1, 26390),
+    sentinel("sen2", 2, 26391),
+    sentinel("sen3", 3, 26392),
 ];
 
 /// The program and arguments that start one server.
@@ -151,7 +177,12 @@ impl ServerSpec {
         match self.system {
             System::Zookeeper => zookeeper::prepare(self, topo, node),
             System::Etcd => Ok(etcd::command(self, topo, state_dir, node)),
-            System::Redis => Ok(redis::command(self, topo, node)),
+            System::Redis => {
+                // No persistence means empty at every start, even if replication left a file.
+                let _ = std::fs::remove_file(node.data().join("dump.rdb"));
+                Ok(redis::command(self, topo, node))
+            }
+            System::Sentinel => crate::sentinel::prepare(self, topo, node),
         }
     }
 }

@@ -149,6 +149,7 @@ fn standard_ports(system: System) -> &'static [u16] {
         System::Zookeeper => &[2181, 2888, 3888],
         System::Etcd => &[2379, 2380],
         System::Redis => &[6379],
+        System::Sentinel => &[26379],
     }
 }
 

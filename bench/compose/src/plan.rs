@@ -23,6 +23,8 @@ pub fn servers(group: Group) -> &'static [&'static str] {
         Group::Etcd => &["etcd1", "etcd2", "etcd3"],
         Group::Redis => &["redis"],
         Group::Redlock => &["redlock1", "redlock2", "redlock3", "redlock4", "redlock5"],
+        Group::Failover => &["redis-primary", "redis-replica"],
+        Group::Sentinel => &["sentinel1", "sentinel2", "sentinel3"],
     }
 }
 
@@ -244,6 +246,11 @@ pub fn plan(fault: &Fault, group: Group, rng: &mut impl Rng) -> Result<Planned, 
         Fault::ClockJump { .. } => {
             Err("compose mode: the Redis clock-jump emulation is managed-mode only".into())
         }
+        Fault::RedisFailover => Err(
+            "compose mode: redis-failover is managed-mode only (it cuts the replication link \
+             with iptables inside the replica's namespace)"
+                .into(),
+        ),
     }
 }
 

@@ -23,7 +23,14 @@ pub struct Endpoints {
     /// The independent Redis servers used by Redlock (normally five), `host:port`.
     #[serde(default)]
     pub redlock: Vec<String>,
+    /// The Redis Sentinels watching the failover primary + replica (named
+    /// [`SENTINEL_MASTER_NAME`]), `host:port`; `redis-sentinel` asks them for the primary.
+    #[serde(default)]
+    pub sentinel: Vec<String>,
 }
+
+/// The name the Sentinels monitor the failover primary under.
+pub const SENTINEL_MASTER_NAME: &str = "lockbench";
 
 impl Endpoints {
     /// Parses an external cluster file; errors name the file's bad field.

@@ -113,6 +113,12 @@ pub enum Fault {
         /// Which servers.
         targets: Targets,
     },
+    /// Redis Sentinel failover that loses a grant (the `redis-sentinel` system only): the
+    /// replica's replication link is cut, the primary's next lock grant is awaited, and the
+    /// primary is SIGKILLed right after it, before the key can reach the replica; Sentinel then
+    /// promotes the replica, which never saw the grant. The inverse (`heal`) restarts the old
+    /// primary, which Sentinel turns into a replica of the new one.
+    RedisFailover,
 }
 
 impl Fault {
@@ -128,7 +134,31 @@ impl Fault {
             Fault::ClockJump { .. } => "clock-jump",
             Fault::LinkDelay { .. } => "link-delay",
             Fault::LinkBlackhole { .. } => "link-blackhole",
+            Fault::RedisFailover => "redis-failover",
         }
+    }
+}
+
+/// The kind of a fault window, as every result names it (scorecard cells, chart labels, the
+/// report's fault tables): the verb, with `-client` appended when every target is a client
+/// host (`pause-client`: a worker process stopped, e.g. the fencing workload's holder) so it
+/// never reads like the same verb on a server (`pause`: a server stopped).
+pub fn fault_kind(verb: &str, targets: &[String]) -> String {
+    if !targets.is_empty() && targets.iter().all(|t| t.starts_with("client")) {
+        format!("{verb}-client")
+    } else {
+        verb.to_string()
+    }
+}
+
+/// A fault window's label for charts: its [`fault_kind`] and its targets (`pause zk3`,
+/// `pause-client client1`).
+pub fn fault_label(verb: &str, targets: &[String]) -> String {
+    let kind = fault_kind(verb, targets);
+    if targets.is_empty() {
+        kind
+    } else {
+        format!("{kind} {}", targets.join(","))
     }
 }
 
@@ -168,6 +198,17 @@ mod tests {
     use super::*;
 
     #[test]
+    fn client_and_server_faults_have_different_kinds_and_labels() {
+        let c = vec!["client1".to_string()];
+        let s = vec!["zk3".to_string()];
+        assert_eq!(fault_kind("pause", &c), "pause-client");
+        assert_eq!(fault_kind("pause", &s), "pause");
+        assert_eq!(fault_label("pause", &c), "pause-client client1");
+        assert_eq!(fault_label("pause", &s), "pause zk3");
+        assert_eq!(fault_label("heal", &[]), "heal");
+    }
+
+    #[test]
     fn faults_read_as_toml_tables() {
         #[derive(Deserialize)]
         struct W {
@@ -187,6 +228,8 @@ mod tests {
             by = "3s"
             [[f]]
             fault = "heal"
+            [[f]]
+            fault = "redis-failover"
             "#,
         )
         .unwrap();
@@ -205,5 +248,7 @@ mod tests {
             }
         );
         assert_eq!(w.f[3], Fault::Heal);
+        assert_eq!(w.f[4], Fault::RedisFailover);
+        assert_eq!(w.f[4].verb(), "redis-failover");
     }
 }

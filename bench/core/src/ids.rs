@@ -59,6 +59,9 @@ pub enum BackendKind {
     /// recipe that does not exclude; never part of a comparison.
     #[serde(rename = "redis-broken-nonx")]
     RedisBrokenNoNx,
+    /// `redis-setnx` on the primary that Redis Sentinel names (a primary with one replica and
+    /// three Sentinels): the same script, reconnecting to whichever node Sentinel promotes.
+    RedisSentinel,
     /// ZooKeeper: the shared (read/write) lock from the recipes page: `read-`/`write-`
     /// ephemeral-sequential nodes; a reader waits for the next lower write node, a writer for
     /// the next lower node.
@@ -74,7 +77,7 @@ pub enum BackendKind {
 
 impl BackendKind {
     /// Every backend, in the order comparisons print them.
-    pub const ALL: [BackendKind; 11] = [
+    pub const ALL: [BackendKind; 12] = [
         BackendKind::ZkFair,
         BackendKind::ZkCurator,
         BackendKind::ZkHerd,
@@ -83,6 +86,7 @@ impl BackendKind {
         BackendKind::RedisSetnx,
         BackendKind::Redlock,
         BackendKind::RedisBrokenNoNx,
+        BackendKind::RedisSentinel,
         BackendKind::ZkRwlock,
         BackendKind::EtcdHerd,
         BackendKind::RedisPubsub,
@@ -99,6 +103,7 @@ impl BackendKind {
             BackendKind::RedisSetnx => "redis-setnx",
             BackendKind::Redlock => "redlock",
             BackendKind::RedisBrokenNoNx => "redis-broken-nonx",
+            BackendKind::RedisSentinel => "redis-sentinel",
             BackendKind::ZkRwlock => "zk-rwlock",
             BackendKind::EtcdHerd => "etcd-herd",
             BackendKind::RedisPubsub => "redis-pubsub",

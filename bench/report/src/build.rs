@@ -312,11 +312,7 @@ pub fn scorecard(results: &[BackendResult]) -> Option<crate::model::Scorecard> {
     for r in results {
         let mut verbs: Vec<String> = Vec::new();
         let cell_name = |w: &lockbench_analysis::availability::Window| {
-            if !w.targets.is_empty() && w.targets.iter().all(|t| t.starts_with("client")) {
-                format!("{}-client", w.fault)
-            } else {
-                w.fault.clone()
-            }
+            lockbench_core::fault_kind(&w.fault, &w.targets)
         };
         for w in &r.fault_windows {
             if !verbs.contains(&cell_name(w)) {

@@ -218,7 +218,10 @@ fn the_report_has_every_section_with_charts_and_no_external_reference() {
     assert!(section(&html, "more").contains("wakeups_per_release"));
     // The herd figures have their own section (chart + table), not the generic one.
     let fanout = section(&html, "fanout");
-    assert!(fanout.contains("<svg") && fanout.contains("19.00 | 19.50"), "{fanout}");
+    assert!(
+        fanout.contains("<svg") && fanout.contains("19.00 | 19.50"),
+        "{fanout}"
+    );
     assert!(fanout.contains("19.25") && fanout.contains("test counters"));
     assert!(section(&html, "timeline").contains("SIGSTOP"));
     assert!(html.contains("seed = 7"), "the scenario TOML is embedded");

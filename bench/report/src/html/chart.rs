@@ -96,9 +96,9 @@ pub(crate) fn shades<'a>(
                 x0,
                 x1,
                 label: if f.applied {
-                    f.fault.clone()
+                    f.label.clone()
                 } else {
-                    format!("{} (not applied)", f.fault)
+                    format!("{} (not applied)", f.label)
                 },
                 applied: f.applied,
             })

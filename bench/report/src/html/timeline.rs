@@ -99,7 +99,7 @@ pub(crate) fn section(run: &Run) -> String {
             for f in faults {
                 body.push_str(&format!(
                     "<tr><td>{}</td><td>{}</td><td class=\"num\">{:.3}</td><td class=\"num\">{}</td><td>{}</td><td>{}</td></tr>",
-                    esc(&f.fault),
+                    esc(&f.label),
                     esc(&f.targets),
                     f.start as f64 / NS,
                     f.end.map(|e| format!("{:.3}", e as f64 / NS)).unwrap_or_else(|| "never stopped".into()),

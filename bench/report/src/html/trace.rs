@@ -73,6 +73,8 @@ pub(crate) struct FaultWindow {
     pub backend: Option<String>,
     pub fault: String,
     pub targets: String,
+    /// What charts and tables call it ([`lockbench_core::fault_label`]: kind and targets).
+    pub label: String,
     pub note: String,
     pub applied: bool,
     pub start: u64,
@@ -171,7 +173,7 @@ impl Traces {
                 .to_string(),
             _ => l.f.clone().unwrap_or_else(|| "fault".into()),
         };
-        let targets = match &l.targets {
+        let list: Vec<String> = match &l.targets {
             Some(Value::Array(a)) => a
                 .iter()
                 .map(|v| {
@@ -179,12 +181,13 @@ impl Traces {
                         .map(str::to_string)
                         .unwrap_or_else(|| v.to_string())
                 })
-                .collect::<Vec<_>>()
-                .join(", "),
-            Some(Value::String(s)) => s.clone(),
-            Some(v) => v.to_string(),
-            None => String::new(),
+                .collect(),
+            Some(Value::String(s)) => vec![s.clone()],
+            Some(v) => vec![v.to_string()],
+            None => Vec::new(),
         };
+        let targets = list.join(", ");
+        let label = lockbench_core::fault_label(&fault, &list);
         match l.phase.as_deref() {
             Some("stop") => {
                 let open = self.faults.iter_mut().rev().find(|w| {
@@ -199,6 +202,7 @@ impl Traces {
                 backend: l.backend,
                 fault,
                 targets,
+                label,
                 note: l.note.unwrap_or_default(),
                 applied: l.applied.unwrap_or(true),
                 start: t,

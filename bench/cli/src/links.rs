@@ -1,0 +1,52 @@
+//! Link proxies for one backend's run: started when the fault schedule has link faults
+//! (`link-delay`, `link-blackhole`) on the managed cluster, so every client (the in-process
+//! slots as `coordinator`, each worker process as `client<N>`) reaches the backend's servers
+//! through its own in-process proxy ([`lockbench_chaos::LinkProxies`]) and the link nemesis can
+//! slow or cut exactly the links a fault names. Runs without link faults connect directly, as
+//! before: the proxy is a hop (one more copy per message) that a benchmark must not pay for
+//! nothing.
+
+use crate::placement::RunEnv;
+use lockbench_chaos::LinkProxies;
+use lockbench_core::{BackendKind, Fault, PartitionSpec, Scenario, Targets};
+
+/// `true` when the schedule has a link fault.
+pub fn has_link_faults(scenario: &Scenario) -> bool {
+    scenario.faults.iter().any(|f| {
+        matches!(
+            f.fault,
+            Fault::LinkDelay { .. } | Fault::LinkBlackhole { .. }
+        )
+    })
+}
+
+/// The run's proxies to `kind`'s servers, or `None` when the run needs none (no link fault,
+/// or not the managed cluster: compose runs use their Toxiproxy container, an external
+/// cluster's link faults are reported as not applied).
+pub fn proxies_for(kind: BackendKind, scenario: &Scenario, env: &RunEnv) -> Option<LinkProxies> {
+    if !has_link_faults(scenario) {
+        return None;
+    }
+    let dir = env.managed_state.clone()?;
+    let isolates_clients = scenario.faults.iter().any(|f| {
+        matches!(
+            &f.fault,
+            Fault::Partition {
+                split: PartitionSpec::Isolate(Targets::Holder | Targets::Nodes(_))
+                    | PartitionSpec::ClientsOff
+            }
+        )
+    });
+    if isolates_clients {
+        eprintln!(
+            "lockbench: warning: this schedule has link faults, so every client reaches the \
+             servers through a proxy in the coordinator: a partition of a client host does not \
+             cut that client's server links in this run"
+        );
+    }
+    Some(LinkProxies::for_cluster(
+        &lockbench_cluster::Cluster::new(dir),
+        lockbench_chaos::group_of(kind),
+        env.bind,
+    ))
+}

@@ -1,0 +1,66 @@
+//! Restarting a killed client worker: a `kill` of a client process (`targets = "holder"`,
+//! `client2`) is a crash, and a supervised service would come back. Without a restart the run
+//! would lose that slot for good, and later faults on it (a pause, another kill) would find
+//! no process. So the client nemesis kills, then starts a *fresh* worker process for the same
+//! slot, with the same job (endpoints, link proxies, resource service) and the run's original
+//! start time, so its warm-up and measured window line up with everyone else's. Its clients
+//! have new ids (the driver's replacement ids), so no history line of the dead process is
+//! continued by the new one.
+//!
+//! The new [`WorkerProcess`] goes into a shared list that the coordinator finishes (stop,
+//! collect stats) at the end with the others; the dead process's stats are lost (counted as
+//! such in the note).
+
+use crate::placement::{WorkerCommands, worker_name};
+use lockbench_core::Nanos;
+use lockbench_workloads::WorkerProcess;
+use lockbench_workloads::worker::{Job, ToWorker, WorkerHandle, WorkerSinks};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// How long a restarted worker gets to connect.
+const READY_BUDGET: Duration = Duration::from_secs(30);
+
+/// Starts replacement workers during the run.
+pub struct Respawner {
+    /// The worker command line per slot.
+    pub commands: WorkerCommands,
+    /// Each worker slot's job, as first sent.
+    pub jobs: BTreeMap<u32, Job>,
+    /// Where worker messages go.
+    pub sinks: WorkerSinks,
+    /// The run's common start time.
+    pub start: Nanos,
+    /// Replacement workers, finished by the coordinator at the end.
+    pub started: Arc<Mutex<Vec<WorkerProcess>>>,
+}
+
+impl Respawner {
+    /// Starts a fresh worker for `slot`, waits until its clients are connected, and starts it
+    /// on the run's clock. Returns its handle.
+    pub async fn respawn(&self, slot: u32) -> Result<WorkerHandle, String> {
+        let job = self
+            .jobs
+            .get(&slot)
+            .ok_or_else(|| format!("slot {slot} has no worker job"))?;
+        let name = worker_name(slot);
+        let cmd = self.commands.command(slot).map_err(|e| format!("{e:#}"))?;
+        let mut worker = WorkerProcess::spawn(name.clone(), cmd, job, self.sinks.clone())
+            .await
+            .map_err(|e| format!("cannot restart {name}: {e}"))?;
+        match tokio::time::timeout(READY_BUDGET, worker.ready()).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return Err(format!("restarted {name} failed: {e}")),
+            Err(_) => {
+                return Err(format!(
+                    "restarted {name} not ready within {READY_BUDGET:?}"
+                ));
+            }
+        }
+        worker.send(ToWorker::Start { at: self.start });
+        let handle = worker.handle();
+        self.started.lock().expect("respawned list").push(worker);
+        Ok(handle)
+    }
+}
