@@ -112,6 +112,8 @@ pub fn backend_result(m: Measured<'_>) -> (BackendResult, Histogram<u64>) {
         stalls: availability::stalls(m.history, out.measure_start, out.measure_end, m.stall_alarm),
         fencing: None,
         fanout: None,
+        shared_lock: (m.workload.read_fraction > 0.0)
+            .then(|| lockbench_analysis::rwlock::check(m.history)),
     };
     (result, handoffs)
 }
@@ -220,6 +222,7 @@ pub fn failed_result(backend: &str, workload: &Workload, error: String) -> Backe
         stalls: Vec::new(),
         fencing: None,
         fanout: None,
+        shared_lock: None,
     }
 }
 
@@ -272,6 +275,7 @@ fn op_name(f: lockbench_core::OpF) -> &'static str {
         Release => "release",
         Renew => "renew",
         Write => "write",
+        AcquireShared => "acquire-shared",
     }
 }
 

@@ -251,6 +251,9 @@ pub struct BackendResult {
     /// samples for significance; absent for a single run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub repetitions: Vec<Repetition>,
+    /// Shared (read/write) lock figures: only when `workload.read_fraction` > 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared_lock: Option<lockbench_analysis::rwlock::RwLockReport>,
 }
 
 /// Notification fan-out per release (the herd workload). Every figure is a difference of two

@@ -5,6 +5,7 @@ mod compare;
 mod repeat;
 mod report;
 mod run;
+mod scale;
 mod scenarios;
 mod worker;
 
@@ -26,5 +27,6 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Report { run_dirs } => report::run(run_dirs),
         Command::Compare(args) => compare::run(args),
         Command::Worker => worker::run().await,
+        Command::Scale(args) => scale::run(args, state_dir).await,
     }
 }

@@ -181,6 +181,14 @@ async fn run_scenario(
             );
         }
     }
+    for r in &results.results {
+        if let Some(s) = r.shared_lock.as_ref().filter(|s| s.conflicts > 0) {
+            println!(
+                "FINDING: {} broke its shared lock: {} grants next to an incompatible holder ({} reader/writer)",
+                r.backend, s.conflicts, s.reader_writer_conflicts
+            );
+        }
+    }
     if let Some(card) = &results.scorecard {
         println!("{}", table::render_scorecard(card));
     }
@@ -222,7 +230,7 @@ fn load_scenario(args: &RunArgs) -> anyhow::Result<Scenario> {
 
 /// Resolves `--cluster`: the endpoints, a label for the results, and the managed cluster if
 /// this run started it (so it is stopped afterwards).
-async fn prepare_cluster(
+pub(crate) async fn prepare_cluster(
     spec: &str,
     state_dir: PathBuf,
 ) -> anyhow::Result<(Endpoints, String, Option<Cluster>)> {

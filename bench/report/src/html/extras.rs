@@ -45,6 +45,7 @@ const KNOWN_RESULT: &[&str] = &[
     "server_ops_per_acquisition",
     "requests",
     "recipe",
+    "fanout",
 ];
 
 const MAX_ROWS: usize = 200;
