@@ -13,9 +13,11 @@
 //! was stale (a higher one was already seen) and whether it accepted the write. Clients in
 //! worker processes ([`worker`]: separate OS processes, so a fault can pause a real client with
 //! its heartbeats) reach the same resource as a TCP service ([`resource::ResourceService`]).
-//! [`schedule`] turns the scenario's `[[faults]]` into a seeded, reproducible timeline.
+//! [`connect`] opens many clients in bounded parallel batches (1,000+ waiters for the herd
+//! workload). [`schedule`] turns the scenario's `[[faults]]` into a seeded, reproducible timeline.
 #![deny(missing_docs)]
 
+pub mod connect;
 pub mod driver;
 pub mod pacer;
 pub mod plan;
@@ -24,6 +26,7 @@ pub mod resource;
 pub mod schedule;
 pub mod worker;
 
+pub use connect::connect_all;
 pub use driver::{
     ContentionRun, Granted, HolderHooks, RunControl, SlotOptions, run_contention, run_slots,
 };

@@ -8,6 +8,8 @@
 //! definition of "works".
 #![deny(missing_docs)]
 
+pub mod fanout;
+
 use lockbench_core::{Backend, ClientId, ErrorKind, KeyId, LockClient, Outcome};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

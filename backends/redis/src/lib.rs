@@ -34,6 +34,7 @@
 mod commandstats;
 mod connect;
 mod errors;
+pub mod pubsub;
 pub mod redlock;
 mod retry;
 pub mod scripts;

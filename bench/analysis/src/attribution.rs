@@ -20,7 +20,7 @@ use std::time::Duration;
 pub const GRACE: Duration = Duration::from_secs(2);
 
 /// Every violation of `safety`, by kind (`mutex`, `stale_write_accepted`,
-/// `write_after_lock_lost`, the scorecard's names), with its time.
+/// `write_after_lock_lost`, `token_reuse`, the scorecard's names), with its time.
 pub fn violations(safety: &Safety) -> Vec<(&'static str, Nanos)> {
     let mut out = Vec::new();
     if let Some(m) = &safety.mutex {
@@ -28,6 +28,7 @@ pub fn violations(safety: &Safety) -> Vec<(&'static str, Nanos)> {
     }
     if let Some(f) = &safety.fencing {
         out.extend(f.accepted_at.iter().map(|t| ("stale_write_accepted", *t)));
+        out.extend(f.token_reused_at.iter().map(|t| ("token_reuse", *t)));
     }
     if let Some(l) = &safety.lost {
         out.extend(l.at.iter().map(|t| ("write_after_lock_lost", *t)));

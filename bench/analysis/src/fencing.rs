@@ -4,8 +4,18 @@
 //! `write` op (`stale`), and whether it accepted the write (`ok`) or rejected it (`fail`). This
 //! checker counts those decisions; writes without a token (Redlock) cannot be judged and are
 //! counted separately.
+//!
+//! Fencing also rests on a premise the resource cannot check alone: every grant of a key gets a
+//! token above every earlier grant's. A Redis failover that promotes a replica which never saw
+//! the last `INCR`, or a Redis restarted empty, hands the same (or a lower) token out again, and
+//! a resource that accepts an equal token then lets two holders through. So the checker also
+//! walks the grants in completion order and counts every grant whose token is not above the
+//! highest token granted on that key before it (`token_reuses`). In a correct run grants of one
+//! key complete in token order: the next grant is only made after the previous holder released.
 
-use lockbench_core::{History, OpF, OpType};
+use lockbench_core::{FencingToken, History, KeyId, OpF, OpType};
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use serde::Serialize;
 
 /// What the fencing checker found.
@@ -22,6 +32,13 @@ pub struct FencingReport {
     pub unfenced_writes: u64,
     /// All writes.
     pub writes: u64,
+    /// Grants whose fencing token was not above every token granted earlier on the same key:
+    /// the token was handed out twice (or went backwards), so the resource cannot tell the
+    /// holders apart.
+    pub token_reuses: u64,
+    /// When each such grant completed; not serialized.
+    #[serde(skip)]
+    pub token_reused_at: Vec<lockbench_core::Nanos>,
 }
 
 /// Counts the `write` ops of `history`.
@@ -39,5 +56,58 @@ pub fn check(history: &History) -> FencingReport {
             (Some(false), _) => {}
         }
     }
+    let mut highest: HashMap<KeyId, u64> = HashMap::new();
+    let grants = history
+        .ops()
+        .iter()
+        .filter(|o| o.f == OpF::Acquire && o.ty == OpType::Ok);
+    for op in grants {
+        let Some(FencingToken(token)) = op.token else {
+            continue;
+        };
+        match highest.entry(op.key) {
+            Entry::Occupied(e) if *e.get() >= token => {
+                r.token_reuses += 1;
+                r.token_reused_at.push(op.time);
+            }
+            Entry::Occupied(mut e) => *e.get_mut() = token,
+            Entry::Vacant(e) => {
+                e.insert(token);
+            }
+        }
+    }
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lockbench_core::{ClientId, Nanos, Op};
+
+    fn grant(t: u64, client: u32, key: u32, token: u64) -> Op {
+        Op::complete(
+            Nanos(t),
+            ClientId(client),
+            OpF::Acquire,
+            KeyId(key),
+            OpType::Ok,
+            Some(FencingToken(token)),
+            None,
+        )
+    }
+
+    #[test]
+    fn a_token_granted_twice_or_going_backwards_on_one_key_counts_as_reused() {
+        let h = History::from_unordered(vec![
+            grant(1, 0, 0, 21),
+            grant(2, 1, 0, 22),
+            grant(3, 2, 1, 5), // another key: its own sequence
+            grant(4, 2, 0, 22), // a promoted replica hands 22 out again
+            grant(5, 0, 0, 3),  // a Redis restarted empty starts over
+            grant(6, 1, 0, 23),
+        ]);
+        let r = check(&h);
+        assert_eq!(r.token_reuses, 2);
+        assert_eq!(r.token_reused_at, vec![Nanos(4), Nanos(5)]);
+    }
 }

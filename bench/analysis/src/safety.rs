@@ -59,7 +59,7 @@ pub fn check(history: &History) -> Safety {
     let violation = mutex.as_ref().is_some_and(|m| m.violations > 0)
         || fencing
             .as_ref()
-            .is_some_and(|f| f.stale_writes_accepted > 0);
+            .is_some_and(|f| f.stale_writes_accepted > 0 || f.token_reuses > 0);
     let verdict = if violation {
         Validity::Invalid
     } else if !failed.is_empty() {

@@ -63,6 +63,11 @@ pub enum Command {
     /// the knee steps and the `capacity` field, `report.html` the throughput-latency curves.
     /// Try `lockbench sweep capacity`.
     Sweep(SweepArgs),
+    /// Scale benchmark: connect more and more idle clients (each with its own session, lease
+    /// or connections) to each backend and print, per step, the connect time, one probe
+    /// client's acquire latency and the servers' resident memory per client (managed cluster
+    /// only). Writes scale.json.
+    Scale(ScaleArgs),
 }
 
 /// Arguments of `lockbench sweep` (flags override the scenario's `[sweep]` table).
@@ -120,6 +125,31 @@ pub struct SweepArgs {
     pub cluster: String,
 
     /// Sweep directory [default: results/TIME-sweep-SCENARIO].
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// Arguments of `lockbench scale`.
+#[derive(Debug, clap::Args)]
+pub struct ScaleArgs {
+    /// Backends to measure, comma-separated.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "zk-fair,etcd-lease,redis-setnx"
+    )]
+    pub backends: Vec<String>,
+    /// Client counts to reach, in increasing order, comma-separated (cumulative).
+    #[arg(long, value_delimiter = ',', default_value = "100,500,1000,2000")]
+    pub steps: Vec<u32>,
+    /// Acquire/release rounds of the probe client at each step.
+    #[arg(long, default_value_t = 200)]
+    pub probes: u32,
+    /// Queue every client on one lock that a holder keeps (a watch or subscription each)
+    /// instead of leaving it idle; the queue drains at the end.
+    #[arg(long)]
+    pub waiting: bool,
+    /// Results directory [default: results/TIME-scale].
     #[arg(long)]
     pub out: Option<PathBuf>,
 }

@@ -180,6 +180,16 @@ pub struct Workload {
     /// always a worker process.
     #[serde(default)]
     pub processes: Processes,
+    /// The share of acquires made in shared (read) mode, 0.0 to 1.0 (default 0: every acquire
+    /// exclusive). Drawn per acquire from the client's seeded generator. Only recipes with a
+    /// read/write lock (zk-rwlock) have a shared mode; the others take the lock exclusively.
+    /// Readers do not write to the protected resource.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub read_fraction: f64,
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 /// Where client slots run.
@@ -250,6 +260,9 @@ impl Scenario {
             BackendKind::RedisSetnx | BackendKind::RedisBrokenNoNx => self.redis.ttl,
             BackendKind::RedisSentinel => self.redis.ttl,
             BackendKind::Redlock => self.redlock.ttl,
+            BackendKind::ZkRwlock => self.zookeeper.session_timeout,
+            BackendKind::EtcdHerd => self.etcd.lease_ttl,
+            BackendKind::RedisPubsub => self.redis.ttl,
         }
     }
 
@@ -567,6 +580,9 @@ impl Scenario {
                 "workload",
                 "the herd workload needs at least 2 clients and exactly 1 key (everyone queues on it)",
             ));
+        }
+        if !(0.0..=1.0).contains(&w.read_fraction) {
+            return Err(bad("workload.read_fraction", "must be between 0.0 and 1.0"));
         }
         if self.stall_alarm.is_zero() {
             return Err(bad("stall_alarm", "must be above zero"));

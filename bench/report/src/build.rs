@@ -113,6 +113,8 @@ pub fn backend_result(m: Measured<'_>) -> (BackendResult, Histogram<u64>) {
         stalls: availability::stalls(m.history, out.measure_start, out.measure_end, m.stall_alarm),
         fencing: None,
         fanout: None,
+        shared_lock: (m.workload.read_fraction > 0.0)
+            .then(|| lockbench_analysis::rwlock::check(m.history)),
     };
     (result, handoffs)
 }
@@ -202,6 +204,7 @@ pub fn failed_result(backend: &str, workload: &Workload, error: String) -> Backe
             writes_after_lock_lost: 0,
             writes_after_lock_lost_accepted: 0,
             unfenced_writes: 0,
+            token_reuses: 0,
             failed_checkers: vec!["backend did not run".into()],
             outside_fault_windows: Default::default(),
         },
@@ -221,6 +224,7 @@ pub fn failed_result(backend: &str, workload: &Workload, error: String) -> Backe
         stalls: Vec::new(),
         fencing: None,
         fanout: None,
+        shared_lock: None,
     }
 }
 
@@ -260,6 +264,7 @@ fn safety_result(s: Safety) -> SafetyResult {
         writes_after_lock_lost: l.writes_after_lock_lost,
         writes_after_lock_lost_accepted: l.accepted,
         unfenced_writes: f.unfenced_writes,
+        token_reuses: f.token_reuses,
         failed_checkers: s.failed_checkers,
         outside_fault_windows: Default::default(),
     }
@@ -272,6 +277,7 @@ fn op_name(f: lockbench_core::OpF) -> &'static str {
         Release => "release",
         Renew => "renew",
         Write => "write",
+        AcquireShared => "acquire-shared",
     }
 }
 

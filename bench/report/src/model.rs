@@ -151,6 +151,11 @@ pub struct SafetyResult {
     pub writes_after_lock_lost_accepted: u64,
     /// Writes without a fencing token (the resource could not judge them).
     pub unfenced_writes: u64,
+    /// Grants whose fencing token was not above every token granted before on the same key
+    /// (handed out twice, e.g. by a promoted Redis replica, or gone backwards): fencing's
+    /// premise broken. Makes the verdict `invalid`.
+    #[serde(default)]
+    pub token_reuses: u64,
     /// Checkers that failed (their failure makes the verdict `unknown`).
     pub failed_checkers: Vec<String>,
     /// Violations (scorecard kinds) that happened in no applied fault window (nor within
@@ -253,6 +258,9 @@ pub struct BackendResult {
     /// was the limit; absent for a backend that could not run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resources: Option<crate::resources::ResourceUsage>,
+    /// Shared (read/write) lock figures: only when `workload.read_fraction` > 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared_lock: Option<lockbench_analysis::rwlock::RwLockReport>,
 }
 
 /// Notification fan-out per release (the herd workload). Every figure is a difference of two

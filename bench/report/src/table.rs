@@ -97,9 +97,17 @@ pub fn render(results: &RunResults) -> String {
     out
 }
 
-/// The herd workload's fan-out per release, one line per recipe that counted it.
+/// The herd workload's fan-out per release, one line per recipe that counted it; and the
+/// shared-lock figures of runs with readers.
 fn fanout(results: &RunResults) -> String {
     let mut out = String::new();
+    for r in &results.results {
+        let Some(s) = &r.shared_lock else { continue };
+        out.push_str(&format!(
+            "shared lock {}: {} shared and {} exclusive grants, up to {} readers together, {} conflicts\n",
+            r.backend, s.shared_grants, s.exclusive_grants, s.max_concurrent_readers, s.conflicts
+        ));
+    }
     for r in &results.results {
         let Some(f) = &r.fanout else { continue };
         if out.is_empty() {

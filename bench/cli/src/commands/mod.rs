@@ -5,6 +5,7 @@ mod compare;
 mod repeat;
 mod report;
 mod run;
+mod scale;
 mod scenarios;
 mod session;
 mod sweep;
@@ -30,5 +31,6 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Compare(args) => compare::run(args),
         Command::Worker => worker::run().await,
         Command::Sweep(args) => sweep::run(args, state_dir).await,
+        Command::Scale(args) => scale::run(args, state_dir).await,
     }
 }

@@ -47,6 +47,7 @@ const KNOWN_RESULT: &[&str] = &[
     "requests",
     "recipe",
     "resources",
+    "fanout",
 ];
 
 const MAX_ROWS: usize = 200;

@@ -15,14 +15,15 @@
 //! The module list is a map of the page: `load` reads the run directory, `trace` turns the
 //! history into per-backend series, `page` is the layout and CSS, `summary` and `scorecard`
 //! the tables, `extras` whatever else `results.json` holds; `spectrum`, `timeline`, `gantt`,
-//! `fencing` and `fairness` the charts (sharing `chart`), `resources` what each run cost in CPU
-//! and memory, `capacity` a sweep's sizing table and throughput-latency curves, `index` the
-//! list of runs.
+//! `fencing`, `fairness` and `fanout` (the herd workload) the charts (sharing `chart`),
+//! `resources` what each run cost in CPU and memory, `capacity` a sweep's sizing table and
+//! throughput-latency curves, `index` the list of runs.
 
 mod capacity;
 mod chart;
 mod extras;
 mod fairness;
+mod fanout;
 mod fencing;
 mod gantt;
 mod index;
@@ -67,6 +68,7 @@ fn render(run: &load::Run) -> String {
     body.push_str(&fencing::section(run));
     body.push_str(&fairness::section(run));
     body.push_str(&resources::section(run));
+    body.push_str(&fanout::section(run));
     body.push_str(&summary::environment(run));
     let title = format!(
         "lockbench: {} ({})",
