@@ -84,5 +84,8 @@ pub fn group_of(backend: BackendKind) -> Group {
         BackendKind::RedisSetnx | BackendKind::RedisBrokenNoNx => Group::Redis,
         BackendKind::Redlock => Group::Redlock,
         BackendKind::RedisSentinel => Group::Failover,
+        BackendKind::ZkRwlock => Group::Zookeeper,
+        BackendKind::EtcdHerd => Group::Etcd,
+        BackendKind::RedisPubsub => Group::Redis,
     }
 }

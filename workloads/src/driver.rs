@@ -181,22 +181,7 @@ pub async fn run_slots<B: Backend>(
     } else {
         options.slots.clone()
     };
-    let connected =
-        futures::future::join_all(slots.iter().map(|&slot| backend.connect(ClientId(slot)))).await;
-    let mut ready = Vec::with_capacity(slots.len());
-    let mut first_error = None;
-    for c in connected {
-        match c {
-            Ok(c) => ready.push(c),
-            Err(e) => first_error = first_error.or(Some(e)),
-        }
-    }
-    if let Some(e) = first_error {
-        for c in ready {
-            c.close().await;
-        }
-        return Err(e);
-    }
+    let ready = crate::connect::connect_all(backend.as_ref(), &slots).await?;
 
     if let Some(tx) = options.connected.take() {
         let _ = tx.send(());
@@ -316,12 +301,25 @@ async fn client_loop<B: Backend>(
             }
         }
         let key = plan.next_key();
+        let shared_mode = plan.next_shared();
+        let f = if shared_mode {
+            OpF::AcquireShared
+        } else {
+            OpF::Acquire
+        };
         let sent = clock.now();
-        rec.push(Op::invoke(intended, id, OpF::Acquire, key));
+        rec.push(Op::invoke(intended, id, f, key));
+        let acquire = async {
+            if shared_mode {
+                client.acquire_shared(key).await
+            } else {
+                client.acquire(key).await
+            }
+        };
         let outcome = tokio::select! {
             biased;
             _ = stop.wait_for(|s| *s) => None,
-            r = tokio::time::timeout(workload.acquire_timeout, client.acquire(key)) => Some(r),
+            r = tokio::time::timeout(workload.acquire_timeout, acquire) => Some(r),
         };
         let done = clock.now();
         let mut retire = false;
@@ -333,7 +331,7 @@ async fn client_loop<B: Backend>(
                 rec.complete(
                     done,
                     id,
-                    OpF::Acquire,
+                    f,
                     key,
                     OpType::Info,
                     None,
@@ -342,11 +340,11 @@ async fn client_loop<B: Backend>(
                 retire = true;
             }
             Some(Ok(Outcome::Info(e))) => {
-                rec.complete(done, id, OpF::Acquire, key, OpType::Info, None, Some(e));
+                rec.complete(done, id, f, key, OpType::Info, None, Some(e));
                 retire = true;
             }
             Some(Ok(Outcome::Fail(e))) => {
-                rec.complete(done, id, OpF::Acquire, key, OpType::Fail, None, Some(e));
+                rec.complete(done, id, f, key, OpType::Fail, None, Some(e));
                 // A definite failure (no quorum, unavailable): back off briefly so a dead
                 // cluster is not hammered in a tight loop.
                 tokio::time::sleep(Duration::from_millis(10)).await;
@@ -354,7 +352,7 @@ async fn client_loop<B: Backend>(
                 retire = e == ErrorKind::SessionExpired;
             }
             Some(Ok(Outcome::Ok(grant))) => {
-                rec.complete(done, id, OpF::Acquire, key, OpType::Ok, grant.token, None);
+                rec.complete(done, id, f, key, OpType::Ok, grant.token, None);
                 let measured = intended >= shared.measure_start && done <= shared.measure_end;
                 rec.granted(measured, intended, sent, done);
                 shared.control.progress[slot as usize]
@@ -379,7 +377,9 @@ async fn client_loop<B: Backend>(
                         _ = stop.wait_for(|s| *s) => break,
                     }
                 }
-                if resource.records_itself() {
+                if shared_mode {
+                    // A reader: shared holders never write to the protected resource.
+                } else if resource.records_itself() {
                     if let Err(e) = resource.write(key, grant.token, id).await {
                         tracing::warn!(client = %id, error = %e, "resource service write failed");
                     }

@@ -13,12 +13,14 @@
 //! was stale (a higher one was already seen) and whether it accepted the write. Clients in
 //! worker processes ([`worker`]: separate OS processes, so a fault can pause a real client with
 //! its heartbeats) reach the same resource as a TCP service ([`resource::ResourceService`]).
-//! [`schedule`] turns the scenario's `[[faults]]` into a seeded, reproducible timeline.
+//! [`connect`] opens many clients in bounded parallel batches (1,000+ waiters for the herd
+//! workload). [`schedule`] turns the scenario's `[[faults]]` into a seeded, reproducible timeline.
 //! [`candidate`] runs one leader-election candidate of the failover workload in a worker
 //! process, on the same machinery.
 #![deny(missing_docs)]
 
 pub mod candidate;
+pub mod connect;
 pub mod driver;
 pub mod pacer;
 pub mod plan;
@@ -27,6 +29,7 @@ pub mod resource;
 pub mod schedule;
 pub mod worker;
 
+pub use connect::connect_all;
 pub use driver::{
     ContentionRun, Granted, HolderHooks, RunControl, SlotOptions, run_contention, run_slots,
 };

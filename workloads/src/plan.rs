@@ -18,6 +18,7 @@ pub struct ClientPlan {
     fixed: bool,
     hold: Dist,
     think: Dist,
+    read_fraction: f64,
 }
 
 impl ClientPlan {
@@ -31,7 +32,14 @@ impl ClientPlan {
             fixed: workload.key_choice == KeyChoice::PerClient,
             hold: workload.hold,
             think: workload.think,
+            read_fraction: workload.read_fraction,
         }
+    }
+
+    /// Whether the next acquire is shared (read). Draws nothing when `read_fraction` is 0, so
+    /// exclusive-only workloads keep the draws (and results) they had before shared locks.
+    pub fn next_shared(&mut self) -> bool {
+        self.read_fraction > 0.0 && self.rng.random::<f64>() < self.read_fraction
     }
 
     /// The key of the next acquire: the slot's own key first (so K keys with K clients start

@@ -11,6 +11,7 @@
 #![deny(missing_docs)]
 
 pub mod election;
+pub mod fanout;
 
 use lockbench_core::{Backend, ClientId, ErrorKind, KeyId, LockClient, Outcome};
 use std::sync::Arc;

@@ -1,15 +1,16 @@
 //! [`EtcdClient`]: one lockbench client, its session, and the recipe it runs.
 //!
-//! Both recipes share the session (connection + lease + keep-alive task) and differ only in
-//! what `acquire` and `release` send, so one client type dispatches on a two-variant enum once
-//! per call rather than having two near-identical client types.
+//! The recipes share the session (connection + lease + keep-alive task) and differ only in
+//! what `acquire` and `release` send, so one client type dispatches on a small enum once per
+//! call rather than having near-identical client types.
 
 use crate::errors::CallError;
 use crate::lockapi;
 use crate::mutex::{self, LeaseKey};
+use crate::prefix_watch;
 use crate::session::Session;
 use crate::wait::DeletionWaiter;
-use lockbench_core::{ErrorKind, FencingToken, Grant, KeyId, LockClient, Outcome};
+use lockbench_core::{ErrorKind, FencingToken, Grant, KeyId, LockClient, Outcome, WakeupTally};
 
 /// What a granted etcd lock keeps for its release.
 #[derive(Debug)]
@@ -31,6 +32,8 @@ pub(crate) enum Recipe {
     },
     /// `etcd-lockapi`: per-key lock names.
     LockApi { names: Vec<Vec<u8>> },
+    /// `etcd-herd`: per-key contender entries; waiters watch the whole prefix.
+    Herd { keys: Vec<LeaseKey> },
 }
 
 /// One etcd lock client: its own connection, lease and keep-alive task.
@@ -39,6 +42,8 @@ pub struct EtcdClient {
     pub(crate) recipe: Recipe,
     /// Unary requests, watch creates and watch cancels sent so far (keep-alive pings excluded).
     pub(crate) requests: u64,
+    /// The backend-wide wake-up counters.
+    pub(crate) tally: WakeupTally,
 }
 
 fn failed<T>(e: CallError) -> Outcome<T> {
@@ -59,7 +64,21 @@ impl LockClient for EtcdClient {
                 let Some(k) = keys.get(index) else {
                     return Outcome::Fail(ErrorKind::Other);
                 };
-                mutex::acquire(&mut self.session, waiter, k, &mut self.requests)
+                mutex::acquire(
+                    &mut self.session,
+                    waiter,
+                    k,
+                    &self.tally,
+                    &mut self.requests,
+                )
+                .await
+                .map(|rev| (rev, Vec::new()))
+            }
+            Recipe::Herd { keys } => {
+                let Some(k) = keys.get(index) else {
+                    return Outcome::Fail(ErrorKind::Other);
+                };
+                prefix_watch::acquire(&mut self.session, k, &self.tally, &mut self.requests)
                     .await
                     .map(|rev| (rev, Vec::new()))
             }
@@ -84,7 +103,7 @@ impl LockClient for EtcdClient {
 
     async fn release(&mut self, grant: Grant<EtcdHandle>) -> Outcome<()> {
         let result = match &mut self.recipe {
-            Recipe::Lease { keys, .. } => {
+            Recipe::Lease { keys, .. } | Recipe::Herd { keys } => {
                 let Some(k) = keys.get(grant.key.0 as usize) else {
                     return Outcome::Fail(ErrorKind::Other);
                 };

@@ -1,4 +1,6 @@
-//! etcd lock recipes for lockbench: `etcd-lease` and `etcd-lockapi`.
+//! etcd lock recipes for lockbench: `etcd-lease`, `etcd-lockapi` and the deliberately naive
+//! `etcd-herd` ([`prefix_watch`]: every waiter watches the whole lock prefix, so a release
+//! wakes all of them; kept to measure the fan-out `etcd-lease` avoids).
 //!
 //! Two ways to lock with etcd, measured side by side on the same leases:
 //!
@@ -48,6 +50,7 @@ pub mod lease_election;
 pub mod lockapi;
 mod metrics;
 pub mod mutex;
+pub mod prefix_watch;
 pub mod session;
 pub mod wait;
 
@@ -59,7 +62,10 @@ pub use wait::WatchStart;
 use client::Recipe;
 use lockbench_core::scenario::EtcdKnobs;
 use lockbench_core::traits::BackendError;
-use lockbench_core::{Backend, BackendInfo, BackendKind, ClientId, Endpoints, ServerCounters};
+use lockbench_core::{
+    Backend, BackendInfo, BackendKind, ClientId, Endpoints, ServerCounters, ServerFanout,
+    WakeupTally, Wakeups,
+};
 use mutex::LeaseKey;
 use session::Session;
 use wait::DeletionWaiter;
@@ -73,10 +79,12 @@ pub struct EtcdBackend {
     prefix: String,
     keys: u32,
     watch_start: WatchStart,
+    tally: WakeupTally,
 }
 
 impl EtcdBackend {
-    /// A backend for `kind` ([`BackendKind::EtcdLease`] or [`BackendKind::EtcdLockapi`]) on the
+    /// A backend for `kind` ([`BackendKind::EtcdLease`], [`BackendKind::EtcdLockapi`] or
+    /// [`BackendKind::EtcdHerd`]) on the
     /// cluster's etcd members, for lock keys `0..keys`. The lease TTL is rounded up to whole
     /// seconds. `seed` is accepted for a uniform constructor: neither recipe makes a random
     /// choice. Fails with [`BackendError::Config`] when `endpoints.etcd` is empty or `kind` is
@@ -89,7 +97,10 @@ impl EtcdBackend {
         seed: u64,
     ) -> Result<EtcdBackend, BackendError> {
         let _ = seed;
-        if !matches!(kind, BackendKind::EtcdLease | BackendKind::EtcdLockapi) {
+        if !matches!(
+            kind,
+            BackendKind::EtcdLease | BackendKind::EtcdLockapi | BackendKind::EtcdHerd
+        ) {
             return Err(BackendError::Config(format!(
                 "{kind} is not an etcd recipe"
             )));
@@ -108,6 +119,7 @@ impl EtcdBackend {
             prefix: knobs.prefix.trim_end_matches('/').to_string(),
             keys,
             watch_start: WatchStart::default(),
+            tally: WakeupTally::default(),
         })
     }
 
@@ -145,6 +157,11 @@ impl Backend for EtcdBackend {
                 };
                 (waits_by, "create revision of the client's lock entry")
             }
+            BackendKind::EtcdHerd => (
+                "watch on the whole lock prefix, re-check the oldest entry on any event (a \
+                 release wakes every waiter)",
+                "create revision of the client's lock entry",
+            ),
             _ => (
                 "server-side Lock API (the server runs Go concurrency.Mutex: unsynced watch, 100 ms \
                  sync period)",
@@ -164,9 +181,14 @@ impl Backend for EtcdBackend {
         let recipe = match self.kind {
             BackendKind::EtcdLease => Recipe::Lease {
                 keys: (0..self.keys)
-                    .map(|k| LeaseKey::new(&self.prefix, k, session.lease))
+                    .map(|k| LeaseKey::new(&self.prefix, "lease", k, session.lease))
                     .collect(),
                 waiter: DeletionWaiter::new(self.watch_start),
+            },
+            BackendKind::EtcdHerd => Recipe::Herd {
+                keys: (0..self.keys)
+                    .map(|k| LeaseKey::new(&self.prefix, "herd", k, session.lease))
+                    .collect(),
             },
             _ => Recipe::LockApi {
                 names: (0..self.keys)
@@ -178,6 +200,7 @@ impl Backend for EtcdBackend {
             session,
             recipe,
             requests: 1, // the lease grant
+            tally: self.tally.clone(),
         })
     }
 
@@ -186,5 +209,24 @@ impl Backend for EtcdBackend {
             source: metrics::SOURCE.to_string(),
             requests: metrics::received_messages(&self.endpoints).await?,
         })
+    }
+
+    fn wakeups(&self) -> Option<Wakeups> {
+        match self.kind {
+            BackendKind::EtcdLease | BackendKind::EtcdHerd => Some(self.tally.read()),
+            _ => None,
+        }
+    }
+
+    async fn server_fanout(&self) -> Result<Option<ServerFanout>, String> {
+        if self.wakeups().is_none() {
+            return Ok(None);
+        }
+        let [events, watchers] = metrics::sums(&self.endpoints, metrics::FANOUT).await?;
+        Ok(Some(ServerFanout {
+            source: metrics::FANOUT_SOURCE.to_string(),
+            notifications: events,
+            watches: watchers,
+        }))
     }
 }

@@ -22,18 +22,39 @@ pub(crate) const SOURCE: &str =
 
 const TIMEOUT: Duration = Duration::from_secs(3);
 
+/// The watch fan-out metrics (etcd 3.4.23 exposes both, checked by curling a member): watch
+/// events sent by the member (after each watcher's filters), and watchers registered now.
+pub(crate) const FANOUT: [&str; 2] = [
+    "etcd_debugging_mvcc_events_total",
+    "etcd_debugging_mvcc_watcher_total",
+];
+/// What results print as the fan-out figures' source.
+pub(crate) const FANOUT_SOURCE: &str = "etcd /metrics: etcd_debugging_mvcc_events_total (watch \
+     events sent) and etcd_debugging_mvcc_watcher_total (watchers, a gauge), summed over members";
+
 /// Sums [`METRIC`] over every member URL (`http://host:port`).
 pub(crate) async fn received_messages(endpoints: &[String]) -> Result<u64, String> {
-    let mut total = 0u64;
+    let [total] = sums(endpoints, [METRIC]).await?;
+    Ok(total)
+}
+
+/// Sums each of `metrics` over every member URL, one `/metrics` read per member.
+pub(crate) async fn sums<const N: usize>(
+    endpoints: &[String],
+    metrics: [&str; N],
+) -> Result<[u64; N], String> {
+    let mut totals = [0u64; N];
     for url in endpoints {
         let body = match tokio::time::timeout(TIMEOUT, fetch(url)).await {
             Ok(r) => r?,
             Err(_) => return Err(format!("{url}/metrics: no answer in {TIMEOUT:?}")),
         };
-        total +=
-            sum_metric(&body, METRIC).ok_or_else(|| format!("{url}/metrics has no {METRIC}"))?;
+        for (total, metric) in totals.iter_mut().zip(metrics) {
+            *total += sum_metric(&body, metric)
+                .ok_or_else(|| format!("{url}/metrics has no {metric}"))?;
+        }
     }
-    Ok(total)
+    Ok(totals)
 }
 
 async fn fetch(url: &str) -> Result<String, String> {

@@ -27,19 +27,22 @@ use crate::wait::DeletionWaiter;
 use etcd_client::{
     Compare, CompareOp, GetOptions, PutOptions, SortOrder, SortTarget, Txn, TxnOp, TxnOpResponse,
 };
+use lockbench_core::WakeupTally;
 
 /// Precomputed names for one lock key: the contenders' directory and this client's entry.
 #[derive(Debug)]
 pub(crate) struct LeaseKey {
-    /// `{prefix}/lease/k{key}/`
-    dir: Vec<u8>,
+    /// `{prefix}/{recipe dir}/k{key}/`
+    pub(crate) dir: Vec<u8>,
     /// `{dir}{lease id hex}`
-    mine: Vec<u8>,
+    pub(crate) mine: Vec<u8>,
 }
 
 impl LeaseKey {
-    pub(crate) fn new(prefix: &str, key: u32, lease: i64) -> LeaseKey {
-        let dir = format!("{prefix}/lease/k{key}/");
+    /// The names of lock `key` for the recipe whose entries live under `{prefix}/{recipe}/`
+    /// (`lease` for etcd-lease, `herd` for etcd-herd: recipes never share entries).
+    pub(crate) fn new(prefix: &str, recipe: &str, key: u32, lease: i64) -> LeaseKey {
+        let dir = format!("{prefix}/{recipe}/k{key}/");
         let mine = format!("{dir}{lease:x}");
         LeaseKey {
             dir: dir.into_bytes(),
@@ -74,30 +77,46 @@ fn first_key(responses: Vec<TxnOpResponse>, index: usize) -> Option<(Vec<u8>, i6
     }
 }
 
-/// Acquires the lock `k`; returns this client's create revision (the fencing token).
-pub(crate) async fn acquire(
-    session: &mut Session,
-    waiter: &mut DeletionWaiter,
+/// The first request of an acquire: if my entry does not exist, run `query` and then put my
+/// entry on `lease` (so `query` sees the entries before mine); else read my entry (left by an
+/// earlier acquire of this client, reused as Go does) and run `on_reentry`. The first response
+/// is `query`'s or my entry's.
+pub(crate) fn enter<const N: usize>(
     k: &LeaseKey,
-    requests: &mut u64,
-) -> Result<i64, CallError> {
-    // Txn: if my entry does not exist, read my predecessor and create my entry; else read my
-    // entry (left by an earlier acquire of this client: reuse it, as Go does).
-    let txn = Txn::new()
+    lease: i64,
+    query: TxnOp,
+    on_reentry: [TxnOp; N],
+) -> Txn {
+    let mut otherwise = vec![TxnOp::get(k.mine.clone(), None)];
+    otherwise.extend(on_reentry);
+    Txn::new()
         .when([Compare::create_revision(
             k.mine.clone(),
             CompareOp::Equal,
             0,
         )])
         .and_then([
-            predecessor_query(&k.dir, 0),
+            query,
             TxnOp::put(
                 k.mine.clone(),
                 [],
-                Some(PutOptions::new().with_lease(session.lease)),
+                Some(PutOptions::new().with_lease(lease)),
             ),
         ])
-        .or_else([TxnOp::get(k.mine.clone(), None)]);
+        .or_else(otherwise)
+}
+
+/// Acquires the lock `k`; returns this client's create revision (the fencing token).
+pub(crate) async fn acquire(
+    session: &mut Session,
+    waiter: &mut DeletionWaiter,
+    k: &LeaseKey,
+    tally: &WakeupTally,
+    requests: &mut u64,
+) -> Result<i64, CallError> {
+    // Txn: if my entry does not exist, read my predecessor and create my entry; else read my
+    // entry (left by an earlier acquire of this client: reuse it, as Go does).
+    let txn = enter(k, session.lease, predecessor_query(&k.dir, 0), []);
     *requests += 1;
     let mut resp = timed(session.client.txn(txn)).await?;
     let header_rev = resp.take_header().map_or(0, |h| h.revision());
@@ -114,10 +133,20 @@ pub(crate) async fn acquire(
         (rev, recheck(session, &k.dir, &k.mine, rev, requests).await?)
     };
     while let Some((key, created, seen_at)) = pred {
-        waiter
+        let notified = waiter
             .wait_deleted(&mut session.client, &key, created, seen_at, requests)
             .await?;
         pred = recheck(session, &k.dir, &k.mine, my_rev, requests).await?;
+        if notified {
+            // The deletion event was the notification; the watch cancel and the re-check are
+            // the requests it caused.
+            tally.notification();
+            tally.request();
+            tally.request();
+            if pred.is_some() {
+                tally.wasted();
+            }
+        }
     }
     Ok(my_rev)
 }

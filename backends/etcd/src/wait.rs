@@ -92,7 +92,9 @@ impl DeletionWaiter {
     /// Returns once `key`, which existed at revision `seen_at` with create revision `created`,
     /// has been deleted. (The same key may be created again afterwards by the same contender:
     /// that is a new entry, recognised by its create revision.) `requests` is incremented for
-    /// every request sent (watch create, cancel, re-check get).
+    /// every request sent (watch create, cancel, re-check get). Returns `true` when a watch
+    /// event reported the deletion (a notification), `false` when the re-check get found the
+    /// key already gone.
     pub(crate) async fn wait_deleted(
         &mut self,
         client: &mut Client,
@@ -100,7 +102,7 @@ impl DeletionWaiter {
         created: i64,
         seen_at: i64,
         requests: &mut u64,
-    ) -> Result<(), CallError> {
+    ) -> Result<bool, CallError> {
         if self.dirty {
             self.stream = None;
         }
@@ -123,7 +125,7 @@ impl DeletionWaiter {
         created: i64,
         seen_at: i64,
         requests: &mut u64,
-    ) -> Result<(), CallError> {
+    ) -> Result<bool, CallError> {
         let mut options = WatchOptions::new().with_filters([WatchFilterType::NoPut]);
         if self.start == WatchStart::AtHeaderRevision {
             options = options.with_start_revision(seen_at);
@@ -153,6 +155,7 @@ impl DeletionWaiter {
             }
         };
         let mut deleted = false;
+        let mut notified = false;
         if self.start == WatchStart::Synced && created_at > seen_at {
             *requests += 1;
             let opts = GetOptions::new().with_keys_only();
@@ -175,10 +178,11 @@ impl DeletionWaiter {
                 .events()
                 .iter()
                 .any(|e| e.event_type() == EventType::Delete);
+            notified = deleted;
         }
         *requests += 1;
         map_err(stream.cancel(id).await)?;
-        Ok(())
+        Ok(notified)
     }
 }
 

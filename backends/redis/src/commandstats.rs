@@ -9,6 +9,8 @@
 //! scripts on the same server:
 //!
 //! - `redis-setnx` / `redis-broken-nonx`: `evalsha` and `script|load`;
+//! - `redis-pubsub`: the same plus `subscribe` and `unsubscribe` (its `PUBLISH` runs inside the
+//!   release script, so Redis counts it as `publish` without the client sending it);
 //! - `redlock`: `set`, `evalsha` and `script|load` (Redlock's scripts call only `GET`, `DEL`
 //!   and `PEXPIRE`, so every `SET` there was sent by a client).
 //!
@@ -22,6 +24,8 @@ use std::time::Duration;
 
 /// The commands a `redis-setnx` client sends.
 pub(crate) const SETNX_COMMANDS: &[&str] = &["evalsha", "script|load"];
+/// The commands a `redis-pubsub` client sends (its `PUBLISH` runs inside the release script).
+pub(crate) const PUBSUB_COMMANDS: &[&str] = &["evalsha", "script|load", "subscribe", "unsubscribe"];
 /// The commands a Redlock client sends.
 pub(crate) const REDLOCK_COMMANDS: &[&str] = &["set", "evalsha", "script|load"];
 
@@ -39,6 +43,31 @@ pub(crate) fn source(commands: &[&str], servers: &[Server]) -> String {
 
 /// Sums the counter over `servers`, reading them concurrently on fresh connections.
 pub(crate) async fn read(servers: &[Server], commands: &[&str]) -> Result<u64, String> {
+    let texts = read_texts(servers).await?;
+    Ok(texts.iter().map(|t| parse(t, commands)).sum())
+}
+
+/// `PUBSUB NUMSUB` of `channels` on `server`, summed: how many subscriptions exist right now.
+pub(crate) async fn numsub(server: &Server, channels: &[String]) -> Result<u64, String> {
+    if channels.is_empty() {
+        return Ok(0);
+    }
+    let cfg = config(Duration::from_secs(2));
+    let mut conn = server
+        .connect(&cfg)
+        .await
+        .map_err(|e| format!("{}: {e}", server.address))?;
+    let reply: Vec<(String, u64)> = redis::cmd("PUBSUB")
+        .arg("NUMSUB")
+        .arg(channels)
+        .query_async(&mut conn)
+        .await
+        .map_err(|e| format!("{}: PUBSUB NUMSUB: {e}", server.address))?;
+    Ok(reply.iter().map(|(_, n)| n).sum())
+}
+
+/// Each server's `INFO commandstats` text.
+pub(crate) async fn read_texts(servers: &[Server]) -> Result<Vec<String>, String> {
     let cfg = config(Duration::from_secs(2));
     let reads = servers.iter().map(|server| {
         let cfg = cfg.clone();
@@ -52,11 +81,10 @@ pub(crate) async fn read(servers: &[Server], commands: &[&str]) -> Result<u64, S
                 .query_async(&mut conn)
                 .await
                 .map_err(|e| format!("{}: INFO commandstats: {e}", server.address))?;
-            Ok::<u64, String>(parse(&text, commands))
+            Ok::<String, String>(text)
         }
     });
-    let counts = futures::future::join_all(reads).await;
-    counts.into_iter().sum()
+    futures::future::join_all(reads).await.into_iter().collect()
 }
 
 /// Sums `calls + rejected_calls` of `commands` in an `INFO commandstats` reply.

@@ -59,6 +59,22 @@ impl Server {
             .await
     }
 
+    /// Opens a dedicated RESP2 pub/sub connection (`redis-pubsub` waiters), bounded by
+    /// [`CONNECT_TIMEOUT`].
+    pub(crate) async fn pubsub(&self) -> redis::RedisResult<redis::aio::PubSub> {
+        match tokio::time::timeout(CONNECT_TIMEOUT, self.client.get_async_pubsub()).await {
+            Ok(r) => r,
+            Err(_) => Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!(
+                    "{}: no pub/sub connection within {CONNECT_TIMEOUT:?}",
+                    self.address
+                ),
+            )
+            .into()),
+        }
+    }
+
     /// Opens a new connection, or says which address could not be reached and why.
     pub(crate) async fn connect_or_unreachable(
         &self,

@@ -39,6 +39,17 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then
 end
 return 0";
 
+/// `redis-pubsub` release: compare-and-delete, then `PUBLISH` on the lock's release channel in
+/// the same script, so no waiter can miss a release that happened. Returns 0 when the lock was
+/// not ours, else 1 + the number of subscribers the server delivered the message to (Redis's
+/// own count). `KEYS = [lock]`, `ARGV = [value, channel]`.
+pub const RELEASE_PUBLISH: &str = "\
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('DEL', KEYS[1])
+  return 1 + redis.call('PUBLISH', ARGV[2], 'released')
+end
+return 0";
+
 /// Compare-and-`PEXPIRE`: reset the lock's TTL only if it still holds our value. Returns 1 or
 /// 0 as [`RELEASE`] does. `KEYS = [lock]`, `ARGV = [value, ttl_ms]`.
 pub const RENEW: &str = "\
@@ -53,6 +64,7 @@ pub(crate) struct Scripts {
     pub(crate) acquire_no_nx: Script,
     pub(crate) release: Script,
     pub(crate) renew: Script,
+    pub(crate) release_publish: Script,
 }
 
 /// The process-wide script table.
@@ -61,6 +73,7 @@ pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     acquire_no_nx: Script::new(ACQUIRE_NO_NX),
     release: Script::new(RELEASE),
     renew: Script::new(RENEW),
+    release_publish: Script::new(RELEASE_PUBLISH),
 });
 
 /// Clears `cmd` (keeping its buffers) and starts `EVALSHA <hash> <numkeys>`; the caller adds

@@ -1,5 +1,5 @@
-//! `redis-setnx` (and its deliberately broken twin `redis-broken-nonx`): a lock on one Redis
-//! server.
+//! `redis-setnx` (and its deliberately broken twin `redis-broken-nonx`) and `redis-pubsub`: a
+//! lock on one Redis server.
 //!
 //! - **acquire**: one script runs `SET lock value NX PX ttl` and, only if that succeeded,
 //!   `INCR fence` and returns the new counter as the fencing token ([`crate::scripts`]). Since
@@ -14,10 +14,18 @@
 //! token numbers start over, and a failover to a replica that missed the last `INCR` hands out
 //! a token again. [`SetMode::BrokenNoNx`] runs the very same code with a script that omits
 //! `NX`, so it grants a lock that is already held.
+//!
+//! `redis-pubsub` ([`SetNxBackend::with_pubsub`]) is the same lock with another way to wait:
+//! instead of sleeping between attempts, a refused waiter subscribes to the lock's release
+//! channel and tries again when a release is announced (the release script publishes after
+//! its compare-and-delete); see [`crate::pubsub`]. Both count their wake-ups for the herd
+//! workload ([`Backend::wakeups`]): for polling, every retry is a wake-up (a request in
+//! reaction to nothing but the timer), wasted when refused again.
 
-use crate::commandstats::{self, SETNX_COMMANDS};
+use crate::commandstats::{self, PUBSUB_COMMANDS, SETNX_COMMANDS};
 use crate::connect::{self, Server};
 use crate::errors::{self, Failure};
+use crate::pubsub::{ReleaseWaiter, Woken};
 use crate::retry::{self, Backoff};
 use crate::scripts::{self, SCRIPTS};
 use crate::sentinel::Sentinels;
@@ -26,11 +34,12 @@ use lockbench_core::scenario::RedisKnobs;
 use lockbench_core::traits::BackendError;
 use lockbench_core::{
     Backend, BackendInfo, BackendKind, ClientId, Endpoints, ErrorKind, FencingToken, Grant, KeyId,
-    LockClient, Outcome, ServerCounters,
+    LockClient, Outcome, ServerCounters, ServerFanout, WakeupTally, Wakeups,
 };
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Cmd, Script};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Whether the acquire script uses `NX`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,9 +78,34 @@ pub struct SetNxBackend {
     seed: u64,
     mode: SetMode,
     config: AsyncConnectionConfig,
+    /// `redis-pubsub`: waiters subscribe to the release channel instead of polling.
+    pubsub: bool,
+    tally: WakeupTally,
+    /// Sum of the receiver counts the server returned for every release `PUBLISH`.
+    delivered: Arc<AtomicU64>,
 }
 
 impl SetNxBackend {
+    /// The same lock with pub/sub-notified waiters: `redis-pubsub` (see [`crate::pubsub`]).
+    pub fn with_pubsub(mut self) -> SetNxBackend {
+        self.pubsub = true;
+        self
+    }
+
+    /// `calls + rejected_calls` of `commands` in the server's `INFO commandstats` (for tests
+    /// that cross-check a count, e.g. `publish` against releases).
+    pub async fn command_calls(&self, commands: &[&str]) -> Result<u64, String> {
+        commandstats::read(std::slice::from_ref(&self.server), commands).await
+    }
+
+    fn commands(&self) -> &'static [&'static str] {
+        if self.pubsub {
+            PUBSUB_COMMANDS
+        } else {
+            SETNX_COMMANDS
+        }
+    }
+
     /// The recipe on `endpoints.redis[0]`, for lock keys `0..keys`, drawing retry jitter from
     /// `seed`.
     pub fn new(
@@ -90,6 +124,9 @@ impl SetNxBackend {
             seed,
             mode,
             config: connect::config(knobs.response_timeout),
+            pubsub: false,
+            tally: WakeupTally::default(),
+            delivered: Arc::new(AtomicU64::new(0)),
         })
     }
 }
@@ -121,6 +158,7 @@ impl SetNxBackend {
     fn kind(&self) -> BackendKind {
         match self.sentinels {
             Some(_) => BackendKind::RedisSentinel,
+            None if self.pubsub => BackendKind::RedisPubsub,
             None => self.mode.kind(),
         }
     }
@@ -154,9 +192,19 @@ impl Backend for SetNxBackend {
             Some(s) => format!("the primary named by Sentinels {}", s.addresses()),
             None => self.server.address.clone(),
         };
+        let waits_by = if self.pubsub {
+            format!(
+                "SUBSCRIBE to the lock's release channel, SET NX again on each message (the \
+                 release script PUBLISHes after its compare-and-delete; every waiter is woken), \
+                 or after {:?} without one",
+                crate::pubsub::FALLBACK
+            )
+        } else {
+            retry::waits_by(k.retry_delay, k.retry_jitter)
+        };
         BackendInfo {
             backend: self.kind(),
-            waits_by: retry::waits_by(k.retry_delay, k.retry_jitter),
+            waits_by,
             fencing: fencing.to_string(),
             knobs: vec![
                 ("ttl".into(), format!("{:?}", k.ttl)),
@@ -204,6 +252,11 @@ impl Backend for SetNxBackend {
             ttl_ms,
             sent: 0,
             pending: None,
+            waiter: self
+                .pubsub
+                .then(|| ReleaseWaiter::new(self.server.clone(), self.tally.clone())),
+            tally: self.tally.clone(),
+            delivered: self.delivered.clone(),
         })
     }
 
@@ -217,9 +270,27 @@ impl Backend for SetNxBackend {
         }
         let servers = std::slice::from_ref(&self.server);
         Ok(ServerCounters {
-            source: commandstats::source(SETNX_COMMANDS, servers),
-            requests: commandstats::read(servers, SETNX_COMMANDS).await?,
+            source: commandstats::source(self.commands(), servers),
+            requests: commandstats::read(servers, self.commands()).await?,
         })
+    }
+
+    fn wakeups(&self) -> Option<Wakeups> {
+        Some(self.tally.read())
+    }
+
+    async fn server_fanout(&self) -> Result<Option<ServerFanout>, String> {
+        if !self.pubsub {
+            return Ok(None);
+        }
+        Ok(Some(ServerFanout {
+            source: "redis: receivers per release PUBLISH as returned by the server (Redis keeps \
+                     no cumulative delivery counter), summed; PUBSUB NUMSUB of the release \
+                     channels"
+                .into(),
+            notifications: self.delivered.load(Ordering::Relaxed),
+            watches: commandstats::numsub(&self.server, self.keys.channels()).await?,
+        }))
     }
 }
 
@@ -251,6 +322,10 @@ pub struct SetNxClient {
     /// timeout or by the end of the run, or indeterminate): it may be holding the key, so
     /// `close` takes it back instead of leaving it locked until its TTL.
     pending: Option<(KeyId, LockValue)>,
+    /// `redis-pubsub`: the release-channel subscription; `None` = poll.
+    waiter: Option<ReleaseWaiter>,
+    tally: WakeupTally,
+    delivered: Arc<AtomicU64>,
 }
 
 impl SetNxClient {
@@ -311,13 +386,30 @@ impl LockClient for SetNxClient {
         let value = LockValue::new(&self.nonce, self.grants);
         let script = self.acquire;
         self.pending = Some((key, value));
+        let keys = self.keys.clone();
+        let channel = keys.channel(key);
+        // Whether this attempt reacts to a wake-up (a message, or the poll timer).
+        let mut reacting = false;
+        let mut subscribed = false;
         loop {
             scripts::evalsha(&mut self.cmd, script, 2)
                 .arg(self.keys.lock(key).as_ref())
                 .arg(self.keys.fence(key).as_ref())
                 .arg(value.as_bytes())
                 .arg(self.ttl_ms);
-            match self.run(script).await {
+            if reacting {
+                self.tally.request();
+            }
+            let result = self.run(script).await;
+            if !matches!(result, Ok(0)) && subscribed {
+                if let Some(w) = self.waiter.as_mut() {
+                    if reacting {
+                        w.tally().request();
+                    }
+                    w.unsubscribe(&channel, &mut self.sent).await;
+                }
+            }
+            match result {
                 Ok(token) if token > 0 => {
                     self.pending = None;
                     return Outcome::Ok(Grant {
@@ -326,7 +418,36 @@ impl LockClient for SetNxClient {
                         handle: SetNxHandle { value },
                     });
                 }
-                Ok(_) => tokio::time::sleep(self.backoff.next_delay()).await,
+                Ok(_) => {
+                    if reacting {
+                        self.tally.wasted();
+                    }
+                    match self.waiter.as_mut() {
+                        None => {
+                            tokio::time::sleep(self.backoff.next_delay()).await;
+                            self.tally.notification();
+                            reacting = true;
+                        }
+                        // Subscribe, then try once more at once: a release between the refused
+                        // attempt and the subscription would otherwise go unnoticed.
+                        Some(w) if !subscribed => {
+                            subscribed = w.subscribe(&channel, &mut self.sent).await.is_ok();
+                            reacting = false;
+                            if !subscribed {
+                                tokio::time::sleep(crate::pubsub::FALLBACK).await;
+                            }
+                        }
+                        Some(w) => match w.wait().await {
+                            Woken::Message => reacting = true,
+                            Woken::Fallback => reacting = false,
+                            // Try at once, then subscribe again on a new connection.
+                            Woken::Lost => {
+                                reacting = false;
+                                subscribed = false;
+                            }
+                        },
+                    }
+                }
                 Err(f) => {
                     let outcome = f.outcome();
                     if matches!(outcome, Outcome::Fail(_)) {
@@ -339,7 +460,24 @@ impl LockClient for SetNxClient {
     }
 
     async fn release(&mut self, grant: Grant<SetNxHandle>) -> Outcome<()> {
-        self.compare_and(&SCRIPTS.release, &grant, None).await
+        if self.waiter.is_none() {
+            return self.compare_and(&SCRIPTS.release, &grant, None).await;
+        }
+        // redis-pubsub: compare-and-delete and PUBLISH in one script; the reply is
+        // 1 + receivers.
+        let script = &SCRIPTS.release_publish;
+        scripts::evalsha(&mut self.cmd, script, 1)
+            .arg(self.keys.lock(grant.key).as_ref())
+            .arg(grant.handle.value.as_bytes())
+            .arg(self.keys.channel(grant.key).as_ref());
+        match self.run(script).await {
+            Ok(n) if n >= 1 => {
+                self.delivered.fetch_add(n as u64 - 1, Ordering::Relaxed);
+                Outcome::Ok(())
+            }
+            Ok(_) => Outcome::Fail(ErrorKind::LockLost),
+            Err(f) => f.outcome(),
+        }
     }
 
     async fn renew(&mut self, grant: &Grant<SetNxHandle>) -> Outcome<()> {

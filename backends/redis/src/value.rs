@@ -71,13 +71,14 @@ impl fmt::Debug for LockValue {
 }
 
 /// Key names for every lock of a run, made once when the backend is built so the client loop
-/// never formats a string. `KeyId(i)` maps to `<prefix>lock:<i>` and its fencing counter to
-/// `<prefix>fence:<i>`.
+/// never formats a string. `KeyId(i)` maps to `<prefix>lock:<i>`, its fencing counter to
+/// `<prefix>fence:<i>` and its release channel (`redis-pubsub`) to `<prefix>released:<i>`.
 #[derive(Debug)]
 pub(crate) struct KeyTable {
     prefix: String,
     lock: Vec<String>,
     fence: Vec<String>,
+    channel: Vec<String>,
 }
 
 impl KeyTable {
@@ -87,6 +88,7 @@ impl KeyTable {
             prefix: prefix.to_string(),
             lock: (0..keys).map(|i| format!("{prefix}lock:{i}")).collect(),
             fence: (0..keys).map(|i| format!("{prefix}fence:{i}")).collect(),
+            channel: (0..keys).map(|i| format!("{prefix}released:{i}")).collect(),
         }
     }
 
@@ -104,6 +106,19 @@ impl KeyTable {
             Some(name) => Cow::Borrowed(name),
             None => Cow::Owned(format!("{}fence:{}", self.prefix, key.0)),
         }
+    }
+
+    /// The pub/sub channel a release of `key` is announced on.
+    pub(crate) fn channel(&self, key: KeyId) -> Cow<'_, str> {
+        match self.channel.get(key.0 as usize) {
+            Some(name) => Cow::Borrowed(name),
+            None => Cow::Owned(format!("{}released:{}", self.prefix, key.0)),
+        }
+    }
+
+    /// The channels of keys `0..keys` (for `PUBSUB NUMSUB`).
+    pub(crate) fn channels(&self) -> &[String] {
+        &self.channel
     }
 }
 
@@ -130,5 +145,7 @@ mod tests {
         assert_eq!(t.lock(KeyId(1)), "p:lock:1");
         assert_eq!(t.lock(KeyId(5)), "p:lock:5");
         assert_eq!(t.fence(KeyId(5)), "p:fence:5");
+        assert_eq!(t.channel(KeyId(1)), "p:released:1");
+        assert_eq!(t.channel(KeyId(5)), "p:released:5");
     }
 }

@@ -1,5 +1,5 @@
-//! lockbench-redis against real Redis servers: the conformance contract for `redis-setnx` and
-//! `redlock`, proof that `redis-broken-nonx` is broken, Redlock's quorum rules, and the
+//! lockbench-redis against real Redis servers: the conformance contract for `redis-setnx`,
+//! `redis-pubsub` and `redlock`, proof that `redis-broken-nonx` is broken, Redlock's quorum rules, and the
 //! server-side request counter.
 //!
 //! Servers come from the managed cluster (`lockbench_cluster::for_tests`). For a quick loop
@@ -299,6 +299,34 @@ async fn redlock_fails_no_quorum_with_three_of_five_servers_unreachable() {
         .expect("lock left behind by a failed acquire");
     let Outcome::Ok(g) = g else { panic!("{g:?}") };
     assert!(other.release(g).await.is_ok());
+}
+
+// ---- redis-pubsub (the same lock, waiters notified by pub/sub) ----
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pubsub_conformance() {
+    let _shared = EXCLUSIVE.read().await;
+    let b = setnx("pubsub-arr", TTL, SetMode::Nx).await.with_pubsub();
+    conformance::acquire_release_and_tokens_grow(&b).await;
+    let b = setnx("pubsub-mutex", TTL, SetMode::Nx).await.with_pubsub();
+    conformance::mutual_exclusion(&b, 8, 25).await;
+    // A lock that expires announces nothing: the waiter's fallback attempt takes it over.
+    let ttl = Duration::from_secs(1);
+    let b = setnx("pubsub-dead", ttl, SetMode::Nx).await.with_pubsub();
+    conformance::dead_holders_lock_is_taken_over(&b, ttl, Duration::from_millis(700)).await;
+    let b = setnx("pubsub-expiry", Duration::from_millis(50), SetMode::Nx)
+        .await
+        .with_pubsub();
+    conformance::release_after_expiry_reports_lock_lost(&b, Duration::from_millis(70)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pubsub_server_counter_equals_requests_sent() {
+    let e = endpoints().await;
+    let b = setnx("pubsub-counters", TTL, SetMode::Nx)
+        .await
+        .with_pubsub();
+    counters_match(&b, &e.redis[..1], 20).await;
 }
 
 // ---- server counters ----

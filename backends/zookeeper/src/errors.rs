@@ -44,7 +44,13 @@ pub(crate) fn acquire_failed<T>(error: &zk::Error) -> Outcome<T> {
         | zk::Error::InvalidAcl
         | zk::Error::BadArguments(_)
         | zk::Error::NoChildrenForEphemerals => Outcome::Fail(ErrorKind::Other),
-        other => Outcome::Info(kind(other)),
+        other => {
+            if kind(other) == ErrorKind::Other {
+                // Outside the mapped set: say which, since results only record "other".
+                tracing::warn!(error = %other, "zookeeper: an acquire ended on an unexpected error");
+            }
+            Outcome::Info(kind(other))
+        }
     }
 }
 

@@ -1,8 +1,18 @@
-//! **zk-fair**: the lock from the ZooKeeper recipes page, written out request by request so
-//! that every request is counted.
+//! **zk-fair**, **zk-herd** and **zk-rwlock**: the ephemeral-sequential queue from the
+//! ZooKeeper recipes page, written out request by request so that every request is counted.
+//! The three differ only in *values* ([`Queue`]): which directory, whether shared (read) nodes
+//! exist, and how a waiter waits ([`WaitStrategy`]). One client implementation runs all three,
+//! so the herd comparison measures the wait and nothing else.
 //!
-//! Lock node: `{root}/fair/k{key}/lock-{guid}-{sequence}`, created `EphemeralSequential`, where
-//! `guid` is a random UUID per client (per session).
+//! Lock node: `{root}/{fair|herd|rwlock}/k{key}/{kind}-{guid}-{sequence}`, created
+//! `EphemeralSequential`, where `guid` is a random UUID per client (per session) and `kind` is
+//! `lock` (zk-fair, zk-herd), or `write` / `read` (zk-rwlock).
+//!
+//! **Who blocks whom** (one rule for all three): a node with a lower sequence blocks mine
+//! unless both are `read` nodes. So an exclusive or write node waits for every lower node, and
+//! a read node waits only for the lower *write* nodes: readers queued together hold together,
+//! which is the shared lock of the recipes page. zk-fair and zk-herd only ever create `lock`
+//! nodes, so for them it is the plain mutex.
 //!
 //! Acquire:
 //! 1. `create` the node. Its `Stat.czxid` (the zxid of the create) is the fencing token: it is
@@ -11,17 +21,25 @@
 //!    (`NodeExists` is fine) and the create is retried; trying the create first means a key
 //!    whose parents exist, i.e. every key after its first use by anyone, costs nothing extra,
 //!    so no per-client cache of "parents exist" is needed.
-//! 2. `getChildren` *without* a watch. The lowest sequence holds the lock. Otherwise the client
-//!    watches its **predecessor only** (the next lower sequence), so a release wakes exactly one
-//!    waiter and there is no herd. The watch is set with `getData`, not `exists`: when the
-//!    predecessor is already gone, `getData` fails with `NoNode` and leaves no watch behind,
-//!    whereas `exists` would register a watch on a node that will never come back, which
-//!    `zookeeper-client` then removes with an extra `RemoveWatches` request when the watcher is
-//!    dropped (Curator uses `getData` for the same reason). On `NoNode` or on the watch
-//!    firing, back to `getChildren`.
+//! 2. Wait until no node blocks this one:
+//!    - [`WaitStrategy::Predecessor`] (zk-fair, zk-rwlock): `getChildren` *without* a watch;
+//!      then watch only the **nearest blocking node** (the next lower node; for a reader the
+//!      next lower write node), so a release wakes exactly the waiters it unblocks: one writer,
+//!      or the readers queued behind it, never the whole queue. The watch is set with
+//!      `getData`, not `exists`: when the node is already gone, `getData` fails with `NoNode`
+//!      and leaves no watch behind, whereas `exists` would register a watch on a node that will
+//!      never come back, which `zookeeper-client` then removes with an extra `RemoveWatches`
+//!      request when the watcher is dropped (Curator uses `getData` for the same reason). On
+//!      `NoNode` or on the watch firing, back to `getChildren`.
+//!    - [`WaitStrategy::Children`] (zk-herd, deliberately naive): `getChildren` **with a
+//!      watch**, and on any change, list again. Every create and delete in the directory (a
+//!      release, a newcomer queueing) wakes every waiter: a release with N waiters costs N
+//!      notifications and N `getChildren`, of which N - 1 are wasted. When the client is first
+//!      at once, the watch it just set is not wanted and `zookeeper-client` removes it with one
+//!      `RemoveWatches` when the watcher is dropped, which is counted too.
 //!
-//! Per uncontended acquisition: `create` + `getChildren`, and `delete` to release. A waiter
-//! adds one `getData` and one `getChildren` per wake-up.
+//! Per uncontended acquisition (zk-fair): `create` + `getChildren`, and `delete` to release. A
+//! waiter adds one `getData` and one `getChildren` per wake-up.
 //!
 //! `ConnectionLoss` during the create leaves the client not knowing whether its node exists
 //! (ZOOKEEPER-22). The guid in the name answers it: the client lists the children and looks for
@@ -35,6 +53,10 @@
 //! (`fail lock-lost`). A client whose session has already expired reports that without a
 //! request. Renew is one `exists` on the client's own node.
 //!
+//! Counting: the backend's [`WakeupTally`] counts notifications as the library hands them over,
+//! wasted wake-ups (the re-check still found a blocking node), and the requests sent in
+//! reaction to a notification.
+//!
 //! Hot path: the per-key parent and node-prefix strings are built when the client connects; an
 //! acquire formats nothing (the create takes the precomputed prefix; the predecessor's path and
 //! the own path for release are written into one reused buffer). The allocations left are the
@@ -44,12 +66,12 @@ use crate::connect::{self, Ensemble};
 use crate::counters;
 use crate::errors::{acquire_failed, held_call_failed};
 use crate::paths::{self, KeyTable};
-use crate::tally::Tally;
+
 use lockbench_core::scenario::ZookeeperKnobs;
 use lockbench_core::traits::BackendError;
 use lockbench_core::{
     Backend, BackendInfo, BackendKind, ClientId, Endpoints, ErrorKind, FencingToken, Grant, KeyId,
-    LockClient, Outcome, ServerCounters, ServerFanout, Wakeups,
+    LockClient, Outcome, ServerCounters, ServerFanout, WakeupTally, Wakeups,
 };
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -64,14 +86,92 @@ pub(crate) const EPHEMERAL_SEQUENTIAL: zk::CreateOptions<'static> =
 const PERSISTENT: zk::CreateOptions<'static> =
     zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
 
-/// The zk-fair recipe bound to an ensemble: makes [`ZkFairClient`]s.
+/// How a queued client learns that it may be first now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WaitStrategy {
+    /// Watch only the nearest node that blocks this one (zk-fair, zk-rwlock): a release wakes
+    /// only the waiters it unblocks.
+    Predecessor,
+    /// Watch the lock directory's children (zk-herd): every change wakes every waiter.
+    Children,
+}
+
+/// Which of the queue recipes a [`ZkFair`] backend runs: everything that differs between
+/// zk-fair, zk-herd and zk-rwlock, as values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Queue {
+    /// The recipe's name in results.
+    pub kind: BackendKind,
+    /// How waiters wait.
+    pub wait: WaitStrategy,
+    /// The directory under the root (`fair`, `herd`, `rwlock`): recipes never share nodes.
+    pub dir: &'static str,
+    /// Whether [`LockClient::acquire_shared`] creates `read` nodes that may hold together;
+    /// otherwise a shared acquire is an exclusive one.
+    pub shared: bool,
+}
+
+impl Queue {
+    /// zk-fair: exclusive, predecessor watch.
+    pub const FAIR: Queue = Queue {
+        kind: BackendKind::ZkFair,
+        wait: WaitStrategy::Predecessor,
+        dir: "fair",
+        shared: false,
+    };
+    /// zk-herd: exclusive, children watch (the herd effect, on purpose).
+    pub const HERD: Queue = Queue {
+        kind: BackendKind::ZkHerd,
+        wait: WaitStrategy::Children,
+        dir: "herd",
+        shared: false,
+    };
+    /// zk-rwlock: the shared (read/write) lock of the recipes page, predecessor watch.
+    pub const RWLOCK: Queue = Queue {
+        kind: BackendKind::ZkRwlock,
+        wait: WaitStrategy::Predecessor,
+        dir: "rwlock",
+        shared: true,
+    };
+
+    /// The queue recipe named `kind` (`zk-fair`, `zk-herd`, `zk-rwlock`); `None` for any
+    /// other backend.
+    pub fn of(kind: BackendKind) -> Option<Queue> {
+        [Queue::FAIR, Queue::HERD, Queue::RWLOCK]
+            .into_iter()
+            .find(|q| q.kind == kind)
+    }
+
+    fn exclusive_name(self) -> &'static str {
+        if self.shared { "write" } else { "lock" }
+    }
+
+    fn waits_by(self) -> &'static str {
+        match (self.wait, self.shared) {
+            (WaitStrategy::Children, _) => {
+                "getChildren watch on the lock directory (a release wakes every waiter)"
+            }
+            (WaitStrategy::Predecessor, false) => {
+                "getData watch on the predecessor node only (a release wakes one waiter)"
+            }
+            (WaitStrategy::Predecessor, true) => {
+                "getData watch on the nearest blocking node: a writer on the next lower node, a \
+                 reader on the next lower write node (a write release wakes the readers behind it)"
+            }
+        }
+    }
+}
+
+/// A ZooKeeper queue recipe bound to an ensemble: makes [`ZkFairClient`]s. Runs zk-fair by
+/// default; [`ZkFair::with_queue`] picks zk-herd or zk-rwlock.
 #[derive(Debug)]
 pub struct ZkFair {
     ensemble: Arc<Ensemble>,
     root: String,
     knobs: ZookeeperKnobs,
     keys: u32,
-    tally: Tally,
+    tally: WakeupTally,
+    queue: Queue,
 }
 
 impl ZkFair {
@@ -94,8 +194,15 @@ impl ZkFair {
             root: root.to_string(),
             knobs: knobs.clone(),
             keys,
-            tally: Tally::default(),
+            tally: WakeupTally::default(),
+            queue: Queue::FAIR,
         })
+    }
+
+    /// The same backend running another queue recipe ([`Queue::HERD`], [`Queue::RWLOCK`]).
+    pub fn with_queue(mut self, queue: Queue) -> ZkFair {
+        self.queue = queue;
+        self
     }
 }
 
@@ -104,9 +211,8 @@ impl Backend for ZkFair {
 
     fn info(&self) -> BackendInfo {
         BackendInfo {
-            backend: BackendKind::ZkFair,
-            waits_by: "getData watch on the predecessor node only (a release wakes one waiter)"
-                .into(),
+            backend: self.queue.kind,
+            waits_by: self.queue.waits_by().into(),
             fencing: "czxid of the lock node".into(),
             knobs: knobs(&self.knobs),
         }
@@ -115,16 +221,20 @@ impl Backend for ZkFair {
     async fn connect(&self, client: ClientId) -> Result<ZkFairClient, BackendError> {
         let zk = self.ensemble.connect().await?;
         let guid = uuid::Uuid::new_v4().simple();
-        let name_prefix = format!("lock-{guid}-");
-        let base = format!("{}/fair", self.root);
-        let keys = KeyTable::new(self.keys, |k| FairKey::new(&base, &name_prefix, k));
-        tracing::debug!(%client, session = %zk.session_id(), "zk-fair client connected");
+        let names = Names {
+            exclusive: format!("{}-{guid}-", self.queue.exclusive_name()),
+            shared: format!("read-{guid}-"),
+        };
+        let base = format!("{}/{}", self.root, self.queue.dir);
+        let keys = KeyTable::new(self.keys, |k| FairKey::new(&base, &names, k));
+        tracing::debug!(%client, session = %zk.session_id(), recipe = %self.queue.kind, "zookeeper client connected");
         Ok(ZkFairClient {
             id: client,
             zk,
             ensemble: self.ensemble.clone(),
+            queue: self.queue,
             base,
-            name_prefix,
+            names,
             keys,
             scratch: String::with_capacity(256),
             requests: 0,
@@ -159,20 +269,62 @@ pub(crate) fn knobs(knobs: &ZookeeperKnobs) -> Vec<(String, String)> {
     ]
 }
 
+/// A client's node-name prefixes: `{lock|write}-{guid}-` and `read-{guid}-`.
+#[derive(Debug)]
+pub(crate) struct Names {
+    exclusive: String,
+    shared: String,
+}
+
+impl Names {
+    fn get(&self, shared: bool) -> &str {
+        if shared {
+            &self.shared
+        } else {
+            &self.exclusive
+        }
+    }
+
+    /// Whether `name` is one of this client's nodes (either kind).
+    fn is_mine(&self, name: &str) -> bool {
+        name.starts_with(self.exclusive.as_str()) || name.starts_with(self.shared.as_str())
+    }
+}
+
+/// Whether a node named `name` is a shared (read) node.
+fn is_read(name: &str) -> bool {
+    name.starts_with("read-")
+}
+
 /// Paths of one key, built once per client.
 #[derive(Debug)]
 pub(crate) struct FairKey {
-    /// `{root}/fair/k{key}`: the directory whose children queue for the lock.
+    /// `{root}/{dir}/k{key}`: the directory whose children queue for the lock.
     pub(crate) parent: String,
-    /// `{parent}/lock-{guid}-`: what the create appends the sequence to.
+    /// `{parent}/{lock|write}-{guid}-`: what an exclusive create appends the sequence to.
     pub(crate) prefix: String,
+    /// `{parent}/read-{guid}-`: the same for a shared create (zk-rwlock).
+    pub(crate) shared_prefix: String,
 }
 
 impl FairKey {
-    pub(crate) fn new(base: &str, name_prefix: &str, key: u32) -> FairKey {
+    fn new(base: &str, names: &Names, key: u32) -> FairKey {
         let parent = format!("{base}/k{key}");
-        let prefix = format!("{parent}/{name_prefix}");
-        FairKey { parent, prefix }
+        let prefix = format!("{parent}/{}", names.exclusive);
+        let shared_prefix = format!("{parent}/{}", names.shared);
+        FairKey {
+            parent,
+            prefix,
+            shared_prefix,
+        }
+    }
+
+    fn prefix(&self, shared: bool) -> &str {
+        if shared {
+            &self.shared_prefix
+        } else {
+            &self.prefix
+        }
     }
 }
 
@@ -192,11 +344,12 @@ impl Notifications {
     }
 }
 
-/// What a zk-fair client keeps about a held lock: the sequence number of its node (the path
-/// is rebuilt from the key's precomputed prefix).
+/// What a client keeps about a held lock: the sequence number of its node and whether it is a
+/// shared (read) node (the path is rebuilt from the key's precomputed prefixes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FairHandle {
     sequence: i64,
+    shared: bool,
 }
 
 impl FairHandle {
@@ -204,9 +357,14 @@ impl FairHandle {
     pub fn sequence(&self) -> i64 {
         self.sequence
     }
+
+    /// Whether the grant is a shared (read) hold.
+    pub fn shared(&self) -> bool {
+        self.shared
+    }
 }
 
-/// One zk-fair client: one ZooKeeper session.
+/// One client of a ZooKeeper queue recipe: one ZooKeeper session.
 ///
 /// A client waits for one lock at a time; asking for a key it already holds would queue it
 /// behind itself. Dropping a client without [`LockClient::close`] behaves like
@@ -216,13 +374,14 @@ pub struct ZkFairClient {
     id: ClientId,
     zk: zk::Client,
     ensemble: Arc<Ensemble>,
+    queue: Queue,
     base: String,
-    name_prefix: String,
+    names: Names,
     keys: KeyTable<FairKey>,
     scratch: String,
     requests: u64,
     notifications: Notifications,
-    tally: Tally,
+    tally: WakeupTally,
 }
 
 impl ZkFairClient {
@@ -254,12 +413,14 @@ impl ZkFairClient {
         connect::expire(&self.ensemble, &self.zk).await;
     }
 
-    async fn acquire_inner(&mut self, key: KeyId) -> Outcome<Grant<FairHandle>> {
+    async fn acquire_inner(&mut self, key: KeyId, shared: bool) -> Outcome<Grant<FairHandle>> {
+        let shared = shared && self.queue.shared;
         let ZkFairClient {
             id,
             zk,
+            queue,
             base,
-            name_prefix,
+            names,
             keys,
             scratch,
             requests,
@@ -267,11 +428,16 @@ impl ZkFairClient {
             tally,
             ..
         } = self;
-        let paths = keys.get(key.0, |k| FairKey::new(base, name_prefix, k));
+        let paths = keys.get(key.0, |k| FairKey::new(base, names, k));
+        let node = NodeName {
+            parent: &paths.parent,
+            prefix: paths.prefix(shared),
+            name_prefix: names.get(shared),
+        };
         // 1. Create the lock node (or find it again after a connection loss).
         let mut losses = 0u32;
         let (czxid, sequence) =
-            match create_or_find(zk, paths, name_prefix, scratch, requests, &mut losses).await {
+            match create_or_find(zk, &node, scratch, requests, &mut losses).await {
                 Ok(found) => found,
                 Err(e) => return acquire_failed(&e),
             };
@@ -279,111 +445,159 @@ impl ZkFairClient {
             losses += 1;
             losses > MAX_CONNECTION_LOSSES
         };
+        let children_watch = queue.wait == WaitStrategy::Children;
 
-        // 2. Wait until no node with a lower sequence is left.
+        // 2. Wait until no node blocks this one.
         let mut woken = false;
         loop {
             *requests += 1;
-            if woken {
+            let reacting = std::mem::take(&mut woken);
+            if reacting {
                 tally.request();
             }
-            let children = match zk.list_children(&paths.parent).await {
-                Ok(children) => children,
+            let listed = if children_watch {
+                zk.list_and_watch_children(&paths.parent)
+                    .await
+                    .map(|(children, watcher)| (children, Some(watcher)))
+            } else {
+                zk.list_children(&paths.parent).await.map(|c| (c, None))
+            };
+            let (children, children_watcher) = match listed {
+                Ok(found) => found,
                 Err(zk::Error::ConnectionLoss) => {
                     if lost_connection() {
                         return Outcome::Info(ErrorKind::ConnectionLost);
                     }
+                    woken = reacting;
                     continue;
                 }
                 Err(e) => return acquire_failed(&e),
             };
             let mut own = false;
-            let mut predecessor: Option<(i64, &str)> = None;
+            // The nearest node that blocks mine, and an older node of my own session if any.
+            let mut blocker: Option<(i64, &str)> = None;
+            let mut older_own: Option<&str> = None;
             for name in &children {
                 let Some(s) = paths::sequence_of(name) else {
                     continue;
                 };
                 if s == sequence {
-                    own = name.starts_with(name_prefix.as_str());
-                } else if s < sequence && predecessor.is_none_or(|(p, _)| s > p) {
-                    predecessor = Some((s, name));
+                    own = name.starts_with(node.name_prefix);
+                } else if s < sequence {
+                    if names.is_mine(name) {
+                        older_own = Some(name);
+                    }
+                    let blocks = !(shared && is_read(name));
+                    if blocks && blocker.is_none_or(|(p, _)| s > p) {
+                        blocker = Some((s, name));
+                    }
                 }
             }
             if !own {
                 if !zk.state().is_terminated() {
-                    tracing::warn!(client = %id, key = %key, sequence,
-                        "zk-fair: own lock node vanished while queued (deleted from outside?)");
+                    tracing::warn!(client = %id, key = %key, sequence, recipe = %queue.kind,
+                        "zookeeper: own lock node vanished while queued (deleted from outside?)");
                     return Outcome::Fail(ErrorKind::Other);
                 }
                 return Outcome::Fail(ErrorKind::SessionExpired);
             }
-            // A wake-up is wasted when its re-check still finds a predecessor.
-            let reacting = std::mem::take(&mut woken);
-            if predecessor.is_some() && reacting {
+            // A wake-up is wasted when its re-check still finds a blocking node.
+            if blocker.is_some() && reacting {
                 tally.wasted();
             }
-            let Some((_, name)) = predecessor else {
+            if blocker.is_none() {
+                if children_watcher.is_some() {
+                    // The watch just set is not wanted any more: dropping the watcher makes
+                    // the library send one RemoveWatches.
+                    drop(children_watcher);
+                    *requests += 1;
+                    if reacting {
+                        tally.request();
+                    }
+                }
                 return Outcome::Ok(Grant {
                     key,
                     token: Some(FencingToken(czxid as u64)),
-                    handle: FairHandle { sequence },
+                    handle: FairHandle { sequence, shared },
                 });
-            };
-            scratch.clear();
-            scratch.push_str(&paths.parent);
-            scratch.push('/');
-            scratch.push_str(name);
-            if name.starts_with(name_prefix.as_str()) {
+            }
+            if let Some(name) = older_own {
                 // An older node of this very session (a create that took effect although its
                 // answer was lost, ZOOKEEPER-22): waiting on it would wait forever.
+                scratch.clear();
+                scratch.push_str(&paths.parent);
+                scratch.push('/');
+                scratch.push_str(name);
                 *requests += 1;
                 match zk.delete(scratch, None).await {
-                    Ok(()) | Err(zk::Error::NoNode) | Err(zk::Error::ConnectionLoss) => continue,
+                    Ok(()) | Err(zk::Error::NoNode) | Err(zk::Error::ConnectionLoss) => {
+                        if children_watcher.is_none() {
+                            continue;
+                        }
+                    }
                     Err(e) => return acquire_failed(&e),
                 }
             }
-            *requests += 1;
-            if reacting {
-                tally.request();
-            }
-            match zk.get_and_watch_data(scratch).await {
-                Err(zk::Error::NoNode) => continue,
-                Err(zk::Error::ConnectionLoss) => {
-                    if lost_connection() {
-                        return Outcome::Info(ErrorKind::ConnectionLost);
+            let event = match children_watcher {
+                Some(watcher) => watcher.changed().await,
+                None => {
+                    let (_, name) = blocker.expect("checked above");
+                    scratch.clear();
+                    scratch.push_str(&paths.parent);
+                    scratch.push('/');
+                    scratch.push_str(name);
+                    *requests += 1;
+                    if reacting {
+                        tally.request();
                     }
-                    continue;
-                }
-                Err(e) => return acquire_failed(&e),
-                Ok((_, _, watcher)) => {
-                    let event = watcher.changed().await;
-                    notifications.bump();
-                    tally.notification();
-                    woken = true;
-                    if event.event_type == zk::EventType::Session {
-                        // One-shot watchers see only terminal session states.
-                        return Outcome::Fail(ErrorKind::SessionExpired);
+                    match zk.get_and_watch_data(scratch).await {
+                        Err(zk::Error::NoNode) => continue,
+                        Err(zk::Error::ConnectionLoss) => {
+                            if lost_connection() {
+                                return Outcome::Info(ErrorKind::ConnectionLost);
+                            }
+                            continue;
+                        }
+                        Err(e) => return acquire_failed(&e),
+                        Ok((_, _, watcher)) => watcher.changed().await,
                     }
                 }
+            };
+            notifications.bump();
+            tally.notification();
+            woken = true;
+            if event.event_type == zk::EventType::Session {
+                // One-shot watchers see only terminal session states.
+                return Outcome::Fail(ErrorKind::SessionExpired);
             }
         }
     }
 
-    /// Writes this client's node path for `key` and `sequence` into the scratch buffer.
-    fn own_path(&mut self, key: KeyId, sequence: i64) -> &str {
+    /// Writes this client's node path for `key` and `handle` into the scratch buffer.
+    fn own_path(&mut self, key: KeyId, handle: FairHandle) -> &str {
         let ZkFairClient {
             base,
-            name_prefix,
+            names,
             keys,
             scratch,
             ..
         } = self;
-        let paths = keys.get(key.0, |k| FairKey::new(base, name_prefix, k));
+        let paths = keys.get(key.0, |k| FairKey::new(base, names, k));
         scratch.clear();
-        scratch.push_str(&paths.prefix);
-        write_sequence(scratch, sequence);
+        scratch.push_str(paths.prefix(handle.shared));
+        write_sequence(scratch, handle.sequence);
         scratch
     }
+}
+
+/// Where a create goes and how its name starts.
+pub(crate) struct NodeName<'a> {
+    /// The lock directory.
+    pub(crate) parent: &'a str,
+    /// `{parent}/{name_prefix}`.
+    pub(crate) prefix: &'a str,
+    /// `{kind}-{guid}-`.
+    pub(crate) name_prefix: &'a str,
 }
 
 /// Appends a sequence number the way ZooKeeper names sequential nodes (10 digits, or 19 past
@@ -417,17 +631,14 @@ async fn create_dir(zk: &zk::Client, path: &str) -> Result<(), zk::Error> {
     }
 }
 
-/// The recovery lookup after a `ConnectionLoss` during the create: this client's node for the
-/// key, found by its guid, with its `czxid`.
-/// Step 1 of both ZooKeeper queue recipes (zk-fair, zk-herd): creates this client's
+/// Step 1 of the ZooKeeper queue recipes: creates this client's
 /// ephemeral-sequential node, making missing parents once, and after a connection loss finds
 /// it again by the GUID in its name instead of creating a second one. Returns its `czxid` and
 /// sequence. Gives up with `ConnectionLoss` after [`MAX_CONNECTION_LOSSES`] losses (counted in
 /// `losses`, which the caller's wait step goes on counting).
 pub(crate) async fn create_or_find(
     zk: &zk::Client,
-    paths: &FairKey,
-    name_prefix: &str,
+    node: &NodeName<'_>,
     scratch: &mut String,
     requests: &mut u64,
     losses: &mut u32,
@@ -436,7 +647,7 @@ pub(crate) async fn create_or_find(
     let mut look_for_own = false;
     loop {
         let error = if look_for_own {
-            match find_own(zk, paths, name_prefix, scratch, requests).await {
+            match find_own(zk, node, scratch, requests).await {
                 Ok(Some(found)) => return Ok(found),
                 Ok(None) => {
                     look_for_own = false;
@@ -446,11 +657,11 @@ pub(crate) async fn create_or_find(
             }
         } else {
             *requests += 1;
-            match zk.create(&paths.prefix, b"", &EPHEMERAL_SEQUENTIAL).await {
+            match zk.create(node.prefix, b"", &EPHEMERAL_SEQUENTIAL).await {
                 Ok((stat, sequence)) => return Ok((stat.czxid, sequence.into_i64())),
                 Err(zk::Error::NoNode) if !made_parents => {
                     made_parents = true;
-                    make_parents(zk, &paths.parent, requests).await?;
+                    make_parents(zk, node.parent, requests).await?;
                     continue;
                 }
                 Err(e) => e,
@@ -467,25 +678,26 @@ pub(crate) async fn create_or_find(
     }
 }
 
+/// The recovery lookup after a `ConnectionLoss` during the create: this client's node for the
+/// key, found by its guid, with its `czxid`.
 pub(crate) async fn find_own(
     zk: &zk::Client,
-    paths: &FairKey,
-    name_prefix: &str,
+    node: &NodeName<'_>,
     scratch: &mut String,
     requests: &mut u64,
 ) -> Result<Option<(i64, i64)>, zk::Error> {
     *requests += 1;
-    let children = zk.list_children(&paths.parent).await?;
+    let children = zk.list_children(node.parent).await?;
     let Some((name, sequence)) = children
         .iter()
-        .filter(|name| name.starts_with(name_prefix))
+        .filter(|name| name.starts_with(node.name_prefix))
         .filter_map(|name| Some((name, paths::sequence_of(name)?)))
         .max_by_key(|(_, s)| *s)
     else {
         return Ok(None);
     };
     scratch.clear();
-    scratch.push_str(&paths.parent);
+    scratch.push_str(node.parent);
     scratch.push('/');
     scratch.push_str(name);
     *requests += 1;
@@ -499,14 +711,18 @@ impl LockClient for ZkFairClient {
     type Handle = FairHandle;
 
     async fn acquire(&mut self, key: KeyId) -> Outcome<Grant<FairHandle>> {
-        self.acquire_inner(key).await
+        self.acquire_inner(key, false).await
+    }
+
+    async fn acquire_shared(&mut self, key: KeyId) -> Outcome<Grant<FairHandle>> {
+        self.acquire_inner(key, true).await
     }
 
     async fn release(&mut self, grant: Grant<FairHandle>) -> Outcome<()> {
         if self.zk.state().is_terminated() {
             return Outcome::Fail(ErrorKind::LockLost);
         }
-        self.own_path(grant.key, grant.handle.sequence);
+        self.own_path(grant.key, grant.handle);
         self.requests += 1;
         match self.zk.delete(&self.scratch, None).await {
             Ok(()) => Outcome::Ok(()),
@@ -518,7 +734,7 @@ impl LockClient for ZkFairClient {
         if self.zk.state().is_terminated() {
             return Outcome::Fail(ErrorKind::LockLost);
         }
-        self.own_path(grant.key, grant.handle.sequence);
+        self.own_path(grant.key, grant.handle);
         self.requests += 1;
         match self.zk.check_stat(&self.scratch).await {
             Ok(Some(_)) => Outcome::Ok(()),
@@ -532,12 +748,12 @@ impl LockClient for ZkFairClient {
     }
 
     async fn close(self) {
-        tracing::debug!(client = %self.id, "zk-fair client closing");
+        tracing::debug!(client = %self.id, recipe = %self.queue.kind, "zookeeper client closing");
         connect::close(&self.ensemble, self.zk).await;
     }
 
     async fn abandon(self) {
-        tracing::debug!(client = %self.id, "zk-fair client abandoned");
+        tracing::debug!(client = %self.id, recipe = %self.queue.kind, "zookeeper client abandoned");
         connect::abandon(self.zk).await;
     }
 }
@@ -558,8 +774,16 @@ mod tests {
 
     #[test]
     fn key_paths() {
-        let k = FairKey::new("/lockbench/fair", "lock-abc-", 3);
-        assert_eq!(k.parent, "/lockbench/fair/k3");
-        assert_eq!(k.prefix, "/lockbench/fair/k3/lock-abc-");
+        let names = Names {
+            exclusive: "write-abc-".into(),
+            shared: "read-abc-".into(),
+        };
+        let k = FairKey::new("/lockbench/rwlock", &names, 3);
+        assert_eq!(k.parent, "/lockbench/rwlock/k3");
+        assert_eq!(k.prefix(false), "/lockbench/rwlock/k3/write-abc-");
+        assert_eq!(k.prefix(true), "/lockbench/rwlock/k3/read-abc-");
+        assert!(names.is_mine("read-abc-0000000001") && names.is_mine("write-abc-0000000002"));
+        assert!(!names.is_mine("read-abd-0000000001"));
+        assert!(is_read("read-abd-0000000001") && !is_read("write-abc-0000000002"));
     }
 }

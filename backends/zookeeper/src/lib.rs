@@ -1,7 +1,8 @@
 //! ZooKeeper lock recipes for lockbench: **zk-fair** ([`ZkFair`]), **zk-curator**
-//! ([`ZkCurator`]) and the deliberately naive **zk-herd** ([`ZkHerd`]).
+//! ([`ZkCurator`]), the deliberately naive **zk-herd** and the shared (read/write) lock
+//! **zk-rwlock** (both [`ZkFair`] with another [`Queue`]).
 //!
-//! Both are the classic ephemeral-sequential queue from the ZooKeeper recipes page: every
+//! zk-fair and zk-curator are the classic ephemeral-sequential queue from the ZooKeeper recipes page: every
 //! contender creates an `EphemeralSequential` node under the lock's directory, the lowest
 //! sequence holds the lock, and every other contender watches *only its predecessor*. That shape
 //! is the whole point of comparing ZooKeeper against the other backends:
@@ -28,11 +29,16 @@
 //!   and results rely on ZooKeeper's `mntr` counters for it. See `curator.rs` for how a release
 //!   is made *complete* before it returns.
 //!
-//! Why a third, naive recipe: [`ZkHerd`] queues the same way but has every waiter watch the
-//! lock directory's children, so one release wakes all N waiters. It is what the recipes page
-//! warns against, kept so the herd workload can *measure* the fan-out (notifications, wasted
-//! wake-ups and requests per release) instead of repeating the claim. zk-fair and zk-herd both
-//! count their wake-ups backend-wide (`tally.rs`, [`lockbench_core::Backend::wakeups`]).
+//! Why a third, naive recipe: zk-herd ([`Queue::HERD`]) queues the same way but has every
+//! waiter watch the lock directory's children ([`WaitStrategy::Children`]), so one release wakes
+//! all N waiters. It is what the recipes page warns against, kept so the herd workload can
+//! *measure* the fan-out (notifications, wasted wake-ups and requests per release) instead of
+//! repeating the claim. It is the zk-fair client with a different wait-strategy value, so the
+//! two differ in nothing else. zk-rwlock ([`Queue::RWLOCK`]) is the same client again with
+//! `read-`/`write-` nodes: a reader waits only for the next lower write node, so a writer's
+//! release wakes every reader queued behind it at once, which is correct there (they may all
+//! hold together). All three count their wake-ups backend-wide
+//! ([`lockbench_core::WakeupTally`], [`lockbench_core::Backend::wakeups`]).
 //!
 //! Sessions (`connect.rs`): each lockbench client is one ZooKeeper session. Sessions are opened
 //! *detached*, so that [`LockClient::abandon`](lockbench_core::LockClient::abandon) can drop the
@@ -56,12 +62,9 @@ mod curator;
 mod election;
 mod errors;
 mod fair;
-mod herd;
 mod paths;
-mod tally;
 
 pub use counters::{SessionPackets, session_packets};
 pub use curator::{CuratorHandle, ZkCurator, ZkCuratorClient};
 pub use election::{ZkCandidate, ZkElection};
-pub use fair::{FairHandle, Notifications, ZkFair, ZkFairClient};
-pub use herd::{HerdHandle, ZkHerd, ZkHerdClient};
+pub use fair::{FairHandle, Notifications, Queue, WaitStrategy, ZkFair, ZkFairClient};

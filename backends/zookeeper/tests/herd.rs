@@ -14,9 +14,10 @@
 //! re-listing when the next delete lands would legitimately miss a notification, which would
 //! make the count depend on timing).
 
+use lockbench_conformance::fanout;
 use lockbench_core::scenario::ZookeeperKnobs;
 use lockbench_core::{Backend, ClientId, Endpoints, KeyId, LockClient, Wakeups};
-use lockbench_zookeeper::{ZkFair, ZkHerd, session_packets};
+use lockbench_zookeeper::{Queue, ZkFair, session_packets};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::sync::{mpsc, oneshot};
 
@@ -162,17 +163,11 @@ async fn cascade<B: Backend>(
         assert!(granted.try_recv().is_err(), "two waiters granted at once");
         go[id as usize - 1].take().unwrap().send(()).unwrap();
     }
-    let mut clients = Vec::new();
-    for t in tasks {
-        clients.push(t.await.expect("waiter task"));
-    }
+    let clients = fanout::join_waiters(tasks).await;
     let sessions_after = settle(&b, eps, &sids, expected).await;
     let counted = b.wakeups().unwrap().since(counted_before);
     let ensemble_after = b.server_fanout().await.unwrap().unwrap().notifications;
-    for c in clients {
-        c.close().await;
-    }
-    holder.close().await;
+    fanout::close_all(clients, holder).await;
     Cascade {
         counted,
         per_release,
@@ -207,18 +202,14 @@ async fn predecessor_watch_wakes_one_waiter_per_release() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn children_watch_wakes_every_waiter_per_release() {
     let eps = lockbench_cluster::for_tests().await;
-    let b = ZkHerd::new(&eps, &knobs("herd-herd"), 1, 1).unwrap();
+    let b = ZkFair::new(&eps, &knobs("herd-herd"), 1, 1)
+        .unwrap()
+        .with_queue(Queue::HERD);
     let c = cascade(b, &eps, |c| c.session_id(), |queued| queued).await;
     eprintln!("zk-herd: {c:?}");
-    // Release k (k = 0 for the holder) finds WAITERS - k waiters queued and wakes all of them.
-    let expected: Vec<u64> = (0..WAITERS).map(|k| u64::from(WAITERS - k)).collect();
-    assert_eq!(c.per_release, expected, "{c:?}");
-    let total: u64 = expected.iter().sum();
-    assert_eq!(c.counted.notifications, total, "{c:?}");
-    // Only one woken waiter per release gets the lock.
-    assert_eq!(c.counted.wasted, total - u64::from(WAITERS), "{c:?}");
-    // One re-check per wake-up, plus the winner's RemoveWatches.
-    assert_eq!(c.counted.requests, total + u64::from(WAITERS), "{c:?}");
+    // Release k (k = 0 for the holder) finds WAITERS - k waiters queued and wakes all of them;
+    // one re-check per wake-up, plus the winner's RemoveWatches.
+    let total = fanout::assert_wakes_every_waiter(&c.per_release, c.counted, WAITERS, 1);
     assert_eq!(
         c.server_sessions, total as i64,
         "servers' per-session count: {c:?}"

@@ -6,7 +6,7 @@ use lockbench_conformance as conformance;
 use lockbench_core::scenario::ZookeeperKnobs;
 use lockbench_core::traits::BackendError;
 use lockbench_core::{Backend, ClientId, Endpoints, ErrorKind, KeyId, LockClient, Outcome};
-use lockbench_zookeeper::{Notifications, ZkCurator, ZkFair};
+use lockbench_zookeeper::{Notifications, Queue, ZkCurator, ZkFair};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::sync::{mpsc, oneshot};
 use zookeeper_client as zk;
@@ -81,6 +81,16 @@ async fn fair_acquire_release_and_tokens_grow() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fair_mutual_exclusion() {
     let (b, eps, root) = fair("fair-mutex", short()).await;
+    conformance::mutual_exclusion(&b, 8, 25).await;
+    cleanup(&eps, &root).await;
+}
+
+/// zk-rwlock's exclusive (write) side meets the same contract as zk-fair.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rwlock_writers_meet_the_contract() {
+    let (b, eps, root) = fair("rwlock", short()).await;
+    let b = b.with_queue(Queue::RWLOCK);
+    conformance::acquire_release_and_tokens_grow(&b).await;
     conformance::mutual_exclusion(&b, 8, 25).await;
     cleanup(&eps, &root).await;
 }

@@ -14,9 +14,9 @@
 //! key complete in token order: the next grant is only made after the previous holder released.
 
 use lockbench_core::{FencingToken, History, KeyId, OpF, OpType};
+use serde::Serialize;
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
-use serde::Serialize;
 
 /// What the fencing checker found.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -101,7 +101,7 @@ mod tests {
         let h = History::from_unordered(vec![
             grant(1, 0, 0, 21),
             grant(2, 1, 0, 22),
-            grant(3, 2, 1, 5), // another key: its own sequence
+            grant(3, 2, 1, 5),  // another key: its own sequence
             grant(4, 2, 0, 22), // a promoted replica hands 22 out again
             grant(5, 0, 0, 3),  // a Redis restarted empty starts over
             grant(6, 1, 0, 23),

@@ -7,6 +7,7 @@
 //! `Unknown` rather than a pass.
 //!
 //! - [`mutex`]: overlapping holds of one key (two clients that both believed they held it);
+//! - [`rwlock`]: shared (read/write) locks: readers together, a writer never with anyone;
 //! - [`fencing`]: stale writes the protected resource accepted or rejected;
 //! - [`handoff`]: release-to-next-grant latency on contended keys;
 //! - [`fairness`]: Jain's index over per-client acquisition counts;
@@ -27,6 +28,7 @@ pub mod fencing;
 pub mod handoff;
 pub mod lost;
 pub mod mutex;
+pub mod rwlock;
 pub mod safety;
 
 pub use safety::{Safety, Validity};

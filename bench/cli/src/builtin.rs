@@ -36,6 +36,7 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         "redis-failover",
         include_str!("../../../scenarios/redis-failover.toml"),
     ),
+    ("capacity", include_str!("../../../scenarios/capacity.toml")),
     ("failover", include_str!("../../../scenarios/failover.toml")),
 ];
 

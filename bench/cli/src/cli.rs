@@ -58,6 +58,102 @@ pub enum Command {
     /// Internal: run client slots for a coordinator (JSON lines on stdin/stdout).
     #[command(hide = true)]
     Worker,
+    /// Capacity planning: for each backend and each point of a grid (`--vary`), find the
+    /// highest offered rate sustained within a latency objective (the knee) with short
+    /// open-loop steps (a closed-loop probe, a geometric ramp, then bisection), and print a
+    /// sizing table. Every step is kept in the sweep directory (`steps/`), `results.json` holds
+    /// the knee steps and the `capacity` field, `report.html` the throughput-latency curves.
+    /// Try `lockbench sweep capacity`.
+    Sweep(SweepArgs),
+    /// Scale benchmark: connect more and more idle clients (each with its own session, lease
+    /// or connections) to each backend and print, per step, the connect time, one probe
+    /// client's acquire latency and the servers' resident memory per client (managed cluster
+    /// only). Writes scale.json.
+    Scale(ScaleArgs),
+}
+
+/// Arguments of `lockbench sweep` (flags override the scenario's `[sweep]` table).
+#[derive(Debug, clap::Args)]
+pub struct SweepArgs {
+    /// A scenario file (TOML) or the name of a built-in scenario, e.g. `capacity`.
+    pub scenario: String,
+
+    /// A grid dimension: a `--set` path and its values, e.g. `--vary workload.keys=1,16,256`.
+    /// Repeatable (the grid is the product); replaces the scenario's `sweep.vary`.
+    #[arg(long = "vary", value_name = "PATH=V1,V2,...")]
+    pub vary: Vec<String>,
+
+    /// Offered rates (acquisitions/s over all clients): `auto` (probe, ramp, bisect) or a
+    /// comma-separated list, e.g. `100,200,400`.
+    #[arg(long, value_name = "auto|R1,R2,...")]
+    pub rates: Option<String>,
+
+    /// The latency objective on the acquire latency from the intended start, e.g. `p99=50ms`.
+    #[arg(long, value_name = "p99=DURATION")]
+    pub slo: Option<String>,
+
+    /// A step is sustained only if achieved >= (1 - tolerance) x offered [default: 0.05].
+    #[arg(long)]
+    pub tolerance: Option<f64>,
+
+    /// Bisect until the lowest failed rate is within (1 + resolution) of the highest
+    /// sustained one [default: 0.1].
+    #[arg(long)]
+    pub resolution: Option<f64>,
+
+    /// Measured length of each step [default: 1500ms].
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub step: Option<std::time::Duration>,
+
+    /// Warm-up of each step, not measured [default: 500ms].
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub step_warmup: Option<std::time::Duration>,
+
+    /// At most this many steps per grid point, the probe included [default: 10].
+    #[arg(long)]
+    pub max_steps: Option<u32>,
+
+    /// Override a scenario field (applied before the grid's values). Repeatable.
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    pub sets: Vec<String>,
+
+    /// Seed for every random choice (overrides the scenario's `seed`).
+    #[arg(long)]
+    pub seed: Option<u64>,
+
+    /// Which servers to use: `managed`, `compose` or `external:FILE` (as for `run`). On an
+    /// external cluster only lockbench's own CPU and memory can be sampled.
+    #[arg(long, default_value = "managed")]
+    pub cluster: String,
+
+    /// Sweep directory [default: results/TIME-sweep-SCENARIO].
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// Arguments of `lockbench scale`.
+#[derive(Debug, clap::Args)]
+pub struct ScaleArgs {
+    /// Backends to measure, comma-separated.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "zk-fair,etcd-lease,redis-setnx"
+    )]
+    pub backends: Vec<String>,
+    /// Client counts to reach, in increasing order, comma-separated (cumulative).
+    #[arg(long, value_delimiter = ',', default_value = "100,500,1000,2000")]
+    pub steps: Vec<u32>,
+    /// Acquire/release rounds of the probe client at each step.
+    #[arg(long, default_value_t = 200)]
+    pub probes: u32,
+    /// Queue every client on one lock that a holder keeps (a watch or subscription each)
+    /// instead of leaving it idle; the queue drains at the end.
+    #[arg(long)]
+    pub waiting: bool,
+    /// Results directory [default: results/TIME-scale].
+    #[arg(long)]
+    pub out: Option<PathBuf>,
 }
 
 /// Arguments of `lockbench compare`.

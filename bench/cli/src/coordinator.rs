@@ -62,6 +62,7 @@ pub async fn execute<B: Backend>(
     };
     let (history_tx, writer) = run_dir.history_writer(name)?;
     let clock = RunClock::start();
+    let sampler = crate::resources::start(kind, env, clock, scenario.duration);
     let w = &scenario.workload;
     let resource = Arc::new(FencedResource::new(scenario.resource, w.keys));
     let fencing = w.kind == WorkloadKind::Fencing;
@@ -445,6 +446,11 @@ pub async fn execute<B: Backend>(
     if let Some(readings) = &fanout {
         result.fanout = Some(build::fanout(readings, &history));
     }
+    result.resources = Some(
+        sampler
+            .finish(window.measure_start, window.measure_end)
+            .await,
+    );
     if fencing {
         result.fencing = Some(FencingRun {
             pause_ms: holder_pause.as_secs_f64() * 1e3,

@@ -34,12 +34,14 @@ macro_rules! with_backend {
                 )?;
                 $body
             }
-            BackendKind::ZkHerd => {
+            BackendKind::ZkHerd | BackendKind::ZkRwlock => {
+                let queue = lockbench_zookeeper::Queue::of(kind).expect("a zookeeper queue");
                 let $b =
-                    lockbench_zookeeper::ZkHerd::new(endpoints, &scenario.zookeeper, keys, seed)?;
+                    lockbench_zookeeper::ZkFair::new(endpoints, &scenario.zookeeper, keys, seed)?
+                        .with_queue(queue);
                 $body
             }
-            BackendKind::EtcdLease | BackendKind::EtcdLockapi => {
+            BackendKind::EtcdLease | BackendKind::EtcdLockapi | BackendKind::EtcdHerd => {
                 let $b =
                     lockbench_etcd::EtcdBackend::new(kind, endpoints, &scenario.etcd, keys, seed)?;
                 $body
@@ -66,6 +68,17 @@ macro_rules! with_backend {
                     keys,
                     seed,
                 )?;
+                $body
+            }
+            BackendKind::RedisPubsub => {
+                let $b = lockbench_redis::SetNxBackend::new(
+                    endpoints,
+                    &scenario.redis,
+                    keys,
+                    seed,
+                    lockbench_redis::SetMode::Nx,
+                )?
+                .with_pubsub();
                 $body
             }
             BackendKind::Redlock => {
@@ -112,5 +125,21 @@ pub async fn run_worker(
     with_backend!(kind, &scenario, &endpoints, |b| {
         worker::serve(b, job, stdin, stdout).await?;
         Ok(())
+    })
+}
+
+/// The scale benchmark's side: builds `kind`'s backend from `scenario`'s knobs and runs the
+/// steps against it ([`crate::scale::measure`]).
+pub async fn run_scale(
+    kind: BackendKind,
+    scenario: &Scenario,
+    endpoints: &Endpoints,
+    steps: &[u32],
+    probes: u32,
+    waiting: bool,
+    server_rss: crate::scale::RssReader<'_>,
+) -> anyhow::Result<crate::scale::BackendScale> {
+    with_backend!(kind, scenario, endpoints, |b| {
+        Ok(crate::scale::measure(b, steps, probes, waiting, server_rss).await)
     })
 }

@@ -7,11 +7,14 @@ mod commands;
 mod coordinator;
 mod dispatch;
 mod failover;
+mod limits;
 mod links;
 mod nemesis;
 mod placement;
 mod progress;
+mod resources;
 mod respawn;
+mod scale;
 
 use clap::Parser;
 use std::process::ExitCode;
@@ -26,6 +29,7 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
+    limits::raise_open_files();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

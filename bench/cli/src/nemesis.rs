@@ -272,6 +272,9 @@ impl StandInServerNemesis {
             BackendKind::RedisSetnx | BackendKind::RedisBrokenNoNx => name == "redis",
             BackendKind::Redlock => name.starts_with("redlock"),
             BackendKind::RedisSentinel => name.starts_with("fo"),
+            BackendKind::ZkRwlock => name.starts_with("zk"),
+            BackendKind::EtcdHerd => name.starts_with("etcd"),
+            BackendKind::RedisPubsub => name == "redis",
         };
         Ok(status
             .servers

@@ -142,6 +142,73 @@ fn a_broken_recipe_is_caught_by_the_checkers() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("FINDING: redis-broken-nonx"));
 }
 
+/// zk-rwlock with 70% reads: readers hold together (more than one at once was observed) and no
+/// grant was ever made next to an incompatible holder. zk-fair in the same run takes every
+/// "read" exclusively, so it never shows two readers at once: the sharing is the recipe's.
+#[test]
+fn the_shared_lock_lets_readers_hold_together_and_never_a_writer_with_anyone() {
+    let (out, out_dir) = common::run_quietly(
+        "cli",
+        "rwlock",
+        "contention",
+        &[
+            "backends=zk-rwlock,zk-fair",
+            "workload.clients=8",
+            "workload.keys=1",
+            "workload.read_fraction=0.7",
+            "workload.hold=5ms",
+            "duration=2s",
+            "warmup=200ms",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let r = results(&out_dir);
+    let rw = result_of(&r, "zk-rwlock");
+    let s = &rw["shared_lock"];
+    assert_eq!(rw["safety"]["verdict"], "valid", "{rw}");
+    assert_eq!(s["conflicts"], 0, "{s}");
+    assert!(s["shared_grants"].as_u64().unwrap() > 0, "{s}");
+    assert!(s["exclusive_grants"].as_u64().unwrap() > 0, "{s}");
+    assert!(s["max_concurrent_readers"].as_u64().unwrap() >= 2, "{s}");
+    let fair = &result_of(&r, "zk-fair")["shared_lock"];
+    assert_eq!(fair["conflicts"], 0, "{fair}");
+    assert_eq!(fair["max_concurrent_readers"], 1, "{fair}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("shared lock zk-rwlock"));
+}
+
+/// The herd workload writes `fanout` for the etcd and Redis recipes too, with the servers'
+/// own counts beside lockbench's: the naive and pub/sub recipes wake several waiters per
+/// release, the revision-ordered one exactly one.
+#[test]
+fn the_herd_run_reports_fanout_with_server_counts_for_etcd_and_redis() {
+    let (out, out_dir) = common::run_quietly(
+        "cli",
+        "herd",
+        "herd",
+        &[
+            "backends=etcd-lease,etcd-herd,redis-pubsub",
+            "workload.clients=6",
+            "duration=2s",
+            "warmup=200ms",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let r = results(&out_dir);
+    let per_release = |backend: &str, field: &str| {
+        result_of(&r, backend)["fanout"][field]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{backend}: no fanout.{field}: {r}"))
+    };
+    let lease = per_release("etcd-lease", "notifications_per_release");
+    assert!((0.9..=1.1).contains(&lease), "etcd-lease: {lease}");
+    for naive in ["etcd-herd", "redis-pubsub"] {
+        let n = per_release(naive, "notifications_per_release");
+        assert!(n > 2.0, "{naive}: {n} notifications per release");
+        assert!(per_release(naive, "server_notifications_per_release") >= n * 0.9);
+        assert!(per_release(naive, "wasted_wakeups_per_release") > 1.0);
+    }
+}
+
 #[test]
 fn a_bad_scenario_field_is_named_before_anything_runs() {
     let dir = common::scratch("cli", "bad");
@@ -180,6 +247,19 @@ fn a_bad_scenario_field_is_named_before_anything_runs() {
         err.contains("no-such-scenario") && err.contains("quick"),
         "{err}"
     );
+
+    let out = lockbench(&["run", "quick", "--set", "workload.read_fraction=1.5"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("workload.read_fraction"));
+
+    // The scale command checks its arguments before it touches any server.
+    let out = lockbench(&["scale", "--steps", "500,100"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--steps"));
+    let out = lockbench(&["scale", "--backends", "zk-fiar"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("zk-fiar") && err.contains("zk-fair"), "{err}");
 }
 
 #[test]

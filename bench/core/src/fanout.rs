@@ -41,3 +41,42 @@ pub struct ServerFanout {
     /// Watches registered right now (a gauge, summed over members).
     pub watches: u64,
 }
+
+/// Shared, cumulative wake-up counters of one backend's clients: every client a backend makes
+/// bumps the same counters, so the herd workload reads notifications, wasted wake-ups and
+/// wake-up requests over all clients (including replaced ones) with two reads, without asking
+/// each client. Cloning shares the counters.
+#[derive(Clone, Debug, Default)]
+pub struct WakeupTally(std::sync::Arc<[std::sync::atomic::AtomicU64; 3]>);
+
+impl WakeupTally {
+    /// A notification was handed over by the library.
+    pub fn notification(&self) {
+        self.notifications(1);
+    }
+
+    /// `n` notifications were handed over at once (one message carrying several events).
+    pub fn notifications(&self, n: u64) {
+        self.0[0].fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The re-check after a wake-up found the client still not first.
+    pub fn wasted(&self) {
+        self.0[1].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// A request sent in reaction to a wake-up.
+    pub fn request(&self) {
+        self.0[2].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The counters now.
+    pub fn read(&self) -> Wakeups {
+        use std::sync::atomic::Ordering::Relaxed;
+        Wakeups {
+            notifications: self.0[0].load(Relaxed),
+            wasted: self.0[1].load(Relaxed),
+            requests: self.0[2].load(Relaxed),
+        }
+    }
+}

@@ -62,11 +62,22 @@ pub enum BackendKind {
     /// `redis-setnx` on the primary that Redis Sentinel names (a primary with one replica and
     /// three Sentinels): the same script, reconnecting to whichever node Sentinel promotes.
     RedisSentinel,
+    /// ZooKeeper: the shared (read/write) lock from the recipes page: `read-`/`write-`
+    /// ephemeral-sequential nodes; a reader waits for the next lower write node, a writer for
+    /// the next lower node.
+    ZkRwlock,
+    /// etcd, deliberately naive: every waiter watches the whole lock prefix and re-checks on
+    /// any event, so a release wakes every waiter. Exists to measure fan-out against
+    /// `etcd-lease`.
+    EtcdHerd,
+    /// Redis: `SET NX` with waiters notified by pub/sub: they subscribe to a release channel
+    /// that the releaser publishes to, and retry on a message (or a fallback timeout).
+    RedisPubsub,
 }
 
 impl BackendKind {
     /// Every backend, in the order comparisons print them.
-    pub const ALL: [BackendKind; 9] = [
+    pub const ALL: [BackendKind; 12] = [
         BackendKind::ZkFair,
         BackendKind::ZkCurator,
         BackendKind::ZkHerd,
@@ -76,6 +87,9 @@ impl BackendKind {
         BackendKind::Redlock,
         BackendKind::RedisBrokenNoNx,
         BackendKind::RedisSentinel,
+        BackendKind::ZkRwlock,
+        BackendKind::EtcdHerd,
+        BackendKind::RedisPubsub,
     ];
 
     /// The name users type and results print.
@@ -90,6 +104,9 @@ impl BackendKind {
             BackendKind::Redlock => "redlock",
             BackendKind::RedisBrokenNoNx => "redis-broken-nonx",
             BackendKind::RedisSentinel => "redis-sentinel",
+            BackendKind::ZkRwlock => "zk-rwlock",
+            BackendKind::EtcdHerd => "etcd-herd",
+            BackendKind::RedisPubsub => "redis-pubsub",
         }
     }
 

@@ -31,12 +31,13 @@ pub mod history;
 pub mod ids;
 pub mod op;
 pub mod scenario;
+pub mod sweep;
 pub mod time;
 pub mod traits;
 
 pub use election::{Candidate, ElectionInfo, ElectionKind, Elector, Leader, Removal};
 pub use endpoints::{Endpoints, SENTINEL_MASTER_NAME};
-pub use fanout::{ServerFanout, Wakeups};
+pub use fanout::{ServerFanout, WakeupTally, Wakeups};
 pub use fault::{Fault, FaultEvent, FaultPhase, PartitionSpec, Targets, fault_kind, fault_label};
 pub use history::History;
 pub use ids::{BackendKind, ClientId, FencingToken, KeyId};

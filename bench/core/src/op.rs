@@ -38,6 +38,11 @@ pub enum OpF {
     /// Write to the protected resource inside the critical section, carrying the grant's
     /// fencing token. `ok` = the resource accepted it, `fail` = it rejected it as stale.
     Write,
+    /// Acquire a lock in shared (read) mode: shared holders may overlap each other, never an
+    /// exclusive one (`workload.read_fraction`; zk-rwlock). The mutual-exclusion checker looks
+    /// at exclusive grants only; `lockbench_analysis::rwlock` checks these against them.
+    #[serde(rename = "acquire-shared")]
+    AcquireShared,
     /// Leader election: campaign until leading (`ok` carries the term's epoch as `token`).
     Campaign,
     /// Leader election: give leadership up.
@@ -177,6 +182,7 @@ impl OpF {
             OpF::Release => "release",
             OpF::Renew => "renew",
             OpF::Write => "write",
+            OpF::AcquireShared => "acquire-shared",
             OpF::Campaign => "campaign",
             OpF::Resign => "resign",
             OpF::Observe => "observe",

@@ -72,6 +72,9 @@ pub struct Scenario {
     /// The `failover` workload's knobs (how the leader is removed, how often).
     #[serde(default)]
     pub failover: FailoverKnobs,
+    /// How `lockbench sweep` runs this scenario (`[sweep]`); `lockbench run` ignores it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<crate::sweep::SweepSpec>,
 }
 
 fn default_recovery() -> Duration {
@@ -186,6 +189,16 @@ pub struct Workload {
     /// always a worker process.
     #[serde(default)]
     pub processes: Processes,
+    /// The share of acquires made in shared (read) mode, 0.0 to 1.0 (default 0: every acquire
+    /// exclusive). Drawn per acquire from the client's seeded generator. Only recipes with a
+    /// read/write lock (zk-rwlock) have a shared mode; the others take the lock exclusively.
+    /// Readers do not write to the protected resource.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub read_fraction: f64,
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 /// Where client slots run.
@@ -262,6 +275,9 @@ impl Scenario {
             BackendKind::RedisSetnx | BackendKind::RedisBrokenNoNx => self.redis.ttl,
             BackendKind::RedisSentinel => self.redis.ttl,
             BackendKind::Redlock => self.redlock.ttl,
+            BackendKind::ZkRwlock => self.zookeeper.session_timeout,
+            BackendKind::EtcdHerd => self.etcd.lease_ttl,
+            BackendKind::RedisPubsub => self.redis.ttl,
         }
     }
 
@@ -561,6 +577,12 @@ impl Scenario {
         if self.redis.ttl < Duration::from_millis(1) {
             return Err(bad("redis.ttl", "must be at least 1ms"));
         }
+        if let Some(sweep) = &self.sweep {
+            sweep.validate().map_err(|e| match e.split_once(": ") {
+                Some((field, problem)) => bad(field, problem),
+                None => bad("sweep", e),
+            })?;
+        }
         if self.redis.response_timeout.is_zero() {
             return Err(bad("redis.response_timeout", "must be above zero"));
         }
@@ -575,6 +597,9 @@ impl Scenario {
                 "workload",
                 "the herd workload needs at least 2 clients and exactly 1 key (everyone queues on it)",
             ));
+        }
+        if !(0.0..=1.0).contains(&w.read_fraction) {
+            return Err(bad("workload.read_fraction", "must be between 0.0 and 1.0"));
         }
         if self.stall_alarm.is_zero() {
             return Err(bad("stall_alarm", "must be above zero"));

@@ -59,6 +59,16 @@ pub trait LockClient: Send + 'static {
     /// connections *without* releasing anything, so held locks are freed only by the backend's
     /// own expiry. Used to test that a dead holder's lock is given to someone else.
     fn abandon(self) -> impl Future<Output = ()> + Send;
+
+    /// Waits for `key` in *shared* (read) mode: shared holders may hold together, never with
+    /// an exclusive holder. Only recipes with a read/write lock (zk-rwlock) have a shared
+    /// mode; every other recipe takes the lock exclusively, which is always safe (the default).
+    fn acquire_shared(
+        &mut self,
+        key: KeyId,
+    ) -> impl Future<Output = Outcome<Grant<Self::Handle>>> + Send {
+        self.acquire(key)
+    }
 }
 
 /// Why a backend could not make a client.

@@ -109,10 +109,13 @@ pub fn backend_result(m: Measured<'_>) -> (BackendResult, Histogram<u64>) {
         recipe: Some(m.info.clone()),
         fault_windows,
         repetitions: Vec::new(),
+        resources: None,
         stalls: availability::stalls(m.history, out.measure_start, out.measure_end, m.stall_alarm),
         fencing: None,
         fanout: None,
         failover: None,
+        shared_lock: (m.workload.read_fraction > 0.0)
+            .then(|| lockbench_analysis::rwlock::check(m.history)),
     };
     (result, handoffs)
 }
@@ -218,10 +221,12 @@ pub fn failed_result(backend: &str, workload: &Workload, error: String) -> Backe
         recipe: None,
         fault_windows: Vec::new(),
         repetitions: Vec::new(),
+        resources: None,
         stalls: Vec::new(),
         fencing: None,
         fanout: None,
         failover: None,
+        shared_lock: None,
     }
 }
 

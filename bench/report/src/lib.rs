@@ -8,11 +8,14 @@
 #![deny(missing_docs)]
 
 pub mod build;
+pub mod capacity;
 pub mod environment;
 pub mod failover_table;
 pub mod html;
 pub mod model;
+pub mod resources;
 pub mod run_dir;
+pub mod sizing;
 pub mod table;
 
 pub use model::{BackendResult, RunResults, SCHEMA_VERSION};

@@ -33,6 +33,9 @@ pub struct RunResults {
     /// workload.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scorecard: Option<Scorecard>,
+    /// `lockbench sweep` only: the knee search's steps and the sizing table.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<crate::capacity::Capacity>,
 }
 
 /// The safety scorecard: one cell per (backend, fault).
@@ -251,6 +254,13 @@ pub struct BackendResult {
     /// samples for significance; absent for a single run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub repetitions: Vec<Repetition>,
+    /// CPU and memory of the servers and of lockbench over the run, and whether lockbench
+    /// was the limit; absent for a backend that could not run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<crate::resources::ResourceUsage>,
+    /// Shared (read/write) lock figures: only when `workload.read_fraction` > 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared_lock: Option<lockbench_analysis::rwlock::RwLockReport>,
     /// The failover workload's figures (only for `workload = failover`; `backend` then names
     /// the election recipe).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -36,25 +36,22 @@ fn safety(r: &BackendResult) -> String {
 
 /// Renders the comparison table (latencies in milliseconds).
 pub fn render(results: &RunResults) -> String {
-    let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED)
-        .set_content_arrangement(ContentArrangement::Dynamic)
-        .set_header(vec![
-            "backend",
-            "N/K",
-            "acq/s",
-            "p50",
-            "p90",
-            "p99",
-            "p99.9",
-            "max",
-            "hand-off p50",
-            "hand-off p99",
-            "fair",
-            "fail/info",
-            "req/acq (client|server)",
-            "safety",
-        ]);
+    let mut t = titled(&[
+        "backend",
+        "N/K",
+        "acq/s",
+        "p50",
+        "p90",
+        "p99",
+        "p99.9",
+        "max",
+        "hand-off p50",
+        "hand-off p99",
+        "fair",
+        "fail/info",
+        "req/acq (client|server)",
+        "safety",
+    ]);
     for r in &results.results {
         if r.failover.is_some() {
             // Election recipes have their own table (`failover_table`).
@@ -104,9 +101,17 @@ pub fn render(results: &RunResults) -> String {
     out
 }
 
-/// The herd workload's fan-out per release, one line per recipe that counted it.
+/// The herd workload's fan-out per release, one line per recipe that counted it; and the
+/// shared-lock figures of runs with readers.
 fn fanout(results: &RunResults) -> String {
     let mut out = String::new();
+    for r in &results.results {
+        let Some(s) = &r.shared_lock else { continue };
+        out.push_str(&format!(
+            "shared lock {}: {} shared and {} exclusive grants, up to {} readers together, {} conflicts\n",
+            r.backend, s.shared_grants, s.exclusive_grants, s.max_concurrent_readers, s.conflicts
+        ));
+    }
     for r in &results.results {
         let Some(f) = &r.fanout else { continue };
         if out.is_empty() {
@@ -150,17 +155,14 @@ fn recipes(results: &RunResults) -> String {
 
 /// Renders the safety scorecard: one row per (backend, fault).
 pub fn render_scorecard(card: &crate::model::Scorecard) -> String {
-    let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED)
-        .set_content_arrangement(ContentArrangement::Dynamic)
-        .set_header(vec![
-            "backend",
-            "fault",
-            "runs",
-            "not applied",
-            "violations",
-            "stayed available",
-        ]);
+    let mut t = titled(&[
+        "backend",
+        "fault",
+        "runs",
+        "not applied",
+        "violations",
+        "stayed available",
+    ]);
     for c in &card.cells {
         let violations = if c.violations.is_empty() {
             "none".to_string()
@@ -181,4 +183,13 @@ pub fn render_scorecard(card: &crate::model::Scorecard) -> String {
         ]);
     }
     format!("safety scorecard\n{t}\n")
+}
+
+/// A terminal table in the house style with `header`.
+pub(crate) fn titled(header: &[&str]) -> Table {
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED)
+        .set_content_arrangement(ContentArrangement::Dynamic)
+        .set_header(header.to_vec());
+    t
 }

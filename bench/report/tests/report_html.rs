@@ -30,7 +30,10 @@ fn result(backend: &str, verdict: &str, violations: u64) -> serde_json::Value {
                      "client_per_acquisition": 2.0, "server_per_acquisition": 2.08},
         "recipe": {"backend": backend, "waits_by": "polling", "fencing": "counter",
                    "knobs": [["ttl", "10s"]]},
-        "fanout": {"wakeups_per_release": 1.0, "herd": false}
+        "fanout": {"releases": 10, "notifications_per_release": 19.0,
+                   "server_notifications_per_release": 19.5, "wasted_wakeups_per_release": 18.0,
+                   "server_requests_per_release": 19.25, "server_source": "test counters"},
+        "future_field": {"wakeups_per_release": 1.0, "herd": false}
     })
 }
 
@@ -213,6 +216,13 @@ fn the_report_has_every_section_with_charts_and_no_external_reference() {
         section(&html, "more").contains("Failover") && section(&html, "more").contains("1234.5")
     );
     assert!(section(&html, "more").contains("wakeups_per_release"));
+    // The herd figures have their own section (chart + table), not the generic one.
+    let fanout = section(&html, "fanout");
+    assert!(
+        fanout.contains("<svg") && fanout.contains("19.00 | 19.50"),
+        "{fanout}"
+    );
+    assert!(fanout.contains("19.25") && fanout.contains("test counters"));
     assert!(section(&html, "timeline").contains("SIGSTOP"));
     assert!(html.contains("seed = 7"), "the scenario TOML is embedded");
     assert!(html.contains("7.0.15") && html.contains("6.1.0-test"));

@@ -5,7 +5,11 @@ mod compare;
 mod repeat;
 mod report;
 mod run;
+mod scale;
 mod scenarios;
+mod session;
+mod sweep;
+mod sweep_step;
 mod worker;
 
 use crate::cli::{Cli, Command};
@@ -26,5 +30,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Report { run_dirs } => report::run(run_dirs),
         Command::Compare(args) => compare::run(args),
         Command::Worker => worker::run().await,
+        Command::Sweep(args) => sweep::run(args, state_dir).await,
+        Command::Scale(args) => scale::run(args, state_dir).await,
     }
 }

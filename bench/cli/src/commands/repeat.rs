@@ -104,5 +104,6 @@ fn single(s: &Scenario, r: &BackendResult) -> RunResults {
         environment: lockbench_report::environment::detect(Default::default()),
         results: vec![r.clone()],
         scorecard: None,
+        capacity: None,
     }
 }

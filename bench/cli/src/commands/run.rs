@@ -2,51 +2,33 @@
 //! and print the results. Ctrl-C stops the current backend, keeps everything recorded so far
 //! (history, partial `results.json`) and stops a cluster this run started.
 
+use super::session::{CtrlC, Servers};
 use crate::cli::RunArgs;
-use crate::placement::RunEnv;
 use crate::{builtin, dispatch, progress::Progress};
 use anyhow::Context;
 use lockbench_cluster::Cluster;
 use lockbench_core::{Endpoints, Scenario};
-use lockbench_report::{RunDir, RunResults, SCHEMA_VERSION, build, environment, table};
+use lockbench_report::{RunDir, build, table};
 use lockbench_workloads::RunControl;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::SystemTime;
+use std::sync::atomic::Ordering;
 
 /// Runs a scenario.
 pub async fn run(args: RunArgs, state_dir: PathBuf) -> anyhow::Result<ExitCode> {
     let scenario = load_scenario(&args)?;
-    let managed = args.cluster == "managed";
-    let (endpoints, cluster_label, started_cluster) =
-        prepare_cluster(&args.cluster, state_dir.clone()).await?;
-    let env = if managed {
-        RunEnv::managed(state_dir, &scenario).await?
-    } else {
-        let mut env = RunEnv::loopback(None);
-        env.compose = args.cluster == "compose";
-        env
-    };
-    let outcome = run_scenario(&args, &scenario, &endpoints, &cluster_label, &env).await;
-    env.finish().await;
-    if let Some(cluster) = started_cluster {
-        eprintln!("lockbench: stopping the managed cluster this run started");
-        if let Err(e) = cluster.down().await {
-            eprintln!("warning: could not stop the managed cluster: {e:#} (run `lockbench down`)");
-        }
-    }
+    let servers = Servers::prepare(&args.cluster, state_dir, &scenario).await?;
+    let outcome = run_scenario(&args, &scenario, &servers).await;
+    servers.finish("run").await;
     outcome
 }
 
 async fn run_scenario(
     args: &RunArgs,
     scenario: &Scenario,
-    endpoints: &Endpoints,
-    cluster_label: &str,
-    env: &RunEnv,
+    servers: &Servers,
 ) -> anyhow::Result<ExitCode> {
+    let (endpoints, env) = (&servers.endpoints, &servers.env);
     let run_dir = RunDir::create(Path::new("results"), &scenario.name, args.out.as_deref())?;
     run_dir.write_scenario(&scenario.to_toml())?;
     if scenario.workload.kind == lockbench_core::scenario::WorkloadKind::Failover {
@@ -70,37 +52,11 @@ async fn run_scenario(
         eprintln!("lockbench: worker processes run in {}", env.describe());
     }
 
-    let servers = lockbench_cluster::server_versions(endpoints).await;
-    let mut results = RunResults {
-        schema_version: SCHEMA_VERSION,
-        scenario: scenario.name.clone(),
-        seed: scenario.seed,
-        started_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
-        complete: false,
-        cluster: cluster_label.to_string(),
-        environment: environment::detect(servers),
-        results: Vec::new(),
-        scorecard: None,
-    };
+    let mut results = servers.results_header(&scenario.name, scenario.seed).await;
     run_dir.write_results(&results)?;
 
-    let interrupted = Arc::new(AtomicBool::new(false));
-    let current: Arc<Mutex<Option<RunControl>>> = Arc::new(Mutex::new(None));
-    let watcher = {
-        let (interrupted, current) = (interrupted.clone(), current.clone());
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                eprintln!(
-                    "\nlockbench: interrupted; stopping the current backend and saving what was recorded"
-                );
-                interrupted.store(true, Ordering::SeqCst);
-                if let Some(c) = current.lock().expect("control lock").as_ref() {
-                    c.stop.send_replace(true);
-                }
-            }
-        })
-    };
-
+    let ctrl_c = CtrlC::watch("backend");
+    let (interrupted, current) = (&ctrl_c.interrupted, &ctrl_c.current);
     let mut any_error = false;
     for &kind in &scenario.backends {
         if interrupted.load(Ordering::SeqCst) {
@@ -148,11 +104,18 @@ async fn run_scenario(
                 scenario,
                 &run_dir,
                 quiet,
-                &interrupted,
-                &current,
+                interrupted,
+                current,
                 rerun,
             )
             .await;
+        }
+        if let Some(u) = result.resources.as_ref().filter(|u| u.generator_bound) {
+            eprintln!(
+                "NOTE: {}: lockbench itself was the limit in this run, so its throughput is a lower bound: {}",
+                result.backend,
+                u.generator_notes.join("; ")
+            );
         }
         for stall in &result.stalls {
             eprintln!(
@@ -178,13 +141,12 @@ async fn run_scenario(
             break;
         }
         let result =
-            crate::failover::run_one(election, scenario, endpoints, &run_dir, env, &current).await;
+            crate::failover::run_one(election, scenario, endpoints, &run_dir, env, current).await;
         any_error |= result.status == "error";
         results.results.push(result);
         run_dir.write_results(&results)?;
     }
-    watcher.abort();
-    let was_interrupted = interrupted.load(Ordering::SeqCst);
+    let was_interrupted = ctrl_c.pressed();
     results.complete = !was_interrupted;
     run_dir.write_results(&results)?;
 
@@ -205,6 +167,14 @@ async fn run_scenario(
             );
         }
     }
+    for r in &results.results {
+        if let Some(s) = r.shared_lock.as_ref().filter(|s| s.conflicts > 0) {
+            println!(
+                "FINDING: {} broke its shared lock: {} grants next to an incompatible holder ({} reader/writer)",
+                r.backend, s.conflicts, s.reader_writer_conflicts
+            );
+        }
+    }
     if let Some(card) = &results.scorecard {
         println!("{}", table::render_scorecard(card));
     }
@@ -213,35 +183,34 @@ async fn run_scenario(
     }
     println!("results: {}", run_dir.path().join("results.json").display());
     super::report::render(run_dir.path());
-    Ok(if was_interrupted {
-        ExitCode::from(130)
-    } else if any_error {
-        ExitCode::from(2)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(super::session::exit_code(was_interrupted, any_error))
 }
 
 fn load_scenario(args: &RunArgs) -> anyhow::Result<Scenario> {
-    let path = Path::new(&args.scenario);
+    load_named_scenario(&args.scenario, &args.sets, args.seed)
+}
+
+/// Loads a scenario file or built-in by name, with `--set` overrides and `--seed`.
+pub(crate) fn load_named_scenario(
+    name: &str,
+    sets: &[String],
+    seed: Option<u64>,
+) -> anyhow::Result<Scenario> {
+    let path = Path::new(name);
     let (source, text) = if path.exists() {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read scenario file {}", path.display()))?;
         (path.display().to_string(), text)
-    } else if let Some(text) = builtin::find(&args.scenario) {
-        (
-            format!("built-in scenario {}", args.scenario),
-            text.to_string(),
-        )
+    } else if let Some(text) = builtin::find(name) {
+        (format!("built-in scenario {name}"), text.to_string())
     } else {
         anyhow::bail!(
-            "`{}` is neither a scenario file nor a built-in scenario; built-ins: {}",
-            args.scenario,
+            "`{name}` is neither a scenario file nor a built-in scenario; built-ins: {}",
             builtin::names().join(", ")
         );
     };
-    let mut sets = args.sets.clone();
-    if let Some(seed) = args.seed {
+    let mut sets = sets.to_vec();
+    if let Some(seed) = seed {
         sets.push(format!("seed={seed}"));
     }
     Scenario::load(&source, &text, &sets).map_err(anyhow::Error::msg)
@@ -249,7 +218,7 @@ fn load_scenario(args: &RunArgs) -> anyhow::Result<Scenario> {
 
 /// Resolves `--cluster`: the endpoints, a label for the results, and the managed cluster if
 /// this run started it (so it is stopped afterwards).
-async fn prepare_cluster(
+pub(crate) async fn prepare_cluster(
     spec: &str,
     state_dir: PathBuf,
 ) -> anyhow::Result<(Endpoints, String, Option<Cluster>)> {

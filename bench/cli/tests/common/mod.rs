@@ -65,3 +65,30 @@ pub fn result_of<'a>(r: &'a Value, backend: &str) -> &'a Value {
         .find(|x| x["backend"] == backend)
         .unwrap_or_else(|| panic!("no result for {backend}: {r}"))
 }
+
+/// Runs built-in `scenario` quietly against the managed cluster's endpoints, in a fresh
+/// directory for test `name` of `suite`, with `--set` for each of `sets`. Returns the output
+/// and the run directory.
+pub fn run_quietly(suite: &str, name: &str, scenario: &str, sets: &[&str]) -> (Output, PathBuf) {
+    let dir = scratch(suite, name);
+    let cluster = external_cluster(&dir);
+    let out_dir = dir.join("run");
+    let mut args = vec![
+        "run".to_string(),
+        scenario.to_string(),
+        "--quiet".into(),
+        "--cluster".into(),
+        cluster,
+        "--out".into(),
+        out_dir.display().to_string(),
+    ];
+    for set in sets {
+        args.push("--set".into());
+        args.push(set.to_string());
+    }
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_lockbench"))
+        .args(&args)
+        .output()
+        .expect("run lockbench");
+    (out, out_dir)
+}

@@ -18,6 +18,7 @@ const KNOWN_TOP: &[&str] = &[
     "environment",
     "results",
     "scorecard",
+    "capacity",
 ];
 
 /// Per-result fields the summary, recipe table and charts already show.
@@ -46,6 +47,8 @@ const KNOWN_RESULT: &[&str] = &[
     "requests",
     "recipe",
     "failover",
+    "resources",
+    "fanout",
 ];
 
 const MAX_ROWS: usize = 200;

@@ -14,18 +14,23 @@
 //!
 //! The module list is a map of the page: `load` reads the run directory, `trace` turns the
 //! history into per-backend series, `page` is the layout and CSS, `summary` and `scorecard`
-//! the tables, `failover` the leader-election table, `extras` whatever else `results.json` holds; `spectrum`, `timeline`, `gantt`,
-//! `fencing` and `fairness` the charts (sharing `chart`), `index` the list of runs.
+//! the tables, `failover` the leader-election table, `extras` whatever else `results.json`
+//! holds; `spectrum`, `timeline`, `gantt`, `fencing`, `fairness` and `fanout` (the herd
+//! workload) the charts (sharing `chart`), `resources` what each run cost in CPU and memory,
+//! `capacity` a sweep's sizing table and throughput-latency curves, `index` the list of runs.
 
+mod capacity;
 mod chart;
 mod extras;
 mod failover;
 mod fairness;
+mod fanout;
 mod fencing;
 mod gantt;
 mod index;
 mod load;
 mod page;
+mod resources;
 mod scorecard;
 mod spectrum;
 mod summary;
@@ -56,6 +61,7 @@ fn render(run: &load::Run) -> String {
     body.push_str(&summary::table(run));
     body.push_str(&scorecard::section(run));
     body.push_str(&failover::section(run));
+    body.push_str(&capacity::section(run));
     body.push_str(&summary::recipes(run));
     body.push_str(&extras::section(run));
     body.push_str(&spectrum::section(run));
@@ -63,6 +69,8 @@ fn render(run: &load::Run) -> String {
     body.push_str(&gantt::section(run));
     body.push_str(&fencing::section(run));
     body.push_str(&fairness::section(run));
+    body.push_str(&resources::section(run));
+    body.push_str(&fanout::section(run));
     body.push_str(&summary::environment(run));
     let title = format!(
         "lockbench: {} ({})",

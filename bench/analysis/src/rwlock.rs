@@ -1,0 +1,132 @@
+//! Shared (read/write) locks: readers may hold a key together, a writer never holds it with
+//! anyone.
+//!
+//! A client believes it holds a key from its acquire's `ok` (`acquire` = exclusive,
+//! `acquire-shared` = shared) until it invokes release, as in [`crate::mutex`]. Every grant is
+//! checked against the holders at that moment: a shared grant conflicts with an exclusive
+//! holder, an exclusive grant with any holder. The mutual-exclusion checker already counts
+//! exclusive-with-exclusive overlaps; this one adds the reader/writer conflicts and shows that
+//! sharing actually happened (`max_concurrent_readers`), because a shared lock that never lets
+//! two readers in is correct but pointless, and a test should be able to tell.
+
+use lockbench_core::{ClientId, History, KeyId, OpF, OpType};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+
+/// What the shared-lock checker found.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RwLockReport {
+    /// Grants in shared mode.
+    pub shared_grants: u64,
+    /// Grants in exclusive mode.
+    pub exclusive_grants: u64,
+    /// The most readers that held one key at the same time.
+    pub max_concurrent_readers: u64,
+    /// Grants made while an incompatible holder (another client) still believed it held the
+    /// key: a reader next to a writer, or a writer next to anyone.
+    pub conflicts: u64,
+    /// Of `conflicts`, those between a reader and a writer (the rest are writer/writer, which
+    /// the mutual-exclusion checker reports too).
+    pub reader_writer_conflicts: u64,
+}
+
+/// Checks every key of `history`.
+pub fn check(history: &History) -> RwLockReport {
+    // Per key: current holders (client, shared?).
+    let mut holders: HashMap<KeyId, Vec<(ClientId, bool)>> = HashMap::new();
+    let mut report = RwLockReport::default();
+    for op in history.ops() {
+        match (op.f, op.ty) {
+            (OpF::Acquire | OpF::AcquireShared, OpType::Ok) => {
+                let shared = op.f == OpF::AcquireShared;
+                let h = holders.entry(op.key).or_default();
+                let others = h.iter().filter(|(c, _)| *c != op.client);
+                let (mut readers, mut writers) = (0u64, 0u64);
+                for (_, s) in others {
+                    if *s {
+                        readers += 1;
+                    } else {
+                        writers += 1;
+                    }
+                }
+                if shared {
+                    report.shared_grants += 1;
+                    if writers > 0 {
+                        report.conflicts += 1;
+                        report.reader_writer_conflicts += 1;
+                    }
+                } else {
+                    report.exclusive_grants += 1;
+                    if readers + writers > 0 {
+                        report.conflicts += 1;
+                        if readers > 0 {
+                            report.reader_writer_conflicts += 1;
+                        }
+                    }
+                }
+                h.retain(|(c, _)| *c != op.client);
+                h.push((op.client, shared));
+                let now_readers = h.iter().filter(|(_, s)| *s).count() as u64;
+                report.max_concurrent_readers = report.max_concurrent_readers.max(now_readers);
+            }
+            (OpF::Release, OpType::Invoke) => {
+                if let Some(h) = holders.get_mut(&op.key) {
+                    h.retain(|(c, _)| *c != op.client);
+                }
+            }
+            _ => {}
+        }
+    }
+    report
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lockbench_core::{Nanos, Op};
+
+    fn op(t: u64, c: u32, f: OpF, ty: OpType) -> Op {
+        Op::complete(Nanos(t), ClientId(c), f, KeyId(0), ty, None, None)
+    }
+
+    fn history(ops: Vec<Op>) -> History {
+        History::with_faults(ops, Vec::new())
+    }
+
+    #[test]
+    fn readers_share_and_writers_wait() {
+        let h = history(vec![
+            op(1, 1, OpF::AcquireShared, OpType::Ok),
+            op(2, 2, OpF::AcquireShared, OpType::Ok),
+            op(3, 1, OpF::Release, OpType::Invoke),
+            op(4, 2, OpF::Release, OpType::Invoke),
+            op(5, 3, OpF::Acquire, OpType::Ok),
+            op(6, 3, OpF::Release, OpType::Invoke),
+            op(7, 1, OpF::AcquireShared, OpType::Ok),
+        ]);
+        let r = check(&h);
+        assert_eq!(r.max_concurrent_readers, 2);
+        assert_eq!((r.shared_grants, r.exclusive_grants), (3, 1));
+        assert_eq!(r.conflicts, 0);
+    }
+
+    #[test]
+    fn a_writer_with_a_reader_is_a_conflict_either_way_round() {
+        let h = history(vec![
+            op(1, 1, OpF::AcquireShared, OpType::Ok),
+            op(2, 2, OpF::Acquire, OpType::Ok),
+            op(3, 3, OpF::AcquireShared, OpType::Ok),
+            op(4, 4, OpF::Acquire, OpType::Ok),
+        ]);
+        let r = check(&h);
+        assert_eq!(r.conflicts, 3);
+        assert_eq!(r.reader_writer_conflicts, 3);
+        // An indeterminate grant proves nothing.
+        let h = history(vec![
+            op(1, 1, OpF::Acquire, OpType::Info),
+            op(2, 2, OpF::AcquireShared, OpType::Ok),
+        ]);
+        assert_eq!(check(&h).conflicts, 0);
+    }
+}

@@ -1,0 +1,122 @@
+//! The few `/proc` readings the sampler needs: CPU ticks and resident memory of a process and
+//! of its threads, the children of a process, and the machine's CPU counters. Every reader
+//! returns `None` for a process that is gone, never an error: processes come and go.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Clock ticks per second of `/proc` CPU times. Linux exports them in `USER_HZ`, which is 100
+/// on every architecture it runs on (the kernel's own `HZ` may differ; `/proc` converts).
+pub const TICKS_PER_S: f64 = 100.0;
+
+/// `(utime + stime, ppid)` of `/proc/<path>/stat`.
+fn stat_fields(path: &Path) -> Option<(u64, u32)> {
+    let text = std::fs::read_to_string(path).ok()?;
+    // The command name (field 2) is in parentheses and may contain spaces: split after it.
+    let rest = &text[text.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_ascii_whitespace().collect();
+    // rest starts at field 3 (state): ppid is field 4, utime 14, stime 15.
+    let ppid = f.get(1)?.parse().ok()?;
+    let utime: u64 = f.get(11)?.parse().ok()?;
+    let stime: u64 = f.get(12)?.parse().ok()?;
+    Some((utime + stime, ppid))
+}
+
+/// CPU ticks (user + system) a process has used so far, its threads included.
+pub fn cpu_ticks(pid: u32) -> Option<u64> {
+    stat_fields(&Path::new("/proc").join(pid.to_string()).join("stat")).map(|(t, _)| t)
+}
+
+/// Resident memory, KiB (`VmRSS`).
+pub fn rss_kib(pid: u32) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_ascii_whitespace().next())
+        .and_then(|v| v.parse().ok())
+}
+
+/// CPU ticks of each thread of `pid`, by thread id.
+pub fn thread_ticks(pid: u32) -> BTreeMap<u32, u64> {
+    let mut out = BTreeMap::new();
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return out;
+    };
+    for e in dir.flatten() {
+        let Some(tid) = e.file_name().to_str().and_then(|s| s.parse().ok()) else {
+            continue;
+        };
+        if let Some((t, _)) = stat_fields(&e.path().join("stat")) {
+            out.insert(tid, t);
+        }
+    }
+    out
+}
+
+/// `pid` and every process below it (children, their children, ...).
+pub fn tree(pid: u32) -> Vec<u32> {
+    let mut parent_of = Vec::new();
+    if let Ok(dir) = std::fs::read_dir("/proc") {
+        for e in dir.flatten() {
+            let Some(p) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+                continue;
+            };
+            if let Some((_, ppid)) = stat_fields(&e.path().join("stat")) {
+                parent_of.push((p, ppid));
+            }
+        }
+    }
+    let mut out = vec![pid];
+    let mut i = 0;
+    while i < out.len() {
+        let parent = out[i];
+        out.extend(
+            parent_of
+                .iter()
+                .filter(|&&(_, pp)| pp == parent)
+                .map(|&(p, _)| p),
+        );
+        i += 1;
+    }
+    out
+}
+
+/// `(busy, total)` ticks of the whole machine from `/proc/stat` (busy = all but idle and
+/// iowait).
+pub fn machine_ticks() -> Option<(u64, u64)> {
+    let text = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = text.lines().find(|l| l.starts_with("cpu "))?;
+    let v: Vec<u64> = line
+        .split_ascii_whitespace()
+        .skip(1)
+        .take(8)
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    let total: u64 = v.iter().sum();
+    let idle = v.get(3).copied().unwrap_or(0) + v.get(4).copied().unwrap_or(0);
+    Some((total - idle, total))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_this_process() {
+        let me = std::process::id();
+        // Burn a little CPU so the tick count is visibly non-zero.
+        let t = std::time::Instant::now();
+        let mut x = 0u64;
+        while t.elapsed() < std::time::Duration::from_millis(60) {
+            x = x.wrapping_mul(31).wrapping_add(7);
+        }
+        assert!(x != 1);
+        assert!(cpu_ticks(me).unwrap() > 0);
+        assert!(rss_kib(me).unwrap() > 100);
+        assert!(thread_ticks(me).contains_key(&me));
+        assert_eq!(tree(me)[0], me);
+        let (busy, total) = machine_ticks().unwrap();
+        assert!(busy > 0 && total > busy);
+        assert_eq!(cpu_ticks(u32::MAX), None);
+    }
+}

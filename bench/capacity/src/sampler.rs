@@ -1,0 +1,328 @@
+//! Samples CPU and resident memory of lockbench (with every worker process it started) and of
+//! the backend's servers while a backend runs, plus how late lockbench's timers fire, and
+//! summarises them over the measured window as a [`ResourceUsage`].
+//!
+//! It runs as two tasks on lockbench's own runtime: one reads `/proc` every interval (a few
+//! small files per process: negligible next to the clients), one sleeps 5 ms at a time and
+//! records how late each wake-up was (the pacer sleeps on the same timers, so this is the
+//! pacer's lag).
+
+use crate::procfs;
+use crate::saturation;
+use lockbench_core::{Nanos, RunClock};
+use lockbench_report::resources::{ProcessUsage, ResourceUsage};
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+/// A server process to sample.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Watched {
+    /// Its name (`zk1`, `redis`).
+    pub name: String,
+    /// Its pid.
+    pub pid: u32,
+}
+
+/// The timer-lag probe's sleep.
+const LAG_PROBE: Duration = Duration::from_millis(5);
+
+/// The sampling interval for a run whose measured window is `measured` long: one second (as
+/// `top` shows it), shorter for short runs so that the window holds at least ~8 samples, but
+/// never below 100 ms.
+pub fn interval_for(measured: Duration) -> Duration {
+    (measured / 8).clamp(Duration::from_millis(100), Duration::from_secs(1))
+}
+
+/// A running sampler; [`Sampler::finish`] stops it and summarises.
+pub struct Sampler {
+    stop: watch::Sender<bool>,
+    proc_task: JoinHandle<Samples>,
+    lag_task: JoinHandle<Vec<(Nanos, u64)>>,
+    interval: Duration,
+    clock: RunClock,
+}
+
+#[derive(Default)]
+struct Series {
+    pids: Vec<u32>,
+    cpu: Vec<f64>,
+    rss: Vec<f64>,
+}
+
+#[derive(Default)]
+struct Samples {
+    times: Vec<Nanos>,
+    machine: Vec<f64>,
+    generator: Series,
+    servers: Vec<(String, Series)>,
+    /// Per sample, each lockbench thread's cumulative ticks.
+    threads: Vec<BTreeMap<u32, u64>>,
+}
+
+impl Sampler {
+    /// Starts sampling lockbench (this process and its descendants) and `servers` every
+    /// `interval`, with times on `clock`.
+    pub fn start(servers: Vec<Watched>, interval: Duration, clock: RunClock) -> Sampler {
+        let (stop, rx) = watch::channel(false);
+        let proc_task = tokio::spawn(sample(servers, interval, clock, rx.clone()));
+        let lag_task = tokio::spawn(probe_lag(clock, rx));
+        Sampler {
+            stop,
+            proc_task,
+            lag_task,
+            interval,
+            clock,
+        }
+    }
+
+    /// Stops sampling and summarises over the measured window `[from, to]` on the run clock.
+    pub async fn finish(mut self, from: Nanos, to: Nanos) -> ResourceUsage {
+        self.stop.send_replace(true);
+        let samples = (&mut self.proc_task).await.unwrap_or_default();
+        let lags = (&mut self.lag_task).await.unwrap_or_default();
+        summarise(samples, lags, self.interval, from, to)
+    }
+
+    /// The run clock the samples are timed on.
+    pub fn clock(&self) -> RunClock {
+        self.clock
+    }
+}
+
+/// A sampler dropped without [`Sampler::finish`] (a run that failed half-way) stops its tasks.
+impl Drop for Sampler {
+    fn drop(&mut self) {
+        self.stop.send_replace(true);
+    }
+}
+
+async fn sample(
+    servers: Vec<Watched>,
+    interval: Duration,
+    clock: RunClock,
+    mut stop: watch::Receiver<bool>,
+) -> Samples {
+    let me = std::process::id();
+    let mut out = Samples {
+        servers: servers
+            .iter()
+            .map(|w| {
+                (
+                    w.name.clone(),
+                    Series {
+                        pids: vec![w.pid],
+                        ..Series::default()
+                    },
+                )
+            })
+            .collect(),
+        ..Samples::default()
+    };
+    out.generator.pids.push(me);
+    let mut last_at = Instant::now();
+    let mut last_machine = procfs::machine_ticks();
+    let mut last_gen: BTreeMap<u32, u64> = procfs::tree(me)
+        .into_iter()
+        .filter_map(|p| procfs::cpu_ticks(p).map(|t| (p, t)))
+        .collect();
+    let mut last_server: Vec<Option<u64>> =
+        servers.iter().map(|w| procfs::cpu_ticks(w.pid)).collect();
+    let mut ticker = tokio::time::interval(interval);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    ticker.tick().await;
+    loop {
+        tokio::select! {
+            _ = ticker.tick() => {}
+            _ = stop.wait_for(|s| *s) => break,
+        }
+        let now = Instant::now();
+        let dt = now.duration_since(last_at).as_secs_f64().max(1e-3);
+        last_at = now;
+        let percent = |ticks: u64| ticks as f64 / procfs::TICKS_PER_S / dt * 100.0;
+        out.times.push(clock.now());
+
+        let machine = procfs::machine_ticks();
+        out.machine.push(match (last_machine, machine) {
+            (Some((b0, t0)), Some((b1, t1))) if t1 > t0 => {
+                (b1 - b0) as f64 / (t1 - t0) as f64 * 100.0
+            }
+            _ => 0.0,
+        });
+        last_machine = machine;
+
+        // lockbench and its workers: a process first seen now counts from zero.
+        let mut gen_ticks = 0;
+        let mut gen_rss = 0;
+        let mut seen = BTreeMap::new();
+        for pid in procfs::tree(me) {
+            if let Some(t) = procfs::cpu_ticks(pid) {
+                gen_ticks += t.saturating_sub(last_gen.get(&pid).copied().unwrap_or(0));
+                gen_rss += procfs::rss_kib(pid).unwrap_or(0);
+                seen.insert(pid, t);
+                if !out.generator.pids.contains(&pid) {
+                    out.generator.pids.push(pid);
+                }
+            }
+        }
+        last_gen = seen;
+        out.generator.cpu.push(percent(gen_ticks));
+        out.generator.rss.push(gen_rss as f64 / 1024.0);
+        out.threads.push(procfs::thread_ticks(me));
+
+        for ((w, (_, series)), last) in servers
+            .iter()
+            .zip(out.servers.iter_mut())
+            .zip(last_server.iter_mut())
+        {
+            let t = procfs::cpu_ticks(w.pid);
+            series.cpu.push(match (*last, t) {
+                (Some(a), Some(b)) => percent(b.saturating_sub(a)),
+                _ => 0.0,
+            });
+            series
+                .rss
+                .push(procfs::rss_kib(w.pid).unwrap_or(0) as f64 / 1024.0);
+            *last = t;
+        }
+    }
+    out
+}
+
+async fn probe_lag(clock: RunClock, mut stop: watch::Receiver<bool>) -> Vec<(Nanos, u64)> {
+    let mut lags = Vec::with_capacity(4096);
+    loop {
+        let asked = Instant::now();
+        tokio::select! {
+            _ = tokio::time::sleep(LAG_PROBE) => {}
+            _ = stop.wait_for(|s| *s) => break,
+        }
+        let late = asked.elapsed().saturating_sub(LAG_PROBE);
+        lags.push((clock.now(), late.as_micros() as u64));
+    }
+    lags
+}
+
+fn summarise(
+    s: Samples,
+    mut lags: Vec<(Nanos, u64)>,
+    interval: Duration,
+    from: Nanos,
+    to: Nanos,
+) -> ResourceUsage {
+    // A sample covers the interval before it: take those ending inside the window (and the
+    // one ending just after it, which is mostly inside).
+    let end = to.after(interval / 2);
+    let inside: Vec<usize> = (0..s.times.len())
+        .filter(|&i| s.times[i] > from && s.times[i] <= end)
+        .collect();
+    let mean_max = |v: &[f64]| {
+        let xs: Vec<f64> = inside.iter().filter_map(|&i| v.get(i).copied()).collect();
+        if xs.is_empty() {
+            (0.0, 0.0)
+        } else {
+            (
+                xs.iter().sum::<f64>() / xs.len() as f64,
+                xs.iter().copied().fold(0.0, f64::max),
+            )
+        }
+    };
+    let usage = |name: &str, role: &str, series: &Series| {
+        let (mean, max) = mean_max(&series.cpu);
+        ProcessUsage {
+            name: name.into(),
+            role: role.into(),
+            pids: series.pids.clone(),
+            cpu_percent: series.cpu.iter().map(|x| round1(*x)).collect(),
+            rss_mib: series.rss.iter().map(|x| round1(*x)).collect(),
+            cpu_percent_mean: round1(mean),
+            cpu_percent_max: round1(max),
+            rss_mib_max: round1(series.rss.iter().copied().fold(0.0, f64::max)),
+            busiest_thread_cpu_percent: None,
+        }
+    };
+    let mut generator = usage("lockbench", "generator", &s.generator);
+    generator.busiest_thread_cpu_percent = busiest_thread(&s, &inside);
+    let mut processes = vec![generator];
+    for (name, series) in &s.servers {
+        processes.push(usage(name, "server", series));
+    }
+    let machine: Vec<f64> = inside.iter().map(|&i| round1(s.machine[i])).collect();
+    lags.retain(|&(t, _)| t >= from && t <= to);
+    let mut lag_us: Vec<u64> = lags.into_iter().map(|(_, l)| l).collect();
+    lag_us.sort_unstable();
+    let pick = |q: f64| {
+        (!lag_us.is_empty()).then(|| {
+            let i = ((lag_us.len() as f64 * q).ceil() as usize).clamp(1, lag_us.len()) - 1;
+            round1(lag_us[i] as f64 / 1e3)
+        })
+    };
+    let mut u = ResourceUsage {
+        interval_ms: interval.as_millis() as u64,
+        cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        sample_times_s: s.times.iter().map(|t| round3(t.0 as f64 / 1e9)).collect(),
+        machine_cpu_percent: machine,
+        processes,
+        timer_lag_p99_ms: pick(0.99),
+        timer_lag_max_ms: pick(1.0),
+        generator_bound: false,
+        generator_notes: Vec::new(),
+    };
+    u.generator_notes = saturation::reasons(&u);
+    u.generator_bound = !u.generator_notes.is_empty();
+    u
+}
+
+/// The busiest lockbench thread's mean CPU over the samples `inside` the window.
+fn busiest_thread(s: &Samples, inside: &[usize]) -> Option<f64> {
+    let (&first, &last) = (inside.first()?, inside.last()?);
+    // From the sample before the window's first (its start) to the last one.
+    let start = first.checked_sub(1)?;
+    let secs = (s.times[last].0.saturating_sub(s.times[start].0)) as f64 / 1e9;
+    if secs <= 0.0 {
+        return None;
+    }
+    let (a, b) = (&s.threads[start], &s.threads[last]);
+    b.iter()
+        .map(|(tid, &t)| t.saturating_sub(a.get(tid).copied().unwrap_or(t)))
+        .max()
+        .map(|ticks| round1(ticks as f64 / procfs::TICKS_PER_S / secs * 100.0))
+}
+
+fn round1(x: f64) -> f64 {
+    (x * 10.0).round() / 10.0
+}
+
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sees_a_busy_thread_and_a_child_process() {
+        let clock = RunClock::start();
+        // A child that burns CPU, as a worker process would.
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "while :; do :; done"])
+            .spawn()
+            .expect("sh");
+        let sampler = Sampler::start(Vec::new(), Duration::from_millis(100), clock);
+        let from = clock.now();
+        tokio::time::sleep(Duration::from_millis(900)).await;
+        let to = clock.now();
+        let u = sampler.finish(from, to).await;
+        let _ = child.kill();
+        let _ = child.wait();
+        let generator = &u.processes[0];
+        assert!(generator.pids.contains(&child.id()), "{:?}", generator.pids);
+        // Generous: the machine is shared, the child gets at least a fifth of a core.
+        assert!(generator.cpu_percent_mean > 20.0, "{generator:?}");
+        assert!(generator.rss_mib_max > 1.0);
+        assert!(u.timer_lag_p99_ms.is_some());
+        assert!(u.sample_times_s.len() >= 5);
+    }
+}

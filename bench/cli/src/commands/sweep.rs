@@ -1,0 +1,295 @@
+//! `lockbench sweep`: the grid x backends x offered-rate search, the sizing table, and the
+//! sweep directory (`steps/<backend>-p<point>-<n>-<phase>-<rate>/` per step, `results.json`
+//! with the knee steps and `capacity`, `report.html`). Ctrl-C stops the running step and keeps
+//! everything recorded so far.
+
+use super::run::load_named_scenario;
+use super::session::{CtrlC, Servers};
+use super::sweep_step::{self, StepContext};
+use crate::cli::SweepArgs;
+use lockbench_capacity::{Objective, Search, grid};
+use lockbench_core::Scenario;
+use lockbench_core::sweep::{Rates, SweepSpec, parse_vary};
+use lockbench_report::capacity::{Capacity, SizingRow, SweepPoint, SweepStep};
+use lockbench_report::{BackendResult, RunDir, sizing};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+/// How many generator-bound failed steps a grid point may run again.
+const RETRIES_PER_POINT: u32 = 2;
+
+/// Runs a sweep.
+pub async fn run(args: SweepArgs, state_dir: PathBuf) -> anyhow::Result<ExitCode> {
+    let base = load_named_scenario(&args.scenario, &args.sets, args.seed)?;
+    let spec = spec(&base, &args)?;
+    let dims = spec
+        .vary
+        .iter()
+        .map(|v| parse_vary(v))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(anyhow::Error::msg)?;
+    let points = grid::points(&dims);
+    // Every grid point must load before anything runs: a bad path fails now, named.
+    let mut scenarios = Vec::new();
+    for p in &points {
+        let mut s = Scenario::load(
+            &format!("`{}` at {}", base.name, grid::label(p)),
+            &base.to_toml(),
+            &grid::overrides(p),
+        )
+        .map_err(anyhow::Error::msg)?;
+        s.duration = spec.step;
+        s.warmup = spec.step_warmup;
+        s.faults.clear();
+        s.workload.acquisitions = None;
+        scenarios.push(s);
+    }
+
+    let servers = Servers::prepare(&args.cluster, state_dir, &scenarios[0]).await?;
+    let mut full = base.clone();
+    full.sweep = Some(spec.clone());
+    let outcome = sweep(&args, &full, &spec, &points, &scenarios, &servers).await;
+    servers.finish("sweep").await;
+    outcome
+}
+
+/// The scenario's `[sweep]` with the command line's flags over it.
+fn spec(base: &Scenario, args: &SweepArgs) -> anyhow::Result<SweepSpec> {
+    let mut spec = base.sweep.clone().unwrap_or_default();
+    if !args.vary.is_empty() {
+        spec.vary = args.vary.clone();
+    }
+    if let Some(r) = &args.rates {
+        spec.rates = if r == "auto" {
+            Rates::Auto("auto".into())
+        } else {
+            Rates::List(
+                r.split(',')
+                    .map(|x| {
+                        x.trim().parse::<f64>().map_err(|_| {
+                            anyhow::anyhow!("--rates {r}: `{x}` is not a rate (acquisitions/s)")
+                        })
+                    })
+                    .collect::<anyhow::Result<_>>()?,
+            )
+        };
+    }
+    if let Some(slo) = &args.slo {
+        let d = slo
+            .strip_prefix("p99=")
+            .ok_or_else(|| anyhow::anyhow!("--slo {slo}: expected p99=DURATION, e.g. p99=50ms"))?;
+        spec.slo_p99 =
+            humantime::parse_duration(d).map_err(|e| anyhow::anyhow!("--slo {slo}: {e}"))?;
+    }
+    if let Some(t) = args.tolerance {
+        spec.tolerance = t;
+    }
+    if let Some(r) = args.resolution {
+        spec.resolution = r;
+    }
+    if let Some(s) = args.step {
+        spec.step = s;
+    }
+    if let Some(s) = args.step_warmup {
+        spec.step_warmup = s;
+    }
+    if let Some(m) = args.max_steps {
+        spec.max_steps = m;
+    }
+    spec.validate().map_err(anyhow::Error::msg)?;
+    Ok(spec)
+}
+
+async fn sweep(
+    args: &SweepArgs,
+    full: &Scenario,
+    spec: &SweepSpec,
+    points: &[grid::Point],
+    scenarios: &[Scenario],
+    servers: &Servers,
+) -> anyhow::Result<ExitCode> {
+    let (endpoints, env) = (&servers.endpoints, &servers.env);
+    let began = Instant::now();
+    let name = format!("sweep-{}", full.name);
+    let dir = RunDir::create(Path::new("results"), &name, args.out.as_deref())?;
+    dir.write_scenario(&full.to_toml())?;
+    let objective = Objective {
+        p99: spec.slo_p99,
+        tolerance: spec.tolerance,
+        max_error_rate: spec.max_error_rate,
+    };
+    eprintln!(
+        "lockbench: sweep of `{}`: {} backend(s) x {} grid point(s), objective p99 <= {} with achieved >= {:.0}% of offered; steps of {} after {} warm-up",
+        full.name,
+        full.backends.len(),
+        points.len(),
+        humantime::format_duration(spec.slo_p99),
+        (1.0 - spec.tolerance) * 100.0,
+        humantime::format_duration(spec.step),
+        humantime::format_duration(spec.step_warmup),
+    );
+    eprintln!("lockbench: sweep directory {}", dir.path().display());
+    let mut results = servers.results_header(&name, full.seed).await;
+    results.capacity = Some(Capacity {
+        slo_p99_ms: spec.slo_p99.as_secs_f64() * 1e3,
+        tolerance: spec.tolerance,
+        max_error_rate: spec.max_error_rate,
+        vary: spec.vary.clone(),
+        ..Capacity::default()
+    });
+    dir.write_results(&results)?;
+    let ctrl_c = CtrlC::watch("step");
+    let current = &ctrl_c.current;
+
+    'backends: for &kind in &full.backends {
+        for (pi, (point, scenario)) in points.iter().zip(scenarios).enumerate() {
+            if ctrl_c.pressed() {
+                break 'backends;
+            }
+            let label = grid::label(point);
+            let ctx = StepContext {
+                scenario,
+                sweep_dir: dir.path(),
+                endpoints,
+                env,
+                objective,
+                header: &results,
+                current,
+            };
+            let mut search = match &spec.rates {
+                Rates::List(l) => Search::listed(l.clone(), spec.max_steps),
+                Rates::Auto(_) => Search::auto(spec.resolution, spec.max_steps),
+            };
+            let mut steps: Vec<SweepStep> = Vec::new();
+            let mut knee_results: Vec<(Option<f64>, BackendResult)> = Vec::new();
+            let mut error = None;
+            let mut retries = RETRIES_PER_POINT;
+            while let Some((phase, rate)) = search.next() {
+                if ctrl_c.pressed() {
+                    break;
+                }
+                let (step, result) = loop {
+                    let id = format!("{}-p{pi}-{:02}", kind.name(), steps.len());
+                    let (step, result) = sweep_step::run(&ctx, kind, &id, phase, rate).await?;
+                    eprintln!("{}", sweep_step::line(kind.name(), &label, &step));
+                    // A failure while lockbench was the limit says little about the backend:
+                    // run that rate once more (the machine may be busy with something else).
+                    let again = rate.is_some()
+                        && !step.sustained
+                        && step.generator_bound
+                        && retries > 0
+                        && result.status != "error"
+                        && !ctrl_c.pressed();
+                    if !again {
+                        break (step, result);
+                    }
+                    retries -= 1;
+                    eprintln!("  (lockbench was the limit in that step: running it once more)");
+                    steps.push(step);
+                };
+                if ctrl_c.pressed() {
+                    // Cut short by Ctrl-C: kept, but it says nothing about the backend.
+                    error = Some("interrupted".into());
+                    steps.push(step);
+                    break;
+                }
+                if result.status == "error" {
+                    error = Some(step.reasons.join("; "));
+                    steps.push(step);
+                    break;
+                }
+                match rate {
+                    None => search.record_probe(step.achieved_per_s),
+                    Some(r) => search.record(r, step.sustained, step.generator_bound),
+                }
+                knee_results.push((rate, result));
+                steps.push(step);
+            }
+            let knee = search.knee();
+            let at = |rate: Option<f64>| {
+                // The last step at that rate (an earlier one may have been run again).
+                rate.and_then(|r| steps.iter().rev().find(|s| s.offered_per_s == Some(r)))
+            };
+            let knee_step = at(knee.rate);
+            let verdict = match error.as_deref() {
+                Some("interrupted") => "interrupted",
+                Some(_) => "error",
+                None => knee.verdict,
+            };
+            let note = match (&error, verdict) {
+                (Some(e), _) => e.clone(),
+                (None, "generator-bound") => {
+                    // The step that bounds the knee: the failure above it, else the top one.
+                    let bound = at(knee.failed).or_else(|| {
+                        steps
+                            .iter()
+                            .filter(|s| s.offered_per_s.is_some())
+                            .max_by(|a, b| a.offered_per_s.partial_cmp(&b.offered_per_s).expect("rates are finite"))
+                    });
+                    format!(
+                        "lockbench was the limit, so the rate is a lower bound: at {:.0}/s {}",
+                        bound.and_then(|s| s.offered_per_s).unwrap_or(0.0),
+                        bound.map(|s| s.generator_notes.join("; ")).unwrap_or_default()
+                    )
+                }
+                (None, "not-reached") => "every rate tried was sustained: a lower bound (raise --max-steps or the clients)".into(),
+                (None, "none") => "not even the lowest rate tried was sustained".into(),
+                _ => at(knee.failed)
+                    .map(|s| format!("above it: {}", s.reasons.join("; ")))
+                    .unwrap_or_default(),
+            };
+            let values: BTreeMap<String, String> = point.iter().cloned().collect();
+            let row = SizingRow {
+                backend: kind.name().into(),
+                point: values.clone(),
+                clients: scenario.workload.clients,
+                keys: scenario.workload.keys,
+                verdict: verdict.into(),
+                max_rate_per_s: knee.rate,
+                first_failed_rate_per_s: knee.failed,
+                knee: knee_step.cloned(),
+                note,
+            };
+            eprintln!(
+                "lockbench: {} {label}: {} acq/s ({})",
+                kind.name(),
+                sizing::rate_label(&row),
+                row.verdict
+            );
+            if let Some((_, r)) = knee_results
+                .into_iter()
+                .find(|(r, _)| *r == knee.rate && r.is_some())
+            {
+                results.results.push(r);
+            }
+            let cap = results.capacity.as_mut().expect("set above");
+            cap.sizing.push(row);
+            cap.points.push(SweepPoint {
+                backend: kind.name().into(),
+                point: values,
+                steps,
+            });
+            dir.write_results(&results)?;
+        }
+    }
+    let was_interrupted = ctrl_c.pressed();
+    results.complete = !was_interrupted;
+    dir.write_results(&results)?;
+    println!(
+        "{}",
+        sizing::render(results.capacity.as_ref().expect("set above"))
+    );
+    println!(
+        "sweep took {:.1} min; results: {}",
+        began.elapsed().as_secs_f64() / 60.0,
+        dir.path().join("results.json").display()
+    );
+    super::report::render(dir.path());
+    let any_error = results
+        .capacity
+        .as_ref()
+        .is_some_and(|c| c.sizing.iter().any(|r| r.verdict == "error"));
+    Ok(super::session::exit_code(was_interrupted, any_error))
+}

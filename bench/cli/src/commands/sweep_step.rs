@@ -1,0 +1,171 @@
+//! One step of a sweep: the scenario at one grid point and one offered rate (or closed loop),
+//! run for one backend with the normal coordinator into its own run directory under `steps/`,
+//! then judged against the objective.
+
+use crate::dispatch;
+use crate::placement::RunEnv;
+use lockbench_capacity::{Objective, Phase, StepFigures, saturation};
+use lockbench_core::{BackendKind, Endpoints, Scenario};
+use lockbench_report::capacity::SweepStep;
+use lockbench_report::{BackendResult, RunDir, RunResults, SCHEMA_VERSION, build};
+use lockbench_workloads::RunControl;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+/// What a step needs besides its rate.
+pub struct StepContext<'a> {
+    /// The scenario at this grid point, with the sweep's step length and warm-up.
+    pub scenario: &'a Scenario,
+    /// The sweep directory.
+    pub sweep_dir: &'a Path,
+    /// Servers.
+    pub endpoints: &'a Endpoints,
+    /// Where workers run.
+    pub env: &'a RunEnv,
+    /// The objective.
+    pub objective: Objective,
+    /// The top-level results (for each step's own results.json header).
+    pub header: &'a RunResults,
+    /// Ctrl-C stops the step that is running through this.
+    pub current: &'a Arc<Mutex<Option<RunControl>>>,
+}
+
+/// Runs step `n` of a grid point and returns its record and full result.
+pub async fn run(
+    ctx: &StepContext<'_>,
+    kind: BackendKind,
+    id: &str,
+    phase: Phase,
+    rate: Option<f64>,
+) -> anyhow::Result<(SweepStep, BackendResult)> {
+    let mut scenario = ctx.scenario.clone();
+    scenario.backends = vec![kind];
+    scenario.workload.rate = rate;
+    // Each step locks its own keys: a Redis key an acquire cut short at the end of the previous
+    // step may have left behind lives until its TTL, and would stall every client that picks
+    // it here (etcd keys live until their lease expires; ZooKeeper's die with the session).
+    scenario.redis.prefix = format!("{}{id}:", scenario.redis.prefix);
+    scenario.redlock.prefix = format!("{}{id}:", scenario.redlock.prefix);
+    scenario.etcd.prefix = format!("{}/{id}", scenario.etcd.prefix);
+    scenario.validate().map_err(|e| anyhow::anyhow!("{e}"))?;
+    let rel = format!(
+        "steps/{id}-{}{}",
+        phase.name(),
+        rate.map(|r| format!("-{r:.0}")).unwrap_or_default()
+    );
+    let dir = RunDir::create(
+        ctx.sweep_dir,
+        &scenario.name,
+        Some(&ctx.sweep_dir.join(&rel)),
+    )?;
+    dir.write_scenario(&scenario.to_toml())?;
+    let control = RunControl::new(scenario.workload.clients);
+    *ctx.current.lock().expect("control lock") = Some(control.clone());
+    let result =
+        match dispatch::run_backend(kind, &scenario, ctx.endpoints, &dir, control, ctx.env).await {
+            Ok(r) => r,
+            Err(e) => build::failed_result(kind.name(), &scenario.workload, format!("{e:#}")),
+        };
+    let mut own = ctx.header.clone();
+    own.scenario = scenario.name.clone();
+    own.schema_version = SCHEMA_VERSION;
+    own.complete = true;
+    own.results = vec![result.clone()];
+    own.capacity = None;
+    dir.write_results(&own)?;
+    Ok((record(&result, phase, rate, &rel, &ctx.objective), result))
+}
+
+fn ms(us: Option<u64>) -> Option<f64> {
+    us.map(|u| u as f64 / 1e3)
+}
+
+/// The step's record: figures, verdict, resources.
+fn record(
+    r: &BackendResult,
+    phase: Phase,
+    rate: Option<f64>,
+    rel: &str,
+    objective: &Objective,
+) -> SweepStep {
+    let errors = r.errors.fail + r.errors.info;
+    let p99_us = r.acquire_latency_us.as_ref().map(|p| p.p99);
+    let mut reasons = match (rate, r.status.as_str()) {
+        (_, "error") => vec![format!("error: {}", r.error.clone().unwrap_or_default())],
+        (Some(offered), _) => objective.judge(&StepFigures {
+            offered,
+            achieved: r.throughput_per_s,
+            p99_us,
+            acquisitions: r.acquisitions,
+            errors,
+        }),
+        (None, _) => Vec::new(),
+    };
+    if r.status == "interrupted" {
+        reasons.push("interrupted".into());
+    }
+    let res = r.resources.as_ref();
+    let missed = !reasons.is_empty();
+    let has_servers = res.is_some_and(|u| u.servers().next().is_some());
+    SweepStep {
+        phase: phase.name().into(),
+        offered_per_s: rate,
+        achieved_per_s: r.throughput_per_s,
+        acquisitions: r.acquisitions,
+        p50_ms: ms(r.acquire_latency_us.as_ref().map(|p| p.p50)),
+        p99_ms: ms(p99_us),
+        p50_service_ms: ms(r.acquire_service_time_us.as_ref().map(|p| p.p50)),
+        p99_service_ms: ms(r.acquire_service_time_us.as_ref().map(|p| p.p99)),
+        errors,
+        sustained: rate.is_some() && reasons.is_empty(),
+        reasons,
+        generator_bound: match (res, rate) {
+            // A failed step: could lockbench being the limit explain the failure?
+            (Some(u), Some(offered)) if missed => saturation::explains_miss(
+                u,
+                ms(p99_us),
+                objective.p99.as_secs_f64() * 1e3,
+                r.throughput_per_s >= (1.0 - objective.tolerance) * offered,
+            ),
+            (Some(u), _) => u.generator_bound,
+            (None, _) => false,
+        },
+        generator_notes: res.map(|u| u.generator_notes.clone()).unwrap_or_default(),
+        run_dir: rel.to_string(),
+        server_cpu_percent: res.filter(|_| has_servers).map(|u| u.server_cpu_percent()),
+        server_rss_mib: res.filter(|_| has_servers).map(|u| u.server_rss_mib()),
+        generator_cpu_percent: res.map(|u| u.generator_cpu_percent()),
+        machine_cpu_percent: res.and_then(|u| u.machine_cpu_mean()),
+        requests_per_acquisition: r.server_ops_per_acquisition,
+    }
+}
+
+/// One progress line for the terminal.
+pub fn line(backend: &str, point: &str, s: &SweepStep) -> String {
+    let offered = s
+        .offered_per_s
+        .map(|r| format!("offered {r:>8.0}/s"))
+        .unwrap_or_else(|| "closed loop     ".into());
+    let verdict = match (s.offered_per_s, s.sustained) {
+        (None, _) => "probe".to_string(),
+        (_, true) => "sustained".into(),
+        (_, false) => format!("NOT sustained: {}", s.reasons.join("; ")),
+    };
+    format!(
+        "  {backend} {point} {:<6} {offered} -> {:>8.0}/s  p99 {:>8} ms (uncorrected {:>7} ms)  lockbench CPU {:>3.0}%{}  {verdict}",
+        s.phase,
+        s.achieved_per_s,
+        s.p99_ms
+            .map(|v| format!("{v:.1}"))
+            .unwrap_or_else(|| "-".into()),
+        s.p99_service_ms
+            .map(|v| format!("{v:.1}"))
+            .unwrap_or_else(|| "-".into()),
+        s.generator_cpu_percent.unwrap_or(0.0),
+        if s.generator_bound {
+            " GENERATOR-BOUND"
+        } else {
+            ""
+        },
+    )
+}

@@ -1,0 +1,296 @@
+//! Capacity planning end to end (issue 6): `lockbench sweep` finds the rate a lock can carry,
+//! the open-loop pacer offers what it is asked to, and a stalled server shows in the corrected
+//! tail while the uncorrected one hides it.
+//!
+//! Each test brings up its own standalone Redis (a private managed cluster of that one server,
+//! in its own namespaces and subnet), because the suite's other tests compare the shared
+//! Redis's global command counts, and because a test here stops its server. The runs reach it
+//! with `--cluster external:FILE`. Torn down at the end, also when the test fails.
+
+mod common;
+
+use common::{result_of, results, text};
+use lockbench_chaos::{Group, NetConfig, ServerNemesis, Topology};
+use lockbench_cluster::Cluster;
+use lockbench_core::{Fault, RunClock, Targets};
+use rand::SeedableRng;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+/// A private one-Redis cluster; stopped (namespaces and all) when dropped.
+struct PrivateRedis {
+    cluster: Cluster,
+    rt: tokio::runtime::Runtime,
+    /// `--cluster external:<file>` for it.
+    arg: String,
+}
+
+impl PrivateRedis {
+    fn up(tag: &str, subnet: &str, dir: &Path) -> PrivateRedis {
+        assert!(
+            nix::unistd::geteuid().is_root(),
+            "this test needs root for its private Redis host (network namespaces); CI runs as root"
+        );
+        let cfg = NetConfig::new(&format!("lb-{tag}-"), subnet).unwrap();
+        let cluster = Cluster::new(std::env::temp_dir().join(format!("lockbench-capacity-{tag}")))
+            .with_groups(&[Group::Redis])
+            .with_topology(Topology::Netns(cfg));
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        rt.block_on(cluster.down()).unwrap(); // what a crashed earlier run left
+        let report = rt.block_on(cluster.up()).unwrap();
+        assert!(report.status.all_healthy(), "{:?}", report.status);
+        let file = dir.join("cluster.toml");
+        std::fs::write(&file, report.status.endpoints.to_toml()).unwrap();
+        PrivateRedis {
+            cluster,
+            rt,
+            arg: format!("external:{}", file.display()),
+        }
+    }
+}
+
+impl Drop for PrivateRedis {
+    fn drop(&mut self) {
+        let _ = self.rt.block_on(self.cluster.down());
+    }
+}
+
+fn lockbench(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lockbench"))
+        .args(args)
+        .output()
+        .expect("run lockbench")
+}
+
+fn write_scenario(dir: &Path, text: &str) -> PathBuf {
+    let file = dir.join("scenario.toml");
+    std::fs::write(&file, text).unwrap();
+    file
+}
+
+/// `lockbench run SCENARIO` on `cluster` into `dir/name`; its results.json.
+fn run_into(dir: &Path, name: &str, scenario: &Path, cluster: &str) -> Value {
+    let out_dir = dir.join(name);
+    let out = lockbench(&[
+        "run",
+        scenario.to_str().unwrap(),
+        "--quiet",
+        "--cluster",
+        cluster,
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    results(&out_dir)
+}
+
+/// One key, a fixed 20 ms hold: the lock itself bounds throughput at 1 / (hold + release +
+/// hand-off), a little under 50/s, whatever the offered rate. The cap is measured by a closed
+/// loop that keeps the lock busy all the time.
+const CAPPED: &str = r#"
+name = "capped"
+backends = ["redis-setnx"]
+duration = "3s"
+warmup = "500ms"
+[workload]
+clients = 8
+keys = 1
+hold = "20ms"
+[redis]
+retry_delay = "1ms"
+retry_jitter = "1ms"
+"#;
+
+#[test]
+fn the_knee_of_a_lock_capped_by_its_hold_time_is_within_10_percent_of_the_cap() {
+    let dir = common::scratch("capacity", "knee");
+    let redis = PrivateRedis::up("lcq", "10.83.1.0/24", &dir);
+    let scenario = write_scenario(&dir, CAPPED);
+
+    // The cap, measured: a closed loop with 8 clients keeps the lock busy all the time.
+    let r = run_into(&dir, "closed", &scenario, &redis.arg);
+    let res = result_of(&r, "redis-setnx");
+    let cap = res["throughput_per_s"].as_f64().unwrap();
+    // It is the lock's cap: at most one 20 ms hold at a time (plus release and hand-off).
+    assert!(
+        (35.0..=50.0).contains(&cap),
+        "closed-loop {cap:.1}/s: not bounded by the 20 ms hold (1/hold = 50/s)"
+    );
+
+    let sweep = dir.join("sweep");
+    let out = lockbench(&[
+        "sweep",
+        scenario.to_str().unwrap(),
+        "--cluster",
+        &redis.arg,
+        "--out",
+        sweep.to_str().unwrap(),
+        "--slo",
+        "p99=300ms",
+        "--resolution",
+        "0.05",
+        "--step",
+        "1500ms",
+        "--step-warmup",
+        "300ms",
+        "--max-steps",
+        "10",
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("Capacity at p99 <= 300 ms"), "{stdout}");
+    let r = results(&sweep);
+    let row = &r["capacity"]["sizing"][0];
+    let knee = row["max_rate_per_s"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no knee: {row}"));
+    assert!(
+        (knee - cap).abs() <= 0.10 * cap,
+        "knee {knee:.1}/s vs cap {cap:.1}/s ({}); steps: {}",
+        row["verdict"],
+        r["capacity"]["points"][0]["steps"]
+    );
+    // Every step is kept, with both latencies, and the knee's step is the result.
+    let steps = r["capacity"]["points"][0]["steps"].as_array().unwrap();
+    assert!(steps.len() >= 3);
+    for s in steps {
+        assert!(
+            sweep
+                .join(s["run_dir"].as_str().unwrap())
+                .join("results.json")
+                .exists()
+        );
+        assert!(
+            s["p99_ms"].as_f64().is_some() && s["p99_service_ms"].as_f64().is_some(),
+            "{s}"
+        );
+    }
+    assert_eq!(
+        result_of(&r, "redis-setnx")["offered_rate_per_s"].as_f64(),
+        Some(knee)
+    );
+    assert!(
+        std::fs::read_to_string(sweep.join("report.html"))
+            .unwrap()
+            .contains("id=\"capacity\"")
+    );
+}
+
+/// Open loop on 16 keys: an uncontended, fast backend.
+fn open_loop(rate: u32, duration: &str) -> String {
+    format!(
+        r#"
+name = "paced"
+backends = ["redis-setnx"]
+duration = "{duration}"
+warmup = "500ms"
+[workload]
+clients = 4
+keys = 16
+key_choice = "per-client"
+rate = {rate}
+[redis]
+response_timeout = "5s"
+"#
+    )
+}
+
+fn percentiles(res: &Value, field: &str) -> (f64, f64) {
+    let p = &res[field];
+    (
+        p["p50"].as_f64().unwrap() / 1e3,
+        p["p99"].as_f64().unwrap() / 1e3,
+    )
+}
+
+#[test]
+fn the_pacer_offers_its_rate_and_a_paused_server_shows_only_in_the_corrected_tail() {
+    let dir = common::scratch("capacity", "pacer");
+    let redis = PrivateRedis::up("lcr", "10.83.2.0/24", &dir);
+
+    // A fast backend: the achieved rate is the offered one, within 2%.
+    let scenario = write_scenario(&dir, &open_loop(400, "3s"));
+    let r = run_into(&dir, "fast", &scenario, &redis.arg);
+    let res = result_of(&r, "redis-setnx");
+    let achieved = res["throughput_per_s"].as_f64().unwrap();
+    assert!(
+        (achieved - 400.0).abs() <= 0.02 * 400.0,
+        "achieved {achieved}/s for 400/s offered"
+    );
+    // Every run samples lockbench's own CPU and memory.
+    let generator = &res["resources"]["processes"][0];
+    assert_eq!(generator["name"], "lockbench");
+    assert!(
+        generator["rss_mib_max"].as_f64().unwrap() > 1.0,
+        "{generator}"
+    );
+
+    // The same load with the server stopped (SIGSTOP) for 800 ms in the measured window.
+    let stalled = dir.join("stalled");
+    let scenario = write_scenario(&dir, &open_loop(200, "4s"));
+    let child = Command::new(env!("CARGO_BIN_EXE_lockbench"))
+        .args([
+            "run",
+            scenario.to_str().unwrap(),
+            "--quiet",
+            "--cluster",
+            &redis.arg,
+            "--out",
+            stalled.to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The run has started once its history has ops; the measured window opens 0.5 s later.
+    let history = stalled.join("history.jsonl");
+    let t0 = Instant::now();
+    while std::fs::metadata(&history).map_or(true, |m| m.len() < 2000) {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "the run never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    let mut nemesis = ServerNemesis::new(
+        redis.cluster.clone(),
+        Group::Redis,
+        rand_chacha::ChaCha8Rng::seed_from_u64(6),
+    );
+    let clock = RunClock::start();
+    let all = Targets::Nodes(vec!["redis".into()]);
+    let paused = redis.rt.block_on(lockbench_chaos::Nemesis::apply(
+        &mut nemesis,
+        &Fault::Pause {
+            targets: all.clone(),
+        },
+        &clock,
+    ));
+    std::thread::sleep(Duration::from_millis(800));
+    let resumed = redis.rt.block_on(lockbench_chaos::Nemesis::apply(
+        &mut nemesis,
+        &Fault::Resume { targets: all },
+        &clock,
+    ));
+    assert!(
+        paused.iter().chain(&resumed).all(|e| e.applied),
+        "{paused:?} {resumed:?}"
+    );
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let r = results(&stalled);
+    let res = result_of(&r, "redis-setnx");
+    let (_, corrected) = percentiles(res, "acquire_latency_us");
+    let (_, uncorrected) = percentiles(res, "acquire_service_time_us");
+    // Every op scheduled during the stall waited for it: about a fifth of the window.
+    assert!(
+        corrected >= 400.0,
+        "corrected p99 {corrected} ms after an 800 ms stall"
+    );
+    // Only the 4 ops in flight when it began saw it from their call (0.5% of ~800).
+    assert!(uncorrected <= 100.0, "uncorrected p99 {uncorrected} ms");
+    assert_eq!(res["errors"]["info"].as_u64(), Some(0), "{res}");
+}
