@@ -10,7 +10,6 @@
 //! links in the note; `heal` removes every toxic and closes the windows with the same verb and
 //! targets.
 
-use crate::server_nemesis::event;
 use crate::{LinkProxies, Nemesis, targets};
 use lockbench_cluster::{Cluster, Group, ServerSpec, Topology};
 use lockbench_core::{Fault, FaultEvent, FaultPhase, RunClock, Targets};
@@ -98,7 +97,7 @@ impl LinkNemesis {
         let (servers, named_clients) = match self.links(t).await {
             Ok(l) => l,
             Err(e) => {
-                return event(
+                return FaultEvent::now(
                     clock,
                     verb,
                     FaultPhase::Start,
@@ -153,7 +152,7 @@ impl LinkNemesis {
         } else if failed.is_empty() {
             note.push_str("; no proxied link matches (no client connected through a proxy)");
         }
-        event(clock, verb, FaultPhase::Start, targets, note, applied)
+        FaultEvent::now(clock, verb, FaultPhase::Start, targets, note, applied)
     }
 
     async fn heal(&mut self, clock: &RunClock) -> Vec<FaultEvent> {
@@ -171,7 +170,7 @@ impl LinkNemesis {
         std::mem::take(&mut self.windows)
             .into_iter()
             .map(|(v, t)| {
-                event(
+                FaultEvent::now(
                     clock,
                     v,
                     FaultPhase::Stop,
@@ -202,12 +201,12 @@ impl Nemesis for LinkNemesis {
                 ]
             }
             Fault::Heal => self.heal(clock).await,
-            other => vec![event(
+            other => vec![FaultEvent::now(
                 clock,
                 other.verb(),
                 FaultPhase::Start,
                 vec![],
-                "the link nemesis applies link faults only".into(),
+                "the link nemesis applies link faults only",
                 false,
             )],
         }

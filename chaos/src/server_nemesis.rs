@@ -167,7 +167,7 @@ impl ServerNemesis {
                     net.config().bridge_addr()
                 );
                 self.windows.push(("partition", targets.clone()));
-                event(clock, "partition", FaultPhase::Start, targets, note, true)
+                FaultEvent::now(clock, "partition", FaultPhase::Start, targets, note, true)
             }
             Ok(Err(e)) => {
                 let _ = firewall::flush_all(&net);
@@ -219,7 +219,7 @@ impl ServerNemesis {
                      host drops every server's; connections stay open, nothing arrives; not \
                      through a proxy"
                 );
-                event(
+                FaultEvent::now(
                     clock,
                     "link-blackhole",
                     FaultPhase::Start,
@@ -277,7 +277,7 @@ impl ServerNemesis {
             return Vec::new(); // nothing was in effect: nothing to record
         }
         if windows.is_empty() {
-            return vec![event(
+            return vec![FaultEvent::now(
                 clock,
                 "partition",
                 FaultPhase::Stop,
@@ -296,7 +296,7 @@ impl ServerNemesis {
                     note.push_str("; ");
                     note.push_str(how);
                 }
-                event(clock, v, FaultPhase::Stop, t, note, ok)
+                FaultEvent::now(clock, v, FaultPhase::Stop, t, note, ok)
             })
             .collect()
     }
@@ -448,7 +448,7 @@ impl ServerNemesis {
             );
         };
         let _ = kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
-        let killed_at = event(
+        let killed_at = FaultEvent::now(
             clock,
             FAILOVER,
             FaultPhase::Start,
@@ -524,7 +524,7 @@ impl ServerNemesis {
         if !missing.is_empty() {
             note.push_str(&format!("; not running: {}", missing.join(", ")));
         }
-        event(
+        FaultEvent::now(
             clock,
             verb,
             phase,
@@ -569,7 +569,7 @@ impl ServerNemesis {
             }
         }
         let note = format!("SIGKILL {}", done.join(", "));
-        event(
+        FaultEvent::now(
             clock,
             "kill",
             FaultPhase::Start,
@@ -612,7 +612,7 @@ impl ServerNemesis {
         if !failed.is_empty() {
             note.push_str(&format!("; FAILED: {}", failed.join("; ")));
         }
-        event(
+        FaultEvent::now(
             clock,
             "kill",
             FaultPhase::Stop,
@@ -651,7 +651,7 @@ impl ServerNemesis {
              with a TTL had its remaining TTL shortened by {by:?}, atomically): {}",
             parts.join("; ")
         );
-        event(clock, "clock-jump", FaultPhase::Start, names, note, ok)
+        FaultEvent::now(clock, "clock-jump", FaultPhase::Start, names, note, ok)
     }
 }
 
@@ -731,26 +731,8 @@ fn unavailable(what: &str) -> String {
     )
 }
 
-pub(crate) fn event(
-    clock: &RunClock,
-    fault: &str,
-    phase: FaultPhase,
-    targets: Vec<String>,
-    note: String,
-    applied: bool,
-) -> FaultEvent {
-    FaultEvent {
-        time: clock.now(),
-        fault: fault.to_string(),
-        phase,
-        targets,
-        note,
-        applied,
-    }
-}
-
 fn not_applied(clock: &RunClock, fault: &str, targets: Vec<String>, why: String) -> FaultEvent {
-    event(clock, fault, FaultPhase::Start, targets, why, false)
+    FaultEvent::now(clock, fault, FaultPhase::Start, targets, why, false)
 }
 
 fn join(pids: &[u32]) -> String {

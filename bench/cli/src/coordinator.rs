@@ -493,24 +493,6 @@ async fn count_across_processes(
     }
 }
 
-fn event(
-    clock: &RunClock,
-    fault: &str,
-    phase: FaultPhase,
-    target: &str,
-    note: String,
-    applied: bool,
-) -> FaultEvent {
-    FaultEvent {
-        time: clock.now(),
-        fault: fault.into(),
-        phase,
-        targets: vec![target.into()],
-        note,
-        applied,
-    }
-}
-
 /// Kleppmann's pause: after each grant the holder reports, stop the holder's process for
 /// `pause`, resume it, and only then let it write. Returns how many pauses were applied.
 async fn pause_holder(
@@ -532,11 +514,11 @@ async fn pause_holder(
             .token
             .map(|t| t.0.to_string())
             .unwrap_or_else(|| "none".into());
-        let _ = events.send(event(
+        let _ = events.send(FaultEvent::now(
             &clock,
             "pause",
             FaultPhase::Start,
-            &holder.name,
+            vec![holder.name.clone()],
             match &stopped {
                 Ok(()) => format!(
                     "SIGSTOP pid {} right after its grant of {} (client {}, token {token}), before its write, for {}",
@@ -557,11 +539,11 @@ async fn pause_holder(
             _ = stop.wait_for(|s| *s) => {}
         }
         let resumed = holder.signal(Signal::SIGCONT);
-        let _ = events.send(event(
+        let _ = events.send(FaultEvent::now(
             &clock,
             "pause",
             FaultPhase::Stop,
-            &holder.name,
+            vec![holder.name.clone()],
             format!(
                 "SIGCONT pid {}; it now writes with token {token}",
                 holder.pid

@@ -28,24 +28,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-fn ev(
-    clock: &RunClock,
-    fault: &str,
-    phase: FaultPhase,
-    targets: Vec<String>,
-    note: impl Into<String>,
-    applied: bool,
-) -> FaultEvent {
-    FaultEvent {
-        time: clock.now(),
-        fault: fault.into(),
-        phase,
-        targets,
-        note: note.into(),
-        applied,
-    }
-}
-
 /// `true` when `targets` name client processes rather than servers.
 pub fn is_client_target(targets: &Targets) -> bool {
     match targets {
@@ -92,7 +74,7 @@ impl ClientNemesis {
             .collect();
         let ok = victims.iter().all(|w| w.signal(Signal::SIGKILL).is_ok());
         let pids: Vec<Pid> = victims.iter().map(|w| w.pid).collect();
-        let mut out = vec![ev(
+        let mut out = vec![FaultEvent::now(
             clock,
             "kill",
             FaultPhase::Start,
@@ -122,7 +104,7 @@ impl ClientNemesis {
                 }
                 Err(e) => (format!("NOT restarted: {e}"), false),
             };
-            out.push(ev(
+            out.push(FaultEvent::now(
                 clock,
                 "kill",
                 FaultPhase::Stop,
@@ -176,7 +158,7 @@ impl ClientNemesis {
             let ok = pids
                 .iter()
                 .all(|p| nix::sys::signal::kill(*p, Signal::SIGCONT).is_ok());
-            out.push(ev(
+            out.push(FaultEvent::now(
                 clock,
                 "pause",
                 FaultPhase::Stop,
@@ -200,9 +182,23 @@ impl Nemesis for ClientNemesis {
                     let ok = ws.iter().all(|w| w.signal(Signal::SIGSTOP).is_ok());
                     let note = format!("SIGSTOP of worker pid(s) {pids:?}");
                     self.paused.push((names.clone(), pids));
-                    vec![ev(clock, "pause", FaultPhase::Start, names, note, ok)]
+                    vec![FaultEvent::now(
+                        clock,
+                        "pause",
+                        FaultPhase::Start,
+                        names,
+                        note,
+                        ok,
+                    )]
                 }
-                Err(why) => vec![ev(clock, "pause", FaultPhase::Start, vec![], why, false)],
+                Err(why) => vec![FaultEvent::now(
+                    clock,
+                    "pause",
+                    FaultPhase::Start,
+                    vec![],
+                    why,
+                    false,
+                )],
             },
             Fault::Resume { targets } => match targets {
                 Targets::Nodes(names) => self.resume(clock, Some(names)),
@@ -213,12 +209,19 @@ impl Nemesis for ClientNemesis {
                     let names: Vec<String> = ws.iter().map(|w| w.name.clone()).collect();
                     self.kill(names, clock).await
                 }
-                Err(why) => vec![ev(clock, "kill", FaultPhase::Start, vec![], why, false)],
+                Err(why) => vec![FaultEvent::now(
+                    clock,
+                    "kill",
+                    FaultPhase::Start,
+                    vec![],
+                    why,
+                    false,
+                )],
             },
             // A killed worker was restarted right after the kill: nothing left to start.
             Fault::Start { .. } => Vec::new(),
             Fault::Heal => Vec::new(),
-            other => vec![ev(
+            other => vec![FaultEvent::now(
                 clock,
                 other.verb(),
                 FaultPhase::Start,
@@ -338,12 +341,19 @@ impl Nemesis for StandInServerNemesis {
                 let servers = match self.servers().await {
                     Ok(s) => s,
                     Err(why) => {
-                        return vec![ev(clock, "pause", FaultPhase::Start, vec![], why, false)];
+                        return vec![FaultEvent::now(
+                            clock,
+                            "pause",
+                            FaultPhase::Start,
+                            vec![],
+                            why,
+                            false,
+                        )];
                     }
                 };
                 let chosen = self.pick(servers, targets);
                 if chosen.is_empty() {
-                    return vec![ev(
+                    return vec![FaultEvent::now(
                         clock,
                         "pause",
                         FaultPhase::Start,
@@ -358,7 +368,7 @@ impl Nemesis for StandInServerNemesis {
                     .iter()
                     .all(|p| nix::sys::signal::kill(*p, Signal::SIGSTOP).is_ok());
                 self.paused.push((names.clone(), pids.clone()));
-                vec![ev(
+                vec![FaultEvent::now(
                     clock,
                     "pause",
                     FaultPhase::Start,
@@ -369,7 +379,7 @@ impl Nemesis for StandInServerNemesis {
             }
             Fault::Resume { .. } => self.heal_all(clock).await,
             Fault::Heal => Vec::new(),
-            other => vec![ev(
+            other => vec![FaultEvent::now(
                 clock,
                 other.verb(),
                 FaultPhase::Start,
@@ -387,7 +397,7 @@ impl Nemesis for StandInServerNemesis {
                 let ok = pids
                     .iter()
                     .all(|p| nix::sys::signal::kill(*p, Signal::SIGCONT).is_ok());
-                ev(
+                FaultEvent::now(
                     clock,
                     "pause",
                     FaultPhase::Stop,
@@ -463,7 +473,7 @@ impl<S: Nemesis> Nemesis for Composite<S> {
                     let split = lockbench_core::PartitionSpec::Isolate(Targets::Nodes(names));
                     self.server.apply(&Fault::Partition { split }, clock).await
                 }
-                Err(why) => vec![ev(
+                Err(why) => vec![FaultEvent::now(
                     clock,
                     "partition",
                     FaultPhase::Start,

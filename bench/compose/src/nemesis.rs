@@ -62,24 +62,6 @@ impl ComposeNemesis {
         Ok(notes.join("; "))
     }
 
-    fn event(
-        clock: &RunClock,
-        verb: &str,
-        phase: FaultPhase,
-        targets: Vec<String>,
-        note: String,
-        applied: bool,
-    ) -> FaultEvent {
-        FaultEvent {
-            time: clock.now(),
-            fault: verb.into(),
-            phase,
-            targets,
-            note,
-            applied,
-        }
-    }
-
     async fn close(&mut self, clock: &RunClock, pick: impl Fn(&Window) -> bool) -> Vec<FaultEvent> {
         let (closing, keep): (Vec<Window>, Vec<Window>) = std::mem::take(&mut self.open)
             .into_iter()
@@ -91,7 +73,7 @@ impl ComposeNemesis {
                 Ok(n) => (n, true),
                 Err(e) => (e, false),
             };
-            events.push(Self::event(
+            events.push(FaultEvent::now(
                 clock,
                 w.verb,
                 FaultPhase::Stop,
@@ -124,7 +106,7 @@ impl Nemesis for ComposeNemesis {
                 let planned = match plan(fault, self.group, &mut self.rng) {
                     Ok(p) => p,
                     Err(note) => {
-                        return vec![Self::event(
+                        return vec![FaultEvent::now(
                             clock,
                             opened,
                             FaultPhase::Stop,
@@ -146,7 +128,7 @@ impl Nemesis for ComposeNemesis {
                         Ok(n) => (n, true),
                         Err(e) => (e, false),
                     };
-                    events.push(Self::event(
+                    events.push(FaultEvent::now(
                         clock,
                         opened,
                         FaultPhase::Stop,
@@ -160,7 +142,7 @@ impl Nemesis for ComposeNemesis {
             _ => {}
         }
         match plan(fault, self.group, &mut self.rng) {
-            Err(note) => vec![Self::event(
+            Err(note) => vec![FaultEvent::now(
                 clock,
                 verb,
                 FaultPhase::Start,
@@ -175,7 +157,7 @@ impl Nemesis for ComposeNemesis {
                         targets: p.targets.clone(),
                         undo: p.undo,
                     });
-                    vec![Self::event(
+                    vec![FaultEvent::now(
                         clock,
                         verb,
                         FaultPhase::Start,
@@ -187,7 +169,7 @@ impl Nemesis for ComposeNemesis {
                 Err(e) => {
                     // Undo whatever part did happen, then report the fault as not applied.
                     let _ = self.run(&p.undo).await;
-                    vec![Self::event(
+                    vec![FaultEvent::now(
                         clock,
                         verb,
                         FaultPhase::Start,

@@ -7,7 +7,7 @@
 //! every start and stop of a fault is recorded as a [`FaultEvent`] in the same history as the
 //! clients' ops, on the same clock, so checkers and plots know the fault windows exactly.
 
-use crate::time::Nanos;
+use crate::time::{Nanos, RunClock};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -191,6 +191,28 @@ pub struct FaultEvent {
     /// `false` when the fault could not be applied here (e.g. partitions without root); the
     /// note says why. Such windows are reported as unavailable, never silently skipped.
     pub applied: bool,
+}
+
+impl FaultEvent {
+    /// The event of `fault` on `targets`, stamped with `clock`'s time now: what every nemesis
+    /// records when it applies or undoes a fault.
+    pub fn now(
+        clock: &RunClock,
+        fault: &str,
+        phase: FaultPhase,
+        targets: Vec<String>,
+        note: impl Into<String>,
+        applied: bool,
+    ) -> FaultEvent {
+        FaultEvent {
+            time: clock.now(),
+            fault: fault.to_string(),
+            phase,
+            targets,
+            note: note.into(),
+            applied,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -64,14 +64,7 @@ impl Run<'_> {
         note: String,
         applied: bool,
     ) {
-        let e = FaultEvent {
-            time: self.clock.now(),
-            fault: fault.into(),
-            phase,
-            targets,
-            note,
-            applied,
-        };
+        let e = FaultEvent::now(&self.clock, fault, phase, targets, note, applied);
         self.log_fault(e);
     }
 
