@@ -2,7 +2,7 @@
 //! runs (pid files, `/proc`, health probes) with what should run, and fix the difference.
 
 use crate::health::{self, Probe};
-use crate::hosts::Network;
+use crate::hosts::{NetConfig, Network};
 use crate::lock::{self, ClusterLock};
 use crate::process::{self, PortUse};
 use crate::spec::{Group, SERVERS, ServerSpec, System};
@@ -182,6 +182,12 @@ impl Cluster {
             let net = Network::new(cfg.clone());
             for spec in self.servers() {
                 net.ensure(&net.server_host(spec))?;
+            }
+            // Fail in seconds, naming the cause, where the host's firewall drops traffic
+            // between our hosts (a Docker host), rather than after the health timeout.
+            if let [a, b, ..] = self.servers().as_slice() {
+                let (from, to) = (net.server_host(a), net.server_host(b));
+                tokio::task::spawn_blocking(move || net.check_forwarding(&from, &to)).await??;
             }
         }
         let all = self.servers();
@@ -432,9 +438,13 @@ impl Cluster {
         for spec in &SERVERS {
             let _ = std::fs::remove_file(self.node(spec.name).pid_file());
         }
-        if let Some(net) = self
+        // The recorded network, else the one the environment names (a state directory that
+        // lost its record after a crash), if it is ours or its owner's state directory is gone.
+        let net = self
             .network()
-            .filter(|n| n.owner().is_none_or(|o| o == self.state_dir))
+            .or_else(|| NetConfig::from_env().ok().map(Network::new));
+        if let Some(net) =
+            net.filter(|n| n.owner().is_none_or(|o| o == self.state_dir || !o.exists()))
         {
             let removed = net.teardown()?;
             if !removed.is_empty() {

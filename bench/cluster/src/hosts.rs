@@ -5,8 +5,10 @@
 //! one end of a veth pair; the other end (named like the namespace) is enslaved to the bridge
 //! `lb-br0` in the root namespace, which holds `.1` of the subnet (default `10.77.0.0/24`), so
 //! the coordinator process reaches every host directly. Namespaces get no default route:
-//! nothing inside can reach any address outside the project's subnet, and nothing here ever
-//! touches the root namespace's firewall.
+//! nothing inside can reach any address outside the project's subnet. The root namespace's
+//! firewall is touched in one place only: on a host that filters bridged traffic (every Docker
+//! host), [`crate::bridge_firewall`] accepts traffic between ports of our own bridge, and
+//! `teardown` removes that rule again.
 //!
 //! Everything is done by shelling out to `ip` (iproute2): it is what an operator would type,
 //! its errors are readable, and the commands are few and fast. Ownership is by *exact* name:
@@ -398,7 +400,7 @@ impl Network {
         let want = format!("inet {}/{} ", self.cfg.bridge_addr(), self.cfg.prefix_len);
         if output(&["-4", "-o", "addr", "show", "dev", &br]).is_ok_and(|s| s.contains(&want)) {
             ip(&["link", "set", &br, "up"])?;
-            return Ok(());
+            return crate::bridge_firewall::allow(&self.cfg);
         }
         let _ = ip(&["link", "del", &br]);
         self.check_no_overlap()?;
@@ -412,7 +414,7 @@ impl Network {
         ])?;
         ip(&["link", "set", &br, "up"])?;
         tracing::info!(bridge = br, subnet = self.cfg.cidr(), "bridge created");
-        Ok(())
+        crate::bridge_firewall::allow(&self.cfg)
     }
 
     /// Refuses a subnet that overlaps any route of the root namespace (any table) that is not
@@ -493,7 +495,8 @@ impl Network {
     }
 
     /// Removes everything this network owns: SIGKILLs every process in its namespaces, deletes
-    /// the namespaces, leftover veths and the bridge. Idempotent. Returns what it removed.
+    /// the namespaces, leftover veths, the bridge and its rule in the root namespace's
+    /// `FORWARD` chain. Idempotent. Returns what it removed.
     pub fn teardown(&self) -> anyhow::Result<Vec<String>> {
         let _lock = self.lock()?;
         let mut removed = Vec::new();
@@ -505,6 +508,9 @@ impl Network {
         for link in list_links().into_iter().filter(|l| self.cfg.owns(l)) {
             let _ = ip(&["link", "del", &link]);
             removed.push(link);
+        }
+        if crate::bridge_firewall::remove(&self.cfg)? > 0 {
+            removed.push(format!("FORWARD rule for {}", self.cfg.bridge()));
         }
         let _ = std::fs::remove_file(self.owner_file());
         let left: Vec<String> = list_netns()
@@ -518,14 +524,25 @@ impl Network {
         Ok(removed)
     }
 
-    /// Names of every namespace and link this network owns that exist now (empty after
-    /// [`Network::teardown`]).
+    /// Names of every namespace and link this network owns that exist now, and its root
+    /// `FORWARD` rule if present (empty after [`Network::teardown`]).
     pub fn leftovers(&self) -> Vec<String> {
-        list_netns()
+        let mut left: Vec<String> = list_netns()
             .into_iter()
             .chain(list_links())
             .filter(|n| self.cfg.owns(n))
-            .collect()
+            .collect();
+        if crate::bridge_firewall::present(&self.cfg) {
+            left.push(format!("FORWARD rule for {}", self.cfg.bridge()));
+        }
+        left
+    }
+
+    /// Checks within a few seconds that `from` reaches `to` over the bridge (a TCP connection
+    /// between the two namespaces); the error names the likely cause (a root firewall that
+    /// drops bridged traffic) and the fix.
+    pub fn check_forwarding(&self, from: &Host, to: &Host) -> anyhow::Result<()> {
+        crate::bridge_firewall::check_forwarding(&self.cfg, from, to)
     }
 }
 

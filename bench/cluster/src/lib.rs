@@ -48,6 +48,7 @@
 //! time. CI runs that test on its own.
 #![deny(missing_docs)]
 
+pub mod bridge_firewall;
 mod cluster;
 mod etcd;
 mod health;
