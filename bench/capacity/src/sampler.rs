@@ -319,8 +319,9 @@ mod tests {
         let _ = child.wait();
         let generator = &u.processes[0];
         assert!(generator.pids.contains(&child.id()), "{:?}", generator.pids);
-        // Generous: the machine is shared, the child gets at least a fifth of a core.
-        assert!(generator.cpu_percent_mean > 20.0, "{generator:?}");
+        // Generous: the machine is shared (a loaded 2-core CI machine gave the child under a
+        // fifth of a core); an uncounted child would read ~0 %.
+        assert!(generator.cpu_percent_mean > 5.0, "{generator:?}");
         assert!(generator.rss_mib_max > 1.0);
         assert!(u.timer_lag_p99_ms.is_some());
         assert!(u.sample_times_s.len() >= 5);
