@@ -197,3 +197,24 @@ pub(crate) fn num_label(v: f64, span: f64) -> String {
     };
     format!("{v:.digits$}")
 }
+
+/// `#rrggbb` of a colour, for HTML next to the charts.
+pub(crate) fn hex(c: RGBColor) -> String {
+    format!("#{:02x}{:02x}{:02x}", c.0, c.1, c.2)
+}
+
+/// A backend's name after a square of its chart colour.
+pub(crate) fn swatch(i: usize, name: &str) -> String {
+    format!(
+        "<span class=\"key\"><i style=\"background:{}\"></i>{}</span>",
+        hex(color(i)),
+        esc(name)
+    )
+}
+
+/// The legend every comparison chart shares, as HTML outside the plots: one swatch per backend
+/// of the run, in the run's order (the colour index is the backend's position).
+pub(crate) fn legend<'a>(backends: impl Iterator<Item = &'a str>) -> String {
+    let keys: Vec<String> = backends.enumerate().map(|(i, b)| swatch(i, b)).collect();
+    format!("<p class=\"legend\">{}</p>\n", keys.join(" "))
+}

@@ -1,6 +1,7 @@
 //! The tables: the header (scenario, verdict, environment, the scenario itself, raw files),
 //! the summary per backend x workload and each recipe's knobs.
 
+use super::chart;
 use super::load::Run;
 use super::page::{self, esc, ms};
 use crate::model::{BackendResult, Percentiles};
@@ -62,7 +63,7 @@ pub(crate) fn header(run: &Run) -> String {
     } else {
         ""
     };
-    s.push_str(&format!("<nav class=\"toc\"><a href=\"#summary\">summary</a>{scorecard}<a href=\"#spectrum\">latency spectrum</a><a href=\"#timeline\">over time</a><a href=\"#holders\">lock holders</a><a href=\"#fencing\">fencing</a><a href=\"#fairness\">fairness</a><a href=\"#environment\">environment</a></nav>\n"
+    s.push_str(&format!("<nav class=\"toc\"><a href=\"#summary\">summary</a>{scorecard}<a href=\"#spectrum\">latency</a><a href=\"#timeline\">each backend over time</a><a href=\"#holders\">lock holders</a><a href=\"#fencing\">fencing</a><a href=\"#fairness\">fairness</a><a href=\"#environment\">environment</a></nav>\n"
     ));
     s
 }
@@ -148,23 +149,48 @@ fn safety_cell(r: &BackendResult) -> String {
     }
 }
 
+/// The fault windows of `backend`'s run: how many were applied, of which kinds, and how many
+/// could not be applied here.
+fn faults_cell(run: &Run, backend: &str) -> String {
+    let mut kinds: Vec<&str> = Vec::new();
+    let (mut applied, mut not) = (0, 0);
+    for f in run.traces.faults_of(backend) {
+        if f.applied {
+            applied += 1;
+        } else {
+            not += 1;
+        }
+        if !kinds.contains(&f.fault.as_str()) {
+            kinds.push(&f.fault);
+        }
+    }
+    if applied + not == 0 {
+        return "none".into();
+    }
+    let mut s = format!("{applied} <small>({})</small>", esc(&kinds.join(", ")));
+    if not > 0 {
+        s.push_str(&format!(" <small><b>{not} not applied</b></small>"));
+    }
+    s
+}
+
 /// The summary table, one row per backend x workload.
 pub(crate) fn table(run: &Run) -> String {
     let mut t = String::from(
-        "<div class=\"scroll\"><table class=\"wide\">\n<tr><th rowspan=\"2\">backend</th><th rowspan=\"2\">workload</th><th rowspan=\"2\">N/K</th><th rowspan=\"2\">acq/s</th>\
-         <th colspan=\"4\">acquire latency (ms)</th><th colspan=\"2\">hand-off (ms)</th><th rowspan=\"2\">fairness</th><th rowspan=\"2\">fail/info</th>\
-         <th rowspan=\"2\">req/acq<br>client | server</th><th rowspan=\"2\">safety</th></tr>\n\
-         <tr><th>p50</th><th>p99</th><th>p99.9</th><th>max</th><th>p50</th><th>p99</th></tr>\n",
+        "<div class=\"scroll\"><table class=\"wide summary\">\n<tr><th rowspan=\"2\">backend</th><th rowspan=\"2\">workload<br>N/K</th><th rowspan=\"2\">acq/s</th>\
+         <th colspan=\"5\">acquire latency (ms)</th><th colspan=\"2\">hand-off (ms)</th><th rowspan=\"2\">fairness</th><th rowspan=\"2\">fail/info</th>\
+         <th rowspan=\"2\">req/acq<br>client | server</th><th rowspan=\"2\">faults</th><th rowspan=\"2\">safety</th></tr>\n\
+         <tr><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>max</th><th>p50</th><th>p99</th></tr>\n",
     );
-    for r in &run.results.results {
+    for (i, r) in run.results.results.iter().enumerate() {
         if r.failover.is_some() {
             // Election recipes: the failover section.
             continue;
         }
         if r.status == "error" {
             t.push_str(&format!(
-                "<tr class=\"error\"><td>{}</td><td>{}</td><td class=\"num\">{}/{}</td><td colspan=\"10\">did not run: {}</td>{}</tr>\n",
-                esc(&r.backend),
+                "<tr class=\"error\"><td>{}</td><td>{} {}/{}</td><td colspan=\"12\">did not run: {}</td>{}</tr>\n",
+                chart::swatch(i, &r.backend),
                 esc(&r.workload),
                 r.clients,
                 r.keys,
@@ -180,17 +206,18 @@ pub(crate) fn table(run: &Run) -> String {
             None => format!("{:.0}", r.throughput_per_s),
         };
         t.push_str(&format!(
-            "<tr{}><td>{}{}</td><td>{}</td><td class=\"num\">{}/{}</td><td class=\"num\">{rate}</td>\
-             <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
+            "<tr{}><td>{}{}</td><td>{} {}/{}</td><td class=\"num\">{rate}</td>\
+             <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
              <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}/{}</td>\
-             <td class=\"num\">{} | {}</td>{}</tr>\n",
+             <td class=\"num\">{} | {}</td><td class=\"faults\">{}</td>{}</tr>\n",
             if r.safety.verdict == "invalid" { " class=\"bad\"" } else { "" },
-            esc(&r.backend),
+            chart::swatch(i, &r.backend),
             if r.status == "interrupted" { " <small>(interrupted)</small>" } else { "" },
             esc(&r.workload),
             r.clients,
             r.keys,
             pct(a, |p| p.p50),
+            pct(a, |p| p.p90),
             pct(a, |p| p.p99),
             pct(a, |p| p.p999),
             pct(a, |p| p.max),
@@ -201,6 +228,7 @@ pub(crate) fn table(run: &Run) -> String {
             r.errors.info,
             opt(r.requests.client_per_acquisition, 2),
             opt(r.requests.server_per_acquisition, 2),
+            faults_cell(run, &r.backend),
             safety_cell(r)
         ));
     }
@@ -223,12 +251,8 @@ pub(crate) fn table(run: &Run) -> String {
             errors.join("; ")
         )));
     }
-    page::section(
-        "summary",
-        "Summary",
-        "Acquire latency is measured from the op's intended start (coordinated omission corrected); hand-off from a release completing to the next grant on the same key; fairness is Jain's index over per-client acquisitions (1 = equal); req/acq counts requests sent to the servers per acquisition, by lockbench and by the servers' own counters.",
-        &t,
-    )
+    t.push_str(&page::note("Acquire latency is measured from the op's intended start (coordinated omission corrected); hand-off from a release completing to the next grant on the same key; fairness is Jain's index over per-client acquisitions (1 = equal); req/acq counts requests sent to the servers per acquisition, by lockbench and by the servers' own counters; faults are the fault windows applied to that backend's run."));
+    page::section("summary", "Summary", "", &t)
 }
 
 /// How each recipe waits, where its token comes from, and its knobs.
