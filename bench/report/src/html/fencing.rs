@@ -11,7 +11,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 /// Ordinary writes drawn per chart; more are thinned evenly (stale ones are always drawn).
-const MAX_POINTS: usize = 1000;
+const MAX_POINTS: usize = 400;
 /// Keys drawn per backend.
 const MAX_KEYS: usize = 2;
 
