@@ -61,12 +61,20 @@ pub(crate) fn svg(
     match result {
         // Inline SVG in HTML needs no namespace declaration; leaving it out keeps the page
         // free of any URL.
-        Ok(()) => out.replacen(" xmlns=\"http://www.w3.org/2000/svg\"", "", 1),
+        Ok(()) => compact(&out.replacen(" xmlns=\"http://www.w3.org/2000/svg\"", "", 1)),
         Err(e) => format!(
             "<p class=\"note\">chart could not be drawn: {}</p>",
             esc(&e.to_string())
         ),
     }
+}
+
+/// Drops what plotters writes on every element but SVG already defaults to (`opacity="1"`) or
+/// the page's stylesheet sets once (`svg text { font-family: sans-serif }`): about a fifth of a
+/// chart's bytes, which keeps a report with many charts small enough to mail.
+fn compact(svg: &str) -> String {
+    svg.replace(" opacity=\"1\"", "")
+        .replace(" font-family=\"sans-serif\"", "")
 }
 
 /// A fault window in the chart's x unit.

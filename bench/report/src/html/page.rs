@@ -97,6 +97,7 @@ details { margin: 6px 0; }
 summary { cursor: pointer; font-weight: 600; }
 figure { margin: 8px 0 16px; }
 figure svg { max-width: 100%; height: auto; display: block; }
+svg text { font-family: sans-serif; }
 figcaption { color: var(--muted); font-size: 13px; margin-top: 2px; max-width: 110ch; }
 .grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(420px, 1fr)); gap: 4px 16px; }
 .pair { display: grid; grid-template-columns: 1fr 1fr; gap: 4px 16px; }
