@@ -114,7 +114,8 @@ pub(crate) fn shades<'a>(
         .collect()
 }
 
-/// Shades fault windows over the whole height `[y_lo, y_hi]` and labels each at the top.
+/// Shades fault windows over the whole height `[y_lo, y_hi]` and labels each at the top (unless
+/// its label is empty).
 /// Zero-length windows (instant events) are drawn as a line.
 pub(crate) fn draw_shades<DB: DrawingBackend, Y: Ranged<ValueType = f64>>(
     chart: &mut ChartContext<'_, DB, Cartesian2d<RangedCoordf64, Y>>,
@@ -136,6 +137,9 @@ where
                 FAULT.mix(alpha).filled(),
             )))
             .map_err(|e| e.to_string())?;
+        if s.label.is_empty() {
+            continue;
+        }
         chart
             .draw_series(std::iter::once(Text::new(
                 s.label.clone(),

@@ -65,6 +65,17 @@ fn overlay(run: &Run) -> Option<Overlay> {
             }
         }
     }
+    // Windows that differ between backends (a pause after each grant) would stack their labels
+    // into an unreadable smear: each label is written once, at its first window.
+    let mut labelled: Vec<String> = Vec::new();
+    shades.sort_by(|a, b| a.x0.total_cmp(&b.x0));
+    for s in &mut shades {
+        if labelled.contains(&s.label) {
+            s.label.clear();
+        } else {
+            labelled.push(s.label.clone());
+        }
+    }
     Some(Overlay {
         lines: traces
             .iter()

@@ -102,7 +102,9 @@ figcaption { color: var(--muted); font-size: 13px; margin-top: 2px; max-width: 1
 .grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(420px, 1fr)); gap: 4px 16px; }
 .pair { display: grid; grid-template-columns: 1fr 1fr; gap: 4px 16px; }
 p.legend { margin: 8px 0 0; }
+table.summary { font-size: 13px; }
 table.summary th, table.summary td { padding: 2px 6px; }
+table.summary td.safety small { font-weight: normal; }
 table.summary td { white-space: nowrap; }
 table.summary td.safety { white-space: normal; min-width: 15em; }
 table.summary td.faults small { color: var(--muted); }

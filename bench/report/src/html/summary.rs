@@ -128,15 +128,44 @@ fn safety_cell(r: &BackendResult) -> String {
     let s = &r.safety;
     match s.verdict.as_str() {
         "valid" => "<td class=\"safety ok\">ok</td>".into(),
-        "invalid" => format!(
-            "<td class=\"safety bad\">VIOLATED: {} overlaps ({:.1} ms, longest {:.1} ms), {} stale writes accepted, {} rejected, {} locks lost</td>",
-            s.mutex_violations,
-            s.overlap_ms,
-            s.max_overlap_ms,
-            s.stale_writes_accepted,
-            s.stale_writes_rejected,
-            s.locks_lost
-        ),
+        "invalid" => {
+            // Counts on the first line, most severe first; how long and what fencing stopped on
+            // a second, small one: the verdict stays two short lines.
+            let mut found = Vec::new();
+            let plural =
+                |n: u64, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+            if s.mutex_violations > 0 {
+                found.push(plural(s.mutex_violations, "overlap", "overlaps"));
+            }
+            if s.stale_writes_accepted > 0 {
+                found.push(plural(
+                    s.stale_writes_accepted,
+                    "stale write accepted",
+                    "stale writes accepted",
+                ));
+            }
+            if s.locks_lost > 0 {
+                found.push(plural(s.locks_lost, "lock lost", "locks lost"));
+            }
+            if found.is_empty() {
+                found.push("see the checkers' findings in results.json".into());
+            }
+            let mut detail = Vec::new();
+            if s.mutex_violations > 0 {
+                detail.push(format!(
+                    "{:.1} ms with two holders (longest {:.1})",
+                    s.overlap_ms, s.max_overlap_ms
+                ));
+            }
+            if s.stale_writes_rejected > 0 {
+                detail.push(format!("{} stale rejected", s.stale_writes_rejected));
+            }
+            format!(
+                "<td class=\"safety bad\">VIOLATED: {}<br><small>{}</small></td>",
+                found.join(", "),
+                detail.join("; ")
+            )
+        }
         v => format!(
             "<td class=\"safety unknown\">{}{}</td>",
             esc(v),
@@ -178,8 +207,8 @@ fn faults_cell(run: &Run, backend: &str) -> String {
 pub(crate) fn table(run: &Run) -> String {
     let mut t = String::from(
         "<div class=\"scroll\"><table class=\"wide summary\">\n<tr><th rowspan=\"2\">backend</th><th rowspan=\"2\">workload<br>N/K</th><th rowspan=\"2\">acq/s</th>\
-         <th colspan=\"5\">acquire latency (ms)</th><th colspan=\"2\">hand-off (ms)</th><th rowspan=\"2\">fairness</th><th rowspan=\"2\">fail/info</th>\
-         <th rowspan=\"2\">req/acq<br>client | server</th><th rowspan=\"2\">faults</th><th rowspan=\"2\">safety</th></tr>\n\
+         <th colspan=\"5\">acquire latency (ms)</th><th colspan=\"2\">hand-off ms</th><th rowspan=\"2\">fairness</th><th rowspan=\"2\">fail/info</th>\
+         <th rowspan=\"2\">req/acq<br><small>client | server</small></th><th rowspan=\"2\">faults</th><th rowspan=\"2\">safety</th></tr>\n\
          <tr><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>max</th><th>p50</th><th>p99</th></tr>\n",
     );
     for (i, r) in run.results.results.iter().enumerate() {
