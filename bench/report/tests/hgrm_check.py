@@ -2,7 +2,8 @@
 """Checks lockbench's `.hgrm` files against their `.hdr` twins with an independent
 implementation: the `hdrhistogram` package from PyPI (module `hdrh`) decodes each V2-deflate
 `.hdr`, this script restates Java's `PercentileIterator` over the decoded counts and prints every
-line as Java's `AbstractHistogram.outputPercentileDistribution(out, 5, 1000.0)` formats it, and
+line as Java's `AbstractHistogram.outputPercentileDistribution(out, 5, 1000.0)` formats it
+(Java's `%f` rounds the shortest decimal repr half up, unlike C's printf), and
 the `.hgrm` written by lockbench must equal that text line for line (header, rows with the
 cumulative TotalCount, Mean/StdDeviation, Max/Total count and Buckets/SubBuckets footer).
 
@@ -11,6 +12,7 @@ omits Java's integer truncation of log2 and its footer differs from Java's.
 
 Usage: hgrm_check.py RUN_DIR_OR_HISTOGRAMS_DIR...   (exit 1 on any difference)
 """
+from decimal import ROUND_HALF_UP, Decimal
 import math
 import pathlib
 import struct
@@ -59,19 +61,37 @@ def java_rows(h):
     return rows
 
 
+def jf(x, d):
+    """`%.{d}f` as Java's Formatter prints it: the shortest repr's digits, rounded half up."""
+    return format(Decimal(repr(float(x))).quantize(Decimal(1).scaleb(-d), rounding=ROUND_HALF_UP), "f")
+
+
+def java_mean_stddev(h):
+    """Java's getMean()/getStdDeviation(): median equivalents summed, then divided."""
+    total = h.get_total_count()
+    if not total:
+        return 0.0, 0.0
+    items = [(h._hdr_median_equiv_value(i.value_iterated_to), i.count_at_value_iterated_to)
+             for i in h.get_recorded_iterator()]
+    mean = sum(float(v) * c for v, c in items) / total
+    dev = sum((v - mean) * (v - mean) * c for v, c in items)
+    return mean, math.sqrt(dev / total)
+
+
 def java_text(h):
     d = h.significant_figures
     out = ["%12s %14s %10s %14s" % ("Value", "Percentile", "TotalCount", "1/(1-Percentile)"), ""]
     for value, level, count in java_rows(h):
         q = level / 100.0
         if level != 100.0:
-            out.append("%12.*f %2.12f %10d %14.2f" % (d, value / SCALE, q, count, 1 / (1.0 - q)))
+            out.append("%12s %2s %10d %14s" % (jf(value / SCALE, d), jf(q, 12), count,
+                                               jf(1 / (1.0 - q), 2)))
         else:
-            out.append("%12.*f %2.12f %10d" % (d, value / SCALE, q, count))
-    out.append("#[Mean    = %12.*f, StdDeviation   = %12.*f]"
-               % (d, h.get_mean_value() / SCALE, d, h.get_stddev() / SCALE))
-    out.append("#[Max     = %12.*f, Total count    = %12d]"
-               % (d, h.get_max_value() / SCALE, h.get_total_count()))
+            out.append("%12s %2s %10d" % (jf(value / SCALE, d), jf(q, 12), count))
+    mean, stddev = java_mean_stddev(h)
+    out.append("#[Mean    = %12s, StdDeviation   = %12s]" % (jf(mean / SCALE, d), jf(stddev / SCALE, d)))
+    out.append("#[Max     = %12s, Total count    = %12d]"
+               % (jf(h.get_max_value() / SCALE, d), h.get_total_count()))
     out.append("#[Buckets = %12d, SubBuckets     = %12d]" % (h.bucket_count, h.sub_bucket_count))
     return out
 

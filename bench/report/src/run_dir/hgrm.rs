@@ -73,6 +73,69 @@ fn sub_bucket_count(h: &Histogram<u64>) -> u32 {
     1u32 << (largest.log2().ceil() as u32)
 }
 
+/// `%.{d}f` as Java's `Formatter` prints it: the shortest decimal digits that identify `x`,
+/// rounded half up (C and Rust round the exact binary value instead, so 0.15 gives 0.1 there
+/// and 0.2 in Java).
+fn java_fixed(x: f64, d: usize) -> String {
+    let shortest = format!("{}", x.abs());
+    let sign = if x.is_sign_negative() && x != 0.0 {
+        "-"
+    } else {
+        ""
+    };
+    let (int, frac) = shortest.split_once('.').unwrap_or((&shortest, ""));
+    if frac.len() <= d {
+        return format!("{sign}{int}.{frac:0<d$}");
+    }
+    let mut digits: Vec<u8> = int.bytes().chain(frac.bytes().take(d)).collect();
+    if frac.as_bytes()[d] >= b'5' {
+        let mut i = digits.len();
+        loop {
+            if i == 0 {
+                digits.insert(0, b'1');
+                break;
+            }
+            i -= 1;
+            if digits[i] == b'9' {
+                digits[i] = b'0';
+            } else {
+                digits[i] += 1;
+                break;
+            }
+        }
+    }
+    let (int, frac) = digits.split_at(digits.len() - d);
+    let text = |b: &[u8]| String::from_utf8_lossy(b).to_string();
+    if d == 0 {
+        format!("{sign}{}", text(int))
+    } else {
+        format!("{sign}{}.{}", text(int), text(frac))
+    }
+}
+
+/// Java's `getMean()` and `getStdDeviation()`: every recorded value's median equivalent, summed
+/// and then divided (the crate divides at each step, which can differ in the last digit).
+fn mean_and_stdev(h: &Histogram<u64>) -> (f64, f64) {
+    let n = h.len();
+    if n == 0 {
+        return (0.0, 0.0);
+    }
+    let at = |v: &hdrhistogram::iterators::IterationValue<u64>| {
+        (
+            h.median_equivalent(v.value_iterated_to()) as f64,
+            v.count_at_value() as f64,
+        )
+    };
+    let total: f64 = h.iter_recorded().map(|v| at(&v)).map(|(x, c)| x * c).sum();
+    let mean = total / n as f64;
+    let dev: f64 = h
+        .iter_recorded()
+        .map(|v| at(&v))
+        .map(|(x, c)| (x - mean) * (x - mean) * c)
+        .sum();
+    (mean, (dev / n as f64).sqrt())
+}
+
 /// The whole `.hgrm` text. An empty histogram gets the header and footer and no rows, as Java
 /// prints it.
 pub(crate) fn hgrm(h: &Histogram<u64>) -> String {
@@ -84,28 +147,26 @@ pub(crate) fn hgrm(h: &Histogram<u64>) -> String {
     for r in rows(h, TICKS_PER_HALF_DISTANCE) {
         let value = r.value as f64 / SCALING_RATIO;
         let q = r.percentile / 100.0;
+        let (value, q) = (java_fixed(value, d), java_fixed(q, 12));
         if r.percentile != 100.0 {
-            let _ = writeln!(
-                s,
-                "{value:>12.d$} {q:>2.12} {:>10} {:>14.2}",
-                r.total,
-                1.0 / (1.0 - q)
-            );
+            let inverse = java_fixed(1.0 / (1.0 - r.percentile / 100.0), 2);
+            let _ = writeln!(s, "{value:>12} {q:>2} {:>10} {inverse:>14}", r.total);
         } else {
-            let _ = writeln!(s, "{value:>12.d$} {q:>2.12} {:>10}", r.total);
+            let _ = writeln!(s, "{value:>12} {q:>2} {:>10}", r.total);
         }
     }
     let max = if h.is_empty() { 0 } else { h.max() };
+    let (mean, stdev) = mean_and_stdev(h);
     let _ = writeln!(
         s,
-        "#[Mean    = {:>12.d$}, StdDeviation   = {:>12.d$}]",
-        h.mean() / SCALING_RATIO,
-        h.stdev() / SCALING_RATIO
+        "#[Mean    = {:>12}, StdDeviation   = {:>12}]",
+        java_fixed(mean / SCALING_RATIO, d),
+        java_fixed(stdev / SCALING_RATIO, d)
     );
     let _ = writeln!(
         s,
-        "#[Max     = {:>12.d$}, Total count    = {:>12}]",
-        max as f64 / SCALING_RATIO,
+        "#[Max     = {:>12}, Total count    = {:>12}]",
+        java_fixed(max as f64 / SCALING_RATIO, d),
         h.len()
     );
     let _ = writeln!(
@@ -189,6 +250,16 @@ mod tests {
             "#[Buckets =           22, SubBuckets     =         2048]"
         );
         assert!(lines[n - 3].starts_with("#[Mean    =        5.00"));
+    }
+
+    #[test]
+    fn numbers_round_as_java_formats_them() {
+        assert_eq!(java_fixed(0.15, 1), "0.2");
+        assert_eq!(java_fixed(198.8405, 3), "198.841");
+        assert_eq!(java_fixed(9.9996, 3), "10.000");
+        assert_eq!(java_fixed(0.5, 12), "0.500000000000");
+        assert_eq!(java_fixed(2.0, 2), "2.00");
+        assert_eq!(java_fixed(0.001, 3), "0.001");
     }
 
     #[test]
