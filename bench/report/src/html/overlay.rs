@@ -1,8 +1,9 @@
 //! The comparison charts over time: every backend's throughput (and acquire p99) per bucket on
 //! one chart and one y-scale, x in seconds since each backend's first op, every fault window
-//! shaded once. Backends run one after another, each on its own clock, but a scenario schedules
-//! its faults at the same offsets for each, so the overlay lines them up; a window that differs
-//! between backends is shaded (and labelled) for each.
+//! shaded. Backends run one after another, each on its own clock, but a scenario schedules its
+//! faults at the same offsets for each, so the overlay lines them up; windows of one kind that
+//! overlap across backends are merged into one band labelled with the kind (per-backend targets
+//! and exact windows are in each backend's folded detail).
 //!
 //! The throughput axis turns logarithmic when the backends' typical rates differ more than 20x
 //! (Redis runs thousands of acquisitions per second, etcd hundreds), so the slow ones are not a
@@ -54,28 +55,7 @@ fn overlay(run: &Run) -> Option<Overlay> {
         .iter()
         .map(|(_, t)| run.measured_window(t.first_t, t.last_t).0 as f64 / NS)
         .fold(0.0, f64::max);
-    let mut shades: Vec<Shade> = Vec::new();
-    for r in &run.results.results {
-        for s in chart::shades(run.traces.faults_of(&r.backend), 0, NS, 0.0, x_hi) {
-            let same = |o: &Shade| {
-                o.label == s.label && (o.x0 - s.x0).abs() < 0.25 && (o.x1 - s.x1).abs() < 0.25
-            };
-            if !shades.iter().any(same) {
-                shades.push(s);
-            }
-        }
-    }
-    // Windows that differ between backends (a pause after each grant) would stack their labels
-    // into an unreadable smear: each label is written once, at its first window.
-    let mut labelled: Vec<String> = Vec::new();
-    shades.sort_by(|a, b| a.x0.total_cmp(&b.x0));
-    for s in &mut shades {
-        if labelled.contains(&s.label) {
-            s.label.clear();
-        } else {
-            labelled.push(s.label.clone());
-        }
-    }
+    let shades = merged_shades(run, x_hi);
     Some(Overlay {
         lines: traces
             .iter()
@@ -86,6 +66,58 @@ fn overlay(run: &Run) -> Option<Overlay> {
         warm,
         shades,
     })
+}
+
+/// A fault kind, whether any of its windows was applied, and its windows (s).
+type KindSpans = (String, bool, Vec<(f64, f64)>);
+
+/// The fault windows of every backend, merged per fault kind: windows of one kind that overlap
+/// (the same scheduled fault, or a pause after each grant landing at different times per
+/// backend) become one band, labelled with the kind once, at its first band. Labels with
+/// targets would differ per backend (each has its own leader) and stack into a smear.
+fn merged_shades(run: &Run, x_hi: f64) -> Vec<Shade> {
+    let mut by_kind: Vec<KindSpans> = Vec::new();
+    for f in &run.traces.faults {
+        let Some(backend) = f.backend.as_deref() else {
+            continue;
+        };
+        let x0 = f.start as f64 / NS;
+        let x1 = f.end.map(|e| e as f64 / NS).unwrap_or(x_hi).min(x_hi);
+        if x0 > x_hi || run.traces.get(backend).is_none() {
+            continue;
+        }
+        match by_kind.iter_mut().find(|(k, _, _)| *k == f.fault) {
+            Some((_, applied, spans)) => {
+                *applied |= f.applied;
+                spans.push((x0, x1));
+            }
+            None => by_kind.push((f.fault.clone(), f.applied, vec![(x0, x1)])),
+        }
+    }
+    let mut out = Vec::new();
+    for (kind, applied, mut spans) in by_kind {
+        spans.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let mut merged: Vec<(f64, f64)> = Vec::new();
+        for (a, b) in spans {
+            match merged.last_mut() {
+                Some(last) if a <= last.1 + 0.25 => last.1 = last.1.max(b),
+                _ => merged.push((a, b)),
+            }
+        }
+        for (i, (x0, x1)) in merged.into_iter().enumerate() {
+            out.push(Shade {
+                x0,
+                x1,
+                label: match (i, applied) {
+                    (0, true) => kind.clone(),
+                    (0, false) => format!("{kind} (not applied)"),
+                    _ => String::new(),
+                },
+                applied,
+            });
+        }
+    }
+    out
 }
 
 /// Throughput of every backend on one chart, with its caption.

@@ -153,7 +153,7 @@ fn safety_cell(r: &BackendResult) -> String {
             let mut detail = Vec::new();
             if s.mutex_violations > 0 {
                 detail.push(format!(
-                    "{:.1} ms with two holders (longest {:.1})",
+                    "{:.1} ms overlapping (longest {:.1})",
                     s.overlap_ms, s.max_overlap_ms
                 ));
             }
@@ -178,8 +178,8 @@ fn safety_cell(r: &BackendResult) -> String {
     }
 }
 
-/// The fault windows of `backend`'s run: how many were applied, of which kinds, and how many
-/// could not be applied here.
+/// The fault windows of `backend`'s run: how many were applied (the kinds on hover), and how
+/// many could not be applied here.
 fn faults_cell(run: &Run, backend: &str) -> String {
     let mut kinds: Vec<&str> = Vec::new();
     let (mut applied, mut not) = (0, 0);
@@ -196,21 +196,60 @@ fn faults_cell(run: &Run, backend: &str) -> String {
     if applied + not == 0 {
         return "none".into();
     }
-    let mut s = format!("{applied} <small>({})</small>", esc(&kinds.join(", ")));
+    // The count only: the kinds label the comparison chart's bands and head the scorecard, and
+    // a list here would push the verdicts below the first screen.
+    let mut s = format!(
+        "<span title=\"{}\">{applied}</span>",
+        esc(&kinds.join(", "))
+    );
     if not > 0 {
-        s.push_str(&format!(" <small><b>{not} not applied</b></small>"));
+        s.push_str(&format!("<br><small><b>{not} not applied</b></small>"));
     }
     s
 }
 
 /// The summary table, one row per backend x workload.
 pub(crate) fn table(run: &Run) -> String {
-    let mut t = String::from(
-        "<div class=\"scroll\"><table class=\"wide summary\">\n<tr><th rowspan=\"2\">backend</th><th rowspan=\"2\">workload<br>N/K</th><th rowspan=\"2\">acq/s</th>\
+    // One workload for every row (the usual run): said once above the table, and its column
+    // dropped, so the safety verdicts get the width and the rows stay short.
+    let shapes: Vec<String> = run
+        .results
+        .results
+        .iter()
+        .filter(|r| r.failover.is_none())
+        .map(|r| format!("{} {}/{}", esc(&r.workload), r.clients, r.keys))
+        .collect();
+    let one_shape = shapes.windows(2).all(|w| w[0] == w[1]);
+    let workload_cell = |r: &BackendResult| {
+        if one_shape {
+            String::new()
+        } else {
+            format!("<td>{} {}/{}</td>", esc(&r.workload), r.clients, r.keys)
+        }
+    };
+    let mut t = String::new();
+    if let (true, Some(r)) = (
+        one_shape,
+        run.results.results.iter().find(|r| r.failover.is_none()),
+    ) {
+        t.push_str(&format!(
+            "<p class=\"note\">Every backend: workload <b>{}</b>, {} clients on {} key(s).</p>\n",
+            esc(&r.workload),
+            r.clients,
+            r.keys
+        ));
+    }
+    t.push_str(&format!(
+        "<div class=\"scroll\"><table class=\"summary\">\n<tr><th rowspan=\"2\">backend</th>{}<th rowspan=\"2\">acq/s</th>\
          <th colspan=\"5\">acquire latency (ms)</th><th colspan=\"2\">hand-off ms</th><th rowspan=\"2\">fairness</th><th rowspan=\"2\">fail/info</th>\
-         <th rowspan=\"2\">req/acq<br><small>client | server</small></th><th rowspan=\"2\">faults</th><th rowspan=\"2\">safety</th></tr>\n\
+         <th rowspan=\"2\">req/acq<br><small>client | server</small></th><th rowspan=\"2\">faults</th><th rowspan=\"2\" class=\"safety\">safety</th></tr>\n\
          <tr><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>max</th><th>p50</th><th>p99</th></tr>\n",
-    );
+        if one_shape {
+            ""
+        } else {
+            "<th rowspan=\"2\">workload<br>N/K</th>"
+        }
+    ));
     for (i, r) in run.results.results.iter().enumerate() {
         if r.failover.is_some() {
             // Election recipes: the failover section.
@@ -218,11 +257,9 @@ pub(crate) fn table(run: &Run) -> String {
         }
         if r.status == "error" {
             t.push_str(&format!(
-                "<tr class=\"error\"><td>{}</td><td>{} {}/{}</td><td colspan=\"12\">did not run: {}</td>{}</tr>\n",
+                "<tr class=\"error\"><td>{}</td>{}<td colspan=\"12\">did not run: {}</td>{}</tr>\n",
                 chart::swatch(i, &r.backend),
-                esc(&r.workload),
-                r.clients,
-                r.keys,
+                workload_cell(r),
                 esc(r.error.as_deref().unwrap_or("error")),
                 safety_cell(r)
             ));
@@ -235,16 +272,14 @@ pub(crate) fn table(run: &Run) -> String {
             None => format!("{:.0}", r.throughput_per_s),
         };
         t.push_str(&format!(
-            "<tr{}><td>{}{}</td><td>{} {}/{}</td><td class=\"num\">{rate}</td>\
+            "<tr{}><td>{}{}</td>{}<td class=\"num\">{rate}</td>\
              <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
              <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}/{}</td>\
              <td class=\"num\">{} | {}</td><td class=\"faults\">{}</td>{}</tr>\n",
             if r.safety.verdict == "invalid" { " class=\"bad\"" } else { "" },
             chart::swatch(i, &r.backend),
             if r.status == "interrupted" { " <small>(interrupted)</small>" } else { "" },
-            esc(&r.workload),
-            r.clients,
-            r.keys,
+            workload_cell(r),
             pct(a, |p| p.p50),
             pct(a, |p| p.p90),
             pct(a, |p| p.p99),
