@@ -108,6 +108,21 @@ fn every_backend_excludes_with_8_clients_on_one_key_and_the_results_are_complete
             );
         }
     }
+    // The .hgrm files are HdrHistogram's format, per an independent decoder (PyPI hdrhistogram).
+    let hgrm = std::process::Command::new("python3")
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../report/tests/hgrm_check.py"
+        ))
+        .arg(&out_dir)
+        .output()
+        .expect("python3 is not installed: run scripts/install-deps");
+    assert!(
+        hgrm.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&hgrm.stdout),
+        String::from_utf8_lossy(&hgrm.stderr)
+    );
     let report = std::fs::read_to_string(out_dir.join("report.html")).expect("report.html");
     assert!(
         report.matches("<svg").count() >= 10,

@@ -5,11 +5,14 @@
 //!   field, appended while the run goes (lines are in time order per client; sort by `t` for a
 //!   global order). An interrupted run keeps every line written so far. Fault events are lines
 //!   with `"type":"nemesis"` (verb, phase, targets, note, applied), on the same clock;
-//! - `histograms/<backend>.<metric>.hgrm`: HdrHistogram percentile distribution as text;
+//! - `histograms/<backend>.<metric>.hgrm`: HdrHistogram's percentile distribution text, as
+//!   Java's `outputPercentileDistribution(out, 5, 1000.0)` prints it (values in ms; see `hgrm`);
 //! - `histograms/<backend>.<metric>.hdr`: the same histogram, V2-deflate serialized, so
 //!   histograms from several runs or processes can be merged exactly;
 //! - `results.json`: the figures (see `SCHEMA.md`), rewritten after each backend so a cut-off
 //!   run still has the backends that finished.
+
+mod hgrm;
 
 use crate::model::RunResults;
 use anyhow::Context;
@@ -93,7 +96,7 @@ impl RunDir {
         write_atomic(&dir.join(format!("{backend}.{metric}.hdr")), &bin)?;
         write_atomic(
             &dir.join(format!("{backend}.{metric}.hgrm")),
-            hgrm(h).as_bytes(),
+            hgrm::hgrm(h).as_bytes(),
         )
     }
 
@@ -159,38 +162,6 @@ impl RunDir {
             .and_then(|mut f| f.write_all(&line))
             .with_context(|| format!("cannot append to {}", path.display()))
     }
-}
-
-/// HdrHistogram's text percentile distribution, values in microseconds.
-fn hgrm(h: &Histogram<u64>) -> String {
-    let mut s = String::from("       Value(us)   Percentile   TotalCount 1/(1-Percentile)\n\n");
-    if h.is_empty() {
-        s.push_str("(no samples)\n");
-        return s;
-    }
-    for v in h.iter_quantiles(2) {
-        let q = v.quantile_iterated_to();
-        let inv = if q < 1.0 {
-            format!("{:.2}", 1.0 / (1.0 - q))
-        } else {
-            "inf".into()
-        };
-        s.push_str(&format!(
-            "{:>16} {:>12.6} {:>12} {:>14}\n",
-            v.value_iterated_to(),
-            q,
-            v.count_since_last_iteration(),
-            inv
-        ));
-    }
-    s.push_str(&format!(
-        "#[Mean = {:.3}, StdDeviation = {:.3}]\n#[Max = {}, Total count = {}]\n",
-        h.mean(),
-        h.stdev(),
-        h.max(),
-        h.len()
-    ));
-    s
 }
 
 fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {

@@ -123,6 +123,10 @@ fn history(backend: &str, overlap: bool) -> Vec<String> {
     lines
 }
 
+/// Backends beside the two the tests look at, so the first screen is checked with a realistic
+/// number of backends (the quick suite has about six).
+pub(crate) const OTHERS: [&str; 4] = ["etcd-lease", "redis-setnx", "redlock", "zk-curator"];
+
 /// Writes a run directory under `parent` and returns its path.
 pub(crate) fn synthetic_run(parent: &Path, name: &str, started: &str, overlap: bool) -> PathBuf {
     let dir = parent.join(name);
@@ -137,7 +141,9 @@ pub(crate) fn synthetic_run(parent: &Path, name: &str, started: &str, overlap: b
                         "cpus": 2, "servers": {"redis": "7.0.15", "zookeeper": "3.8.0"}},
         "results": [
             result(good, "valid", 0),
-            result(bad, if overlap { "invalid" } else { "valid" }, overlap as u64)
+            result(bad, if overlap { "invalid" } else { "valid" }, overlap as u64),
+            result(OTHERS[0], "valid", 0), result(OTHERS[1], "valid", 0),
+            result(OTHERS[2], "valid", 0), result(OTHERS[3], "valid", 0)
         ],
         "scorecard": {"cells": [
             {"backend": good, "fault": "pause", "runs": 1, "not_applied": 0, "violations": {}, "stayed_available": true},
@@ -152,8 +158,11 @@ pub(crate) fn synthetic_run(parent: &Path, name: &str, started: &str, overlap: b
     .unwrap();
     let mut lines = history(good, false);
     lines.extend(history(bad, overlap));
+    for b in OTHERS {
+        lines.extend(history(b, false));
+    }
     std::fs::write(dir.join("history.jsonl"), lines.join("\n") + "\n").unwrap();
-    for (i, backend) in [good, bad].into_iter().enumerate() {
+    for (i, backend) in [good, bad].into_iter().chain(OTHERS).enumerate() {
         let mut h = Histogram::<u64>::new(3).unwrap();
         for v in 1..2000u64 {
             h.record(100 * (i as u64 + 1) + v * v / 50).unwrap();
@@ -224,6 +233,18 @@ fn the_report_has_every_section_with_charts_and_no_external_reference() {
     );
     assert!(fanout.contains("19.25") && fanout.contains("test counters"));
     assert!(section(&html, "timeline").contains("SIGSTOP"));
+    // The comparison charts come first, shade the fault window and share an HTML legend.
+    let glance = section(&html, "glance");
+    assert!(html.find("id=\"glance\"") < html.find("id=\"summary\""));
+    assert!(glance.matches("<svg").count() >= 2, "{glance:.300}");
+    assert!(
+        glance.contains("pause"),
+        "the fault window is not on the comparison chart"
+    );
+    assert!(glance.contains("class=\"legend\"") && glance.contains("zk-curator"));
+    // p90 in the summary; per-backend detail folded.
+    assert!(section(&html, "summary").contains("<th>p90</th>"));
+    assert!(section(&html, "timeline").contains("<details>"));
     assert!(html.contains("seed = 7"), "the scenario TOML is embedded");
     assert!(html.contains("7.0.15") && html.contains("6.1.0-test"));
     // The invalid backend is flagged in the summary.
@@ -243,7 +264,7 @@ fn overlapping_holds_are_drawn_red_and_clean_histories_are_not() {
     .unwrap();
     let holders = std::fs::read_to_string(bad).unwrap();
     let holders = section(&holders, "holders");
-    let broken = &holders[holders.find("<h3>redis-broken-nonx").unwrap()..];
+    let broken = &holders[holders.find("redis-broken-nonx</span>").unwrap()..];
     assert!(broken.contains("1 overlapping hold(s)"), "{broken:.400}");
     assert!(
         broken.matches(RED_FILL).count() >= 2,
@@ -282,7 +303,7 @@ fn the_stale_writes_are_marked_on_the_staircase() {
     )
     .unwrap();
     let fencing = section(&html, "fencing");
-    let broken = &fencing[fencing.find("<h3>redis-broken-nonx").unwrap()..];
+    let broken = &fencing[fencing.find("redis-broken-nonx</span>").unwrap()..];
     assert!(
         broken.contains("stale writes accepted: <b"),
         "{broken:.300}"
@@ -330,7 +351,7 @@ fn a_run_dir_with_only_results_json_still_renders() {
     std::fs::remove_dir_all(dir.join("histograms")).unwrap();
     let html = std::fs::read_to_string(write_report(&dir).unwrap()).unwrap();
     assert!(html.contains("No holds in"));
-    assert!(html.contains("No histogram with samples"));
+    assert!(html.contains("No samples for this chart"));
     assert!(
         section(&html, "fairness").contains("<svg"),
         "fairness comes from results.json"

@@ -11,7 +11,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 /// Ordinary writes drawn per chart; more are thinned evenly (stale ones are always drawn).
-const MAX_POINTS: usize = 2500;
+const MAX_POINTS: usize = 400;
 /// Keys drawn per backend.
 const MAX_KEYS: usize = 2;
 
@@ -45,9 +45,11 @@ pub(crate) fn section(run: &Run) -> String {
         }
         let stale_acc = t.writes.iter().filter(|w| w.stale && w.accepted).count();
         let stale_rej = t.writes.iter().filter(|w| !w.accepted).count();
+        // Folded unless the resource accepted a stale write: damage is never hidden.
         body.push_str(&format!(
-            "<h3>{}</h3>\n<p class=\"note\">{} writes; stale writes accepted: {}, rejected: {}.{}</p>\n",
-            esc(&r.backend),
+            "<details{}><summary>{} <small>{} writes; stale writes accepted: {}, rejected: {}.{}</small></summary>\n",
+            if stale_acc > 0 { " open" } else { "" },
+            chart::swatch(bi, &r.backend),
             t.writes.len(),
             if stale_acc > 0 { format!("<b style=\"color:#d62728\">{stale_acc}</b>") } else { "0".into() },
             stale_rej,
@@ -75,6 +77,7 @@ pub(crate) fn section(run: &Run) -> String {
                 &format!("Key k{key}: {what} of each write over time (s on this backend's clock)."),
             ));
         }
+        body.push_str("</details>\n");
     }
     if !unfenced.is_empty() {
         body.push_str(&page::note(&format!(

@@ -4,12 +4,13 @@
 //! both bars are red and the overlap is banded in red across the rows.
 //!
 //! A long run has far too many holds to draw, so a readable window is shown: the start of the
-//! measured window (up to 2 s, fewer when the backend is fast), plus the window around the
-//! first overlap when there is one; the caption says which.
+//! measured window, the same span for every backend (up to 2 s, less when a backend is fast, so
+//! hand-off gaps compare at one scale), plus a window of that span around the first overlap
+//! when there is one; the caption says which.
 
 use super::chart::{self, BAD, Drawn, Shade};
 use super::load::Run;
-use super::page::{self, esc};
+use super::page;
 use super::trace::Hold;
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -55,39 +56,36 @@ pub(crate) fn overlaps(holds: &[Hold]) -> (Vec<bool>, Vec<Overlap>) {
     (flagged, found)
 }
 
-/// The window starting at `from` holding at most `MAX_HOLDS` holds and `MAX_WINDOW` ns.
-fn window_from(holds: &[&Hold], from: u64, last: u64) -> (u64, u64) {
+/// The length of the window starting at `from` that holds at most `MAX_HOLDS` holds and
+/// `MAX_WINDOW` ns.
+fn window_len(holds: &[&Hold], from: u64, last: u64) -> u64 {
     let later: Vec<&&Hold> = holds.iter().filter(|h| h.start >= from).collect();
     let mut end = (from + MAX_WINDOW).min(last);
     if later.len() > MAX_HOLDS {
         end = end.min(later[MAX_HOLDS - 1].end);
     }
-    (from, end.max(from + 1_000_000))
+    end.saturating_sub(from).max(1_000_000)
 }
 
-/// A window around `at` with about `MAX_HOLDS` holds, at most `MAX_WINDOW` wide.
-fn window_around(holds: &[&Hold], at: u64, last: u64) -> (u64, u64) {
-    let i = holds.partition_point(|h| h.start < at);
-    let lo_i = i.saturating_sub(MAX_HOLDS / 2);
-    let hi_i = (i + MAX_HOLDS / 2).min(holds.len().saturating_sub(1));
-    let half = MAX_WINDOW / 2;
-    let lo = holds
-        .get(lo_i)
-        .map(|h| h.start)
-        .unwrap_or(at)
-        .max(at.saturating_sub(half));
-    let hi = holds
-        .get(hi_i)
-        .map(|h| h.end)
-        .unwrap_or(at)
-        .min(at + half)
-        .min(last.max(at));
-    (lo.min(at), hi.max(at + 1_000_000))
+/// One backend's holds as the section draws them.
+struct Plan<'a> {
+    bi: usize,
+    backend: &'a str,
+    holds: &'a [Hold],
+    flagged: Vec<bool>,
+    found: Vec<Overlap>,
+    keys: Vec<u32>,
+    all_keys: usize,
+    /// Start of the measured window on this backend's clock (where its first chart starts).
+    from: u64,
 }
 
-/// The section.
+/// The section. Every backend's chart shows the same span from the start of its measured
+/// window (the span the fastest backend fills with `MAX_HOLDS` holds, at most `MAX_WINDOW`), so
+/// hand-off gaps compare at one scale; a backend that broke mutual exclusion adds a chart of
+/// the same span around its first overlap, and is unfolded.
 pub(crate) fn section(run: &Run) -> String {
-    let mut body = String::new();
+    let mut plans = Vec::new();
     for (bi, r) in run.results.results.iter().enumerate() {
         let Some(t) = run.traces.get(&r.backend).filter(|t| !t.holds.is_empty()) else {
             continue;
@@ -106,74 +104,98 @@ pub(crate) fn section(run: &Run) -> String {
                 keys.push(*k);
             }
         }
-        body.push_str(&format!("<h3>{}</h3>\n", esc(&r.backend)));
-        if found.is_empty() {
-            body.push_str(&page::note("No overlapping holds."));
+        let from = if t.holds.iter().any(|h| h.start >= m0) {
+            m0
         } else {
-            body.push_str(&format!(
-                "<p class=\"note\"><b style=\"color:#d62728\">{} overlapping hold(s)</b>; the first at {:.3} s on key k{}.</p>\n",
-                found.len(),
-                found[0].start as f64 / 1e9,
-                found[0].key
-            ));
-        }
-        if t.keys.len() > keys.len() {
+            t.holds[0].start
+        };
+        plans.push(Plan {
+            bi,
+            backend: &r.backend,
+            holds: &t.holds,
+            flagged,
+            found,
+            keys,
+            all_keys: t.keys.len(),
+            from,
+        });
+    }
+    let span = plans
+        .iter()
+        .flat_map(|p| {
+            p.keys.iter().map(|&k| {
+                let holds: Vec<&Hold> = p.holds.iter().filter(|h| h.key == k).collect();
+                let last = holds.iter().map(|h| h.end).max().unwrap_or(p.from);
+                window_len(&holds, p.from, last)
+            })
+        })
+        .min()
+        .unwrap_or(MAX_WINDOW);
+
+    let mut body = String::new();
+    for p in &plans {
+        let status = if p.found.is_empty() {
+            "no overlapping holds".to_string()
+        } else {
+            format!(
+                "<b style=\"color:#d62728\">{} overlapping hold(s)</b>; the first at {:.3} s on key k{}",
+                p.found.len(),
+                p.found[0].start as f64 / 1e9,
+                p.found[0].key
+            )
+        };
+        body.push_str(&format!(
+            "<details{}><summary>{} <small>{status}</small></summary>\n",
+            if p.found.is_empty() { "" } else { " open" },
+            chart::swatch(p.bi, p.backend)
+        ));
+        if p.all_keys > p.keys.len() {
             body.push_str(&page::note(&format!(
                 "Showing key(s) {} of {} keys.",
-                keys.iter()
+                p.keys
+                    .iter()
                     .map(|k| format!("k{k}"))
                     .collect::<Vec<_>>()
                     .join(", "),
-                t.keys.len()
+                p.all_keys
             )));
         }
-        for key in keys {
-            let idx: Vec<usize> = (0..t.holds.len())
-                .filter(|&i| t.holds[i].key == key)
+        for &key in &p.keys {
+            let idx: Vec<usize> = (0..p.holds.len())
+                .filter(|&i| p.holds[i].key == key)
                 .collect();
-            let holds: Vec<&Hold> = idx.iter().map(|&i| &t.holds[i]).collect();
-            let from = if holds.iter().any(|h| h.start >= m0) {
-                m0
-            } else {
-                holds[0].start
-            };
-            let mut windows = vec![(
-                window_from(&holds, from, t.last_t),
-                "start of the measured window",
-            )];
-            if let Some(o) = found.iter().find(|o| o.key == key) {
-                let (w0, w1) = windows[0].0;
-                if o.start < w0 || o.start > w1 {
-                    windows.push((
-                        window_around(&holds, o.start, t.last_t),
-                        "around the first overlap",
-                    ));
+            let mut windows = vec![((p.from, p.from + span), "start of the measured window")];
+            if let Some(o) = p.found.iter().find(|o| o.key == key) {
+                if o.start < p.from || o.start > p.from + span {
+                    let w0 = o.start.saturating_sub(span / 2);
+                    windows.push(((w0, w0 + span), "around the first overlap"));
                 }
             }
             for ((w0, w1), what) in windows {
                 let bars: Vec<(Hold, bool)> = idx
                     .iter()
-                    .filter(|&&i| t.holds[i].end >= w0 && t.holds[i].start <= w1)
-                    .map(|&i| (t.holds[i], flagged[i]))
+                    .filter(|&&i| p.holds[i].end >= w0 && p.holds[i].start <= w1)
+                    .map(|&i| (p.holds[i], p.flagged[i]))
                     .collect();
-                let bands: Vec<Overlap> = found
+                let bands: Vec<Overlap> = p
+                    .found
                     .iter()
                     .filter(|o| o.key == key && o.end >= w0 && o.start <= w1)
                     .copied()
                     .collect();
                 let shades = chart::shades(
-                    run.traces.faults_of(&r.backend),
+                    run.traces.faults_of(p.backend),
                     0,
                     1e6,
                     w0 as f64 / 1e6,
                     w1 as f64 / 1e6,
                 );
-                let svg = draw_svg(&bars, &bands, (w0, w1), &shades, chart::color(bi));
+                let svg = draw_svg(&bars, &bands, (w0, w1), &shades, chart::color(p.bi));
                 let red = bars.iter().filter(|b| b.1).count();
                 body.push_str(&page::figure(
                     &svg,
                     &format!(
-                        "Key k{key}, {what}: {:.3} s to {:.3} s ({} holds{}). Bars run from acquire ok to release invoke; at least 2 px wide.",
+                        "Key k{key}, {what}: {:.3} s to {:.3} s on this backend's clock ({} holds{}). Bars run from acquire ok to release invoke; at least 2 px wide.",
                         w0 as f64 / 1e9,
                         w1 as f64 / 1e9,
                         bars.len(),
@@ -182,6 +204,7 @@ pub(crate) fn section(run: &Run) -> String {
                 ));
             }
         }
+        body.push_str("</details>\n");
     }
     if body.is_empty() {
         body = page::note("No holds in <code>history.jsonl</code>.");
@@ -189,7 +212,10 @@ pub(crate) fn section(run: &Run) -> String {
     page::section(
         "holders",
         "Lock holders",
-        "Who believed they held each lock, and when. One row per client; two bars over the same instant in different rows would be two holders at once, drawn in red.",
+        &format!(
+            "Who believed they held each lock, and when: one row per client, one bar per hold; two bars over the same instant in different rows would be two holders at once, drawn in red. Every chart spans the same {:.1} ms, from the start of each backend's measured window.",
+            span as f64 / 1e6
+        ),
         &body,
     )
 }

@@ -15,9 +15,16 @@
 //! The module list is a map of the page: `load` reads the run directory, `trace` turns the
 //! history into per-backend series, `page` is the layout and CSS, `summary` and `scorecard`
 //! the tables, `failover` the leader-election table, `extras` whatever else `results.json`
-//! holds; `spectrum`, `timeline`, `gantt`, `fencing`, `fairness` and `fanout` (the herd
-//! workload) the charts (sharing `chart`), `resources` what each run cost in CPU and memory,
-//! `capacity` a sweep's sizing table and throughput-latency curves, `index` the list of runs.
+//! holds; `glance` the first screen's comparison charts (`spectrum` and `overlay` draw them:
+//! every backend on one chart and one scale), `timeline`, `gantt`, `fencing`, `fairness` and
+//! `fanout` (the herd workload) the per-backend charts (sharing `chart`), `resources` what each
+//! run cost in CPU and memory, `capacity` a sweep's sizing table and throughput-latency curves,
+//! `index` the list of runs.
+//!
+//! The page is built to answer at a glance: the first screen (1280 x 900) holds the verdict,
+//! the comparison charts and the summary table with each backend's safety verdict; per-backend
+//! detail is folded in `<details>` (no JavaScript), and every chart's legend sits outside its
+//! plot area.
 
 mod capacity;
 mod chart;
@@ -27,8 +34,10 @@ mod fairness;
 mod fanout;
 mod fencing;
 mod gantt;
+mod glance;
 mod index;
 mod load;
+mod overlay;
 mod page;
 mod resources;
 mod scorecard;
@@ -58,13 +67,14 @@ pub fn write_report(run_dir: &Path) -> anyhow::Result<PathBuf> {
 fn render(run: &load::Run) -> String {
     let mut body = String::new();
     body.push_str(&summary::header(run));
+    body.push_str(&glance::top(run));
     body.push_str(&summary::table(run));
     body.push_str(&scorecard::section(run));
     body.push_str(&failover::section(run));
     body.push_str(&capacity::section(run));
+    body.push_str(&glance::more(run));
     body.push_str(&summary::recipes(run));
     body.push_str(&extras::section(run));
-    body.push_str(&spectrum::section(run));
     body.push_str(&timeline::section(run));
     body.push_str(&gantt::section(run));
     body.push_str(&fencing::section(run));

@@ -69,8 +69,8 @@ const CSS: &str = r#"
 body { margin: 0; color: var(--fg); background: #fff;
        font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; }
 main { max-width: 1400px; margin: 0 auto; padding: 16px 24px 48px; }
-h1 { font-size: 24px; margin: 8px 0 4px; }
-h2 { font-size: 19px; margin: 32px 0 8px; padding-bottom: 4px; border-bottom: 1px solid var(--line); }
+h1 { font-size: 22px; margin: 4px 0 2px; }
+h2 { font-size: 19px; margin: 20px 0 6px; padding-bottom: 4px; border-bottom: 1px solid var(--line); }
 h3 { font-size: 15px; margin: 18px 0 6px; }
 p.intro, p.note { color: var(--muted); margin: 4px 0 10px; max-width: 110ch; }
 p.note { font-size: 13px; }
@@ -97,9 +97,23 @@ details { margin: 6px 0; }
 summary { cursor: pointer; font-weight: 600; }
 figure { margin: 8px 0 16px; }
 figure svg { max-width: 100%; height: auto; display: block; }
+svg text { font-family: sans-serif; }
 figcaption { color: var(--muted); font-size: 13px; margin-top: 2px; max-width: 110ch; }
 .grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(420px, 1fr)); gap: 4px 16px; }
 .pair { display: grid; grid-template-columns: 1fr 1fr; gap: 4px 16px; }
+p.legend { margin: 8px 0 0; }
+table.summary { font-size: 13px; }
+table.summary th, table.summary td { padding: 2px 6px; }
+table.summary td.safety small { font-weight: normal; }
+table.summary td { white-space: nowrap; }
+table.summary td.safety { white-space: normal; min-width: 15em; }
+table.summary td.faults small { color: var(--muted); }
+.key { display: inline-block; margin-right: 16px; white-space: nowrap; }
+.key i { display: inline-block; width: 12px; height: 12px; border-radius: 2px; margin-right: 5px; vertical-align: -1px; }
+section#glance figure { margin: 0 0 4px; }
+section#glance figcaption { font-size: 12px; }
+details > summary { padding: 3px 0; }
+details[open] > summary { margin-bottom: 4px; }
 nav.toc { margin: 8px 0; }
 nav.toc a { margin-right: 14px; }
 a { color: #0969da; }

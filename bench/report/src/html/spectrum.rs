@@ -1,56 +1,30 @@
 //! The latency percentile spectrum (the HdrHistogram plot): x is the percentile on a
 //! `1/(1-p)` log scale, so 90%, 99%, 99.9% get equal room and the tail is visible; y is the
 //! latency in ms, also log scaled so a 0.1 ms and a 100 ms backend fit one chart. Drawn from
-//! the `.hdr` files, which hold every sample, not from the summary percentiles.
+//! the `.hdr` files, which hold every sample, not from the summary percentiles. All backends
+//! share one chart per metric (the page's first screen, `glance`), with the legend outside the
+//! plot so it never covers the tail.
 
 use super::chart::{self, Drawn};
 use super::load::Run;
-use super::page::{self, esc};
 use hdrhistogram::Histogram;
 use plotters::prelude::*;
 
-/// The spectrum section: acquire and hand-off side by side.
-pub(crate) fn section(run: &Run) -> String {
-    let mut body = String::from("<div class=\"pair\">\n");
-    for (metric, title) in [
-        ("acquire", "Acquire latency (from intended start)"),
-        ("handoff", "Hand-off latency (release done to next grant)"),
-    ] {
-        let series: Vec<(usize, &str, &Histogram<u64>)> = run
-            .results
-            .results
-            .iter()
-            .enumerate()
-            .filter_map(|(i, r)| {
-                run.histogram(&r.backend, metric)
-                    .map(|h| (i, r.backend.as_str(), h))
-            })
-            .collect();
-        body.push_str("<div>");
-        if series.is_empty() {
-            body.push_str(&format!("<h3>{}</h3>", esc(title)));
-            body.push_str(&page::note(
-                "No histogram with samples in <code>histograms/</code>.",
-            ));
-        } else {
-            let svg = chart::svg(680, 430, |root| draw(root, title, &series));
-            body.push_str(&page::figure(
-                &svg,
-                &format!(
-                    "{} per backend; the last point of each line is its maximum. From <code>histograms/&lt;backend&gt;.{metric}.hdr</code>.",
-                    esc(title)
-                ),
-            ));
-        }
-        body.push_str("</div>\n");
-    }
-    body.push_str("</div>\n");
-    page::section(
-        "spectrum",
-        "Latency percentile spectrum",
-        "Each line is one backend's whole latency distribution. Read across at a percentile to compare backends; a line that rises steeply at the right has a long tail.",
-        &body,
-    )
+/// The spectrum of `metric` (`acquire` | `handoff`) of every backend with samples, on one log
+/// scale, as an inline SVG `w` x `h`; `None` when no backend has a histogram for it. The legend
+/// is the page's (`chart::legend`), outside the plot.
+pub(crate) fn chart(run: &Run, metric: &str, title: &str, w: u32, h: u32) -> Option<String> {
+    let series: Vec<(usize, &str, &Histogram<u64>)> = run
+        .results
+        .results
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| {
+            run.histogram(&r.backend, metric)
+                .map(|h| (i, r.backend.as_str(), h))
+        })
+        .collect();
+    (!series.is_empty()).then(|| chart::svg(w, h, |root| draw(root, title, &series)))
 }
 
 /// One backend's line: colour index, name, points.
@@ -122,9 +96,9 @@ fn draw(
         k *= 10.0;
     }
     let mut chart = ChartBuilder::on(root)
-        .caption(title, chart::font(16))
-        .margin(12)
-        .margin_right(34)
+        .caption(title, chart::font(15))
+        .margin(8)
+        .margin_right(24)
         .x_label_area_size(40)
         .y_label_area_size(58)
         .build_cartesian_2d(
@@ -144,15 +118,12 @@ fn draw(
         .light_line_style(WHITE.mix(0.0))
         .bold_line_style(BLACK.mix(0.08))
         .draw()?;
-    for (i, name, pts) in &lines {
+    for (i, _, pts) in &lines {
         let c = chart::color(*i);
-        chart
-            .draw_series(LineSeries::new(
-                pts.iter().map(|(x, y)| (*x, y.max(y_lo))),
-                c.stroke_width(2),
-            ))?
-            .label(name.to_string())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(3)));
+        chart.draw_series(LineSeries::new(
+            pts.iter().map(|(x, y)| (*x, y.max(y_lo))),
+            c.stroke_width(2),
+        ))?;
         if let Some(&(x, y)) = pts.last() {
             chart.draw_series(std::iter::once(Circle::new(
                 (x, y.max(y_lo)),
@@ -161,13 +132,6 @@ fn draw(
             )))?;
         }
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.2))
-        .label_font(chart::font(12))
-        .draw()?;
     Ok(())
 }
 

@@ -1,6 +1,7 @@
 //! The tables: the header (scenario, verdict, environment, the scenario itself, raw files),
 //! the summary per backend x workload and each recipe's knobs.
 
+use super::chart;
 use super::load::Run;
 use super::page::{self, esc, ms};
 use crate::model::{BackendResult, Percentiles};
@@ -62,7 +63,7 @@ pub(crate) fn header(run: &Run) -> String {
     } else {
         ""
     };
-    s.push_str(&format!("<nav class=\"toc\"><a href=\"#summary\">summary</a>{scorecard}<a href=\"#spectrum\">latency spectrum</a><a href=\"#timeline\">over time</a><a href=\"#holders\">lock holders</a><a href=\"#fencing\">fencing</a><a href=\"#fairness\">fairness</a><a href=\"#environment\">environment</a></nav>\n"
+    s.push_str(&format!("<nav class=\"toc\"><a href=\"#summary\">summary</a>{scorecard}<a href=\"#spectrum\">latency</a><a href=\"#timeline\">each backend over time</a><a href=\"#holders\">lock holders</a><a href=\"#fencing\">fencing</a><a href=\"#fairness\">fairness</a><a href=\"#environment\">environment</a></nav>\n"
     ));
     s
 }
@@ -127,15 +128,44 @@ fn safety_cell(r: &BackendResult) -> String {
     let s = &r.safety;
     match s.verdict.as_str() {
         "valid" => "<td class=\"safety ok\">ok</td>".into(),
-        "invalid" => format!(
-            "<td class=\"safety bad\">VIOLATED: {} overlaps ({:.1} ms, longest {:.1} ms), {} stale writes accepted, {} rejected, {} locks lost</td>",
-            s.mutex_violations,
-            s.overlap_ms,
-            s.max_overlap_ms,
-            s.stale_writes_accepted,
-            s.stale_writes_rejected,
-            s.locks_lost
-        ),
+        "invalid" => {
+            // Counts on the first line, most severe first; how long and what fencing stopped on
+            // a second, small one: the verdict stays two short lines.
+            let mut found = Vec::new();
+            let plural =
+                |n: u64, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+            if s.mutex_violations > 0 {
+                found.push(plural(s.mutex_violations, "overlap", "overlaps"));
+            }
+            if s.stale_writes_accepted > 0 {
+                found.push(plural(
+                    s.stale_writes_accepted,
+                    "stale write accepted",
+                    "stale writes accepted",
+                ));
+            }
+            if s.locks_lost > 0 {
+                found.push(plural(s.locks_lost, "lock lost", "locks lost"));
+            }
+            if found.is_empty() {
+                found.push("see the checkers' findings in results.json".into());
+            }
+            let mut detail = Vec::new();
+            if s.mutex_violations > 0 {
+                detail.push(format!(
+                    "{:.1} ms overlapping (longest {:.1})",
+                    s.overlap_ms, s.max_overlap_ms
+                ));
+            }
+            if s.stale_writes_rejected > 0 {
+                detail.push(format!("{} stale rejected", s.stale_writes_rejected));
+            }
+            format!(
+                "<td class=\"safety bad\">VIOLATED: {}<br><small>{}</small></td>",
+                found.join(", "),
+                detail.join("; ")
+            )
+        }
         v => format!(
             "<td class=\"safety unknown\">{}{}</td>",
             esc(v),
@@ -148,26 +178,88 @@ fn safety_cell(r: &BackendResult) -> String {
     }
 }
 
+/// The fault windows of `backend`'s run: how many were applied (the kinds on hover), and how
+/// many could not be applied here.
+fn faults_cell(run: &Run, backend: &str) -> String {
+    let mut kinds: Vec<&str> = Vec::new();
+    let (mut applied, mut not) = (0, 0);
+    for f in run.traces.faults_of(backend) {
+        if f.applied {
+            applied += 1;
+        } else {
+            not += 1;
+        }
+        if !kinds.contains(&f.fault.as_str()) {
+            kinds.push(&f.fault);
+        }
+    }
+    if applied + not == 0 {
+        return "none".into();
+    }
+    // The count only: the kinds label the comparison chart's bands and head the scorecard, and
+    // a list here would push the verdicts below the first screen.
+    let mut s = format!(
+        "<span title=\"{}\">{applied}</span>",
+        esc(&kinds.join(", "))
+    );
+    if not > 0 {
+        s.push_str(&format!("<br><small><b>{not} not applied</b></small>"));
+    }
+    s
+}
+
 /// The summary table, one row per backend x workload.
 pub(crate) fn table(run: &Run) -> String {
-    let mut t = String::from(
-        "<div class=\"scroll\"><table class=\"wide\">\n<tr><th rowspan=\"2\">backend</th><th rowspan=\"2\">workload</th><th rowspan=\"2\">N/K</th><th rowspan=\"2\">acq/s</th>\
-         <th colspan=\"4\">acquire latency (ms)</th><th colspan=\"2\">hand-off (ms)</th><th rowspan=\"2\">fairness</th><th rowspan=\"2\">fail/info</th>\
-         <th rowspan=\"2\">req/acq<br>client | server</th><th rowspan=\"2\">safety</th></tr>\n\
-         <tr><th>p50</th><th>p99</th><th>p99.9</th><th>max</th><th>p50</th><th>p99</th></tr>\n",
-    );
-    for r in &run.results.results {
+    // One workload for every row (the usual run): said once above the table, and its column
+    // dropped, so the safety verdicts get the width and the rows stay short.
+    let shapes: Vec<String> = run
+        .results
+        .results
+        .iter()
+        .filter(|r| r.failover.is_none())
+        .map(|r| format!("{} {}/{}", esc(&r.workload), r.clients, r.keys))
+        .collect();
+    let one_shape = shapes.windows(2).all(|w| w[0] == w[1]);
+    let workload_cell = |r: &BackendResult| {
+        if one_shape {
+            String::new()
+        } else {
+            format!("<td>{} {}/{}</td>", esc(&r.workload), r.clients, r.keys)
+        }
+    };
+    let mut t = String::new();
+    if let (true, Some(r)) = (
+        one_shape,
+        run.results.results.iter().find(|r| r.failover.is_none()),
+    ) {
+        t.push_str(&format!(
+            "<p class=\"note\">Every backend: workload <b>{}</b>, {} clients on {} key(s).</p>\n",
+            esc(&r.workload),
+            r.clients,
+            r.keys
+        ));
+    }
+    t.push_str(&format!(
+        "<div class=\"scroll\"><table class=\"summary\">\n<tr><th rowspan=\"2\">backend</th>{}<th rowspan=\"2\">acq/s</th>\
+         <th colspan=\"5\">acquire latency (ms)</th><th colspan=\"2\">hand-off ms</th><th rowspan=\"2\">fairness</th><th rowspan=\"2\">fail/info</th>\
+         <th rowspan=\"2\">req/acq<br><small>client | server</small></th><th rowspan=\"2\">faults</th><th rowspan=\"2\" class=\"safety\">safety</th></tr>\n\
+         <tr><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>max</th><th>p50</th><th>p99</th></tr>\n",
+        if one_shape {
+            ""
+        } else {
+            "<th rowspan=\"2\">workload<br>N/K</th>"
+        }
+    ));
+    for (i, r) in run.results.results.iter().enumerate() {
         if r.failover.is_some() {
             // Election recipes: the failover section.
             continue;
         }
         if r.status == "error" {
             t.push_str(&format!(
-                "<tr class=\"error\"><td>{}</td><td>{}</td><td class=\"num\">{}/{}</td><td colspan=\"10\">did not run: {}</td>{}</tr>\n",
-                esc(&r.backend),
-                esc(&r.workload),
-                r.clients,
-                r.keys,
+                "<tr class=\"error\"><td>{}</td>{}<td colspan=\"12\">did not run: {}</td>{}</tr>\n",
+                chart::swatch(i, &r.backend),
+                workload_cell(r),
                 esc(r.error.as_deref().unwrap_or("error")),
                 safety_cell(r)
             ));
@@ -180,17 +272,16 @@ pub(crate) fn table(run: &Run) -> String {
             None => format!("{:.0}", r.throughput_per_s),
         };
         t.push_str(&format!(
-            "<tr{}><td>{}{}</td><td>{}</td><td class=\"num\">{}/{}</td><td class=\"num\">{rate}</td>\
-             <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
+            "<tr{}><td>{}{}</td>{}<td class=\"num\">{rate}</td>\
+             <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
              <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}/{}</td>\
-             <td class=\"num\">{} | {}</td>{}</tr>\n",
+             <td class=\"num\">{} | {}</td><td class=\"faults\">{}</td>{}</tr>\n",
             if r.safety.verdict == "invalid" { " class=\"bad\"" } else { "" },
-            esc(&r.backend),
+            chart::swatch(i, &r.backend),
             if r.status == "interrupted" { " <small>(interrupted)</small>" } else { "" },
-            esc(&r.workload),
-            r.clients,
-            r.keys,
+            workload_cell(r),
             pct(a, |p| p.p50),
+            pct(a, |p| p.p90),
             pct(a, |p| p.p99),
             pct(a, |p| p.p999),
             pct(a, |p| p.max),
@@ -201,6 +292,7 @@ pub(crate) fn table(run: &Run) -> String {
             r.errors.info,
             opt(r.requests.client_per_acquisition, 2),
             opt(r.requests.server_per_acquisition, 2),
+            faults_cell(run, &r.backend),
             safety_cell(r)
         ));
     }
@@ -223,12 +315,8 @@ pub(crate) fn table(run: &Run) -> String {
             errors.join("; ")
         )));
     }
-    page::section(
-        "summary",
-        "Summary",
-        "Acquire latency is measured from the op's intended start (coordinated omission corrected); hand-off from a release completing to the next grant on the same key; fairness is Jain's index over per-client acquisitions (1 = equal); req/acq counts requests sent to the servers per acquisition, by lockbench and by the servers' own counters.",
-        &t,
-    )
+    t.push_str(&page::note("Acquire latency is measured from the op's intended start (coordinated omission corrected); hand-off from a release completing to the next grant on the same key; fairness is Jain's index over per-client acquisitions (1 = equal); req/acq counts requests sent to the servers per acquisition, by lockbench and by the servers' own counters; faults are the fault windows applied to that backend's run."));
+    page::section("summary", "Summary", "", &t)
 }
 
 /// How each recipe waits, where its token comes from, and its knobs.

@@ -1,6 +1,11 @@
-//! Throughput and acquire latency over time, per backend, from `history.jsonl`, with every
-//! fault window shaded and labelled (as Jepsen draws nemesis regions) and the warm-up greyed.
-//! Backends run one after another, each on its own clock, so each gets its own pair of charts.
+//! Throughput and acquire latency over time from `history.jsonl`, with every fault window
+//! shaded and labelled (as Jepsen draws nemesis regions) and the warm-up greyed.
+//!
+//! Backends run one after another, each on its own clock starting at its first op, and a
+//! scenario schedules its faults at the same offsets for every backend; so the comparison charts
+//! of the first screen (`throughput_chart`, `p99_chart`) overlay all backends on "seconds since
+//! the backend started", one y-scale each, with the fault windows of all backends shaded (the
+//! same window once). The per-backend pairs (p50/p99/max) are folded detail.
 
 use super::chart::{self, Drawn, Shade};
 use super::load::Run;
@@ -27,13 +32,13 @@ pub(crate) fn bucket_ns(span_ns: u64) -> u64 {
 type Pick = fn(&(f64, f64, f64)) -> f64;
 
 /// One bucket: its middle (s), acquisitions/s, and p50/p99/max acquire latency (ms) if any.
-struct Bucket {
-    x: f64,
-    rate: f64,
-    lat: Option<(f64, f64, f64)>,
+pub(crate) struct Bucket {
+    pub x: f64,
+    pub rate: f64,
+    pub lat: Option<(f64, f64, f64)>,
 }
 
-fn buckets(t: &Trace, width: u64) -> Vec<Bucket> {
+pub(crate) fn buckets(t: &Trace, width: u64) -> Vec<Bucket> {
     let end = t.grants.last().map(|g| g.0).unwrap_or(0);
     let n = (end / width + 1) as usize;
     let mut lat: Vec<Vec<u64>> = vec![Vec::new(); n];
@@ -81,8 +86,8 @@ pub(crate) fn section(run: &Run) -> String {
         });
         let lat = chart::svg(680, 270, |root| latency(root, &bs, x_hi, warm, &shades, c));
         body.push_str(&format!(
-            "<h3>{}</h3>\n<div class=\"pair\">",
-            esc(&r.backend)
+            "<details><summary>{}</summary>\n<div class=\"pair\">",
+            chart::swatch(i, &r.backend)
         ));
         body.push_str(&page::figure(
             &thr,
@@ -90,7 +95,7 @@ pub(crate) fn section(run: &Run) -> String {
         ));
         body.push_str(&page::figure(
             &lat,
-            "Acquire latency per bucket (p50, p99, max), log scale.",
+            "Acquire latency per bucket: p50 (thick), p99 (thin), max (pale); log scale.",
         ));
         body.push_str("</div>\n");
         let faults: Vec<_> = run.traces.faults_of(&r.backend).collect();
@@ -109,6 +114,7 @@ pub(crate) fn section(run: &Run) -> String {
             }
             body.push_str("</table>\n");
         }
+        body.push_str("</details>\n");
     }
     if !any {
         body.push_str(&page::note(
@@ -116,14 +122,14 @@ pub(crate) fn section(run: &Run) -> String {
         ));
     }
     let intro = if run.traces.faults.is_empty() {
-        "Time is seconds on each backend's own clock; the grey band is the warm-up. This run injected no faults."
+        "Per backend (open one), on its own clock; the grey band is the warm-up. This run injected no faults."
     } else {
-        "Time is seconds on each backend's own clock; the grey band is the warm-up, purple bands are fault windows (pale when the fault could not be applied here)."
+        "Per backend (open one), on its own clock; the grey band is the warm-up, purple bands are fault windows (pale when the fault could not be applied here), listed below each pair."
     };
-    page::section("timeline", "Throughput and latency over time", intro, &body)
+    page::section("timeline", "Each backend over time", intro, &body)
 }
 
-fn warmup_band<Y: plotters::coord::ranged1d::Ranged<ValueType = f64>>(
+pub(crate) fn warmup_band<Y: plotters::coord::ranged1d::Ranged<ValueType = f64>>(
     chart: &mut ChartContext<
         '_,
         SVGBackend,
@@ -215,26 +221,18 @@ fn latency(
         .draw()?;
     warmup_band(&mut ch, warm, lo, hi)?;
     chart::draw_shades(&mut ch, shades, lo, hi)?;
-    let series: [(&str, Pick, ShapeStyle); 3] = [
-        ("max", |l| l.2, c.mix(0.35).stroke_width(1)),
-        ("p99", |l| l.1, c.stroke_width(1)),
-        ("p50", |l| l.0, c.stroke_width(2)),
+    let series: [(Pick, ShapeStyle); 3] = [
+        (|l| l.2, c.mix(0.35).stroke_width(1)),
+        (|l| l.1, c.stroke_width(1)),
+        (|l| l.0, c.stroke_width(2)),
     ];
-    for (name, pick, style) in series {
+    for (pick, style) in series {
         ch.draw_series(LineSeries::new(
             bs.iter()
                 .filter_map(|b| b.lat.as_ref().map(|l| (b.x, pick(l).max(lo)))),
             style,
-        ))?
-        .label(name)
-        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], style));
+        ))?;
     }
-    ch.configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.2))
-        .label_font(chart::font(11))
-        .draw()?;
     Ok(())
 }
 

@@ -1,7 +1,13 @@
 //! Opens a rendered report in headless Chromium (Debian's `chromium`), checks that the DOM it
-//! builds has the charts and tables, and leaves a screenshot for humans to look at in
-//! `target/tmp/report-screenshot.png`. Chromium missing is a failure, never a skip: the report
-//! is the product, and `scripts/install-deps` installs it.
+//! builds has the charts and tables, checks what a reader sees on the first screen (1280 x 900,
+//! no scrolling), and leaves screenshots for humans to look at in `target/tmp/`
+//! (`report-first-screen.png`, `report-screenshot.png`). Chromium missing is a failure, never a
+//! skip: the report is the product, and `scripts/install-deps` installs it.
+//!
+//! The first-screen check measures the laid-out page: the test copies the report with a small
+//! script appended (the report itself has none) that records which comparison charts, legend
+//! keys and safety verdicts lie entirely inside the 1280 x 900 viewport, and reads that record
+//! back from Chromium's `--dump-dom`.
 
 use std::path::Path;
 use std::process::Command;
@@ -93,4 +99,106 @@ fn chromium_renders_the_report_with_its_charts_and_tables() {
         "blank screenshot?"
     );
     eprintln!("screenshot: {}", shot.display());
+}
+
+/// Appended to a copy of the report: writes what lies inside the first screen into
+/// `<pre id="probe">` as JSON. The fold is fixed at 900 px: with `--dump-dom` headless Chromium
+/// reserves part of the window height for its (invisible) browser frame, while the width is the
+/// page's, so the layout is the one a 1280 x 900 screenshot shows.
+const PROBE: &str = r#"<script>
+const inside = el => { const r = el.getBoundingClientRect();
+  return r.height > 0 && r.top >= 0 && r.bottom <= 900 && r.right <= window.innerWidth; };
+const out = {
+  width: window.innerWidth,
+  charts: [...document.querySelectorAll('#glance figure svg')].map(inside),
+  legend: [...document.querySelectorAll('#glance .legend .key')].filter(inside).map(e => e.textContent),
+  verdicts: [...document.querySelectorAll('#summary td.safety')].filter(inside)
+    .map(e => [e.closest('tr').querySelector('td').textContent, e.textContent]),
+};
+const pre = document.createElement('pre'); pre.id = 'probe'; pre.textContent = JSON.stringify(out);
+document.body.appendChild(pre);
+</script>"#;
+
+#[test]
+fn the_first_screen_compares_every_backend_and_shows_each_verdict() {
+    let browser = chromium();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = super::synthetic_run(tmp.path(), "run", "2026-01-01T00:00:00Z", true);
+    let report = lockbench_report::html::write_report(&dir).unwrap();
+    let html = std::fs::read_to_string(&report).unwrap();
+    let probe = dir.join("probe.html");
+    std::fs::write(&probe, html.replace("</body>", &format!("{PROBE}</body>"))).unwrap();
+
+    // The screenshot first, so a failure below leaves it to look at.
+    let shot = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-first-screen.png");
+    let _ = std::fs::remove_file(&shot);
+    headless(
+        &browser,
+        &tmp.path().join("profile-first"),
+        &[
+            &format!("--screenshot={}", shot.display()),
+            "--window-size=1280,900",
+            &format!("file://{}", report.display()),
+        ],
+    );
+    assert!(std::fs::read(&shot).is_ok_and(|png| png.starts_with(b"\x89PNG")));
+    eprintln!("first screen: {}", shot.display());
+
+    let dom = headless(
+        &browser,
+        &tmp.path().join("profile-probe"),
+        &[
+            "--window-size=1280,900",
+            "--dump-dom",
+            &format!("file://{}", probe.display()),
+        ],
+    );
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    let json = dom
+        .split_once("<pre id=\"probe\">")
+        .and_then(|(_, rest)| rest.split_once("</pre>"))
+        .map(|(j, _)| {
+            j.replace("&lt;", "<")
+                .replace("&gt;", ">")
+                .replace("&amp;", "&")
+        })
+        .expect("the probe wrote no record: did the page load?");
+    let seen: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(seen["width"], 1280, "viewport: {seen}");
+
+    let charts = seen["charts"].as_array().unwrap();
+    assert!(
+        charts.len() >= 2 && charts.iter().all(|c| c == true),
+        "the comparison charts (throughput over time, acquire spectrum) must fit the first screen: {seen}"
+    );
+    let mut backends = vec!["zk-fair", "redis-broken-nonx"];
+    backends.extend(super::OTHERS);
+    let legend: Vec<&str> = seen["legend"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|v| v.as_str())
+        .collect();
+    let verdicts: Vec<(&str, &str)> = seen["verdicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| (v[0].as_str().unwrap(), v[1].as_str().unwrap()))
+        .collect();
+    for b in &backends {
+        assert!(
+            legend.contains(b),
+            "{b} not in the first screen's legend: {seen}"
+        );
+        let verdict = verdicts
+            .iter()
+            .find(|(name, _)| name == b)
+            .unwrap_or_else(|| panic!("{b}'s safety verdict is not on the first screen: {seen}"));
+        let want = if *b == "redis-broken-nonx" {
+            "VIOLATED"
+        } else {
+            "ok"
+        };
+        assert!(verdict.1.starts_with(want), "{b}: {verdict:?}");
+    }
 }
