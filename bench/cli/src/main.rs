@@ -4,17 +4,8 @@
 mod builtin;
 mod cli;
 mod commands;
-mod coordinator;
-mod dispatch;
-mod failover;
 mod limits;
-mod links;
-mod nemesis;
-mod placement;
 mod progress;
-mod resources;
-mod respawn;
-mod scale;
 
 use clap::Parser;
 use std::process::ExitCode;

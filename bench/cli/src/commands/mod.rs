@@ -7,9 +7,7 @@ mod report;
 mod run;
 mod scale;
 mod scenarios;
-mod session;
 mod sweep;
-mod sweep_step;
 mod worker;
 
 use crate::cli::{Cli, Command};

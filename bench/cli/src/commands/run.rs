@@ -2,13 +2,13 @@
 //! and print the results. Ctrl-C stops the current backend, keeps everything recorded so far
 //! (history, partial `results.json`) and stops a cluster this run started.
 
-use super::session::{CtrlC, Servers};
 use crate::cli::RunArgs;
-use crate::{builtin, dispatch, progress::Progress};
+use crate::{builtin, progress::Progress};
 use anyhow::Context;
-use lockbench_cluster::Cluster;
-use lockbench_core::{Endpoints, Scenario};
+use lockbench_core::Scenario;
 use lockbench_report::{RunDir, build, table};
+use lockbench_runner::dispatch;
+use lockbench_runner::session::{CtrlC, Servers};
 use lockbench_workloads::RunControl;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -48,7 +48,7 @@ async fn run_scenario(
         );
     }
     eprintln!("lockbench: results go to {}", run_dir.path().display());
-    if crate::placement::uses_workers(scenario) {
+    if lockbench_runner::placement::uses_workers(scenario) {
         eprintln!("lockbench: worker processes run in {}", env.describe());
     }
 
@@ -140,8 +140,10 @@ async fn run_scenario(
         if interrupted.load(Ordering::SeqCst) {
             break;
         }
-        let result =
-            crate::failover::run_one(election, scenario, endpoints, &run_dir, env, current).await;
+        let result = lockbench_runner::failover::run_one(
+            election, scenario, endpoints, &run_dir, env, current,
+        )
+        .await;
         any_error |= result.status == "error";
         results.results.push(result);
         run_dir.write_results(&results)?;
@@ -183,7 +185,10 @@ async fn run_scenario(
     }
     println!("results: {}", run_dir.path().join("results.json").display());
     super::report::render(run_dir.path());
-    Ok(super::session::exit_code(was_interrupted, any_error))
+    Ok(lockbench_runner::session::exit_code(
+        was_interrupted,
+        any_error,
+    ))
 }
 
 fn load_scenario(args: &RunArgs) -> anyhow::Result<Scenario> {
@@ -214,37 +219,4 @@ pub(crate) fn load_named_scenario(
         sets.push(format!("seed={seed}"));
     }
     Scenario::load(&source, &text, &sets).map_err(anyhow::Error::msg)
-}
-
-/// Resolves `--cluster`: the endpoints, a label for the results, and the managed cluster if
-/// this run started it (so it is stopped afterwards).
-pub(crate) async fn prepare_cluster(
-    spec: &str,
-    state_dir: PathBuf,
-) -> anyhow::Result<(Endpoints, String, Option<Cluster>)> {
-    if spec == "managed" {
-        let cluster = Cluster::new(state_dir);
-        eprintln!("lockbench: checking the managed cluster (starting it if needed)");
-        let report = cluster
-            .up()
-            .await
-            .context("the managed cluster did not come up (see `lockbench status`)")?;
-        let endpoints = report.status.endpoints.clone();
-        Ok((
-            endpoints,
-            "managed".into(),
-            report.started.then_some(cluster),
-        ))
-    } else if spec == "compose" {
-        // docker-compose.yml's servers, through Toxiproxy (compose/endpoints.toml).
-        Ok((lockbench_compose::endpoints(), "compose".into(), None))
-    } else if let Some(file) = spec.strip_prefix("external:") {
-        let text = std::fs::read_to_string(file)
-            .with_context(|| format!("cannot read cluster file {file}"))?;
-        let endpoints =
-            Endpoints::from_toml(&text).map_err(|e| anyhow::anyhow!("cluster file {file}: {e}"))?;
-        Ok((endpoints, spec.to_string(), None))
-    } else {
-        anyhow::bail!("--cluster {spec}: expected `managed`, `compose` or `external:FILE`")
-    }
 }

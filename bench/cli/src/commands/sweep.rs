@@ -4,14 +4,14 @@
 //! everything recorded so far.
 
 use super::run::load_named_scenario;
-use super::session::{CtrlC, Servers};
-use super::sweep_step::{self, StepContext};
 use crate::cli::SweepArgs;
 use lockbench_capacity::{Objective, Search, grid};
 use lockbench_core::Scenario;
 use lockbench_core::sweep::{Rates, SweepSpec, parse_vary};
 use lockbench_report::capacity::{Capacity, SizingRow, SweepPoint, SweepStep};
 use lockbench_report::{BackendResult, RunDir, sizing};
+use lockbench_runner::session::{CtrlC, Servers};
+use lockbench_runner::sweep_step::{self, StepContext};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -291,5 +291,8 @@ async fn sweep(
         .capacity
         .as_ref()
         .is_some_and(|c| c.sizing.iter().any(|r| r.verdict == "error"));
-    Ok(super::session::exit_code(was_interrupted, any_error))
+    Ok(lockbench_runner::session::exit_code(
+        was_interrupted,
+        any_error,
+    ))
 }

@@ -2,8 +2,8 @@
 //! header of `results.json`, and Ctrl-C stopping whatever is running while keeping what was
 //! recorded.
 
-use super::run::prepare_cluster;
 use crate::placement::RunEnv;
+use anyhow::Context;
 use lockbench_cluster::Cluster;
 use lockbench_core::{Endpoints, Scenario};
 use lockbench_report::{RunResults, SCHEMA_VERSION, environment};
@@ -135,5 +135,38 @@ pub fn exit_code(interrupted: bool, any_error: bool) -> ExitCode {
         ExitCode::from(2)
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+/// Resolves `--cluster`: the endpoints, a label for the results, and the managed cluster if
+/// this run started it (so it is stopped afterwards).
+pub async fn prepare_cluster(
+    spec: &str,
+    state_dir: PathBuf,
+) -> anyhow::Result<(Endpoints, String, Option<Cluster>)> {
+    if spec == "managed" {
+        let cluster = Cluster::new(state_dir);
+        eprintln!("lockbench: checking the managed cluster (starting it if needed)");
+        let report = cluster
+            .up()
+            .await
+            .context("the managed cluster did not come up (see `lockbench status`)")?;
+        let endpoints = report.status.endpoints.clone();
+        Ok((
+            endpoints,
+            "managed".into(),
+            report.started.then_some(cluster),
+        ))
+    } else if spec == "compose" {
+        // docker-compose.yml's servers, through Toxiproxy (compose/endpoints.toml).
+        Ok((lockbench_compose::endpoints(), "compose".into(), None))
+    } else if let Some(file) = spec.strip_prefix("external:") {
+        let text = std::fs::read_to_string(file)
+            .with_context(|| format!("cannot read cluster file {file}"))?;
+        let endpoints =
+            Endpoints::from_toml(&text).map_err(|e| anyhow::anyhow!("cluster file {file}: {e}"))?;
+        Ok((endpoints, spec.to_string(), None))
+    } else {
+        anyhow::bail!("--cluster {spec}: expected `managed`, `compose` or `external:FILE`")
     }
 }
