@@ -4,6 +4,7 @@
 mod builtin;
 mod cli;
 mod commands;
+mod console;
 mod limits;
 mod progress;
 

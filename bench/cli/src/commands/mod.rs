@@ -2,7 +2,6 @@
 
 mod cluster;
 mod compare;
-mod repeat;
 mod report;
 mod run;
 mod scale;
@@ -30,5 +29,16 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Worker => worker::run().await,
         Command::Sweep(args) => sweep::run(args, state_dir).await,
         Command::Scale(args) => scale::run(args, state_dir).await,
+    }
+}
+
+/// 130 after Ctrl-C, 2 when something could not run, else success.
+pub fn exit_code(interrupted: bool, any_error: bool) -> ExitCode {
+    if interrupted {
+        ExitCode::from(130)
+    } else if any_error {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
     }
 }

@@ -34,8 +34,9 @@ pub async fn run(args: ScaleArgs, state_dir: PathBuf) -> anyhow::Result<ExitCode
     )
     .map_err(anyhow::Error::msg)?;
 
-    let (endpoints, _, started) =
-        lockbench_runner::session::prepare_cluster("managed", state_dir.clone()).await?;
+    let (endpoints, started) = lockbench_runner::ClusterChoice::Managed(state_dir.clone())
+        .endpoints()
+        .await?;
     let run_dir = RunDir::create(Path::new("results"), "scale", args.out.as_deref())?;
     eprintln!("lockbench: results go to {}", run_dir.path().display());
 
