@@ -1,5 +1,7 @@
 //! `lockbench`: the command line. Parsing lives in [`cli`], each subcommand in
-//! [`commands`]; this file only wires them to a runtime and turns errors into exit codes.
+//! [`commands`], how a run looks on the terminal in [`console`]; running scenarios is the
+//! engine's (`lockbench_runner::Runner`). This file only wires them to a runtime and turns
+//! errors into exit codes.
 
 mod builtin;
 mod cli;

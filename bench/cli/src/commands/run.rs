@@ -121,9 +121,27 @@ pub(crate) fn load_named_scenario(
             builtin::names().join(", ")
         );
     };
-    let mut sets = sets.to_vec();
+    let mut scenario = Scenario::load(&source, &text, sets).map_err(anyhow::Error::msg)?;
     if let Some(seed) = seed {
-        sets.push(format!("seed={seed}"));
+        // scenario.toml stores the seed as a TOML integer (an i64).
+        if i64::try_from(seed).is_err() {
+            anyhow::bail!("--seed {seed}: must be at most {}", i64::MAX);
+        }
+        scenario.seed = seed;
     }
-    Scenario::load(&source, &text, &sets).map_err(anyhow::Error::msg)
+    Ok(scenario)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::load_named_scenario;
+
+    #[test]
+    fn seed_is_applied_to_the_parsed_scenario_and_a_seed_toml_cannot_store_is_refused() {
+        let s = load_named_scenario("quick", &["duration=2s".into()], Some(7)).unwrap();
+        assert_eq!((s.seed, s.duration.as_secs()), (7, 2));
+        assert!(s.to_toml().contains("seed = 7"));
+        let e = load_named_scenario("quick", &[], Some(u64::MAX)).unwrap_err();
+        assert!(format!("{e}").contains("--seed"), "{e}");
+    }
 }

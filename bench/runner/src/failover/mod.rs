@@ -98,7 +98,7 @@ pub async fn run_election(
             use rand::SeedableRng;
             lockbench_chaos::ServerNemesis::new(
                 lockbench_cluster::Cluster::new(dir),
-                group_of(kind),
+                lockbench_chaos::election_group_of(kind),
                 rand_chacha::ChaCha8Rng::seed_from_u64(scenario.seed ^ 0x454c_4543),
             )
         })
@@ -191,15 +191,4 @@ async fn drive(
         }
     }
     Ok(())
-}
-
-/// The servers an election recipe runs on.
-fn group_of(kind: ElectionKind) -> lockbench_cluster::Group {
-    match kind {
-        ElectionKind::ZkElection => lockbench_cluster::Group::Zookeeper,
-        ElectionKind::EtcdElection | ElectionKind::EtcdLeaseElection => {
-            lockbench_cluster::Group::Etcd
-        }
-        ElectionKind::RedisLeaseElection => lockbench_cluster::Group::Redis,
-    }
 }
