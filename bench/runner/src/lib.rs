@@ -4,7 +4,7 @@
 //! [`Runner::run_unit`] (and [`Runner::run`] over a whole scenario): the unit's stop switch is
 //! armed for Ctrl-C, the [`Observer`] is told, the lock backend ([`dispatch`] picks it once,
 //! then [`coordinator::execute`] runs it phase by phase: slot plan, start barrier, run window,
-//! [`fault_loop`], collection) or the election recipe ([`failover`]) runs, and an error
+//! `fault_loop`, collection) or the election recipe ([`failover`]) runs, and an error
 //! becomes a result naming it. The servers are one value, [`ClusterChoice`] (managed, compose
 //! or external), which also hands out the server nemesis.
 //!

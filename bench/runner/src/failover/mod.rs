@@ -4,7 +4,7 @@
 //! Why this shape: the quantity measured is a *transition* (a leader removed, a new one
 //! elected, everyone told), so the run is driven by the election's state rather than by a
 //! clock. The coordinator follows that state from the candidates' own ops as they arrive
-//! ([`Tracker`]): before each removal it waits until the election has *settled* (exactly one
+//! (`Tracker`): before each removal it waits until the election has *settled* (exactly one
 //! live candidate leads and every live candidate observes it), waits `failover.interval`,
 //! removes the leader, and waits until it has settled on another leader (or
 //! `failover.round_timeout`). Only the candidates' ops and the removal events, all on the run
