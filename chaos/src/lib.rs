@@ -56,7 +56,7 @@ pub use lockbench_cluster::{Group, Host, NetConfig, Network, Topology};
 pub use server_nemesis::ServerNemesis;
 pub use targets::{leader, resolve};
 
-use lockbench_core::{BackendKind, Fault, FaultEvent, RunClock};
+use lockbench_core::{BackendKind, ElectionKind, Fault, FaultEvent, RunClock};
 use std::future::Future;
 
 /// Applies faults and undoes them (Jepsen's nemesis).
@@ -74,6 +74,15 @@ pub trait Nemesis: Send {
 
     /// Undoes every fault still in effect.
     fn heal_all(&mut self, clock: &RunClock) -> impl Future<Output = Vec<FaultEvent>> + Send;
+}
+
+/// The servers an election recipe runs on: the group a [`ServerNemesis`] for it acts on.
+pub fn election_group_of(election: ElectionKind) -> Group {
+    match election {
+        ElectionKind::ZkElection => Group::Zookeeper,
+        ElectionKind::EtcdElection | ElectionKind::EtcdLeaseElection => Group::Etcd,
+        ElectionKind::RedisLeaseElection => Group::Redis,
+    }
 }
 
 /// The servers a backend runs on: the group a [`ServerNemesis`] for it acts on.

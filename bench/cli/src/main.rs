@@ -1,20 +1,14 @@
 //! `lockbench`: the command line. Parsing lives in [`cli`], each subcommand in
-//! [`commands`]; this file only wires them to a runtime and turns errors into exit codes.
+//! [`commands`], how a run looks on the terminal in [`console`]; running scenarios is the
+//! engine's (`lockbench_runner::Runner`). This file only wires them to a runtime and turns
+//! errors into exit codes.
 
 mod builtin;
 mod cli;
 mod commands;
-mod coordinator;
-mod dispatch;
-mod failover;
+mod console;
 mod limits;
-mod links;
-mod nemesis;
-mod placement;
 mod progress;
-mod resources;
-mod respawn;
-mod scale;
 
 use clap::Parser;
 use std::process::ExitCode;

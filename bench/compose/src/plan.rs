@@ -128,7 +128,7 @@ fn resolve(targets: &Targets, group: Group, rng: &mut impl Rng) -> Result<Vec<St
     };
     Ok(match targets {
         Targets::One => pick(1, rng),
-        Targets::Minority => pick((n - 1) / 2, rng),
+        Targets::Minority => pick(n.saturating_sub(1) / 2, rng),
         Targets::Majority => pick(n / 2 + 1, rng),
         Targets::All => all.iter().map(|s| s.to_string()).collect(),
         Targets::Nodes(names) => {

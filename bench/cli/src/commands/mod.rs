@@ -2,14 +2,11 @@
 
 mod cluster;
 mod compare;
-mod repeat;
 mod report;
 mod run;
 mod scale;
 mod scenarios;
-mod session;
 mod sweep;
-mod sweep_step;
 mod worker;
 
 use crate::cli::{Cli, Command};
@@ -32,5 +29,16 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Worker => worker::run().await,
         Command::Sweep(args) => sweep::run(args, state_dir).await,
         Command::Scale(args) => scale::run(args, state_dir).await,
+    }
+}
+
+/// 130 after Ctrl-C, 2 when something could not run, else success.
+pub fn exit_code(interrupted: bool, any_error: bool) -> ExitCode {
+    if interrupted {
+        ExitCode::from(130)
+    } else if any_error {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
     }
 }

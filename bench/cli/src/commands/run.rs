@@ -2,33 +2,34 @@
 //! and print the results. Ctrl-C stops the current backend, keeps everything recorded so far
 //! (history, partial `results.json`) and stops a cluster this run started.
 
-use super::session::{CtrlC, Servers};
+use crate::builtin;
 use crate::cli::RunArgs;
-use crate::{builtin, dispatch, progress::Progress};
+use crate::console::Console;
 use anyhow::Context;
-use lockbench_cluster::Cluster;
-use lockbench_core::{Endpoints, Scenario};
-use lockbench_report::{RunDir, build, table};
-use lockbench_workloads::RunControl;
+use lockbench_core::Scenario;
+use lockbench_report::{RunDir, RunResults, table};
+use lockbench_runner::{ClusterChoice, Runner, Servers};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 /// Runs a scenario.
 pub async fn run(args: RunArgs, state_dir: PathBuf) -> anyhow::Result<ExitCode> {
     let scenario = load_scenario(&args)?;
-    let servers = Servers::prepare(&args.cluster, state_dir, &scenario).await?;
-    let outcome = run_scenario(&args, &scenario, &servers).await;
-    servers.finish("run").await;
+    let cluster = ClusterChoice::parse(&args.cluster, state_dir)?;
+    let servers = Servers::prepare(cluster, &scenario).await?;
+    let runner = Runner::new(servers, Arc::new(Console::new(args.quiet)), "backend")
+        .with_repeat(args.repeat);
+    let outcome = run_scenario(&args, &scenario, &runner).await;
+    runner.finish("run").await;
     outcome
 }
 
 async fn run_scenario(
     args: &RunArgs,
     scenario: &Scenario,
-    servers: &Servers,
+    runner: &Runner,
 ) -> anyhow::Result<ExitCode> {
-    let (endpoints, env) = (&servers.endpoints, &servers.env);
     let run_dir = RunDir::create(Path::new("results"), &scenario.name, args.out.as_deref())?;
     run_dir.write_scenario(&scenario.to_toml())?;
     if scenario.workload.kind == lockbench_core::scenario::WorkloadKind::Failover {
@@ -48,110 +49,24 @@ async fn run_scenario(
         );
     }
     eprintln!("lockbench: results go to {}", run_dir.path().display());
-    if crate::placement::uses_workers(scenario) {
-        eprintln!("lockbench: worker processes run in {}", env.describe());
-    }
-
-    let mut results = servers.results_header(&scenario.name, scenario.seed).await;
-    run_dir.write_results(&results)?;
-
-    let ctrl_c = CtrlC::watch("backend");
-    let (interrupted, current) = (&ctrl_c.interrupted, &ctrl_c.current);
-    let mut any_error = false;
-    for &kind in &scenario.backends {
-        if interrupted.load(Ordering::SeqCst) {
-            break;
-        }
-        let control = RunControl::new(scenario.workload.clients);
-        *current.lock().expect("control lock") = Some(control.clone());
-        let recovery = if scenario.faults.is_empty() {
-            std::time::Duration::ZERO
-        } else {
-            scenario.recovery
-        };
-        let progress = Progress::start(
-            kind.name(),
-            scenario.warmup + scenario.duration + recovery,
-            scenario.stall_alarm,
-            control.clone(),
-            args.quiet,
-        );
-        let result =
-            match dispatch::run_backend(kind, scenario, endpoints, &run_dir, control, env).await {
-                Ok(r) => {
-                    progress.finish(format!(
-                        "{:.0} acq/s, safety {}",
-                        r.throughput_per_s, r.safety.verdict
-                    ));
-                    r
-                }
-                Err(e) => {
-                    any_error = true;
-                    let msg = format!("{e:#}");
-                    progress.finish(format!("error: {msg}"));
-                    build::failed_result(kind.name(), &scenario.workload, msg)
-                }
-            };
-        let mut result = result;
-        if args.repeat > 1 && result.status == "ok" {
-            let rerun = |s: Scenario, dir: RunDir, control| async move {
-                dispatch::run_backend(kind, &s, endpoints, &dir, control, env).await
-            };
-            let (n, quiet) = (args.repeat, args.quiet);
-            super::repeat::more(
-                &mut result,
-                n,
-                scenario,
-                &run_dir,
-                quiet,
-                interrupted,
-                current,
-                rerun,
-            )
-            .await;
-        }
-        if let Some(u) = result.resources.as_ref().filter(|u| u.generator_bound) {
-            eprintln!(
-                "NOTE: {}: lockbench itself was the limit in this run, so its throughput is a lower bound: {}",
-                result.backend,
-                u.generator_notes.join("; ")
-            );
-        }
-        for stall in &result.stalls {
-            eprintln!(
-                "ALARM: {}: no client acquired the lock for {:.1} s ({:.1} s to {:.1} s on the run clock; stall_alarm {})",
-                result.backend,
-                stall.ms / 1e3,
-                stall.from_s,
-                stall.to_s,
-                humantime::format_duration(scenario.stall_alarm)
-            );
-        }
-        results.results.push(result);
-        results.scorecard = build::scorecard(&results.results);
-        run_dir.write_results(&results)?;
-    }
-    if args.repeat > 1 && !scenario.elections.is_empty() {
+    if lockbench_runner::placement::uses_workers(scenario) {
         eprintln!(
-            "lockbench: --repeat applies to lock backends; each election recipe runs once (raise failover.rounds for more samples)"
+            "lockbench: worker processes run in {}",
+            runner.servers().env.describe()
         );
     }
-    for &election in &scenario.elections {
-        if interrupted.load(Ordering::SeqCst) {
-            break;
-        }
-        let result =
-            crate::failover::run_one(election, scenario, endpoints, &run_dir, env, current).await;
-        any_error |= result.status == "error";
-        results.results.push(result);
-        run_dir.write_results(&results)?;
-    }
-    let was_interrupted = ctrl_c.pressed();
-    results.complete = !was_interrupted;
-    run_dir.write_results(&results)?;
+    let results = runner.run(scenario, &run_dir).await?;
+    let any_error = results.results.iter().any(|r| r.status == "error");
+    print_results(&results);
+    println!("results: {}", run_dir.path().join("results.json").display());
+    super::report::render(run_dir.path());
+    Ok(super::exit_code(!results.complete, any_error))
+}
 
+/// The table, every finding, the scorecard and the failover table.
+fn print_results(results: &RunResults) {
     if results.results.iter().any(|r| r.failover.is_none()) {
-        println!("{}", table::render(&results));
+        println!("{}", table::render(results));
     }
     for r in &results.results {
         if r.safety.verdict == "invalid" {
@@ -178,12 +93,9 @@ async fn run_scenario(
     if let Some(card) = &results.scorecard {
         println!("{}", table::render_scorecard(card));
     }
-    if let Some(failover) = lockbench_report::failover_table::render(&results) {
+    if let Some(failover) = lockbench_report::failover_table::render(results) {
         println!("{failover}");
     }
-    println!("results: {}", run_dir.path().join("results.json").display());
-    super::report::render(run_dir.path());
-    Ok(super::session::exit_code(was_interrupted, any_error))
 }
 
 fn load_scenario(args: &RunArgs) -> anyhow::Result<Scenario> {
@@ -209,42 +121,27 @@ pub(crate) fn load_named_scenario(
             builtin::names().join(", ")
         );
     };
-    let mut sets = sets.to_vec();
+    let mut scenario = Scenario::load(&source, &text, sets).map_err(anyhow::Error::msg)?;
     if let Some(seed) = seed {
-        sets.push(format!("seed={seed}"));
+        // scenario.toml stores the seed as a TOML integer (an i64).
+        if i64::try_from(seed).is_err() {
+            anyhow::bail!("--seed {seed}: must be at most {}", i64::MAX);
+        }
+        scenario.seed = seed;
     }
-    Scenario::load(&source, &text, &sets).map_err(anyhow::Error::msg)
+    Ok(scenario)
 }
 
-/// Resolves `--cluster`: the endpoints, a label for the results, and the managed cluster if
-/// this run started it (so it is stopped afterwards).
-pub(crate) async fn prepare_cluster(
-    spec: &str,
-    state_dir: PathBuf,
-) -> anyhow::Result<(Endpoints, String, Option<Cluster>)> {
-    if spec == "managed" {
-        let cluster = Cluster::new(state_dir);
-        eprintln!("lockbench: checking the managed cluster (starting it if needed)");
-        let report = cluster
-            .up()
-            .await
-            .context("the managed cluster did not come up (see `lockbench status`)")?;
-        let endpoints = report.status.endpoints.clone();
-        Ok((
-            endpoints,
-            "managed".into(),
-            report.started.then_some(cluster),
-        ))
-    } else if spec == "compose" {
-        // docker-compose.yml's servers, through Toxiproxy (compose/endpoints.toml).
-        Ok((lockbench_compose::endpoints(), "compose".into(), None))
-    } else if let Some(file) = spec.strip_prefix("external:") {
-        let text = std::fs::read_to_string(file)
-            .with_context(|| format!("cannot read cluster file {file}"))?;
-        let endpoints =
-            Endpoints::from_toml(&text).map_err(|e| anyhow::anyhow!("cluster file {file}: {e}"))?;
-        Ok((endpoints, spec.to_string(), None))
-    } else {
-        anyhow::bail!("--cluster {spec}: expected `managed`, `compose` or `external:FILE`")
+#[cfg(test)]
+mod tests {
+    use super::load_named_scenario;
+
+    #[test]
+    fn seed_is_applied_to_the_parsed_scenario_and_a_seed_toml_cannot_store_is_refused() {
+        let s = load_named_scenario("quick", &["duration=2s".into()], Some(7)).unwrap();
+        assert_eq!((s.seed, s.duration.as_secs()), (7, 2));
+        assert!(s.to_toml().contains("seed = 7"));
+        let e = load_named_scenario("quick", &[], Some(u64::MAX)).unwrap_err();
+        assert!(format!("{e}").contains("--seed"), "{e}");
     }
 }

@@ -1,12 +1,13 @@
-//! `lockbench scale`: the scale benchmark ([`crate::scale`]) over the managed cluster, one
+//! `lockbench scale`: the scale benchmark ([`lockbench_runner::scale`]) over the managed cluster, one
 //! backend after another; prints the table and writes `scale.json`.
 
+use crate::builtin;
 use crate::cli::ScaleArgs;
-use crate::{builtin, dispatch, scale};
 use anyhow::Context;
 use lockbench_cluster::Cluster;
 use lockbench_core::{BackendKind, Scenario};
 use lockbench_report::RunDir;
+use lockbench_runner::{dispatch, scale};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -33,7 +34,9 @@ pub async fn run(args: ScaleArgs, state_dir: PathBuf) -> anyhow::Result<ExitCode
     )
     .map_err(anyhow::Error::msg)?;
 
-    let (endpoints, _, started) = super::run::prepare_cluster("managed", state_dir.clone()).await?;
+    let (endpoints, started) = lockbench_runner::ClusterChoice::Managed(state_dir.clone())
+        .endpoints()
+        .await?;
     let run_dir = RunDir::create(Path::new("results"), "scale", args.out.as_deref())?;
     eprintln!("lockbench: results go to {}", run_dir.path().display());
 

@@ -4,17 +4,19 @@
 //! everything recorded so far.
 
 use super::run::load_named_scenario;
-use super::session::{CtrlC, Servers};
-use super::sweep_step::{self, StepContext};
 use crate::cli::SweepArgs;
+use crate::console::Console;
 use lockbench_capacity::{Objective, Search, grid};
 use lockbench_core::Scenario;
 use lockbench_core::sweep::{Rates, SweepSpec, parse_vary};
 use lockbench_report::capacity::{Capacity, SizingRow, SweepPoint, SweepStep};
 use lockbench_report::{BackendResult, RunDir, sizing};
+use lockbench_runner::sweep_step::{self, StepContext};
+use lockbench_runner::{ClusterChoice, Runner, Servers};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Instant;
 
 /// How many generator-bound failed steps a grid point may run again.
@@ -47,11 +49,13 @@ pub async fn run(args: SweepArgs, state_dir: PathBuf) -> anyhow::Result<ExitCode
         scenarios.push(s);
     }
 
-    let servers = Servers::prepare(&args.cluster, state_dir, &scenarios[0]).await?;
+    let cluster = ClusterChoice::parse(&args.cluster, state_dir)?;
+    let servers = Servers::prepare(cluster, &scenarios[0]).await?;
+    let runner = Runner::new(servers, Arc::new(Console::without_bars()), "step");
     let mut full = base.clone();
     full.sweep = Some(spec.clone());
-    let outcome = sweep(&args, &full, &spec, &points, &scenarios, &servers).await;
-    servers.finish("sweep").await;
+    let outcome = sweep(&args, &full, &spec, &points, &scenarios, &runner).await;
+    runner.finish("sweep").await;
     outcome
 }
 
@@ -108,9 +112,8 @@ async fn sweep(
     spec: &SweepSpec,
     points: &[grid::Point],
     scenarios: &[Scenario],
-    servers: &Servers,
+    runner: &Runner,
 ) -> anyhow::Result<ExitCode> {
-    let (endpoints, env) = (&servers.endpoints, &servers.env);
     let began = Instant::now();
     let name = format!("sweep-{}", full.name);
     let dir = RunDir::create(Path::new("results"), &name, args.out.as_deref())?;
@@ -131,7 +134,7 @@ async fn sweep(
         humantime::format_duration(spec.step_warmup),
     );
     eprintln!("lockbench: sweep directory {}", dir.path().display());
-    let mut results = servers.results_header(&name, full.seed).await;
+    let mut results = runner.header(&name, full.seed).await;
     results.capacity = Some(Capacity {
         slo_p99_ms: spec.slo_p99.as_secs_f64() * 1e3,
         tolerance: spec.tolerance,
@@ -140,125 +143,32 @@ async fn sweep(
         ..Capacity::default()
     });
     dir.write_results(&results)?;
-    let ctrl_c = CtrlC::watch("step");
-    let current = &ctrl_c.current;
 
     'backends: for &kind in &full.backends {
         for (pi, (point, scenario)) in points.iter().zip(scenarios).enumerate() {
-            if ctrl_c.pressed() {
+            if runner.interrupted() {
                 break 'backends;
             }
             let label = grid::label(point);
             let ctx = StepContext {
                 scenario,
                 sweep_dir: dir.path(),
-                endpoints,
-                env,
+                runner,
                 objective,
                 header: &results,
-                current,
             };
-            let mut search = match &spec.rates {
-                Rates::List(l) => Search::listed(l.clone(), spec.max_steps),
-                Rates::Auto(_) => Search::auto(spec.resolution, spec.max_steps),
-            };
-            let mut steps: Vec<SweepStep> = Vec::new();
-            let mut knee_results: Vec<(Option<f64>, BackendResult)> = Vec::new();
-            let mut error = None;
-            let mut retries = RETRIES_PER_POINT;
-            while let Some((phase, rate)) = search.next() {
-                if ctrl_c.pressed() {
-                    break;
-                }
-                let (step, result) = loop {
-                    let id = format!("{}-p{pi}-{:02}", kind.name(), steps.len());
-                    let (step, result) = sweep_step::run(&ctx, kind, &id, phase, rate).await?;
-                    eprintln!("{}", sweep_step::line(kind.name(), &label, &step));
-                    // A failure while lockbench was the limit says little about the backend:
-                    // run that rate once more (the machine may be busy with something else).
-                    let again = rate.is_some()
-                        && !step.sustained
-                        && step.generator_bound
-                        && retries > 0
-                        && result.status != "error"
-                        && !ctrl_c.pressed();
-                    if !again {
-                        break (step, result);
-                    }
-                    retries -= 1;
-                    eprintln!("  (lockbench was the limit in that step: running it once more)");
-                    steps.push(step);
-                };
-                if ctrl_c.pressed() {
-                    // Cut short by Ctrl-C: kept, but it says nothing about the backend.
-                    error = Some("interrupted".into());
-                    steps.push(step);
-                    break;
-                }
-                if result.status == "error" {
-                    error = Some(step.reasons.join("; "));
-                    steps.push(step);
-                    break;
-                }
-                match rate {
-                    None => search.record_probe(step.achieved_per_s),
-                    Some(r) => search.record(r, step.sustained, step.generator_bound),
-                }
-                knee_results.push((rate, result));
-                steps.push(step);
-            }
-            let knee = search.knee();
-            let at = |rate: Option<f64>| {
-                // The last step at that rate (an earlier one may have been run again).
-                rate.and_then(|r| steps.iter().rev().find(|s| s.offered_per_s == Some(r)))
-            };
-            let knee_step = at(knee.rate);
-            let verdict = match error.as_deref() {
-                Some("interrupted") => "interrupted",
-                Some(_) => "error",
-                None => knee.verdict,
-            };
-            let note = match (&error, verdict) {
-                (Some(e), _) => e.clone(),
-                (None, "generator-bound") => {
-                    // The step that bounds the knee: the failure above it, else the top one.
-                    let bound = at(knee.failed).or_else(|| {
-                        steps
-                            .iter()
-                            .filter(|s| s.offered_per_s.is_some())
-                            .max_by(|a, b| a.offered_per_s.partial_cmp(&b.offered_per_s).expect("rates are finite"))
-                    });
-                    format!(
-                        "lockbench was the limit, so the rate is a lower bound: at {:.0}/s {}",
-                        bound.and_then(|s| s.offered_per_s).unwrap_or(0.0),
-                        bound.map(|s| s.generator_notes.join("; ")).unwrap_or_default()
-                    )
-                }
-                (None, "not-reached") => "every rate tried was sustained: a lower bound (raise --max-steps or the clients)".into(),
-                (None, "none") => "not even the lowest rate tried was sustained".into(),
-                _ => at(knee.failed)
-                    .map(|s| format!("above it: {}", s.reasons.join("; ")))
-                    .unwrap_or_default(),
-            };
+            let found = search_point(&ctx, spec, kind, pi, &label).await?;
             let values: BTreeMap<String, String> = point.iter().cloned().collect();
-            let row = SizingRow {
-                backend: kind.name().into(),
-                point: values.clone(),
-                clients: scenario.workload.clients,
-                keys: scenario.workload.keys,
-                verdict: verdict.into(),
-                max_rate_per_s: knee.rate,
-                first_failed_rate_per_s: knee.failed,
-                knee: knee_step.cloned(),
-                note,
-            };
+            let row = sizing_row(&found, kind, values.clone(), scenario);
             eprintln!(
                 "lockbench: {} {label}: {} acq/s ({})",
                 kind.name(),
                 sizing::rate_label(&row),
                 row.verdict
             );
-            if let Some((_, r)) = knee_results
+            let knee = found.search.knee();
+            if let Some((_, r)) = found
+                .knee_results
                 .into_iter()
                 .find(|(r, _)| *r == knee.rate && r.is_some())
             {
@@ -269,12 +179,12 @@ async fn sweep(
             cap.points.push(SweepPoint {
                 backend: kind.name().into(),
                 point: values,
-                steps,
+                steps: found.steps,
             });
             dir.write_results(&results)?;
         }
     }
-    let was_interrupted = ctrl_c.pressed();
+    let was_interrupted = runner.interrupted();
     results.complete = !was_interrupted;
     dir.write_results(&results)?;
     println!(
@@ -291,5 +201,173 @@ async fn sweep(
         .capacity
         .as_ref()
         .is_some_and(|c| c.sizing.iter().any(|r| r.verdict == "error"));
-    Ok(super::session::exit_code(was_interrupted, any_error))
+    Ok(super::exit_code(was_interrupted, any_error))
+}
+
+/// One grid point's search: every step run, the results at each sustained rate, and why it
+/// stopped early (an error, Ctrl-C).
+struct PointSearch {
+    search: Search,
+    steps: Vec<SweepStep>,
+    knee_results: Vec<(Option<f64>, BackendResult)>,
+    error: Option<String>,
+}
+
+/// Runs the offered-rate search of one grid point, step by step.
+async fn search_point(
+    ctx: &StepContext<'_>,
+    spec: &SweepSpec,
+    kind: lockbench_core::BackendKind,
+    pi: usize,
+    label: &str,
+) -> anyhow::Result<PointSearch> {
+    let interrupted = || ctx.runner.interrupted();
+    let mut search = match &spec.rates {
+        Rates::List(l) => Search::listed(l.clone(), spec.max_steps),
+        Rates::Auto(_) => Search::auto(spec.resolution, spec.max_steps),
+    };
+    let mut steps: Vec<SweepStep> = Vec::new();
+    let mut knee_results: Vec<(Option<f64>, BackendResult)> = Vec::new();
+    let mut error = None;
+    let mut retries = RETRIES_PER_POINT;
+    while let Some((phase, rate)) = search.next() {
+        if interrupted() {
+            break;
+        }
+        let (step, result) = loop {
+            let id = format!("{}-p{pi}-{:02}", kind.name(), steps.len());
+            let (step, result) = sweep_step::run(ctx, kind, &id, phase, rate).await?;
+            eprintln!("{}", line(kind.name(), label, &step));
+            // A failure while lockbench was the limit says little about the backend:
+            // run that rate once more (the machine may be busy with something else).
+            let again = rate.is_some()
+                && !step.sustained
+                && step.generator_bound
+                && retries > 0
+                && result.status != "error"
+                && !interrupted();
+            if !again {
+                break (step, result);
+            }
+            retries -= 1;
+            eprintln!("  (lockbench was the limit in that step: running it once more)");
+            steps.push(step);
+        };
+        if interrupted() {
+            // Cut short by Ctrl-C: kept, but it says nothing about the backend.
+            error = Some("interrupted".into());
+            steps.push(step);
+            break;
+        }
+        if result.status == "error" {
+            error = Some(step.reasons.join("; "));
+            steps.push(step);
+            break;
+        }
+        match rate {
+            None => search.record_probe(step.achieved_per_s),
+            Some(r) => search.record(r, step.sustained, step.generator_bound),
+        }
+        knee_results.push((rate, result));
+        steps.push(step);
+    }
+    Ok(PointSearch {
+        search,
+        steps,
+        knee_results,
+        error,
+    })
+}
+
+/// The sizing table's row for one grid point: the knee, its verdict and why.
+fn sizing_row(
+    found: &PointSearch,
+    kind: lockbench_core::BackendKind,
+    point: BTreeMap<String, String>,
+    scenario: &Scenario,
+) -> SizingRow {
+    let steps = &found.steps;
+    let knee = found.search.knee();
+    let at = |rate: Option<f64>| {
+        // The last step at that rate (an earlier one may have been run again).
+        rate.and_then(|r| steps.iter().rev().find(|s| s.offered_per_s == Some(r)))
+    };
+    let knee_step = at(knee.rate);
+    let verdict = match found.error.as_deref() {
+        Some("interrupted") => "interrupted",
+        Some(_) => "error",
+        None => knee.verdict,
+    };
+    let note = match (&found.error, verdict) {
+        (Some(e), _) => e.clone(),
+        (None, "generator-bound") => {
+            // The step that bounds the knee: the failure above it, else the top one.
+            let bound = at(knee.failed).or_else(|| {
+                steps
+                    .iter()
+                    .filter(|s| s.offered_per_s.is_some())
+                    .max_by(|a, b| {
+                        a.offered_per_s
+                            .partial_cmp(&b.offered_per_s)
+                            .expect("rates are finite")
+                    })
+            });
+            format!(
+                "lockbench was the limit, so the rate is a lower bound: at {:.0}/s {}",
+                bound.and_then(|s| s.offered_per_s).unwrap_or(0.0),
+                bound
+                    .map(|s| s.generator_notes.join("; "))
+                    .unwrap_or_default()
+            )
+        }
+        (None, "not-reached") => {
+            "every rate tried was sustained: a lower bound (raise --max-steps or the clients)"
+                .into()
+        }
+        (None, "none") => "not even the lowest rate tried was sustained".into(),
+        _ => at(knee.failed)
+            .map(|s| format!("above it: {}", s.reasons.join("; ")))
+            .unwrap_or_default(),
+    };
+    SizingRow {
+        backend: kind.name().into(),
+        point,
+        clients: scenario.workload.clients,
+        keys: scenario.workload.keys,
+        verdict: verdict.into(),
+        max_rate_per_s: knee.rate,
+        first_failed_rate_per_s: knee.failed,
+        knee: knee_step.cloned(),
+        note,
+    }
+}
+
+/// One progress line for the terminal.
+fn line(backend: &str, point: &str, s: &SweepStep) -> String {
+    let offered = s
+        .offered_per_s
+        .map(|r| format!("offered {r:>8.0}/s"))
+        .unwrap_or_else(|| "closed loop     ".into());
+    let verdict = match (s.offered_per_s, s.sustained) {
+        (None, _) => "probe".to_string(),
+        (_, true) => "sustained".into(),
+        (_, false) => format!("NOT sustained: {}", s.reasons.join("; ")),
+    };
+    format!(
+        "  {backend} {point} {:<6} {offered} -> {:>8.0}/s  p99 {:>8} ms (uncorrected {:>7} ms)  lockbench CPU {:>3.0}%{}  {verdict}",
+        s.phase,
+        s.achieved_per_s,
+        s.p99_ms
+            .map(|v| format!("{v:.1}"))
+            .unwrap_or_else(|| "-".into()),
+        s.p99_service_ms
+            .map(|v| format!("{v:.1}"))
+            .unwrap_or_else(|| "-".into()),
+        s.generator_cpu_percent.unwrap_or(0.0),
+        if s.generator_bound {
+            " GENERATOR-BOUND"
+        } else {
+            ""
+        },
+    )
 }

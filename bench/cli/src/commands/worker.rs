@@ -12,10 +12,10 @@ pub async fn run() -> anyhow::Result<ExitCode> {
     let mut first = String::new();
     stdin.read_line(&mut first).await?;
     if let Some(job) = lockbench_workloads::candidate::parse_job(&first) {
-        crate::failover::run_candidate(job, stdin).await?;
+        lockbench_runner::failover::run_candidate(job, stdin).await?;
         return Ok(ExitCode::SUCCESS);
     }
     let job = lockbench_workloads::worker::read_job(&mut first.as_bytes()).await?;
-    crate::dispatch::run_worker(job, stdin).await?;
+    lockbench_runner::dispatch::run_worker(job, stdin).await?;
     Ok(ExitCode::SUCCESS)
 }

@@ -267,22 +267,11 @@ impl StandInServerNemesis {
             .status()
             .await
             .map_err(|e| format!("cannot read the managed cluster: {e:#}"))?;
-        let wanted = |name: &str| match self.backend {
-            BackendKind::ZkFair | BackendKind::ZkCurator | BackendKind::ZkHerd => {
-                name.starts_with("zk")
-            }
-            BackendKind::EtcdLease | BackendKind::EtcdLockapi => name.starts_with("etcd"),
-            BackendKind::RedisSetnx | BackendKind::RedisBrokenNoNx => name == "redis",
-            BackendKind::Redlock => name.starts_with("redlock"),
-            BackendKind::RedisSentinel => name.starts_with("fo"),
-            BackendKind::ZkRwlock => name.starts_with("zk"),
-            BackendKind::EtcdHerd => name.starts_with("etcd"),
-            BackendKind::RedisPubsub => name == "redis",
-        };
+        let group = lockbench_chaos::group_of(self.backend);
         Ok(status
             .servers
             .into_iter()
-            .filter(|s| wanted(&s.name))
+            .filter(|s| s.group == group)
             .filter_map(|s| {
                 let leader = s.role.as_deref() == Some("leader");
                 Some((s.name, Pid::from_raw(s.pid? as i32), leader))

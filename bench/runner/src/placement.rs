@@ -18,6 +18,7 @@
 //! processes), and [`RunEnv::finish`] removes the run's client hosts at the end, whatever
 //! happened. `lockbench down` removes them too, with the rest of the network.
 
+use crate::cluster_choice::ClusterChoice;
 use anyhow::Context;
 use lockbench_cluster::{Cluster, ClusterLock, Network, Topology};
 use lockbench_core::Scenario;
@@ -32,11 +33,8 @@ pub struct RunEnv {
     /// Address the resource service binds: the bridge address when workers run on client
     /// hosts, else loopback.
     pub bind: IpAddr,
-    /// The managed cluster's state directory, when the run uses the managed cluster (the
-    /// server nemesis acts on it).
-    pub managed_state: Option<PathBuf>,
-    /// The run uses docker-compose.yml's cluster: server faults go to Docker and Toxiproxy.
-    pub compose: bool,
+    /// The servers the run uses (the server nemesis acts on them).
+    pub cluster: ClusterChoice,
     /// The network whose client hosts the workers run in (`netns` topology only).
     network: Option<Network>,
     /// Held for the whole run when it applies faults or starts workers on the managed cluster.
@@ -57,12 +55,12 @@ pub fn uses_workers(scenario: &Scenario) -> bool {
 }
 
 impl RunEnv {
-    /// Workers in the root namespace, the service on loopback (external clusters).
-    pub fn loopback(managed_state: Option<PathBuf>) -> RunEnv {
+    /// Workers in the root namespace, the service on loopback (compose and external
+    /// clusters, and the managed cluster's loopback topology).
+    pub fn loopback(cluster: ClusterChoice) -> RunEnv {
         RunEnv {
             bind: IpAddr::from([127, 0, 0, 1]),
-            managed_state,
-            compose: false,
+            cluster,
             network: None,
             _fault_lock: None,
         }
@@ -73,7 +71,7 @@ impl RunEnv {
     /// another fault run) and cleans up after a crashed one when the run needs it.
     pub async fn managed(state_dir: PathBuf, scenario: &Scenario) -> anyhow::Result<RunEnv> {
         let cluster = Cluster::new(state_dir.clone());
-        let mut env = RunEnv::loopback(Some(state_dir));
+        let mut env = RunEnv::loopback(ClusterChoice::Managed(state_dir));
         if scenario.faults.is_empty() && !uses_workers(scenario) {
             return Ok(env);
         }
@@ -99,6 +97,11 @@ impl RunEnv {
             env.network = Some(Network::new(cfg));
         }
         Ok(env)
+    }
+
+    /// The managed cluster's state directory, when the run uses the managed cluster.
+    pub fn managed_state(&self) -> Option<PathBuf> {
+        self.cluster.managed_state().map(|p| p.to_path_buf())
     }
 
     /// Where workers run, for the log: `client hosts on lb-br0` or `root namespace`.

@@ -4,7 +4,7 @@
 //! Why this shape: the quantity measured is a *transition* (a leader removed, a new one
 //! elected, everyone told), so the run is driven by the election's state rather than by a
 //! clock. The coordinator follows that state from the candidates' own ops as they arrive
-//! ([`Tracker`]): before each removal it waits until the election has *settled* (exactly one
+//! (`Tracker`): before each removal it waits until the election has *settled* (exactly one
 //! live candidate leads and every live candidate observes it), waits `failover.interval`,
 //! removes the leader, and waits until it has settled on another leader (or
 //! `failover.round_timeout`). Only the candidates' ops and the removal events, all on the run
@@ -28,6 +28,7 @@ mod tracker;
 
 pub use elector::run_candidate;
 
+use crate::observer::Observer;
 use crate::placement::RunEnv;
 use lockbench_chaos::Nemesis;
 use lockbench_core::election::FailoverKnobs;
@@ -49,40 +50,6 @@ pub(super) const READY_BUDGET: Duration = Duration::from_secs(30);
 /// How long a candidate gets to exit after `stop`.
 pub(super) const FINISH_BUDGET: Duration = Duration::from_secs(5);
 
-/// Runs one recipe for `lockbench run`: Ctrl-C (through `current`) stops it; an error becomes
-/// an `error` result naming it.
-pub async fn run_one(
-    kind: ElectionKind,
-    scenario: &Scenario,
-    endpoints: &Endpoints,
-    run_dir: &RunDir,
-    env: &RunEnv,
-    current: &std::sync::Mutex<Option<RunControl>>,
-) -> BackendResult {
-    let control = RunControl::new(scenario.workload.clients);
-    *current.lock().expect("control lock") = Some(control.clone());
-    eprintln!(
-        "lockbench: {kind}: {} candidates, removals {}, {} round(s) each",
-        scenario.workload.clients,
-        scenario
-            .failover
-            .removals
-            .iter()
-            .map(|r| r.name())
-            .collect::<Vec<_>>()
-            .join(", "),
-        scenario.failover.rounds
-    );
-    match run_election(kind, scenario, endpoints, run_dir, env, control).await {
-        Ok(r) => r,
-        Err(e) => {
-            let msg = format!("{e:#}");
-            eprintln!("lockbench: {kind}: error: {msg}");
-            build::failed_result(kind.name(), &scenario.workload, msg)
-        }
-    }
-}
-
 /// Runs the failover workload against `kind` and returns its result.
 pub async fn run_election(
     kind: ElectionKind,
@@ -91,6 +58,7 @@ pub async fn run_election(
     run_dir: &RunDir,
     env: &RunEnv,
     control: RunControl,
+    observer: &dyn Observer,
 ) -> anyhow::Result<BackendResult> {
     let name = kind.name();
     let stamp = std::time::SystemTime::now()
@@ -107,6 +75,7 @@ pub async fn run_election(
         endpoints,
         env,
         run_dir,
+        observer,
         clock: RunClock::start(),
         election_name,
         tracker: Tracker::default(),
@@ -125,11 +94,11 @@ pub async fn run_election(
     let mut server = (removals.contains(&Removal::ServerKill)
         || removals.contains(&Removal::Partition))
     .then(|| {
-        env.managed_state.as_ref().map(|dir| {
+        env.managed_state().map(|dir| {
             use rand::SeedableRng;
             lockbench_chaos::ServerNemesis::new(
-                lockbench_cluster::Cluster::new(dir.clone()),
-                group_of(kind),
+                lockbench_cluster::Cluster::new(dir),
+                lockbench_chaos::election_group_of(kind),
                 rand_chacha::ChaCha8Rng::seed_from_u64(scenario.seed ^ 0x454c_4543),
             )
         })
@@ -222,15 +191,4 @@ async fn drive(
         }
     }
     Ok(())
-}
-
-/// The servers an election recipe runs on.
-fn group_of(kind: ElectionKind) -> lockbench_cluster::Group {
-    match kind {
-        ElectionKind::ZkElection => lockbench_cluster::Group::Zookeeper,
-        ElectionKind::EtcdElection | ElectionKind::EtcdLeaseElection => {
-            lockbench_cluster::Group::Etcd
-        }
-        ElectionKind::RedisLeaseElection => lockbench_cluster::Group::Redis,
-    }
 }

@@ -2,15 +2,12 @@
 //! run for one backend with the normal coordinator into its own run directory under `steps/`,
 //! then judged against the objective.
 
-use crate::dispatch;
-use crate::placement::RunEnv;
+use crate::runner::{Runner, Unit};
 use lockbench_capacity::{Objective, Phase, StepFigures, saturation};
-use lockbench_core::{BackendKind, Endpoints, Scenario};
+use lockbench_core::{BackendKind, Scenario};
 use lockbench_report::capacity::SweepStep;
-use lockbench_report::{BackendResult, RunDir, RunResults, SCHEMA_VERSION, build};
-use lockbench_workloads::RunControl;
+use lockbench_report::{BackendResult, RunDir, RunResults};
 use std::path::Path;
-use std::sync::{Arc, Mutex};
 
 /// What a step needs besides its rate.
 pub struct StepContext<'a> {
@@ -18,16 +15,12 @@ pub struct StepContext<'a> {
     pub scenario: &'a Scenario,
     /// The sweep directory.
     pub sweep_dir: &'a Path,
-    /// Servers.
-    pub endpoints: &'a Endpoints,
-    /// Where workers run.
-    pub env: &'a RunEnv,
+    /// Runs the step.
+    pub runner: &'a Runner,
     /// The objective.
     pub objective: Objective,
     /// The top-level results (for each step's own results.json header).
     pub header: &'a RunResults,
-    /// Ctrl-C stops the step that is running through this.
-    pub current: &'a Arc<Mutex<Option<RunControl>>>,
 }
 
 /// Runs step `n` of a grid point and returns its record and full result.
@@ -58,21 +51,10 @@ pub async fn run(
         &scenario.name,
         Some(&ctx.sweep_dir.join(&rel)),
     )?;
-    dir.write_scenario(&scenario.to_toml())?;
-    let control = RunControl::new(scenario.workload.clients);
-    *ctx.current.lock().expect("control lock") = Some(control.clone());
-    let result =
-        match dispatch::run_backend(kind, &scenario, ctx.endpoints, &dir, control, ctx.env).await {
-            Ok(r) => r,
-            Err(e) => build::failed_result(kind.name(), &scenario.workload, format!("{e:#}")),
-        };
-    let mut own = ctx.header.clone();
-    own.scenario = scenario.name.clone();
-    own.schema_version = SCHEMA_VERSION;
-    own.complete = true;
-    own.results = vec![result.clone()];
-    own.capacity = None;
-    dir.write_results(&own)?;
+    let result = ctx
+        .runner
+        .run_alone(Unit::Lock(kind), &scenario, &dir, ctx.header, id)
+        .await?;
     Ok((record(&result, phase, rate, &rel, &ctx.objective), result))
 }
 
@@ -138,34 +120,4 @@ fn record(
         machine_cpu_percent: res.and_then(|u| u.machine_cpu_mean()),
         requests_per_acquisition: r.server_ops_per_acquisition,
     }
-}
-
-/// One progress line for the terminal.
-pub fn line(backend: &str, point: &str, s: &SweepStep) -> String {
-    let offered = s
-        .offered_per_s
-        .map(|r| format!("offered {r:>8.0}/s"))
-        .unwrap_or_else(|| "closed loop     ".into());
-    let verdict = match (s.offered_per_s, s.sustained) {
-        (None, _) => "probe".to_string(),
-        (_, true) => "sustained".into(),
-        (_, false) => format!("NOT sustained: {}", s.reasons.join("; ")),
-    };
-    format!(
-        "  {backend} {point} {:<6} {offered} -> {:>8.0}/s  p99 {:>8} ms (uncorrected {:>7} ms)  lockbench CPU {:>3.0}%{}  {verdict}",
-        s.phase,
-        s.achieved_per_s,
-        s.p99_ms
-            .map(|v| format!("{v:.1}"))
-            .unwrap_or_else(|| "-".into()),
-        s.p99_service_ms
-            .map(|v| format!("{v:.1}"))
-            .unwrap_or_else(|| "-".into()),
-        s.generator_cpu_percent.unwrap_or(0.0),
-        if s.generator_bound {
-            " GENERATOR-BOUND"
-        } else {
-            ""
-        },
-    )
 }

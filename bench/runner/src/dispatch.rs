@@ -4,11 +4,13 @@
 //! the same scenario knobs, so both build identical clients.
 
 use crate::coordinator;
+use crate::observer::Observer;
 use crate::placement::RunEnv;
 use lockbench_core::{BackendKind, Endpoints, Scenario};
 use lockbench_report::{BackendResult, RunDir};
 use lockbench_workloads::RunControl;
 use lockbench_workloads::worker::{self, Job};
+use std::sync::Arc;
 
 /// Binds `$b` to the backend of `$kind` (built from `$scenario`'s knobs and `$endpoints`) and
 /// evaluates `$body`, which is generic over the backend type.
@@ -99,9 +101,10 @@ pub async fn run_backend(
     run_dir: &RunDir,
     control: RunControl,
     env: &RunEnv,
+    observer: &Arc<dyn Observer>,
 ) -> anyhow::Result<BackendResult> {
     // With link faults, the in-process clients connect through their proxies.
-    let mut links = crate::links::proxies_for(kind, scenario, env);
+    let mut links = crate::links::proxies_for(kind, scenario, env, observer.as_ref());
     let local_endpoints = match links.as_mut() {
         Some(p) => {
             p.endpoints_for(lockbench_chaos::grudge::COORDINATOR, endpoints)
@@ -110,7 +113,10 @@ pub async fn run_backend(
         None => endpoints.clone(),
     };
     with_backend!(kind, scenario, &local_endpoints, |b| {
-        coordinator::execute(b, scenario, endpoints, run_dir, control, env, links).await
+        coordinator::execute(
+            b, scenario, endpoints, run_dir, control, env, links, observer,
+        )
+        .await
     })
 }
 

@@ -3,6 +3,7 @@
 
 use super::READY_BUDGET;
 use super::tracker::Tracker;
+use crate::observer::Observer;
 use crate::placement::{RunEnv, worker_name};
 use anyhow::Context;
 use lockbench_chaos::Nemesis;
@@ -24,6 +25,7 @@ pub(super) struct Run<'a> {
     pub(super) endpoints: &'a Endpoints,
     pub(super) env: &'a RunEnv,
     pub(super) run_dir: &'a RunDir,
+    pub(super) observer: &'a dyn Observer,
     pub(super) clock: RunClock,
     pub(super) election_name: String,
     pub(super) tracker: Tracker,
@@ -69,7 +71,7 @@ impl Run<'_> {
     }
 
     pub(super) fn log_fault(&mut self, e: FaultEvent) {
-        crate::coordinator::announce_fault(self.name(), &e);
+        self.observer.fault(self.name(), &e);
         if let Err(err) = self.run_dir.append_fault(self.name(), &e) {
             tracing::warn!(error = %err, "cannot record a fault event");
         }
@@ -178,12 +180,12 @@ impl Run<'_> {
     ) -> anyhow::Result<()> {
         let Some((leader, epoch)) = self.settle().await else {
             if !*self.stop.borrow() {
-                eprintln!(
-                    "lockbench: {}: no settled leader within {:?}; skipping a {} round",
+                self.observer.warning(&format!(
+                    "{}: no settled leader within {:?}; skipping a {} round",
                     self.name(),
                     self.scenario.failover.round_timeout,
                     removal.name()
-                );
+                ));
             }
             return Ok(());
         };
@@ -232,116 +234,138 @@ impl Run<'_> {
                 // A fresh candidate takes the dead one's host.
                 self.spawn(slot).await?;
             }
-            Removal::Pause => {
-                let pause = self.scenario.leader_pause(self.kind);
-                let paused_at = Instant::now();
-                let stopped = self.slots[&slot].signal(Signal::SIGSTOP);
-                let pid = self.slots[&slot].pid;
-                self.record_fault(
-                    "pause",
-                    FaultPhase::Start,
-                    vec![target.clone()],
-                    match &stopped {
-                        Ok(()) => format!(
-                            "SIGSTOP pid {pid}, leader c{leader} epoch {epoch}, for {}",
-                            humantime::format_duration(pause)
-                        ),
-                        Err(e) => format!("SIGSTOP failed: {e}"),
-                    },
-                    stopped.is_ok(),
-                );
-                self.paused.insert(leader);
-                self.settle_elsewhere((leader, epoch)).await;
-                let left = pause.saturating_sub(paused_at.elapsed());
-                self.wait_until(left, |_| false).await;
-                let resumed = self.slots[&slot].signal(Signal::SIGCONT);
-                self.paused.remove(&leader);
-                self.record_fault(
-                    "pause",
-                    FaultPhase::Stop,
-                    vec![target],
-                    format!("SIGCONT pid {pid}"),
-                    resumed.is_ok(),
-                );
-                // The resumed candidate learns it lost and observes the new leader.
-                self.settle().await;
-            }
+            Removal::Pause => self.remove_by_pause(slot, (leader, epoch)).await,
             Removal::Partition => {
-                let Some(nemesis) = server.as_mut() else {
-                    self.record_fault(
-                        "partition",
-                        FaultPhase::Start,
-                        vec![target],
-                        "partitions need the managed cluster".into(),
-                        false,
-                    );
-                    return Ok(());
-                };
-                let cut_for = self.scenario.leader_pause(self.kind);
-                let cut_at = Instant::now();
-                let host = worker_name(slot);
-                let cut = Fault::Partition {
-                    split: PartitionSpec::Isolate(Targets::Nodes(vec![host.clone()])),
-                };
-                let mut applied = false;
-                for mut e in nemesis.apply(&cut, &self.clock).await {
-                    // Name the candidate, as the checker reads it; the host stays in the note.
-                    e.note = format!("leader c{leader} epoch {epoch} on {host}: {}", e.note);
-                    e.targets = vec![target.clone()];
-                    applied |= e.applied;
-                    self.log_fault(e);
-                }
-                if !applied {
-                    return Ok(());
-                }
-                self.paused.insert(leader);
-                self.settle_elsewhere((leader, epoch)).await;
-                let left = cut_for.saturating_sub(cut_at.elapsed());
-                self.wait_until(left, |_| false).await;
-                for mut e in nemesis.apply(&Fault::Heal, &self.clock).await {
-                    e.targets = vec![target.clone()];
-                    self.log_fault(e);
-                }
-                self.paused.remove(&leader);
-                self.settle().await;
+                self.remove_by_partition(slot, (leader, epoch), server)
+                    .await
             }
-            Removal::ServerKill => {
-                let Some(nemesis) = server.as_mut() else {
-                    self.record_fault(
-                        "kill",
-                        FaultPhase::Start,
-                        vec!["leader-server".into()],
-                        "server faults need the managed cluster".into(),
-                        false,
-                    );
-                    return Ok(());
-                };
-                let fault = Fault::Kill {
-                    targets: Targets::Leader,
-                };
-                for e in nemesis.apply(&fault, &self.clock).await {
-                    self.log_fault(e);
-                }
-                // Give the election the time a dead leader would need to be replaced; a
-                // leader that survives the server's death keeps leading.
-                let expiry = self.scenario.election_expiry(self.kind);
-                let budget =
-                    (expiry * 2 + Duration::from_secs(1)).min(self.scenario.failover.round_timeout);
-                self.wait_until(budget, |r| {
-                    r.tracker
-                        .settled(&r.live())
-                        .is_some_and(|l| l != (leader, epoch))
-                })
-                .await;
-                let start = Fault::Start {
-                    targets: Targets::All,
-                };
-                for e in nemesis.apply(&start, &self.clock).await {
-                    self.log_fault(e);
-                }
-                self.settle().await;
-            }
+            Removal::ServerKill => self.remove_by_server_kill((leader, epoch), server).await,
         }
         Ok(())
+    }
+    /// `pause`: SIGSTOP of the leader's process for `failover.pause`, then SIGCONT.
+    async fn remove_by_pause(&mut self, slot: u32, (leader, epoch): (u32, u64)) {
+        let target = format!("c{leader}");
+        let pause = self.scenario.leader_pause(self.kind);
+        let paused_at = Instant::now();
+        let stopped = self.slots[&slot].signal(Signal::SIGSTOP);
+        let pid = self.slots[&slot].pid;
+        self.record_fault(
+            "pause",
+            FaultPhase::Start,
+            vec![target.clone()],
+            match &stopped {
+                Ok(()) => format!(
+                    "SIGSTOP pid {pid}, leader c{leader} epoch {epoch}, for {}",
+                    humantime::format_duration(pause)
+                ),
+                Err(e) => format!("SIGSTOP failed: {e}"),
+            },
+            stopped.is_ok(),
+        );
+        self.paused.insert(leader);
+        self.settle_elsewhere((leader, epoch)).await;
+        let left = pause.saturating_sub(paused_at.elapsed());
+        self.wait_until(left, |_| false).await;
+        let resumed = self.slots[&slot].signal(Signal::SIGCONT);
+        self.paused.remove(&leader);
+        self.record_fault(
+            "pause",
+            FaultPhase::Stop,
+            vec![target],
+            format!("SIGCONT pid {pid}"),
+            resumed.is_ok(),
+        );
+        // The resumed candidate learns it lost and observes the new leader.
+        self.settle().await;
+    }
+
+    /// `partition`: the leader's client host cut off from every other host, then healed.
+    async fn remove_by_partition(
+        &mut self,
+        slot: u32,
+        (leader, epoch): (u32, u64),
+        server: &mut Option<lockbench_chaos::ServerNemesis>,
+    ) {
+        let target = format!("c{leader}");
+        let Some(nemesis) = server.as_mut() else {
+            self.record_fault(
+                "partition",
+                FaultPhase::Start,
+                vec![target],
+                "partitions need the managed cluster".into(),
+                false,
+            );
+            return;
+        };
+        let cut_for = self.scenario.leader_pause(self.kind);
+        let cut_at = Instant::now();
+        let host = worker_name(slot);
+        let cut = Fault::Partition {
+            split: PartitionSpec::Isolate(Targets::Nodes(vec![host.clone()])),
+        };
+        let mut applied = false;
+        for mut e in nemesis.apply(&cut, &self.clock).await {
+            // Name the candidate, as the checker reads it; the host stays in the note.
+            e.note = format!("leader c{leader} epoch {epoch} on {host}: {}", e.note);
+            e.targets = vec![target.clone()];
+            applied |= e.applied;
+            self.log_fault(e);
+        }
+        if !applied {
+            return;
+        }
+        self.paused.insert(leader);
+        self.settle_elsewhere((leader, epoch)).await;
+        let left = cut_for.saturating_sub(cut_at.elapsed());
+        self.wait_until(left, |_| false).await;
+        for mut e in nemesis.apply(&Fault::Heal, &self.clock).await {
+            e.targets = vec![target.clone()];
+            self.log_fault(e);
+        }
+        self.paused.remove(&leader);
+        self.settle().await;
+    }
+
+    /// `server-kill`: the system's leader server killed, restarted once the round settled.
+    async fn remove_by_server_kill(
+        &mut self,
+        (leader, epoch): (u32, u64),
+        server: &mut Option<lockbench_chaos::ServerNemesis>,
+    ) {
+        let Some(nemesis) = server.as_mut() else {
+            self.record_fault(
+                "kill",
+                FaultPhase::Start,
+                vec!["leader-server".into()],
+                "server faults need the managed cluster".into(),
+                false,
+            );
+            return;
+        };
+        let fault = Fault::Kill {
+            targets: Targets::Leader,
+        };
+        for e in nemesis.apply(&fault, &self.clock).await {
+            self.log_fault(e);
+        }
+        // Give the election the time a dead leader would need to be replaced; a
+        // leader that survives the server's death keeps leading.
+        let expiry = self.scenario.election_expiry(self.kind);
+        let budget =
+            (expiry * 2 + Duration::from_secs(1)).min(self.scenario.failover.round_timeout);
+        self.wait_until(budget, |r| {
+            r.tracker
+                .settled(&r.live())
+                .is_some_and(|l| l != (leader, epoch))
+        })
+        .await;
+        let start = Fault::Start {
+            targets: Targets::All,
+        };
+        for e in nemesis.apply(&start, &self.clock).await {
+            self.log_fault(e);
+        }
+        self.settle().await;
     }
 }

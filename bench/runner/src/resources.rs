@@ -11,9 +11,9 @@ use std::time::Duration;
 
 /// Starts sampling for a run of `kind` whose measured window is `measured` long.
 pub fn start(kind: BackendKind, env: &RunEnv, clock: RunClock, measured: Duration) -> Sampler {
-    let servers = match &env.managed_state {
+    let servers = match env.managed_state() {
         Some(dir) => {
-            let cluster = lockbench_cluster::Cluster::new(dir.clone());
+            let cluster = lockbench_cluster::Cluster::new(dir);
             let group = lockbench_chaos::group_of(kind);
             cluster
                 .servers()

@@ -6,6 +6,7 @@
 //! before: the proxy is a hop (one more copy per message) that a benchmark must not pay for
 //! nothing.
 
+use crate::observer::Observer;
 use crate::placement::RunEnv;
 use lockbench_chaos::LinkProxies;
 use lockbench_core::{BackendKind, Fault, PartitionSpec, Scenario, Targets};
@@ -23,11 +24,16 @@ pub fn has_link_faults(scenario: &Scenario) -> bool {
 /// The run's proxies to `kind`'s servers, or `None` when the run needs none (no link fault,
 /// or not the managed cluster: compose runs use their Toxiproxy container, an external
 /// cluster's link faults are reported as not applied).
-pub fn proxies_for(kind: BackendKind, scenario: &Scenario, env: &RunEnv) -> Option<LinkProxies> {
+pub fn proxies_for(
+    kind: BackendKind,
+    scenario: &Scenario,
+    env: &RunEnv,
+    observer: &dyn Observer,
+) -> Option<LinkProxies> {
     if !has_link_faults(scenario) {
         return None;
     }
-    let dir = env.managed_state.clone()?;
+    let dir = env.managed_state()?;
     let isolates_clients = scenario.faults.iter().any(|f| {
         matches!(
             &f.fault,
@@ -38,10 +44,10 @@ pub fn proxies_for(kind: BackendKind, scenario: &Scenario, env: &RunEnv) -> Opti
         )
     });
     if isolates_clients {
-        eprintln!(
-            "lockbench: warning: this schedule has link faults, so every client reaches the \
-             servers through a proxy in the coordinator: a partition of a client host does not \
-             cut that client's server links in this run"
+        observer.warning(
+            "this schedule has link faults, so every client reaches the servers through a \
+             proxy in the coordinator: a partition of a client host does not cut that \
+             client's server links in this run",
         );
     }
     Some(LinkProxies::for_cluster(

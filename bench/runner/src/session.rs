@@ -1,15 +1,12 @@
-//! What `run` and `sweep` share around their runs: the servers (and where workers go), the
-//! header of `results.json`, and Ctrl-C stopping whatever is running while keeping what was
-//! recorded.
+//! What every run shares around it: the servers (and where workers go), the header of
+//! `results.json`, and Ctrl-C stopping whatever is running while keeping what was recorded.
 
-use super::run::prepare_cluster;
+use crate::cluster_choice::ClusterChoice;
 use crate::placement::RunEnv;
 use lockbench_cluster::Cluster;
 use lockbench_core::{Endpoints, Scenario};
 use lockbench_report::{RunResults, SCHEMA_VERSION, environment};
 use lockbench_workloads::RunControl;
-use std::path::PathBuf;
-use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
@@ -27,19 +24,14 @@ pub struct Servers {
 }
 
 impl Servers {
-    /// Resolves `--cluster` (starting the managed cluster if needed) for `scenario`.
-    pub async fn prepare(
-        spec: &str,
-        state_dir: PathBuf,
-        scenario: &Scenario,
-    ) -> anyhow::Result<Servers> {
-        let (endpoints, label, started) = prepare_cluster(spec, state_dir.clone()).await?;
-        let env = if spec == "managed" {
-            RunEnv::managed(state_dir, scenario).await?
-        } else {
-            let mut env = RunEnv::loopback(None);
-            env.compose = spec == "compose";
-            env
+    /// Makes `cluster`'s servers ready (starting the managed cluster if needed) for
+    /// `scenario`.
+    pub async fn prepare(cluster: ClusterChoice, scenario: &Scenario) -> anyhow::Result<Servers> {
+        let (endpoints, started) = cluster.endpoints().await?;
+        let label = cluster.label();
+        let env = match &cluster {
+            ClusterChoice::Managed(dir) => RunEnv::managed(dir.clone(), scenario).await?,
+            _ => RunEnv::loopback(cluster),
         };
         Ok(Servers {
             endpoints,
@@ -115,6 +107,11 @@ impl CtrlC {
         }
     }
 
+    /// Makes `control` the run that Ctrl-C stops.
+    pub fn set_current(&self, control: &RunControl) {
+        *self.current.lock().expect("control lock") = Some(control.clone());
+    }
+
     /// `true` once Ctrl-C was pressed.
     pub fn pressed(&self) -> bool {
         self.interrupted.load(Ordering::SeqCst)
@@ -124,16 +121,5 @@ impl CtrlC {
 impl Drop for CtrlC {
     fn drop(&mut self) {
         self.watcher.abort();
-    }
-}
-
-/// 130 after Ctrl-C, 2 when something could not run, else success.
-pub fn exit_code(interrupted: bool, any_error: bool) -> ExitCode {
-    if interrupted {
-        ExitCode::from(130)
-    } else if any_error {
-        ExitCode::from(2)
-    } else {
-        ExitCode::SUCCESS
     }
 }

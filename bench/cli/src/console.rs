@@ -1,0 +1,139 @@
+//! How a run looks on the terminal: the engine's [`Observer`] calls rendered as a progress
+//! bar per backend (its summary line when it ends), fault events as they happen (a fault
+//! that could not be applied, loudly), notes and warnings as `lockbench:` lines, and after
+//! each backend the alarms and notes its result carries.
+
+use crate::progress::Progress;
+use lockbench_core::FaultEvent;
+use lockbench_report::BackendResult;
+use lockbench_runner::{Observer, Started, UnitKind};
+use std::sync::Mutex;
+
+/// The console observer of `lockbench run` (and, without bars, of `lockbench sweep`).
+pub struct Console {
+    quiet: bool,
+    /// Per-backend bars and summaries (`false` for sweep steps, which print their own line).
+    bars: bool,
+    /// The running backend's bar and its scenario's `stall_alarm`.
+    progress: Mutex<Option<(Progress, std::time::Duration)>>,
+}
+
+impl Console {
+    /// Bars and summaries for every backend (`quiet` hides the bar, not the summary).
+    pub fn new(quiet: bool) -> Console {
+        Console {
+            quiet,
+            bars: true,
+            progress: Mutex::new(None),
+        }
+    }
+
+    /// No bars or summaries: the caller prints one line per unit itself.
+    pub fn without_bars() -> Console {
+        Console {
+            quiet: true,
+            bars: false,
+            progress: Mutex::new(None),
+        }
+    }
+}
+
+impl Observer for Console {
+    fn started(&self, unit: &Started<'_>) {
+        if !self.bars {
+            return;
+        }
+        let s = unit.scenario;
+        match unit.kind {
+            UnitKind::Lock => {
+                let bar = Progress::start(
+                    unit.label,
+                    unit.planned,
+                    s.stall_alarm,
+                    unit.control.clone(),
+                    self.quiet,
+                );
+                *self.progress.lock().expect("progress") = Some((bar, s.stall_alarm));
+            }
+            UnitKind::Election => eprintln!(
+                "lockbench: {}: {} candidates, removals {}, {} round(s) each",
+                unit.label,
+                s.workload.clients,
+                s.failover
+                    .removals
+                    .iter()
+                    .map(|r| r.name())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                s.failover.rounds
+            ),
+        }
+    }
+
+    fn finished(&self, label: &str, kind: UnitKind, r: &BackendResult) {
+        if !self.bars {
+            return;
+        }
+        let error = r.error.as_deref().filter(|_| r.status == "error");
+        if kind == UnitKind::Election {
+            if let Some(msg) = error {
+                eprintln!("lockbench: {label}: error: {msg}");
+            }
+            return;
+        }
+        let Some((bar, stall_alarm)) = self.progress.lock().expect("progress").take() else {
+            return;
+        };
+        bar.finish(match error {
+            Some(msg) => format!("error: {msg}"),
+            None => format!(
+                "{:.0} acq/s, safety {}",
+                r.throughput_per_s, r.safety.verdict
+            ),
+        });
+        if let Some(u) = r.resources.as_ref().filter(|u| u.generator_bound) {
+            eprintln!(
+                "NOTE: {}: lockbench itself was the limit in this run, so its throughput is a lower bound: {}",
+                r.backend,
+                u.generator_notes.join("; ")
+            );
+        }
+        for stall in &r.stalls {
+            eprintln!(
+                "ALARM: {}: no client acquired the lock for {:.1} s ({:.1} s to {:.1} s on the run clock; stall_alarm {})",
+                r.backend,
+                stall.ms / 1e3,
+                stall.from_s,
+                stall.to_s,
+                humantime::format_duration(stall_alarm)
+            );
+        }
+    }
+
+    fn fault(&self, backend: &str, e: &FaultEvent) {
+        if e.applied {
+            eprintln!(
+                "lockbench: {backend}: {} {:?} {} ({})",
+                e.fault,
+                e.phase,
+                e.targets.join(","),
+                e.note
+            );
+        } else {
+            eprintln!(
+                "lockbench: {backend}: NOT APPLIED: {} {} ({})",
+                e.fault,
+                e.targets.join(","),
+                e.note
+            );
+        }
+    }
+
+    fn note(&self, text: &str) {
+        eprintln!("lockbench: {text}");
+    }
+
+    fn warning(&self, text: &str) {
+        eprintln!("lockbench: warning: {text}");
+    }
+}

@@ -1,0 +1,153 @@
+//! Which servers a run uses, as one value: the managed cluster (started from the OS packages
+//! if needed), docker-compose.yml's cluster, or an external one described by a file.
+//!
+//! Why one value: what a run can do to its servers follows from this choice alone, so the
+//! choice hands out the server nemesis ([`ClusterChoice::server_nemesis`]): the chaos crate's
+//! on the managed cluster (namespaces, iptables, signals, restarts), Docker's on compose, and
+//! on an external cluster a stand-in that reports every server fault as not applied. Before,
+//! three `match`es in the coordinator each spawned their own copy of the fault schedule.
+
+use crate::nemesis::StandInServerNemesis;
+use anyhow::Context;
+use lockbench_chaos::{LinkNemesis, LinkProxies, Nemesis, ServerNemesis};
+use lockbench_cluster::Cluster;
+use lockbench_compose::ComposeNemesis;
+use lockbench_core::{BackendKind, Endpoints, Fault, FaultEvent, RunClock};
+use rand::SeedableRng;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// The servers a run uses.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ClusterChoice {
+    /// The managed cluster in this state directory.
+    Managed(PathBuf),
+    /// docker-compose.yml's cluster (endpoints built in, faults through Docker).
+    Compose,
+    /// Servers listed in this TOML file; lockbench cannot reach their machines.
+    External(PathBuf),
+}
+
+impl ClusterChoice {
+    /// Parses `--cluster`: `managed`, `compose` or `external:FILE`.
+    pub fn parse(spec: &str, state_dir: PathBuf) -> anyhow::Result<ClusterChoice> {
+        match spec {
+            "managed" => Ok(ClusterChoice::Managed(state_dir)),
+            "compose" => Ok(ClusterChoice::Compose),
+            _ => match spec.strip_prefix("external:") {
+                Some(file) => Ok(ClusterChoice::External(PathBuf::from(file))),
+                None => anyhow::bail!(
+                    "--cluster {spec}: expected `managed`, `compose` or `external:FILE`"
+                ),
+            },
+        }
+    }
+
+    /// The label stored in `results.json` (`cluster`): the `--cluster` value.
+    pub fn label(&self) -> String {
+        match self {
+            ClusterChoice::Managed(_) => "managed".into(),
+            ClusterChoice::Compose => "compose".into(),
+            ClusterChoice::External(file) => format!("external:{}", file.display()),
+        }
+    }
+
+    /// The managed cluster's state directory (`None` for compose and external clusters).
+    pub fn managed_state(&self) -> Option<&Path> {
+        match self {
+            ClusterChoice::Managed(dir) => Some(dir),
+            _ => None,
+        }
+    }
+
+    /// The servers' endpoints, starting the managed cluster if needed; the managed cluster is
+    /// returned too when this call started it (so whoever started it stops it).
+    pub async fn endpoints(&self) -> anyhow::Result<(Endpoints, Option<Cluster>)> {
+        match self {
+            ClusterChoice::Managed(dir) => {
+                let cluster = Cluster::new(dir.clone());
+                eprintln!("lockbench: checking the managed cluster (starting it if needed)");
+                let report = cluster
+                    .up()
+                    .await
+                    .context("the managed cluster did not come up (see `lockbench status`)")?;
+                let endpoints = report.status.endpoints.clone();
+                Ok((endpoints, report.started.then_some(cluster)))
+            }
+            // docker-compose.yml's servers, through Toxiproxy (compose/endpoints.toml).
+            ClusterChoice::Compose => Ok((lockbench_compose::endpoints(), None)),
+            ClusterChoice::External(file) => {
+                let text = std::fs::read_to_string(file)
+                    .with_context(|| format!("cannot read cluster file {}", file.display()))?;
+                let endpoints = Endpoints::from_toml(&text)
+                    .map_err(|e| anyhow::anyhow!("cluster file {}: {e}", file.display()))?;
+                Ok((endpoints, None))
+            }
+        }
+    }
+
+    /// The nemesis for `kind`'s servers on this cluster; its target choices draw from `seed`.
+    pub fn server_nemesis(&self, kind: BackendKind, seed: u64) -> ServerSide {
+        let group = lockbench_chaos::group_of(kind);
+        match self {
+            // The chaos crate's server nemesis: partitions in the namespaces, pause,
+            // kill/start, clock jump.
+            ClusterChoice::Managed(dir) => ServerSide::Managed(ServerNemesis::new(
+                Cluster::new(dir.clone()),
+                group,
+                rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ 0x5345_5256),
+            )),
+            // Docker pause/kill/network disconnect and Toxiproxy.
+            ClusterChoice::Compose => ServerSide::Compose(ComposeNemesis::new(group, seed)),
+            // Only what needs no access to the cluster's machines.
+            ClusterChoice::External(_) => {
+                ServerSide::StandIn(StandInServerNemesis::new(kind, None, seed))
+            }
+        }
+    }
+
+    /// The nemesis of the run's link proxies to `kind`'s servers (managed cluster only: on
+    /// the others a run has no proxies of its own).
+    pub fn link_nemesis(
+        &self,
+        proxies: Arc<LinkProxies>,
+        kind: BackendKind,
+        seed: u64,
+    ) -> Option<LinkNemesis> {
+        let dir = self.managed_state()?;
+        Some(LinkNemesis::new(
+            proxies,
+            &Cluster::new(dir.to_path_buf()),
+            lockbench_chaos::group_of(kind),
+            rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ 0x4c49_4e4b),
+        ))
+    }
+}
+
+/// The server nemesis a [`ClusterChoice`] hands out.
+pub enum ServerSide {
+    /// The managed cluster's.
+    Managed(ServerNemesis),
+    /// docker-compose.yml's.
+    Compose(ComposeNemesis),
+    /// An external cluster's stand-in.
+    StandIn(StandInServerNemesis),
+}
+
+impl Nemesis for ServerSide {
+    async fn apply(&mut self, fault: &Fault, clock: &RunClock) -> Vec<FaultEvent> {
+        match self {
+            ServerSide::Managed(n) => n.apply(fault, clock).await,
+            ServerSide::Compose(n) => n.apply(fault, clock).await,
+            ServerSide::StandIn(n) => n.apply(fault, clock).await,
+        }
+    }
+
+    async fn heal_all(&mut self, clock: &RunClock) -> Vec<FaultEvent> {
+        match self {
+            ServerSide::Managed(n) => n.heal_all(clock).await,
+            ServerSide::Compose(n) => n.heal_all(clock).await,
+            ServerSide::StandIn(n) => n.heal_all(clock).await,
+        }
+    }
+}

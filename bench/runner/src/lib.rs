@@ -1,0 +1,37 @@
+//! The run engine: everything between a parsed scenario and its result.
+//!
+//! `lockbench run`, `--repeat`, every sweep step and the failover workload all take one path,
+//! [`Runner::run_unit`] (and [`Runner::run`] over a whole scenario): the unit's stop switch is
+//! armed for Ctrl-C, the [`Observer`] is told, the lock backend ([`dispatch`] picks it once,
+//! then [`coordinator::execute`] runs it phase by phase: slot plan, start barrier, run window,
+//! `fault_loop`, collection) or the election recipe ([`failover`]) runs, and an error
+//! becomes a result naming it. The servers are one value, [`ClusterChoice`] (managed, compose
+//! or external), which also hands out the server nemesis.
+//!
+//! Why a crate of its own: the command line renders and parses, nothing else; a bench, a test
+//! or a future daemon runs a scenario with the same engine by implementing [`Observer`]. The
+//! engine spawns worker processes as `<this binary> worker`, so a binary that runs scenarios
+//! with workers must serve that subcommand with [`dispatch::run_worker`] and
+//! [`failover::run_candidate`] (the `lockbench` binary does).
+#![deny(missing_docs)]
+
+pub mod cluster_choice;
+pub mod coordinator;
+pub mod dispatch;
+pub mod failover;
+mod fault_loop;
+pub mod links;
+pub mod nemesis;
+pub mod observer;
+pub mod placement;
+pub mod resources;
+pub mod respawn;
+pub mod runner;
+pub mod scale;
+pub mod session;
+pub mod sweep_step;
+
+pub use cluster_choice::{ClusterChoice, ServerSide};
+pub use observer::{Observer, Silent, Started, UnitKind};
+pub use runner::{Runner, Unit};
+pub use session::Servers;

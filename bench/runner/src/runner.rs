@@ -1,0 +1,269 @@
+//! [`Runner`]: the one path every run takes. `lockbench run`, each `--repeat` repetition,
+//! each sweep step and each election recipe of the failover workload go through
+//! [`Runner::run_unit`]: make the unit's `RunControl` the one Ctrl-C stops, tell the observer,
+//! run the lock backend or election recipe, turn an error into a `status = "error"` result
+//! naming it, tell the observer. Before this, those steps were written four times, and the
+//! copies had drifted apart (the progress bar counted `recovery` in one and not in another).
+
+use crate::observer::{Observer, Started, UnitKind};
+use crate::session::{CtrlC, Servers};
+use lockbench_core::{BackendKind, ElectionKind, Scenario};
+use lockbench_report::model::Repetition;
+use lockbench_report::{BackendResult, RunDir, RunResults, build};
+use lockbench_workloads::RunControl;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// One unit of work: a lock backend, or an election recipe (failover workload).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    /// A lock backend under the scenario's workload.
+    Lock(BackendKind),
+    /// A leader-election recipe under the failover workload.
+    Election(ElectionKind),
+}
+
+impl Unit {
+    /// The backend's or recipe's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Unit::Lock(k) => k.name(),
+            Unit::Election(k) => k.name(),
+        }
+    }
+
+    fn kind(self) -> UnitKind {
+        match self {
+            Unit::Lock(_) => UnitKind::Lock,
+            Unit::Election(_) => UnitKind::Election,
+        }
+    }
+}
+
+/// Runs scenarios on prepared servers, with Ctrl-C armed, telling an observer.
+pub struct Runner {
+    servers: Servers,
+    observer: Arc<dyn Observer>,
+    ctrl_c: CtrlC,
+    repeat: u32,
+}
+
+impl Runner {
+    /// A runner on `servers`. Arms Ctrl-C: from now on it stops the unit that is running
+    /// (`what` names it in the message: `backend`, `step`) and the caller sees
+    /// [`Runner::interrupted`].
+    pub fn new(servers: Servers, observer: Arc<dyn Observer>, what: &'static str) -> Runner {
+        Runner {
+            servers,
+            observer,
+            ctrl_c: CtrlC::watch(what),
+            repeat: 1,
+        }
+    }
+
+    /// Runs each lock backend `n` times in a row ([`Runner::run`]): repetition k with seed
+    /// + k - 1, into `repeats/<backend>-<k>/`, every repetition's figures in `repetitions`.
+    pub fn with_repeat(mut self, n: u32) -> Runner {
+        self.repeat = n.max(1);
+        self
+    }
+
+    /// The servers.
+    pub fn servers(&self) -> &Servers {
+        &self.servers
+    }
+
+    /// The observer.
+    pub fn observer(&self) -> &dyn Observer {
+        self.observer.as_ref()
+    }
+
+    /// `true` once Ctrl-C was pressed.
+    pub fn interrupted(&self) -> bool {
+        self.ctrl_c.pressed()
+    }
+
+    /// A `results.json` with no results yet, for scenario `name`.
+    pub async fn header(&self, name: &str, seed: u64) -> RunResults {
+        self.servers.results_header(name, seed).await
+    }
+
+    /// Removes the run's client hosts and stops a managed cluster this command started.
+    pub async fn finish(self, what: &str) {
+        drop(self.ctrl_c);
+        self.servers.finish(what).await;
+    }
+
+    /// Runs every lock backend (with its repetitions) and then every election recipe of
+    /// `scenario` into `run_dir`, writing `results.json` after each; stops early on Ctrl-C.
+    pub async fn run(&self, scenario: &Scenario, run_dir: &RunDir) -> anyhow::Result<RunResults> {
+        let mut results = self.header(&scenario.name, scenario.seed).await;
+        run_dir.write_results(&results)?;
+        for &kind in &scenario.backends {
+            if self.interrupted() {
+                break;
+            }
+            let mut result = self
+                .run_unit(Unit::Lock(kind), scenario, run_dir, kind.name())
+                .await;
+            if self.repeat > 1 && result.status == "ok" {
+                self.repetitions(kind, &mut result, scenario, run_dir, &results)
+                    .await;
+            }
+            results.results.push(result);
+            results.scorecard = build::scorecard(&results.results);
+            run_dir.write_results(&results)?;
+        }
+        if self.repeat > 1 && !scenario.elections.is_empty() {
+            self.observer.note(
+                "--repeat applies to lock backends; each election recipe runs once (raise failover.rounds for more samples)",
+            );
+        }
+        for &election in &scenario.elections {
+            if self.interrupted() {
+                break;
+            }
+            let result = self
+                .run_unit(Unit::Election(election), scenario, run_dir, election.name())
+                .await;
+            results.results.push(result);
+            run_dir.write_results(&results)?;
+        }
+        results.complete = !self.interrupted();
+        run_dir.write_results(&results)?;
+        Ok(results)
+    }
+
+    /// Runs one unit into `run_dir` (history, histograms) and returns its result; an error
+    /// becomes a `status = "error"` result naming it.
+    pub async fn run_unit(
+        &self,
+        unit: Unit,
+        scenario: &Scenario,
+        run_dir: &RunDir,
+        label: &str,
+    ) -> BackendResult {
+        let control = RunControl::new(scenario.workload.clients);
+        self.ctrl_c.set_current(&control);
+        self.observer.started(&Started {
+            label,
+            kind: unit.kind(),
+            scenario,
+            planned: planned(scenario),
+            control: &control,
+        });
+        let (endpoints, env) = (&self.servers.endpoints, &self.servers.env);
+        let outcome = match unit {
+            Unit::Lock(kind) => {
+                crate::dispatch::run_backend(
+                    kind,
+                    scenario,
+                    endpoints,
+                    run_dir,
+                    control,
+                    env,
+                    &self.observer,
+                )
+                .await
+            }
+            Unit::Election(kind) => {
+                crate::failover::run_election(
+                    kind,
+                    scenario,
+                    endpoints,
+                    run_dir,
+                    env,
+                    control,
+                    self.observer.as_ref(),
+                )
+                .await
+            }
+        };
+        let result = outcome.unwrap_or_else(|e| {
+            build::failed_result(unit.name(), &scenario.workload, format!("{e:#}"))
+        });
+        self.observer.finished(label, unit.kind(), &result);
+        result
+    }
+
+    /// Runs one unit alone in its own directory `dir` (a repetition, a sweep step): writes
+    /// its `scenario.toml`, runs it, and writes a `results.json` holding only its result,
+    /// with `header`'s fields.
+    pub async fn run_alone(
+        &self,
+        unit: Unit,
+        scenario: &Scenario,
+        dir: &RunDir,
+        header: &RunResults,
+        label: &str,
+    ) -> anyhow::Result<BackendResult> {
+        dir.write_scenario(&scenario.to_toml())?;
+        let result = self.run_unit(unit, scenario, dir, label).await;
+        let mut own = header.clone();
+        own.scenario = scenario.name.clone();
+        own.seed = scenario.seed;
+        own.complete = true;
+        own.results = vec![result.clone()];
+        own.scorecard = None;
+        own.capacity = None;
+        dir.write_results(&own)?;
+        Ok(result)
+    }
+
+    /// Repetitions 2..=n of `first`'s backend, recorded with `first` in `first.repetitions`.
+    /// Stops early when interrupted; a failed repetition is recorded with its status (compare
+    /// ignores it) and does not stop the others.
+    async fn repetitions(
+        &self,
+        kind: BackendKind,
+        first: &mut BackendResult,
+        scenario: &Scenario,
+        run_dir: &RunDir,
+        header: &RunResults,
+    ) {
+        let n = self.repeat;
+        first.repetitions = vec![Repetition::of(first)];
+        for k in 2..=n {
+            if self.interrupted() {
+                break;
+            }
+            let mut s = scenario.clone();
+            s.seed = scenario.seed.wrapping_add(u64::from(k) - 1);
+            s.backends = vec![kind];
+            let sub = run_dir
+                .path()
+                .join("repeats")
+                .join(format!("{}-{k}", first.backend));
+            let dir = match RunDir::create(run_dir.path(), &s.name, Some(&sub)) {
+                Ok(d) => d,
+                Err(e) => {
+                    self.observer.warning(&format!("repetition {k}: {e:#}"));
+                    break;
+                }
+            };
+            let label = format!("{} #{k}/{n}", first.backend);
+            let rep = match self
+                .run_alone(Unit::Lock(kind), &s, &dir, header, &label)
+                .await
+            {
+                Ok(r) => Repetition::of(&r),
+                Err(e) => {
+                    self.observer.warning(&format!("repetition {k}: {e:#}"));
+                    continue;
+                }
+            };
+            first.repetitions.push(rep);
+        }
+    }
+}
+
+/// A unit's planned length on the run clock: warm-up, measured window and, with faults, the
+/// recovery.
+fn planned(scenario: &Scenario) -> Duration {
+    let recovery = if scenario.faults.is_empty() {
+        Duration::ZERO
+    } else {
+        scenario.recovery
+    };
+    scenario.warmup + scenario.duration + recovery
+}
