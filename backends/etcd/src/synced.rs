@@ -156,21 +156,22 @@ mod tests {
         answers.iter().find_map(|a| PROVER.take(ledger, *a))
     }
 
-    #[test]
-    fn progress_at_the_created_revision_proves_the_watch_synced() {
+    /// The proof one progress answer at `rev` gives, for a single request.
+    fn proof_at(rev: i64) -> Option<Proof> {
         let mut ledger = ProgressLedger::default();
         ledger.asked();
-        let proof = run(&mut ledger, &[Answer::Progress { rev: 100 }]);
-        assert_eq!(proof, Some(Proof::Synced));
+        run(&mut ledger, &[Answer::Progress { rev }])
+    }
+
+    #[test]
+    fn progress_at_the_created_revision_proves_the_watch_synced() {
+        assert_eq!(proof_at(100), Some(Proof::Synced));
     }
 
     /// The race: a write committed between the create's `wsrev` read and the registration.
     #[test]
     fn progress_past_the_created_revision_leaves_it_unproven() {
-        let mut ledger = ProgressLedger::default();
-        ledger.asked();
-        let proof = run(&mut ledger, &[Answer::Progress { rev: 101 }]);
-        assert_eq!(proof, Some(Proof::Unproven));
+        assert_eq!(proof_at(101), Some(Proof::Unproven));
     }
 
     /// A wait that ended on its deletion left its progress answer on the stream: the next
@@ -188,21 +189,16 @@ mod tests {
 
     #[test]
     fn the_deletion_or_a_cancel_of_this_watch_decides_before_the_proof() {
-        let other = Answer::Watch {
-            id: 6,
-            deleted: true,
-            canceled: false,
+        let watch = |id, deleted, canceled| Answer::Watch {
+            id,
+            deleted,
+            canceled,
         };
-        let deleted = Answer::Watch {
-            id: 7,
-            deleted: true,
-            canceled: false,
-        };
-        let canceled = Answer::Watch {
-            id: 7,
-            deleted: false,
-            canceled: true,
-        };
+        let (other, deleted, canceled) = (
+            watch(6, true, false),
+            watch(7, true, false),
+            watch(7, false, true),
+        );
         let mut ledger = ProgressLedger::default();
         ledger.asked();
         assert_eq!(run(&mut ledger, &[other, deleted]), Some(Proof::Deleted));
