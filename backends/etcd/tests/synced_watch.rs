@@ -26,7 +26,7 @@ const WATCH_STREAMS: usize = 2;
 const WATCHES_PER_STREAM: usize = 100;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn hand_offs_under_a_write_storm_never_wait_for_the_unsynced_loop() {
+async fn unsynced_watch_race_is_caught_under_a_write_storm() {
     let endpoints = lockbench_cluster::for_tests().await;
     let prefix = format!("/lockbench-test/synced/{}", std::process::id());
     let knobs = EtcdKnobs {
