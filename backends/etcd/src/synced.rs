@@ -25,7 +25,7 @@
 //! read after the create registered its watcher. The revision `R` current at registration
 //! therefore satisfies `wsrev <= R <= P`, and the watcher is synced exactly when `R == wsrev`.
 //! So **`P == wsrev` proves the watch synced**; `P > wsrev` leaves it unproven, and the waiter
-//! cancels it and creates another (bounded by [`MAX_ATTEMPTS`]; the last one is kept proven or
+//! cancels it and creates another (bounded by `MAX_ATTEMPTS`; the last one is kept proven or
 //! not, as it is still exact, only perhaps late). A write landing in the few microseconds
 //! between the two reads makes a synced watch look unproven, which only costs a retry.
 //!
@@ -34,7 +34,7 @@
 //! synced when `P == wsrev`, and when it is deferred the wait ends on the deletion event anyway.
 //!
 //! Progress answers carry no watch id, so a stream may hold stale ones (a wait that ended on its
-//! deletion event before its answer came). [`ProgressLedger`] counts requests against answers so
+//! deletion event before its answer came). `ProgressLedger` counts requests against answers so
 //! only the answer to the latest request is read as the proof.
 
 /// Watches created per wait before the last one is kept even if unproven.
