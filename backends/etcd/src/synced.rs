@@ -31,7 +31,8 @@
 //!
 //! From etcd 3.4.25 (and 3.5.8) a progress request is answered only once every watcher on the
 //! stream is synced, and with the revision at that moment: an answer still proves the watch
-//! synced when `P == wsrev`, and when it is deferred the wait ends on the deletion event anyway.
+//! synced when `P == wsrev`, and when it is deferred (or overtakes the `created` answer, as it
+//! travels on the event channel there) the wait ends on the deletion event, as before.
 //!
 //! Progress answers carry no watch id, so a stream may hold stale ones (a wait that ended on its
 //! deletion event before its answer came). `ProgressLedger` counts requests against answers so
