@@ -139,8 +139,8 @@ impl EtcdBackend {
     }
 
     /// How many `etcd-lease` waiters' watches, over all clients so far, could not be proven
-    /// synced and were created again ([`synced`]): each is a wait that would otherwise have
-    /// risked etcd's 100 ms unsynced-watcher loop.
+    /// synced ([`synced`]): each was created again (but for the last of a wait's
+    /// `MAX_ATTEMPTS`), a wait that would otherwise have risked etcd's 100 ms unsynced loop.
     pub fn unproven_watches(&self) -> u64 {
         self.unproven.load(Ordering::Relaxed)
     }

@@ -111,9 +111,9 @@ impl DeletionWaiter {
     /// Returns once `key`, which existed at revision `seen_at` with create revision `created`,
     /// has been deleted. (The same key may be created again afterwards by the same contender:
     /// that is a new entry, recognised by its create revision.) `requests` is incremented for
-    /// every request sent (watch create, progress request, cancel, re-check get). Returns `true` when a watch
-    /// event reported the deletion (a notification), `false` when the re-check get found the
-    /// key already gone.
+    /// every request sent (watch create, progress request, cancel, re-check get). Returns
+    /// `true` when a watch event reported the deletion (a notification), `false` when the
+    /// re-check get found the key already gone.
     pub(crate) async fn wait_deleted(
         &mut self,
         client: &mut Client,
@@ -177,9 +177,11 @@ impl DeletionWaiter {
                     map_err(stream.cancel(id).await)?;
                     return Ok(true);
                 }
-                Proof::Unproven if attempt >= MAX_ATTEMPTS => break (id, created_at),
                 Proof::Unproven => {
                     self.unproven.fetch_add(1, Ordering::Relaxed);
+                    if attempt >= MAX_ATTEMPTS {
+                        break (id, created_at); // exact still, only perhaps late
+                    }
                     *requests += 1;
                     map_err(stream.cancel(id).await)?;
                 }
