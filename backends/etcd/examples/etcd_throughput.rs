@@ -125,12 +125,13 @@ async fn main() {
         )
     };
     println!(
-        "{kind}{} n={n} keys={k}: {:.0} acq/s p50={:.2}ms p90={:.2}ms p99={:.2}ms{handoffs} requests/acq={:.2}{server}",
+        "{kind}{} n={n} keys={k}: {:.0} acq/s p50={:.2}ms p90={:.2}ms p99={:.2}ms{handoffs} requests/acq={:.2}{server} unproven-watches={}",
         if go_watch { " (go-watch)" } else { "" },
         acq as f64 / elapsed,
         hist.value_at_quantile(0.5) as f64 / 1e3,
         hist.value_at_quantile(0.9) as f64 / 1e3,
         hist.value_at_quantile(0.99) as f64 / 1e3,
         sent as f64 / acq as f64,
+        backend.unproven_watches(),
     );
 }

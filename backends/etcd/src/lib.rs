@@ -20,9 +20,11 @@
 //! predecessor `WithRev(resp.Header.Revision)`, always an already-current revision, so
 //! each waiter learns of its predecessor's deletion at the next 100 ms tick. That is the
 //! whole of Go's ~94 ms p50 at N=8, K=1 (DESIGN §6). `etcd-lease` creates the watch with no
-//! start revision (synced) and re-checks the predecessor only when the cluster's revision
-//! moved between its `get` and the watch's creation, so no deletion is missed ([`wait`]
-//! explains why this is exact). Measured on the 3-member etcd 3.4.23 cluster, 2 cores:
+//! start revision and re-checks the predecessor only when the cluster's revision moved
+//! between its `get` and the watch's creation, so no deletion is missed ([`wait`] explains
+//! why this is exact). A watch without a start revision can still land unsynced, when a write
+//! commits while etcd registers it; a progress request sent right behind the create proves it
+//! synced, or the watch is created again ([`synced`]). Measured on etcd 3.4.23, 2 cores:
 //!
 #![doc = include_str!("../MEASUREMENTS.md")]
 //!
@@ -52,6 +54,7 @@ mod metrics;
 pub mod mutex;
 pub mod prefix_watch;
 pub mod session;
+pub mod synced;
 pub mod wait;
 
 pub use client::{EtcdClient, EtcdHandle};
@@ -68,6 +71,8 @@ use lockbench_core::{
 };
 use mutex::LeaseKey;
 use session::Session;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use wait::DeletionWaiter;
 
 /// One etcd recipe bound to a cluster.
@@ -80,6 +85,8 @@ pub struct EtcdBackend {
     keys: u32,
     watch_start: WatchStart,
     tally: WakeupTally,
+    /// Waiters' watches left unproven (maybe unsynced) and created again ([`synced`]).
+    unproven: Arc<AtomicU64>,
 }
 
 impl EtcdBackend {
@@ -120,6 +127,7 @@ impl EtcdBackend {
             keys,
             watch_start: WatchStart::default(),
             tally: WakeupTally::default(),
+            unproven: Arc::default(),
         })
     }
 
@@ -128,6 +136,13 @@ impl EtcdBackend {
     pub fn with_watch_start(mut self, start: WatchStart) -> EtcdBackend {
         self.watch_start = start;
         self
+    }
+
+    /// How many `etcd-lease` waiters' watches, over all clients so far, could not be proven
+    /// synced ([`synced`]): each was created again (but for the last of a wait's
+    /// `MAX_ATTEMPTS`), a wait that would otherwise have risked etcd's 100 ms unsynced loop.
+    pub fn unproven_watches(&self) -> u64 {
+        self.unproven.load(Ordering::Relaxed)
     }
 }
 
@@ -148,7 +163,8 @@ impl Backend for EtcdBackend {
                 let waits_by = match self.watch_start {
                     WatchStart::Synced => {
                         "watch for deletion of the next-lower create revision; synced watch (no start \
-                         revision, re-check when the revision moved)"
+                         revision, proven synced by a progress answer, re-check when the revision \
+                         moved)"
                     }
                     WatchStart::AtHeaderRevision => {
                         "watch for deletion of the next-lower create revision; watch from the get's \
@@ -183,7 +199,7 @@ impl Backend for EtcdBackend {
                 keys: (0..self.keys)
                     .map(|k| LeaseKey::new(&self.prefix, "lease", k, session.lease))
                     .collect(),
-                waiter: DeletionWaiter::new(self.watch_start),
+                waiter: DeletionWaiter::new(self.watch_start, self.unproven.clone()),
             },
             BackendKind::EtcdHerd => Recipe::Herd {
                 keys: (0..self.keys)

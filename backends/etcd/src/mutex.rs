@@ -17,9 +17,10 @@
 //! waiter whose lease died while it waited learns it (`SessionExpired`) instead of being
 //! granted a lock it no longer has (Go 3.4's Mutex misses this case).
 //!
-//! Requests per acquisition: 1 (uncontended); 4 when it waits once (txn, watch create, re-check
-//! txn, watch cancel), +1 when the cluster's revision moved between the txn and the watch's
-//! creation. Release: 1 (delete).
+//! Requests per acquisition: 1 (uncontended); 5 when it waits once (txn, watch create, progress
+//! request, re-check txn, watch cancel), +1 when the cluster's revision moved between the txn and
+//! the watch's creation, +3 (cancel, create, progress) for each watch that could not be proven
+//! synced ([`crate::synced`]). Release: 1 (delete).
 
 use crate::errors::{CallError, timed};
 use crate::session::Session;

@@ -35,23 +35,30 @@
 //! Exactly what `C` is: etcd's `v3rpc/watch.go` reads `wsrev := watchStream.Rev()`, turns a
 //! zero start revision into `wsrev + 1`, creates the watcher, and answers `created` with header
 //! revision `wsrev`. So the watch sees every event after `C = wsrev`, whatever happens. It is
-//! synced unless a revision was applied between that read and the watcher's creation (a
-//! window of microseconds; then it is unsynced for up to 100 ms, the rare tail left).
+//! synced only if no revision was applied between that read and the watcher's registration,
+//! and that race is lost often enough under contention to have been the whole remaining tail
+//! (issue 13: p99 78-100 ms). So the waiter does not trust a watch until a progress answer
+//! read right behind its create proves it synced, and creates it again otherwise
+//! ([`crate::synced`] explains the race and the proof).
 //!
 //! [`WatchStart::AtHeaderRevision`] reproduces Go's `WithRev(header)` for comparison.
 //!
 //! The waiter keeps one watch stream for the client's lifetime and adds / cancels one watch per
-//! wait on it, instead of opening a gRPC stream per wait; each create and each cancel is counted
-//! as a request.
+//! wait on it, instead of opening a gRPC stream per wait; each create, progress request and
+//! cancel is counted as a request.
 
 use crate::errors::{CallError, timed};
-use etcd_client::{Client, EventType, GetOptions, WatchFilterType, WatchOptions, WatchStream};
+use crate::synced::{Answer, MAX_ATTEMPTS, ProgressLedger, Proof, Prover};
+use etcd_client::{Client, GetOptions, WatchFilterType, WatchOptions, WatchStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Where a waiter's watch starts, i.e. whether etcd serves it synced or unsynced.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum WatchStart {
-    /// No start revision (synced: events delivered as applied), plus a re-check of the watched
-    /// key when the cluster's revision moved between the `get` and the watch's creation.
+    /// No start revision, proven synced (events delivered as applied) by a progress answer
+    /// ([`crate::synced`]), plus a re-check of the watched key when the cluster's revision moved
+    /// between the `get` and the watch's creation.
     #[default]
     Synced,
     /// Start at the revision of the `get` that found the predecessor, as Go's `waitDeletes`
@@ -64,7 +71,7 @@ impl WatchStart {
     /// The name printed in results' knobs.
     pub fn name(self) -> &'static str {
         match self {
-            WatchStart::Synced => "synced (no start rev + re-check)",
+            WatchStart::Synced => "synced (no start rev, proven by a progress answer, + re-check)",
             WatchStart::AtHeaderRevision => "at header revision (Go waitDeletes, unsynced)",
         }
     }
@@ -75,26 +82,38 @@ pub(crate) struct DeletionWaiter {
     start: WatchStart,
     /// Boxed: a `WatchStream` is large and most of a client's life is spent not waiting.
     stream: Option<Box<WatchStream>>,
+    /// Progress requests sent on `stream` and not answered yet.
+    progress: ProgressLedger,
+    /// The backend-wide count of watches left unproven and created again.
+    unproven: Arc<AtomicU64>,
     /// A wait started and did not finish (its future was dropped): the stream may hold a
     /// `created` answer that is not the next wait's, so the next wait opens a fresh stream.
     dirty: bool,
 }
 
 impl DeletionWaiter {
-    pub(crate) fn new(start: WatchStart) -> DeletionWaiter {
+    pub(crate) fn new(start: WatchStart, unproven: Arc<AtomicU64>) -> DeletionWaiter {
         DeletionWaiter {
             start,
             stream: None,
+            progress: ProgressLedger::default(),
+            unproven,
             dirty: false,
         }
+    }
+
+    /// Drops the stream (its state is unknown); the next wait opens a fresh one.
+    fn reset(&mut self) {
+        self.stream = None;
+        self.progress = ProgressLedger::default();
     }
 
     /// Returns once `key`, which existed at revision `seen_at` with create revision `created`,
     /// has been deleted. (The same key may be created again afterwards by the same contender:
     /// that is a new entry, recognised by its create revision.) `requests` is incremented for
-    /// every request sent (watch create, cancel, re-check get). Returns `true` when a watch
-    /// event reported the deletion (a notification), `false` when the re-check get found the
-    /// key already gone.
+    /// every request sent (watch create, progress request, cancel, re-check get). Returns
+    /// `true` when a watch event reported the deletion (a notification), `false` when the
+    /// re-check get found the key already gone.
     pub(crate) async fn wait_deleted(
         &mut self,
         client: &mut Client,
@@ -104,15 +123,14 @@ impl DeletionWaiter {
         requests: &mut u64,
     ) -> Result<bool, CallError> {
         if self.dirty {
-            self.stream = None;
+            self.reset();
         }
         self.dirty = true;
         let result = self
             .wait_inner(client, key, created, seen_at, requests)
             .await;
         if result.is_err() {
-            // The stream's state is unknown; the next wait opens a fresh one.
-            self.stream = None;
+            self.reset();
         }
         self.dirty = false;
         result
@@ -130,30 +148,49 @@ impl DeletionWaiter {
         if self.start == WatchStart::AtHeaderRevision {
             options = options.with_start_revision(seen_at);
         }
-        *requests += 1;
-        let stream = match &mut self.stream {
-            Some(s) => {
-                map_err(s.watch(key.to_vec(), Some(options)).await)?;
-                s
-            }
-            None => self.stream.insert(Box::new(
-                timed(client.watch(key.to_vec(), Some(options))).await?,
-            )),
-        };
-        // The first `created` answer is ours: the server handles creates in order and we have
-        // only one outstanding. Earlier answers belong to watches already cancelled.
+        let mut attempt = 0;
         let (id, created_at) = loop {
-            let resp = next(stream).await?;
-            if resp.created() {
-                if resp.canceled() {
-                    return Err(CallError::CONNECTION_LOST);
+            attempt += 1;
+            let (id, created_at) = self.create(client, key, &options, requests).await?;
+            let stream = self
+                .stream
+                .as_deref_mut()
+                .ok_or(CallError::CONNECTION_LOST)?;
+            if self.start == WatchStart::AtHeaderRevision {
+                break (id, created_at);
+            }
+            let prover = Prover {
+                id,
+                created: created_at,
+            };
+            let proof = loop {
+                let answer = Answer::of(&next(stream).await?);
+                if let Some(proof) = prover.take(&mut self.progress, answer) {
+                    break proof;
                 }
-                break (
-                    resp.watch_id(),
-                    resp.header().map_or(i64::MAX, |h| h.revision()),
-                );
+            };
+            match proof {
+                Proof::Synced => break (id, created_at),
+                Proof::Canceled => return Err(CallError::CONNECTION_LOST),
+                Proof::Deleted => {
+                    *requests += 1;
+                    map_err(stream.cancel(id).await)?;
+                    return Ok(true);
+                }
+                Proof::Unproven => {
+                    self.unproven.fetch_add(1, Ordering::Relaxed);
+                    if attempt >= MAX_ATTEMPTS {
+                        break (id, created_at); // exact still, only perhaps late
+                    }
+                    *requests += 1;
+                    map_err(stream.cancel(id).await)?;
+                }
             }
         };
+        let stream = self
+            .stream
+            .as_deref_mut()
+            .ok_or(CallError::CONNECTION_LOST)?;
         let mut deleted = false;
         let mut notified = false;
         if self.start == WatchStart::Synced && created_at > seen_at {
@@ -166,23 +203,70 @@ impl DeletionWaiter {
                 .is_none_or(|kv| kv.create_revision() != created);
         }
         while !deleted {
-            let resp = next(stream).await?;
-            if resp.watch_id() != id {
-                continue;
-            }
-            if resp.canceled() {
+            match Answer::of(&next(stream).await?) {
                 // Compaction or a server-side cancel: we cannot know what we missed.
-                return Err(CallError::CONNECTION_LOST);
+                Answer::Watch {
+                    id: w,
+                    canceled: true,
+                    ..
+                } if w == id => {
+                    return Err(CallError::CONNECTION_LOST);
+                }
+                Answer::Watch {
+                    id: w, deleted: d, ..
+                } if w == id => {
+                    deleted = d;
+                    notified = d;
+                }
+                Answer::Progress { rev } => {
+                    self.progress.answered(rev);
+                }
+                _ => {}
             }
-            deleted = resp
-                .events()
-                .iter()
-                .any(|e| e.event_type() == EventType::Delete);
-            notified = deleted;
         }
         *requests += 1;
         map_err(stream.cancel(id).await)?;
         Ok(notified)
+    }
+
+    /// Sends a watch create for `key` (on the client's stream, opened on first use) and, for a
+    /// synced start, the progress request that proves it ([`crate::synced`]); returns the
+    /// watch's id and its `created` header revision.
+    async fn create(
+        &mut self,
+        client: &mut Client,
+        key: &[u8],
+        options: &WatchOptions,
+        requests: &mut u64,
+    ) -> Result<(i64, i64), CallError> {
+        *requests += 1;
+        let stream = match &mut self.stream {
+            Some(s) => {
+                map_err(s.watch(key.to_vec(), Some(options.clone())).await)?;
+                s
+            }
+            None => self.stream.insert(Box::new(
+                timed(client.watch(key.to_vec(), Some(options.clone()))).await?,
+            )),
+        };
+        if self.start == WatchStart::Synced {
+            *requests += 1;
+            map_err(stream.request_progress().await)?;
+            self.progress.asked();
+        }
+        // The first `created` answer is ours: the server handles creates in order and we have
+        // only one outstanding. Earlier answers belong to watches already cancelled; progress
+        // answers met on the way are settled in the ledger.
+        loop {
+            match Answer::of(&next(stream).await?) {
+                Answer::Created { refused: true, .. } => return Err(CallError::CONNECTION_LOST),
+                Answer::Created { id, rev, .. } => return Ok((id, rev)),
+                Answer::Progress { rev } => {
+                    self.progress.answered(rev);
+                }
+                Answer::Watch { .. } => {}
+            }
+        }
     }
 }
 
