@@ -2,6 +2,7 @@
 
 mod cluster;
 mod compare;
+pub mod proxy;
 mod repeat;
 mod report;
 mod run;
@@ -32,5 +33,6 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Worker => worker::run().await,
         Command::Sweep(args) => sweep::run(args, state_dir).await,
         Command::Scale(args) => scale::run(args, state_dir).await,
+        Command::Proxy(args) => proxy::run(args).await,
     }
 }
