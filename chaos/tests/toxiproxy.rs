@@ -11,7 +11,7 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use toxiproxy_rust::client::Client;
-use toxiproxy_rust::proxy::ProxyPack;
+use toxiproxy_rust::proxy::{Proxy, ProxyPack};
 
 /// A redis-server on a free loopback port, killed on drop.
 struct Redis {
@@ -160,17 +160,23 @@ fn median(rtts: &[Duration]) -> Duration {
     rtts[rtts.len() / 2]
 }
 
+/// A Redis, an API, a proxy `redis` to it (its address) and the client's handle on it.
+fn proxied_redis() -> (Redis, Api, SocketAddr, Proxy) {
+    let redis = Redis::start();
+    let api = Api::start();
+    let via = api.proxy("redis", &redis);
+    let proxy = api.client().find_and_reset_proxy("redis").unwrap();
+    (redis, api, via, proxy)
+}
+
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
 
 #[test]
 fn latency_toxics_add_to_every_round_trip_and_go_away_when_removed() {
-    let redis = Redis::start();
-    let api = Api::start();
-    let via = api.proxy("redis", &redis);
+    let (_redis, api, via, proxy) = proxied_redis();
     let client = api.client();
-    let proxy = client.find_and_reset_proxy("redis").unwrap();
 
     let clean = round_trips(via, 20);
     assert!(median(&clean) < ms(25), "clean proxy: {clean:?}");
@@ -208,10 +214,7 @@ fn latency_toxics_add_to_every_round_trip_and_go_away_when_removed() {
 
 #[test]
 fn a_timeout_toxic_black_holes_and_closes_when_non_zero() {
-    let redis = Redis::start();
-    let api = Api::start();
-    let via = api.proxy("redis", &redis);
-    let proxy = api.client().find_and_reset_proxy("redis").unwrap();
+    let (_redis, api, via, proxy) = proxied_redis();
 
     // timeout = 0: a black hole, connection kept.
     let mut held = TcpStream::connect(via).unwrap();
@@ -251,10 +254,7 @@ fn a_timeout_toxic_black_holes_and_closes_when_non_zero() {
 
 #[test]
 fn a_disabled_proxy_refuses_and_closes_then_comes_back_on_its_port() {
-    let redis = Redis::start();
-    let api = Api::start();
-    let via = api.proxy("redis", &redis);
-    let proxy = api.client().find_and_reset_proxy("redis").unwrap();
+    let (_redis, api, via, proxy) = proxied_redis();
     let mut open = TcpStream::connect(via).unwrap();
     ping(&mut open).unwrap();
     open.set_read_timeout(Some(ms(5000))).unwrap();

@@ -377,19 +377,20 @@ fn kind_from(
 mod tests {
     use super::*;
 
+    fn latency(latency: u64, jitter: u64) -> ToxicKind {
+        ToxicKind::Latency {
+            latency: Duration::from_millis(latency),
+            jitter: Duration::from_millis(jitter),
+        }
+    }
+
     #[test]
     fn a_toxic_takes_toxiproxys_defaults() {
         let t = toxic_from_json(br#"{"type":"latency","attributes":{"latency":50}}"#).unwrap();
         assert_eq!(t.name, "latency_downstream");
         assert_eq!(t.stream, Stream::Downstream);
         assert_eq!(t.toxicity, 1.0);
-        assert_eq!(
-            t.kind,
-            ToxicKind::Latency {
-                latency: Duration::from_millis(50),
-                jitter: Duration::ZERO
-            }
-        );
+        assert_eq!(t.kind, latency(50, 0));
         let back = ToxicJson::from(&t);
         assert_eq!(back.kind, "latency");
         assert_eq!(back.attributes["latency"], 50);
@@ -407,13 +408,7 @@ mod tests {
         assert_eq!(u.name, "slow");
         assert_eq!(u.stream, Stream::Upstream);
         assert_eq!(u.toxicity, 0.5);
-        assert_eq!(
-            u.kind,
-            ToxicKind::Latency {
-                latency: Duration::from_millis(50),
-                jitter: Duration::from_millis(9)
-            }
-        );
+        assert_eq!(u.kind, latency(50, 9));
     }
 
     #[test]
