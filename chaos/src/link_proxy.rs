@@ -270,7 +270,12 @@ async fn pump(
     let (tx, mut rx) = mpsc::unbounded_channel::<(Instant, Vec<u8>)>();
     let writer = async move {
         while let Some((due, chunk)) = rx.recv().await {
-            tokio::time::sleep_until(due).await;
+            // Only a real delay sleeps: tokio's timer rounds every deadline up to its next
+            // millisecond tick, which added ~1 ms per chunk to a clean link (measured: PING
+            // p50 through the proxy 2.3 ms vs 0.02 ms direct, before this check).
+            if due > Instant::now() {
+                tokio::time::sleep_until(due).await;
+            }
             if to.write_all(&chunk).await.is_err() {
                 return;
             }
