@@ -30,6 +30,9 @@
 //!   leaves Nagle on and adds ~40 ms per message here): [`LinkProxies`] gives each client
 //!   its own proxy to each server and rewrites the client's endpoints; [`LinkNemesis`] applies
 //!   the faults. [`LinkProxy`] alone is the API for capping one backend link (latency).
+//! - **The proxy speaks Toxiproxy's HTTP API** ([`ToxiproxyApi`], served by `lockbench
+//!   proxy`), so in compose mode it can run in its own container and any Toxiproxy client
+//!   can drive it.
 //!
 //! In the loopback topology (not root, or no namespaces) pauses, kills, restarts, clock
 //! jumps and proxied link faults work; partitions and the iptables black-hole are returned
@@ -44,17 +47,21 @@ pub mod grudge;
 mod link_nemesis;
 mod link_proxies;
 mod link_proxy;
+mod link_toxic;
 mod probe;
 mod server_nemesis;
 mod targets;
+pub mod toxiproxy_api;
 
 pub use cleanup::cleanup;
 pub use link_nemesis::LinkNemesis;
 pub use link_proxies::LinkProxies;
 pub use link_proxy::LinkProxy;
+pub use link_toxic::{Stream, Toxic, ToxicKind};
 pub use lockbench_cluster::{Group, Host, NetConfig, Network, Topology};
 pub use server_nemesis::ServerNemesis;
 pub use targets::{leader, resolve};
+pub use toxiproxy_api::ToxiproxyApi;
 
 use lockbench_core::{BackendKind, ElectionKind, Fault, FaultEvent, RunClock};
 use std::future::Future;

@@ -38,27 +38,27 @@
 //! ```
 //!
 //! The proxy stops (its listener and every link) when the [`LinkProxy`] is dropped.
+//!
+//! The same proxy also takes any set of named [`Toxic`]s on either direction
+//! ([`LinkProxy::add_toxic`], ...) and can be disabled and enabled (listener and links closed,
+//! then the same address bound again): that is what the Toxiproxy-compatible HTTP API
+//! ([`crate::ToxiproxyApi`]) drives. [`LinkProxy::set_latency`] and [`LinkProxy::blackhole`]
+//! are shorthands that replace every toxic with theirs. One deliberate difference from
+//! Toxiproxy: removing a `timeout` toxic leaves the links open (Toxiproxy closes them), so a
+//! healed black hole behaves the same through the API as through the link nemesis; clients
+//! whose bytes were swallowed time out and reconnect.
 
+use crate::link_toxic::{Fate, LinkView, Stream, Toxic, ToxicKind, ToxicSet};
 use anyhow::Context;
-use rand::Rng;
+use rand::SeedableRng;
+use rand::rngs::SmallRng;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::Instant;
-
-/// What the link does to bytes right now.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Toxic {
-    /// Forward unchanged.
-    None,
-    /// Deliver reply chunks `latency ± jitter` after they arrived.
-    Latency(Duration, Duration),
-    /// Swallow every byte, both ways.
-    Blackhole,
-}
 
 /// One in-process TCP proxy from a listening address to one upstream server.
 #[derive(Debug)]
@@ -66,8 +66,9 @@ pub struct LinkProxy {
     name: String,
     addr: SocketAddr,
     upstream: String,
-    toxic: watch::Sender<Toxic>,
-    accept: JoinHandle<()>,
+    toxics: watch::Sender<ToxicSet>,
+    /// While enabled: the accept loop (it owns every link's task) and its stop signal.
+    accept: Option<(oneshot::Sender<()>, JoinHandle<()>)>,
 }
 
 impl LinkProxy {
@@ -75,22 +76,25 @@ impl LinkProxy {
     /// `upstream` (`host:port`, connected anew for every client connection). Clients must be
     /// pointed at [`LinkProxy::addr`].
     pub async fn start(name: &str, bind: IpAddr, upstream: &str) -> anyhow::Result<LinkProxy> {
-        let listener = TcpListener::bind((bind, 0))
-            .await
-            .with_context(|| format!("cannot bind the link proxy {name} on {bind}"))?;
-        let addr = listener.local_addr()?;
-        let (toxic, _) = watch::channel(Toxic::None);
-        let accept = tokio::spawn(accept_loop(listener, upstream.to_string(), toxic.clone()));
-        Ok(LinkProxy {
-            name: name.to_string(),
-            addr,
-            upstream: upstream.to_string(),
-            toxic,
-            accept,
-        })
+        let mut proxy = LinkProxy::new(name, SocketAddr::new(bind, 0), upstream);
+        proxy.enable().await?;
+        Ok(proxy)
     }
 
-    /// Where clients connect instead of the upstream server.
+    /// A disabled proxy that will listen on `listen` (port 0: a free port, chosen when it is
+    /// first enabled) and forward to `upstream`. Toxics may be added before it is enabled.
+    pub fn new(name: &str, listen: SocketAddr, upstream: &str) -> LinkProxy {
+        LinkProxy {
+            name: name.to_string(),
+            addr: listen,
+            upstream: upstream.to_string(),
+            toxics: watch::channel(ToxicSet::default()).0,
+            accept: None,
+        }
+    }
+
+    /// Where clients connect instead of the upstream server (once enabled, the bound
+    /// address: the port is never 0).
     pub fn addr(&self) -> SocketAddr {
         self.addr
     }
@@ -105,50 +109,139 @@ impl LinkProxy {
         &self.name
     }
 
-    /// Adds `latency` (± uniform `jitter`) to every reply from the server, replacing any
-    /// toxic in effect. Open connections are affected at once.
+    /// `true` while it listens.
+    pub fn is_enabled(&self) -> bool {
+        self.accept.is_some()
+    }
+
+    /// Starts listening (on the address it had, so a re-enabled proxy keeps its port).
+    /// Nothing happens if it is enabled already.
+    pub async fn enable(&mut self) -> anyhow::Result<()> {
+        if self.is_enabled() {
+            return Ok(());
+        }
+        let listener = TcpListener::bind(self.addr).await.with_context(|| {
+            format!("cannot listen on {} (link proxy {})", self.addr, self.name)
+        })?;
+        self.addr = listener.local_addr()?;
+        let (stop, stopped) = oneshot::channel();
+        let accept = tokio::spawn(accept_loop(
+            listener,
+            self.upstream.clone(),
+            self.toxics.clone(),
+            stopped,
+        ));
+        self.accept = Some((stop, accept));
+        Ok(())
+    }
+
+    /// Stops listening and closes every link (Toxiproxy's `enabled = false`: the server looks
+    /// down); both are done when this returns. Toxics stay.
+    pub async fn disable(&mut self) {
+        if let Some((stop, accept)) = self.accept.take() {
+            let _ = stop.send(());
+            let _ = accept.await;
+        }
+    }
+
+    /// Disables the proxy and points it at a new listen address and upstream (enable it
+    /// again to use them). Toxics stay.
+    pub async fn retarget(&mut self, listen: SocketAddr, upstream: &str) {
+        self.disable().await;
+        self.addr = listen;
+        self.upstream = upstream.to_string();
+    }
+
+    /// The toxics in effect, in the order they were added.
+    pub fn toxics(&self) -> Vec<Toxic> {
+        self.toxics.borrow().list()
+    }
+
+    /// Adds `toxic` (open links are affected at once); `false`, and nothing changes, when a
+    /// toxic of that name exists.
+    pub fn add_toxic(&self, toxic: Toxic) -> bool {
+        self.toxics.send_if_modified(|set| set.add(toxic))
+    }
+
+    /// Replaces the toxic named like `toxic` (its toxicity is drawn again and a timeout
+    /// restarts); `false` when there is none.
+    pub fn replace_toxic(&self, toxic: Toxic) -> bool {
+        self.toxics.send_if_modified(|set| set.replace(toxic))
+    }
+
+    /// Removes the toxic `name`; `false` when there is none. Chunks already delayed still
+    /// arrive at their time.
+    pub fn remove_toxic(&self, name: &str) -> bool {
+        self.toxics.send_if_modified(|set| set.remove(name))
+    }
+
+    /// Adds `latency` (± uniform `jitter`) to every reply from the server (Toxiproxy's
+    /// `latency` toxic, downstream), replacing any toxic in effect. Open connections are
+    /// affected at once.
     pub async fn set_latency(&self, latency: Duration, jitter: Duration) -> anyhow::Result<()> {
-        self.toxic.send_replace(Toxic::Latency(latency, jitter));
+        let kind = ToxicKind::Latency { latency, jitter };
+        self.set(vec![Toxic::new(Stream::Downstream, kind)]);
         Ok(())
     }
 
-    /// Swallows every byte in both directions (connections stay open), replacing any toxic in
-    /// effect.
+    /// Swallows every byte in both directions (connections stay open: Toxiproxy's `timeout`
+    /// toxic with timeout 0, both streams), replacing any toxic in effect.
     pub async fn blackhole(&self) -> anyhow::Result<()> {
-        self.toxic.send_replace(Toxic::Blackhole);
+        let hole = ToxicKind::Timeout {
+            timeout: Duration::ZERO,
+        };
+        self.set(vec![
+            Toxic::new(Stream::Upstream, hole),
+            Toxic::new(Stream::Downstream, hole),
+        ]);
         Ok(())
     }
 
-    /// Removes the toxic: the proxy forwards bytes unchanged again (chunks already delayed
+    /// Removes every toxic: the proxy forwards bytes unchanged again (chunks already delayed
     /// still arrive at their time).
     pub async fn clear(&self) -> anyhow::Result<()> {
-        self.toxic.send_replace(Toxic::None);
+        self.set(Vec::new());
         Ok(())
+    }
+
+    fn set(&self, toxics: Vec<Toxic>) {
+        self.toxics.send_modify(|set| set.set(toxics));
     }
 }
 
 impl Drop for LinkProxy {
     fn drop(&mut self) {
-        // The accept task owns every connection's tasks: aborting it closes them all.
-        self.accept.abort();
+        // The accept task owns every link's task: aborting it closes them all (soon after;
+        // `disable` is the way to know when).
+        if let Some((_, accept)) = self.accept.take() {
+            accept.abort();
+        }
     }
 }
 
-async fn accept_loop(listener: TcpListener, upstream: String, toxic: watch::Sender<Toxic>) {
+async fn accept_loop(
+    listener: TcpListener,
+    upstream: String,
+    toxics: watch::Sender<ToxicSet>,
+    mut stop: oneshot::Receiver<()>,
+) {
     let mut links = JoinSet::new();
     loop {
         tokio::select! {
             accepted = listener.accept() => {
                 let Ok((client, _)) = accepted else { continue };
-                links.spawn(link(client, upstream.clone(), toxic.subscribe()));
+                links.spawn(link(client, upstream.clone(), toxics.subscribe()));
             }
             Some(_) = links.join_next(), if !links.is_empty() => {}
+            _ = &mut stop => break,
         }
     }
+    drop(listener);
+    links.shutdown().await;
 }
 
 /// One client connection: both legs without Nagle, a pump per direction.
-async fn link(client: TcpStream, upstream: String, toxic: watch::Receiver<Toxic>) {
+async fn link(client: TcpStream, upstream: String, toxics: watch::Receiver<ToxicSet>) {
     let Ok(server) = TcpStream::connect(&upstream).await else {
         return; // the client sees its connection closed, as with a dead server
     };
@@ -156,28 +249,33 @@ async fn link(client: TcpStream, upstream: String, toxic: watch::Receiver<Toxic>
     let _ = server.set_nodelay(true);
     let (client_r, client_w) = client.into_split();
     let (server_r, server_w) = server.into_split();
-    let up = pump(client_r, server_w, toxic.clone(), false);
-    let down = pump(server_r, client_w, toxic, true);
-    // When one direction ends (EOF or error), the other is dropped with it.
+    let up = pump(client_r, server_w, toxics.clone(), Stream::Upstream);
+    let down = pump(server_r, client_w, toxics, Stream::Downstream);
+    // When one direction ends (EOF, error or a timeout toxic), the other is dropped with it.
     tokio::select! {
         _ = up => {}
         _ = down => {}
     }
 }
 
-/// Copies `from` to `to`, applying the toxic in effect when each chunk arrives: swallowed
-/// under a black-hole; on the reply direction (`replies`), held until `arrival + latency ±
-/// jitter` (never before an earlier chunk: order is kept).
+/// Copies `from` to `to`, giving each chunk the fate the toxics of `stream` in effect when it
+/// arrived decide (delivered at its time, in order, or swallowed), and ends the link when a
+/// `timeout` toxic's time is up.
 async fn pump(
     mut from: tokio::net::tcp::OwnedReadHalf,
     mut to: tokio::net::tcp::OwnedWriteHalf,
-    toxic: watch::Receiver<Toxic>,
-    replies: bool,
+    mut toxics: watch::Receiver<ToxicSet>,
+    stream: Stream,
 ) {
     let (tx, mut rx) = mpsc::unbounded_channel::<(Instant, Vec<u8>)>();
     let writer = async move {
         while let Some((due, chunk)) = rx.recv().await {
-            tokio::time::sleep_until(due).await;
+            // Only a real delay sleeps: tokio's timer rounds every deadline up to its next
+            // millisecond tick, which added ~1 ms per chunk to a clean link (measured: PING
+            // p50 through the proxy 2.3 ms vs 0.02 ms direct, before this check).
+            if due > Instant::now() {
+                tokio::time::sleep_until(due).await;
+            }
             if to.write_all(&chunk).await.is_err() {
                 return;
             }
@@ -185,31 +283,39 @@ async fn pump(
         let _ = to.shutdown().await;
     };
     let reader = async move {
+        let mut rng = SmallRng::from_rng(&mut rand::rng());
+        let mut view = LinkView::new(stream);
+        view.sync(&toxics.borrow_and_update(), Instant::now(), &mut rng);
         let mut buf = vec![0u8; 32 * 1024];
         let mut last_due = Instant::now();
         loop {
-            let n = match from.read(&mut buf).await {
-                Ok(0) | Err(_) => break,
-                Ok(n) => n,
-            };
-            let now = Instant::now();
-            let due = match *toxic.borrow() {
-                Toxic::Blackhole => continue,
-                Toxic::Latency(latency, jitter) if replies => {
-                    let j = jitter.as_micros() as i64;
-                    let offset = if j > 0 {
-                        rand::rng().random_range(-j..=j)
-                    } else {
-                        0
+            let deadline = view.deadline();
+            tokio::select! {
+                read = from.read(&mut buf) => {
+                    let n = match read {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => n,
                     };
-                    let delay = (latency.as_micros() as i64 + offset).max(0) as u64;
-                    now + Duration::from_micros(delay)
+                    let now = Instant::now();
+                    if toxics.has_changed().unwrap_or(false) {
+                        view.sync(&toxics.borrow_and_update(), now, &mut rng);
+                    }
+                    let Fate::At(due) = view.fate(now, &mut rng) else {
+                        continue;
+                    };
+                    last_due = last_due.max(due);
+                    if tx.send((last_due, buf[..n].to_vec())).is_err() {
+                        break;
+                    }
                 }
-                _ => now,
-            };
-            last_due = last_due.max(due);
-            if tx.send((last_due, buf[..n].to_vec())).is_err() {
-                break;
+                changed = toxics.changed() => {
+                    if changed.is_err() {
+                        break; // the proxy is gone
+                    }
+                    view.sync(&toxics.borrow_and_update(), Instant::now(), &mut rng);
+                }
+                _ = tokio::time::sleep_until(deadline.unwrap_or_else(Instant::now)),
+                    if deadline.is_some() => break,
             }
         }
     };

@@ -70,6 +70,10 @@ pub enum Command {
     /// client's acquire latency and the servers' resident memory per client (managed cluster
     /// only). Writes scale.json.
     Scale(ScaleArgs),
+    /// Serve lockbench's link proxy behind Toxiproxy's HTTP API, so any Toxiproxy client can
+    /// create proxies and add `latency` and `timeout` toxics (the proxy container of compose
+    /// mode). Runs until SIGTERM or SIGINT.
+    Proxy(crate::commands::proxy::ProxyArgs),
 }
 
 /// Arguments of `lockbench sweep` (flags override the scenario's `[sweep]` table).

@@ -2,6 +2,7 @@
 
 mod cluster;
 mod compare;
+pub mod proxy;
 mod report;
 mod run;
 mod scale;
@@ -29,6 +30,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Worker => worker::run().await,
         Command::Sweep(args) => sweep::run(args, state_dir).await,
         Command::Scale(args) => scale::run(args, state_dir).await,
+        Command::Proxy(args) => proxy::run(args).await,
     }
 }
 
