@@ -73,7 +73,7 @@ pub fn plan(specs: &[FaultSpec], seed: u64, phase: Duration) -> Vec<Step> {
             (Some(at), _) => push(at),
             (None, Some(every)) if !every.is_zero() => {
                 let length = spec.duration.unwrap_or(every / 2);
-                let jitter = spec.jitter.unwrap_or(every.saturating_sub(length));
+                let jitter = spec.every_jitter.unwrap_or(every.saturating_sub(length));
                 let mut period = Duration::ZERO;
                 while period < phase {
                     let offset = jitter.mul_f64(rng.random::<f64>());

@@ -92,11 +92,17 @@ fn default_stall_alarm() -> Duration {
 /// [[faults]]
 /// fault = "partition"
 /// split = { isolate = "leader" }
-/// at = "3s"            # or: every = "10s" (with seeded jitter, see `jitter`)
+/// at = "3s"            # or: every = "10s" (with seeded offsets, see `every_jitter`)
 /// duration = "5s"      # then the inverse verb (heal / resume / start) is applied
 /// ```
 /// Times count from the end of warm-up. A fault without `duration` stays until the final
 /// heal (or is instantaneous, like `clock-jump`).
+///
+/// The schedule's fields and the verb's ([`Fault`]) share one table, so their names must
+/// differ: the random offset bound of a repeating entry is `every_jitter`, because `jitter`
+/// is `link-delay`'s (latency ± jitter). When both were `jitter`, a `link-delay`'s jitter
+/// was read as the schedule's, and the scenario written back had `jitter` twice, which the
+/// worker's job line rejected (`duplicate field 'jitter'`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FaultSpec {
     /// The verb and its targets.
@@ -124,7 +130,7 @@ pub struct FaultSpec {
         skip_serializing_if = "Option::is_none",
         with = "humantime_serde::option"
     )]
-    pub jitter: Option<Duration>,
+    pub every_jitter: Option<Duration>,
     /// How long the fault lasts before its inverse is applied.
     #[serde(
         default,
@@ -614,6 +620,12 @@ impl Scenario {
                 }
                 (_, Some(e)) if f.duration.is_some_and(|d| d >= e) => {
                     return Err(bad(&field, "`duration` must be shorter than `every`"));
+                }
+                (Some(_), None) if f.every_jitter.is_some() => {
+                    return Err(bad(
+                        &field,
+                        "`every_jitter` spreads the windows of a repeating entry: use it with `every`, not `at`",
+                    ));
                 }
                 _ => {}
             }
