@@ -630,6 +630,7 @@ impl Scenario {
                 _ => {}
             }
         }
+        self.validate_fault_times()?;
         let r = &self.redlock;
         if !(0.0..0.5).contains(&r.drift_factor) {
             return Err(bad("redlock.drift_factor", "must be in [0, 0.5)"));
@@ -642,6 +643,84 @@ impl Scenario {
         }
         Ok(())
     }
+}
+
+impl Scenario {
+    /// Every fault must happen inside the run's *fault phase*: the first `duration` of the
+    /// measured window (after warm-up), which ends with a final heal, then `recovery`. A fault
+    /// scheduled later used to be accepted and silently never applied, so it is an error,
+    /// naming the entry, its verb, its time and the run's `duration`:
+    ///
+    /// - `at`: the fault must start before `duration`, and a window (`at` + its `duration`)
+    ///   must end by then (the final heal would cut it short otherwise);
+    /// - `every`: the first period starts at 0, so every repeating entry happens; each period
+    ///   that starts inside the phase gets one window (its seeded offset is drawn from what is
+    ///   left of the phase), and the last window may be cut short by the final heal;
+    /// - a run that stops by count (`workload.acquisitions`) ends when the count is reached,
+    ///   which no one knows in advance (`duration` is then only an upper bound, or none at
+    ///   all when zero), so a fault schedule cannot be promised: such a scenario is rejected.
+    fn validate_fault_times(&self) -> Result<(), ScenarioError> {
+        let h = humantime::format_duration;
+        let Some(first) = self.faults.first() else {
+            return Ok(());
+        };
+        if self.workload.acquisitions.is_some() {
+            return Err(bad(
+                "workload.acquisitions",
+                format!(
+                    "the run stops by count, at a time nobody knows in advance, so faults[0] ({}) \
+                     might never happen; a scenario with faults stops by `duration`: remove \
+                     workload.acquisitions",
+                    describe(first)
+                ),
+            ));
+        }
+        let phase = self.duration;
+        for (i, f) in self.faults.iter().enumerate() {
+            let Some(at) = f.at else { continue };
+            let advice = format!(
+                "faults happen in the first `duration` ({}) after warm-up, then everything is \
+                 healed for `recovery`: move it earlier or raise `duration`",
+                h(phase)
+            );
+            if at >= phase {
+                return Err(bad(
+                    &format!("faults[{i}]"),
+                    format!(
+                        "{} starts after the run's fault phase has ended; {advice}",
+                        describe(f)
+                    ),
+                ));
+            }
+            if let Some(d) = f.duration.filter(|d| at + *d > phase) {
+                return Err(bad(
+                    &format!("faults[{i}]"),
+                    format!(
+                        "{} ends at {}, after the run's fault phase has ended (the final heal \
+                         would cut it short); {advice}",
+                        describe(f),
+                        h(at + d)
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `link-delay at 15s for 3s`, `pause every 10s for 2s`: a schedule entry as errors name it.
+fn describe(f: &FaultSpec) -> String {
+    let h = humantime::format_duration;
+    let when = match (f.at, f.every) {
+        (Some(at), _) => format!(" at {}", h(at)),
+        (None, Some(every)) => format!(" every {}", h(every)),
+        (None, None) => String::new(),
+    };
+    let length = f
+        .duration
+        .map(|d| format!(" for {}", h(d)))
+        .unwrap_or_default();
+    format!("{}{when}{length}", f.fault.verb())
 }
 
 /// Applies one `path=value` override to a scenario table.
@@ -775,6 +854,65 @@ keys = 1
         let bad = text.replace("every = \"10s\"", "every = \"1s\"");
         let err = Scenario::load("t", &bad, &[]).unwrap_err();
         assert!(err.contains("faults[1]"), "{err}");
+    }
+
+    /// Issue 11 item 11: a fault after the run's end was accepted and never happened.
+    #[test]
+    fn a_fault_outside_the_fault_phase_is_an_error_naming_it() {
+        let with = |fault: &str, sets: &[&str]| {
+            let text = format!(
+                "name = \"t\"\nbackends = [\"zk-fair\"]\nduration = \"16s\"\n\
+                 [workload]\nclients = 2\nkeys = 1\n\
+                 [[faults]]\nfault = \"pause\"\ntargets = \"leader\"\nat = \"1s\"\nduration = \"2s\"\n\
+                 [[faults]]\n{fault}\n"
+            );
+            let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+            Scenario::load("t.toml", &text, &sets)
+        };
+        let link = "fault = \"link-delay\"\ntargets = \"all\"\nlatency = \"100ms\"";
+        // Inside: fine, up to a window ending exactly at the end of the phase.
+        with(&format!("{link}\nat = \"14s\"\nduration = \"2s\""), &[]).unwrap();
+        with(
+            "fault = \"clock-jump\"\ntargets = \"one\"\nby = \"1s\"\nat = \"15s\"",
+            &[],
+        )
+        .unwrap();
+        with(&format!("{link}\nevery = \"50s\"\nduration = \"5s\""), &[]).unwrap();
+        // Starting at or after the end.
+        let err = with(&format!("{link}\nat = \"16s\"\nduration = \"2s\""), &[]).unwrap_err();
+        assert!(
+            err.contains("faults[1]")
+                && err.contains("link-delay at 16s for 2s")
+                && err.contains("(16s)"),
+            "{err}"
+        );
+        // A window running past the end.
+        let err = with(&format!("{link}\nat = \"15s\"\nduration = \"3s\""), &[]).unwrap_err();
+        assert!(
+            err.contains("faults[1]")
+                && err.contains("link-delay at 15s for 3s")
+                && err.contains("ends at 18s"),
+            "{err}"
+        );
+        // Moved out by an override of the run's duration.
+        let err = with(&format!("{link}\nat = \"10s\""), &["duration=8s"]).unwrap_err();
+        assert!(err.contains("faults[1]") && err.contains("(8s)"), "{err}");
+        // A run that stops by count cannot promise its faults.
+        let err = with(
+            &format!("{link}\nat = \"1s\""),
+            &["workload.acquisitions=1000"],
+        )
+        .unwrap_err();
+        assert!(
+            err.contains("workload.acquisitions") && err.contains("faults[0] (pause at 1s for 2s)"),
+            "{err}"
+        );
+        let err = with(
+            &format!("{link}\nat = \"1s\""),
+            &["workload.acquisitions=1000", "duration=0s"],
+        )
+        .unwrap_err();
+        assert!(err.contains("workload.acquisitions"), "{err}");
     }
 
     #[test]
