@@ -52,6 +52,9 @@ pub async fn execute<B: Backend>(
     let kind = info.backend;
     let name = kind.name();
     let backend = Arc::new(backend);
+    // Servers that accept connections but never answer fail here, in seconds, naming the
+    // address, before the counters or the clients wait on them (issue 11 item 8).
+    lockbench_workloads::connect::probe(backend.as_ref()).await?;
     let before = backend.server_counters().await;
     let herd = scenario.workload.kind == WorkloadKind::Herd;
     // The herd workload's fan-out counters, read around the run like the request counters.

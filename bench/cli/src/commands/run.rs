@@ -117,6 +117,15 @@ async fn run_scenario(
                 u.generator_notes.join("; ")
             );
         }
+        if result.status == "ok" && result.safety.verdict == "unknown" {
+            // No verdict is never a pass (e.g. nothing was granted): the run fails (exit 2).
+            any_error = true;
+            eprintln!(
+                "UNKNOWN: {}: no safety verdict: {}",
+                result.backend,
+                result.safety.failed_checkers.join("; ")
+            );
+        }
         for stall in &result.stalls {
             eprintln!(
                 "ALARM: {}: no client acquired the lock for {:.1} s ({:.1} s to {:.1} s on the run clock; stall_alarm {})",
