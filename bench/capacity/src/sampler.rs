@@ -342,4 +342,48 @@ mod tests {
         assert!(u.timer_lag_p99_ms.is_some());
         assert!(u.sample_times_s.len() >= 5);
     }
+
+    /// Issue 11 item 5: a server lockbench started is its child, and was counted as lockbench
+    /// (generator-bound at 165-182% while lockbench itself used ~11% of a core). The same busy
+    /// child, watched as a server (and another one known not to be lockbench's), counts for
+    /// the server only.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_server_lockbench_started_is_not_counted_as_lockbench() {
+        let clock = RunClock::start();
+        let busy = || {
+            std::process::Command::new("sh")
+                .args(["-c", "while :; do :; done"])
+                .spawn()
+                .expect("sh")
+        };
+        let (mut server, mut other) = (busy(), busy());
+        let watched = Watched {
+            name: "redis".into(),
+            pid: server.id(),
+        };
+        let sampler = Sampler::start_excluding(
+            vec![watched],
+            vec![other.id()],
+            Duration::from_millis(100),
+            clock,
+        );
+        let from = clock.now();
+        tokio::time::sleep(Duration::from_millis(900)).await;
+        let to = clock.now();
+        let u = sampler.finish(from, to).await;
+        for child in [&mut server, &mut other] {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        let generator = &u.processes[0];
+        assert_eq!(generator.role, "generator");
+        assert_eq!(generator.pids, vec![std::process::id()], "{generator:?}");
+        let s = u.servers().next().expect("the watched server");
+        assert_eq!(s.pids, vec![server.id()]);
+        // The sampled process only sleeps here; its busy children are not its share.
+        assert!(
+            generator.cpu_percent_mean < s.cpu_percent_mean,
+            "lockbench {generator:?} vs server {s:?}"
+        );
+    }
 }

@@ -90,8 +90,5 @@ fn servers_a_run_started_are_not_counted_as_lockbench() {
             );
         }
     }
-    // Every pid counted as lockbench was a lockbench process (itself or a worker), as far as
-    // the run's own record says: nothing but the coordinator here (no workers in `quick`).
-    assert_eq!(ours.len(), 1, "only lockbench itself: {generator}");
     let _ = std::fs::remove_dir_all(&out_dir);
 }

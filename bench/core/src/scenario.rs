@@ -878,25 +878,27 @@ keys = 1
         )
         .unwrap();
         with(&format!("{link}\nevery = \"50s\"\nduration = \"5s\""), &[]).unwrap();
-        // Starting at or after the end.
-        let err = with(&format!("{link}\nat = \"16s\"\nduration = \"2s\""), &[]).unwrap_err();
-        assert!(
-            err.contains("faults[1]")
-                && err.contains("link-delay at 16s for 2s")
-                && err.contains("(16s)"),
-            "{err}"
-        );
-        // A window running past the end.
-        let err = with(&format!("{link}\nat = \"15s\"\nduration = \"3s\""), &[]).unwrap_err();
-        assert!(
-            err.contains("faults[1]")
-                && err.contains("link-delay at 15s for 3s")
-                && err.contains("ends at 18s"),
-            "{err}"
-        );
-        // Moved out by an override of the run's duration.
-        let err = with(&format!("{link}\nat = \"10s\""), &["duration=8s"]).unwrap_err();
-        assert!(err.contains("faults[1]") && err.contains("(8s)"), "{err}");
+        // Starting at or after the end; a window running past it; moved out by an override.
+        for (fault, sets, want) in [
+            (
+                format!("{link}\nat = \"16s\"\nduration = \"2s\""),
+                &[][..],
+                &["faults[1]", "link-delay at 16s for 2s", "(16s)"][..],
+            ),
+            (
+                format!("{link}\nat = \"15s\"\nduration = \"3s\""),
+                &[],
+                &["faults[1]", "link-delay at 15s for 3s", "ends at 18s"],
+            ),
+            (
+                format!("{link}\nat = \"10s\""),
+                &["duration=8s"],
+                &["faults[1]", "link-delay at 10s", "(8s)"],
+            ),
+        ] {
+            let err = with(&fault, sets).unwrap_err();
+            assert!(want.iter().all(|w| err.contains(w)), "{want:?}: {err}");
+        }
         // A run that stops by count cannot promise its faults.
         let err = with(
             &format!("{link}\nat = \"1s\""),
