@@ -73,10 +73,14 @@ pub fn plan(specs: &[FaultSpec], seed: u64, phase: Duration) -> Vec<Step> {
             (Some(at), _) => push(at),
             (None, Some(every)) if !every.is_zero() => {
                 let length = spec.duration.unwrap_or(every / 2);
-                let jitter = spec.jitter.unwrap_or(every.saturating_sub(length));
+                let jitter = spec.every_jitter.unwrap_or(every.saturating_sub(length));
                 let mut period = Duration::ZERO;
                 while period < phase {
-                    let offset = jitter.mul_f64(rng.random::<f64>());
+                    // Every period that starts inside the phase gets its window: in the last,
+                    // partial one the offset is drawn from what is left of the phase, so no
+                    // window falls after the end and silently never happens.
+                    let room = (phase - period).saturating_sub(Duration::from_nanos(1));
+                    let offset = jitter.min(room).mul_f64(rng.random::<f64>());
                     push(period + offset);
                     period += every;
                 }
@@ -147,6 +151,42 @@ duration = "5s"
             plan(&c.faults, c.seed, c.duration),
             "another seed must move the jittered windows"
         );
+    }
+
+    /// Issue 11 item 11: a repeating entry's window whose seeded start fell after the end of
+    /// the fault phase was dropped without a word. Every period that starts inside the phase
+    /// now has its window, whatever the seed.
+    #[test]
+    fn every_period_inside_the_phase_gets_its_window() {
+        for seed in 0..200 {
+            let text = r#"
+name = "t"
+backends = ["zk-fair"]
+duration = "120s"
+[workload]
+clients = 2
+keys = 1
+[[faults]]
+fault = "link-delay"
+targets = "one"
+latency = "200ms"
+every = "50s"
+every_jitter = "45s"
+duration = "5s"
+"#;
+            let s = Scenario::load("t", text, &[format!("seed={seed}")]).unwrap();
+            let starts: Vec<Duration> = plan(&s.faults, s.seed, s.duration)
+                .into_iter()
+                .filter(|st| st.fault.verb() == "link-delay")
+                .map(|st| st.at)
+                .collect();
+            assert_eq!(
+                starts.len(),
+                3,
+                "seed {seed}: periods at 0, 50 and 100 s: {starts:?}"
+            );
+            assert!(starts[2] < s.duration, "seed {seed}: {starts:?}");
+        }
     }
 
     #[test]

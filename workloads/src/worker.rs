@@ -592,4 +592,44 @@ mod tests {
         assert_eq!(back.acquire_latency.max(), w.acquire_latency.max());
         assert_eq!(back.errors, w.errors);
     }
+
+    /// Issue 11 item 7: `lockbench run chaos-quick --seed 3` sent its workers a job line with
+    /// `jitter` twice (the link delay's and the schedule's), and every worker refused it. The
+    /// real job line (`send_line` / `read_job`) must carry every built-in scenario, with an
+    /// override applied, unchanged.
+    #[tokio::test]
+    async fn every_builtin_scenario_crosses_the_job_line_unchanged() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios");
+        let mut seen = 0;
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_none_or(|x| x != "toml") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            let name = path.display().to_string();
+            let scenario = Scenario::load(&name, &text, &["seed=3".into()]).unwrap();
+            let job = Job {
+                backend: BackendKind::EtcdLease,
+                endpoints: Endpoints::default(),
+                scenario: scenario.clone(),
+                duration: scenario.duration + scenario.recovery,
+                slots: vec![0],
+                holder: true,
+                clock_origin: 42,
+                resource: "10.77.0.1:4000".parse().unwrap(),
+                count_elsewhere: false,
+            };
+            let mut line = Vec::new();
+            send_line(&mut line, &ToWorker::Job(Box::new(job)))
+                .await
+                .unwrap();
+            let back = read_job(&mut line.as_slice())
+                .await
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(back.scenario, scenario, "{name}");
+            seen += 1;
+        }
+        assert!(seen >= 14, "only {seen} scenarios in {dir}");
+    }
 }

@@ -18,6 +18,9 @@ use std::time::Duration;
 /// fails [`lockbench_core::Backend::connect`] within this (a closed port fails at once).
 pub const CONNECT_TIMEOUT: Duration = Duration::from_millis(1500);
 
+/// How long a server may take to answer [`Server::ping`].
+pub const ANSWER_TIMEOUT: Duration = Duration::from_secs(2);
+
 /// A Redis server: its `host:port` as the user wrote it, and a `redis::Client` for it.
 #[derive(Clone, Debug)]
 pub(crate) struct Server {
@@ -72,6 +75,32 @@ impl Server {
                 ),
             )
             .into()),
+        }
+    }
+
+    /// Opens a throwaway connection and has the server answer a `PING` within
+    /// [`ANSWER_TIMEOUT`], or says what it did not answer. The kernel accepts a TCP
+    /// connection whether or not anything behind it answers, and the clients' own connects
+    /// send no command, so this is what tells a hung (paused, wrong) server from a live one
+    /// before a run. `PING` is not among the lock commands the server counters sum.
+    pub(crate) async fn ping(&self) -> Result<(), BackendError> {
+        let unreachable = |reason: String| BackendError::Unreachable {
+            endpoint: self.address.clone(),
+            reason,
+        };
+        let answered = async {
+            let mut conn = self.connect(&config(ANSWER_TIMEOUT)).await?;
+            redis::cmd("PING").query_async::<String>(&mut conn).await
+        };
+        let budget = CONNECT_TIMEOUT + ANSWER_TIMEOUT;
+        match tokio::time::timeout(budget, answered).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) if !e.is_timeout() => Err(unreachable(format!("PING failed: {e}"))),
+            Ok(Err(_)) | Err(_) => Err(unreachable(format!(
+                "PING went unanswered (connect within {CONNECT_TIMEOUT:?}, answer within \
+                 {ANSWER_TIMEOUT:?}): the server is unreachable, or accepts connections \
+                 without answering"
+            ))),
         }
     }
 

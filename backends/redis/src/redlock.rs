@@ -121,6 +121,32 @@ impl Backend for RedlockBackend {
         }
     }
 
+    /// Fewer than a quorum of servers answering means no acquire can succeed: the run fails
+    /// before it starts, naming the silent servers. (A silent minority is what Redlock
+    /// tolerates; [`Backend::connect`] still succeeds with one server, for chaos runs.)
+    async fn check_servers(&self) -> Result<(), BackendError> {
+        let answers = futures::future::join_all(self.servers.iter().map(|s| s.ping())).await;
+        let silent: Vec<String> = answers
+            .into_iter()
+            .filter_map(Result::err)
+            .map(|e| e.to_string())
+            .collect();
+        let answered = self.servers.len() - silent.len();
+        if answered >= self.quorum {
+            return Ok(());
+        }
+        let addresses: Vec<&str> = self.servers.iter().map(|s| s.address.as_str()).collect();
+        Err(BackendError::Unreachable {
+            endpoint: addresses.join(","),
+            reason: format!(
+                "{answered} of {} Redlock servers answered, fewer than the quorum of {}: {}",
+                self.servers.len(),
+                self.quorum,
+                silent.join("; ")
+            ),
+        })
+    }
+
     async fn connect(&self, client: ClientId) -> Result<RedlockClient, BackendError> {
         let opened = futures::future::join_all(
             self.servers

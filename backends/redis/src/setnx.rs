@@ -260,6 +260,13 @@ impl Backend for SetNxBackend {
         })
     }
 
+    async fn check_servers(&self) -> Result<(), BackendError> {
+        match &self.sentinels {
+            Some(s) => s.primary().await?.ping().await,
+            None => self.server.ping().await,
+        }
+    }
+
     async fn server_counters(&self) -> Result<ServerCounters, String> {
         if self.sentinels.is_some() {
             return Err(

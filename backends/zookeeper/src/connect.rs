@@ -92,10 +92,15 @@ impl Ensemble {
             .connect(&self.connect_string);
         match tokio::time::timeout(CONNECT_BUDGET, connecting).await {
             Ok(Ok(client)) => Ok(client),
-            Ok(Err(e)) => Err(self.unreachable(format!("zookeeper: {e}"))),
-            Err(_) => {
-                Err(self.unreachable(format!("zookeeper: no session within {CONNECT_BUDGET:?}")))
-            }
+            Ok(Err(e)) => Err(self.unreachable(format!(
+                "zookeeper: no session: no member answered the session request (each is given \
+                 {:?} from connecting; unreachable, refusing, or accepting connections without \
+                 answering): {e}",
+                CONNECTION_TIMEOUT.min(self.session_timeout * 2 / 5)
+            ))),
+            Err(_) => Err(self.unreachable(format!(
+                "zookeeper: no session within {CONNECT_BUDGET:?} (the session request went unanswered)"
+            ))),
         }
     }
 }

@@ -3,7 +3,7 @@
 use crate::fencing::{self, FencingReport};
 use crate::lost::{self, LostReport};
 use crate::mutex::{self, MutexReport};
-use lockbench_core::History;
+use lockbench_core::{History, OpF, OpType};
 use serde::Serialize;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
@@ -49,10 +49,22 @@ fn guarded<T>(name: &str, failed: &mut Vec<String>, f: impl FnOnce() -> T) -> Op
     }
 }
 
+/// Why a history with no granted lock is [`Validity::Unknown`]: with nothing held, every
+/// checker passes vacuously, and a backend whose servers never answered read "safety ok".
+pub const NOTHING_GRANTED: &str = "no acquisition succeeded: nothing was checked";
+
 /// Runs every safety checker on `history`. A checker that panics makes the verdict
-/// [`Validity::Unknown`] (never a pass).
+/// [`Validity::Unknown`] (never a pass), and so does a history in which no lock was ever
+/// granted ([`NOTHING_GRANTED`]): zero acquisitions is never "safe".
 pub fn check(history: &History) -> Safety {
     let mut failed = Vec::new();
+    let granted = history
+        .ops()
+        .iter()
+        .any(|op| op.ty == OpType::Ok && matches!(op.f, OpF::Acquire | OpF::AcquireShared));
+    if !granted {
+        failed.push(NOTHING_GRANTED.to_string());
+    }
     let mutex = guarded("mutex", &mut failed, || mutex::check(history));
     let fencing = guarded("fencing", &mut failed, || fencing::check(history));
     let lost = guarded("lost", &mut failed, || lost::check(history));
@@ -73,5 +85,41 @@ pub fn check(history: &History) -> Safety {
         fencing,
         lost,
         failed_checkers: failed,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lockbench_core::{ClientId, ErrorKind, KeyId, Nanos, Op};
+
+    fn acquire(t: u64, client: u32, ty: OpType, error: Option<ErrorKind>) -> [Op; 2] {
+        let (c, k) = (ClientId(client), KeyId(0));
+        [
+            Op::invoke(Nanos(t), c, OpF::Acquire, k),
+            Op::complete(Nanos(t + 10), c, OpF::Acquire, k, ty, None, error),
+        ]
+    }
+
+    /// Issue 11 item 8: servers that accepted connections and never answered gave a history of
+    /// timed-out acquires, which every checker passed: "safety ok" with 0 acquisitions.
+    #[test]
+    fn a_history_without_a_grant_is_unknown_never_valid() {
+        let timeouts: Vec<Op> = (0..3)
+            .flat_map(|i| acquire(i * 100, i as u32, OpType::Info, Some(ErrorKind::Timeout)))
+            .collect();
+        let s = check(&History::from_unordered(timeouts));
+        assert_eq!(s.verdict, Validity::Unknown);
+        assert_eq!(s.failed_checkers, vec![NOTHING_GRANTED.to_string()]);
+        assert_eq!(
+            check(&History::from_unordered(Vec::new())).verdict,
+            Validity::Unknown
+        );
+
+        let mut one = acquire(0, 0, OpType::Ok, None).to_vec();
+        one.extend(acquire(100, 1, OpType::Info, Some(ErrorKind::Timeout)));
+        let s = check(&History::from_unordered(one));
+        assert_eq!(s.verdict, Validity::Valid, "{s:?}");
+        assert!(s.failed_checkers.is_empty());
     }
 }

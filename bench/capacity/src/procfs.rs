@@ -1,5 +1,6 @@
 //! The few `/proc` readings the sampler needs: CPU ticks and resident memory of a process and
-//! of its threads, the children of a process, and the machine's CPU counters. Every reader
+//! of its threads, the descendants of a process (optionally without some subtrees), and the
+//! machine's CPU counters. Every reader
 //! returns `None` for a process that is gone, never an error: processes come and go.
 
 use std::collections::BTreeMap;
@@ -55,6 +56,13 @@ pub fn thread_ticks(pid: u32) -> BTreeMap<u32, u64> {
 
 /// `pid` and every process below it (children, their children, ...).
 pub fn tree(pid: u32) -> Vec<u32> {
+    tree_pruned(pid, &[])
+}
+
+/// `pid` and every process below it, except the processes in `prune` and everything below
+/// them: lockbench's own process tree without the servers it started (a run that brings up the
+/// managed cluster is the servers' parent).
+pub fn tree_pruned(pid: u32, prune: &[u32]) -> Vec<u32> {
     let mut parent_of = Vec::new();
     if let Ok(dir) = std::fs::read_dir("/proc") {
         for e in dir.flatten() {
@@ -73,7 +81,7 @@ pub fn tree(pid: u32) -> Vec<u32> {
         out.extend(
             parent_of
                 .iter()
-                .filter(|&&(_, pp)| pp == parent)
+                .filter(|&&(p, pp)| pp == parent && !prune.contains(&p))
                 .map(|&(p, _)| p),
         );
         i += 1;
@@ -115,6 +123,31 @@ mod tests {
         assert!(rss_kib(me).unwrap() > 100);
         assert!(thread_ticks(me).contains_key(&me));
         assert_eq!(tree(me)[0], me);
+        // A child (and its own child) pruned away: lockbench's tree without its servers.
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "sleep 5 & wait"])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let t = std::time::Instant::now();
+        while tree(me).len() < 3 && t.elapsed() < std::time::Duration::from_secs(5) {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(tree(pid).len() >= 2, "sh and its sleep");
+        assert!(tree(me).contains(&pid));
+        let pruned = tree_pruned(me, &[pid]);
+        assert!(pruned.iter().all(|p| !tree(pid).contains(p)), "{pruned:?}");
+        assert_eq!(pruned[0], me);
+        let grandchildren: Vec<String> = tree(pid)[1..].iter().map(u32::to_string).collect();
+        let _ = std::process::Command::new("kill")
+            .arg("-9")
+            .args(&grandchildren)
+            .status();
+        child.kill().unwrap();
+        child.wait().unwrap();
         let (busy, total) = machine_ticks().unwrap();
         assert!(busy > 0 && total > busy);
         assert_eq!(cpu_ticks(u32::MAX), None);

@@ -267,6 +267,17 @@ fn a_bad_scenario_field_is_named_before_anything_runs() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("workload.read_fraction"));
 
+    // A fault the run would end before (issue 11 item 11): chaos-quick partitions at 10 s.
+    let out = lockbench(&["run", "chaos-quick", "--set", "duration=8s"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("faults[1]")
+            && err.contains("partition at 10s for 4s")
+            && err.contains("(8s)"),
+        "{err}"
+    );
+
     // The scale command checks its arguments before it touches any server.
     let out = lockbench(&["scale", "--steps", "500,100"]);
     assert!(!out.status.success());

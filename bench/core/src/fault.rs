@@ -55,8 +55,14 @@ pub enum PartitionSpec {
 }
 
 /// A fault verb with its targets.
+///
+/// Its fields share one TOML table with the schedule's (`at`, `every`, `every_jitter`,
+/// `duration`: see `scenario::FaultSpec`), so no verb may have a field of those names, and an
+/// unknown field is an error (`deny_unknown_fields`) rather than silently ignored: a misspelt
+/// `durration` or a field another verb has must not turn into a fault that is not the one
+/// written.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "fault", rename_all = "kebab-case")]
+#[serde(tag = "fault", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum Fault {
     /// Drop traffic between groups of hosts (iptables inside the hosts' namespaces).
     Partition {
@@ -103,7 +109,8 @@ pub enum Fault {
         /// Added one-way latency.
         #[serde(with = "humantime_serde")]
         latency: Duration,
-        /// Uniform jitter on top.
+        /// Uniform jitter on top: each reply is delayed `latency ± jitter` (Toxiproxy's
+        /// `latency` toxic). Not to be confused with the schedule's `every_jitter`.
         #[serde(with = "humantime_serde", default)]
         jitter: Duration,
     },

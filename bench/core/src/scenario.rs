@@ -92,11 +92,17 @@ fn default_stall_alarm() -> Duration {
 /// [[faults]]
 /// fault = "partition"
 /// split = { isolate = "leader" }
-/// at = "3s"            # or: every = "10s" (with seeded jitter, see `jitter`)
+/// at = "3s"            # or: every = "10s" (with seeded offsets, see `every_jitter`)
 /// duration = "5s"      # then the inverse verb (heal / resume / start) is applied
 /// ```
 /// Times count from the end of warm-up. A fault without `duration` stays until the final
 /// heal (or is instantaneous, like `clock-jump`).
+///
+/// The schedule's fields and the verb's ([`Fault`]) share one table, so their names must
+/// differ: the random offset bound of a repeating entry is `every_jitter`, because `jitter`
+/// is `link-delay`'s (latency ± jitter). When both were `jitter`, a `link-delay`'s jitter
+/// was read as the schedule's, and the scenario written back had `jitter` twice, which the
+/// worker's job line rejected (`duplicate field 'jitter'`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FaultSpec {
     /// The verb and its targets.
@@ -124,7 +130,7 @@ pub struct FaultSpec {
         skip_serializing_if = "Option::is_none",
         with = "humantime_serde::option"
     )]
-    pub jitter: Option<Duration>,
+    pub every_jitter: Option<Duration>,
     /// How long the fault lasts before its inverse is applied.
     #[serde(
         default,
@@ -615,9 +621,16 @@ impl Scenario {
                 (_, Some(e)) if f.duration.is_some_and(|d| d >= e) => {
                     return Err(bad(&field, "`duration` must be shorter than `every`"));
                 }
+                (Some(_), None) if f.every_jitter.is_some() => {
+                    return Err(bad(
+                        &field,
+                        "`every_jitter` spreads the windows of a repeating entry: use it with `every`, not `at`",
+                    ));
+                }
                 _ => {}
             }
         }
+        self.validate_fault_times()?;
         let r = &self.redlock;
         if !(0.0..0.5).contains(&r.drift_factor) {
             return Err(bad("redlock.drift_factor", "must be in [0, 0.5)"));
@@ -630,6 +643,84 @@ impl Scenario {
         }
         Ok(())
     }
+}
+
+impl Scenario {
+    /// Every fault must happen inside the run's *fault phase*: the first `duration` of the
+    /// measured window (after warm-up), which ends with a final heal, then `recovery`. A fault
+    /// scheduled later used to be accepted and silently never applied, so it is an error,
+    /// naming the entry, its verb, its time and the run's `duration`:
+    ///
+    /// - `at`: the fault must start before `duration`, and a window (`at` + its `duration`)
+    ///   must end by then (the final heal would cut it short otherwise);
+    /// - `every`: the first period starts at 0, so every repeating entry happens; each period
+    ///   that starts inside the phase gets one window (its seeded offset is drawn from what is
+    ///   left of the phase), and the last window may be cut short by the final heal;
+    /// - a run that stops by count (`workload.acquisitions`) ends when the count is reached,
+    ///   which no one knows in advance (`duration` is then only an upper bound, or none at
+    ///   all when zero), so a fault schedule cannot be promised: such a scenario is rejected.
+    fn validate_fault_times(&self) -> Result<(), ScenarioError> {
+        let h = humantime::format_duration;
+        let Some(first) = self.faults.first() else {
+            return Ok(());
+        };
+        if self.workload.acquisitions.is_some() {
+            return Err(bad(
+                "workload.acquisitions",
+                format!(
+                    "the run stops by count, at a time nobody knows in advance, so faults[0] ({}) \
+                     might never happen; a scenario with faults stops by `duration`: remove \
+                     workload.acquisitions",
+                    describe(first)
+                ),
+            ));
+        }
+        let phase = self.duration;
+        for (i, f) in self.faults.iter().enumerate() {
+            let Some(at) = f.at else { continue };
+            let advice = format!(
+                "faults happen in the first `duration` ({}) after warm-up, then everything is \
+                 healed for `recovery`: move it earlier or raise `duration`",
+                h(phase)
+            );
+            if at >= phase {
+                return Err(bad(
+                    &format!("faults[{i}]"),
+                    format!(
+                        "{} starts after the run's fault phase has ended; {advice}",
+                        describe(f)
+                    ),
+                ));
+            }
+            if let Some(d) = f.duration.filter(|d| at + *d > phase) {
+                return Err(bad(
+                    &format!("faults[{i}]"),
+                    format!(
+                        "{} ends at {}, after the run's fault phase has ended (the final heal \
+                         would cut it short); {advice}",
+                        describe(f),
+                        h(at + d)
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `link-delay at 15s for 3s`, `pause every 10s for 2s`: a schedule entry as errors name it.
+fn describe(f: &FaultSpec) -> String {
+    let h = humantime::format_duration;
+    let when = match (f.at, f.every) {
+        (Some(at), _) => format!(" at {}", h(at)),
+        (None, Some(every)) => format!(" every {}", h(every)),
+        (None, None) => String::new(),
+    };
+    let length = f
+        .duration
+        .map(|d| format!(" for {}", h(d)))
+        .unwrap_or_default();
+    format!("{}{when}{length}", f.fault.verb())
 }
 
 /// Applies one `path=value` override to a scenario table.
@@ -763,6 +854,67 @@ keys = 1
         let bad = text.replace("every = \"10s\"", "every = \"1s\"");
         let err = Scenario::load("t", &bad, &[]).unwrap_err();
         assert!(err.contains("faults[1]"), "{err}");
+    }
+
+    /// Issue 11 item 11: a fault after the run's end was accepted and never happened.
+    #[test]
+    fn a_fault_outside_the_fault_phase_is_an_error_naming_it() {
+        let with = |fault: &str, sets: &[&str]| {
+            let text = format!(
+                "name = \"t\"\nbackends = [\"zk-fair\"]\nduration = \"16s\"\n\
+                 [workload]\nclients = 2\nkeys = 1\n\
+                 [[faults]]\nfault = \"pause\"\ntargets = \"leader\"\nat = \"1s\"\nduration = \"2s\"\n\
+                 [[faults]]\n{fault}\n"
+            );
+            let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+            Scenario::load("t.toml", &text, &sets)
+        };
+        let link = "fault = \"link-delay\"\ntargets = \"all\"\nlatency = \"100ms\"";
+        // Inside: fine, up to a window ending exactly at the end of the phase.
+        with(&format!("{link}\nat = \"14s\"\nduration = \"2s\""), &[]).unwrap();
+        with(
+            "fault = \"clock-jump\"\ntargets = \"one\"\nby = \"1s\"\nat = \"15s\"",
+            &[],
+        )
+        .unwrap();
+        with(&format!("{link}\nevery = \"50s\"\nduration = \"5s\""), &[]).unwrap();
+        // Starting at or after the end; a window running past it; moved out by an override.
+        for (fault, sets, want) in [
+            (
+                format!("{link}\nat = \"16s\"\nduration = \"2s\""),
+                &[][..],
+                &["faults[1]", "link-delay at 16s for 2s", "(16s)"][..],
+            ),
+            (
+                format!("{link}\nat = \"15s\"\nduration = \"3s\""),
+                &[],
+                &["faults[1]", "link-delay at 15s for 3s", "ends at 18s"],
+            ),
+            (
+                format!("{link}\nat = \"10s\""),
+                &["duration=8s"],
+                &["faults[1]", "link-delay at 10s", "(8s)"],
+            ),
+        ] {
+            let err = with(&fault, sets).unwrap_err();
+            assert!(want.iter().all(|w| err.contains(w)), "{want:?}: {err}");
+        }
+        // A run that stops by count cannot promise its faults.
+        let err = with(
+            &format!("{link}\nat = \"1s\""),
+            &["workload.acquisitions=1000"],
+        )
+        .unwrap_err();
+        assert!(
+            err.contains("workload.acquisitions") && err.contains("faults[0] (pause at 1s for 2s)"),
+            "{err}"
+        );
+        let err = with(
+            &format!("{link}\nat = \"1s\""),
+            &["workload.acquisitions=1000", "duration=0s"],
+        )
+        .unwrap_err();
+        assert!(err.contains("workload.acquisitions"), "{err}");
     }
 
     #[test]

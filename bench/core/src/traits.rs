@@ -124,6 +124,17 @@ pub trait Backend: Send + Sync + 'static {
         client: ClientId,
     ) -> impl Future<Output = Result<Self::Client, BackendError>> + Send;
 
+    /// Asks the servers a connect does not already ask for an answer: a recipe whose
+    /// [`Backend::connect`] sends nothing (Redis: a TCP connection is accepted by the
+    /// kernel whether or not the server behind it answers) checks here that enough servers
+    /// answer a request, within a few seconds, and otherwise fails with
+    /// [`BackendError::Unreachable`] naming the silent ones and what they did not answer.
+    /// Called once before a run (with one probe connect); the default checks nothing more,
+    /// for recipes whose connect is already a request (a ZooKeeper session, an etcd lease).
+    fn check_servers(&self) -> impl Future<Output = Result<(), BackendError>> + Send {
+        async { Ok(()) }
+    }
+
     /// Reads the servers' own request counters (ZooKeeper `mntr`, Redis `INFO commandstats`,
     /// etcd `/metrics`). Called before and after a run; the difference is compared with the
     /// sum of [`LockClient::requests_sent`].

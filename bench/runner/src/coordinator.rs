@@ -140,6 +140,9 @@ pub async fn execute<B: Backend>(
 ) -> anyhow::Result<BackendResult> {
     let info = backend.info();
     let backend = Arc::new(backend);
+    // Servers that accept connections but never answer fail here, in seconds, naming the
+    // address, before the counters or the clients wait on them (issue 11 item 8).
+    lockbench_workloads::connect::probe(backend.as_ref()).await?;
     let herd = scenario.workload.kind == WorkloadKind::Herd;
     let before = Before::read(&backend, herd).await;
     let (history_tx, writer) = run_dir.history_writer(info.backend.name())?;

@@ -9,25 +9,27 @@ use lockbench_capacity::{Sampler, Watched, sampler};
 use lockbench_core::{BackendKind, RunClock};
 use std::time::Duration;
 
-/// Starts sampling for a run of `kind` whose measured window is `measured` long.
+/// Starts sampling for a run of `kind` whose measured window is `measured` long. Every managed
+/// server, of any group, is left out of lockbench's own share: a run that started the cluster
+/// is their parent.
 pub fn start(kind: BackendKind, env: &RunEnv, clock: RunClock, measured: Duration) -> Sampler {
-    let servers = match env.managed_state() {
-        Some(dir) => {
-            let cluster = lockbench_cluster::Cluster::new(dir);
-            let group = lockbench_chaos::group_of(kind);
-            cluster
-                .servers()
-                .into_iter()
-                .filter(|s| s.group == group)
-                .filter_map(|s| {
-                    cluster.server_pid(s.name).map(|pid| Watched {
-                        name: s.name.to_string(),
-                        pid,
-                    })
-                })
-                .collect()
+    let (mut servers, mut others) = (Vec::new(), Vec::new());
+    if let Some(dir) = env.managed_state() {
+        let cluster = lockbench_cluster::Cluster::new(dir);
+        let group = lockbench_chaos::group_of(kind);
+        for s in cluster.servers() {
+            let Some(pid) = cluster.server_pid(s.name) else {
+                continue;
+            };
+            if s.group == group {
+                servers.push(Watched {
+                    name: s.name.to_string(),
+                    pid,
+                });
+            } else {
+                others.push(pid);
+            }
         }
-        None => Vec::new(),
-    };
-    Sampler::start(servers, sampler::interval_for(measured), clock)
+    }
+    Sampler::start_excluding(servers, others, sampler::interval_for(measured), clock)
 }

@@ -56,7 +56,18 @@ async fn run_scenario(
         );
     }
     let results = runner.run(scenario, &run_dir).await?;
-    let any_error = results.results.iter().any(|r| r.status == "error");
+    let mut any_error = results.results.iter().any(|r| r.status == "error");
+    for r in results.results.iter().filter(|r| r.status == "ok") {
+        if r.safety.verdict == "unknown" {
+            // No verdict is never a pass (e.g. nothing was granted): the run fails (exit 2).
+            any_error = true;
+            eprintln!(
+                "UNKNOWN: {}: no safety verdict: {}",
+                r.backend,
+                r.safety.failed_checkers.join("; ")
+            );
+        }
+    }
     print_results(&results);
     println!("results: {}", run_dir.path().join("results.json").display());
     super::report::render(run_dir.path());

@@ -1,0 +1,94 @@
+//! lockbench's own CPU share must be lockbench's (issue 11 item 5). When `run` starts the
+//! managed cluster itself, every server is lockbench's descendant, and the resource sampler
+//! counted them all as lockbench: `sweep capacity` from a stopped cluster reported "lockbench
+//! CPU 165-182%" and generator-bound, while `/usr/bin/time` measured about 11% of a core.
+//!
+//! The test gives the run a private, stopped cluster (its own state directory, namespace prefix
+//! and subnet), so the run starts it, and checks that no server process is counted as
+//! lockbench. Run it under `flock /tmp/lb-heavy.lock` with the other tests that build
+//! networks.
+
+mod common;
+
+use common::{result_of, results, text};
+use serde_json::Value;
+use std::process::{Command, Output};
+
+const TAG: &str = "gcpu";
+const SUBNET: &str = "10.77.93.0/24";
+
+struct PrivateState(std::path::PathBuf);
+
+impl PrivateState {
+    fn lockbench(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_lockbench"))
+            .args(args)
+            .env("LOCKBENCH_STATE_DIR", &self.0)
+            .env("LOCKBENCH_NETNS_PREFIX", format!("lb-{TAG}-"))
+            .env("LOCKBENCH_SUBNET", SUBNET)
+            .output()
+            .expect("run lockbench")
+    }
+}
+
+impl Drop for PrivateState {
+    fn drop(&mut self) {
+        let _ = self.lockbench(&["down"]);
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn pids(p: &Value) -> Vec<u64> {
+    p["pids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_u64().unwrap())
+        .collect()
+}
+
+#[test]
+fn servers_a_run_started_are_not_counted_as_lockbench() {
+    let dir = common::scratch("generator", "cpu");
+    let state = PrivateState(dir.join("state"));
+    let down = state.lockbench(&["down"]);
+    assert!(down.status.success(), "{}", text(&down));
+    let out_dir = dir.join("run");
+    let out = state.lockbench(&[
+        "run",
+        "quick",
+        "--quiet",
+        "--out",
+        out_dir.to_str().unwrap(),
+        "--set",
+        "backends=redis-setnx",
+        "--set",
+        "duration=3s",
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    let all = text(&out);
+    assert!(
+        all.contains("stopping the managed cluster this run started"),
+        "the run must have started the cluster itself: {all}"
+    );
+    let r = results(&out_dir);
+    let res = result_of(&r, "redis-setnx");
+    let procs = res["resources"]["processes"].as_array().unwrap();
+    let generator = procs
+        .iter()
+        .find(|p| p["role"] == "generator")
+        .unwrap_or_else(|| panic!("no generator entry: {res}"));
+    let servers: Vec<&Value> = procs.iter().filter(|p| p["role"] == "server").collect();
+    assert!(!servers.is_empty(), "the redis server is sampled: {res}");
+    let ours = pids(generator);
+    for s in &servers {
+        for pid in pids(s) {
+            assert!(
+                !ours.contains(&pid),
+                "server {} (pid {pid}) counted as lockbench: {generator}",
+                s["name"]
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(&out_dir);
+}

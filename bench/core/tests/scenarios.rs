@@ -1,0 +1,457 @@
+//! A scenario must replay: what `lockbench run` saves (`scenario.toml`), what it sends a worker
+//! process (the job line, JSON) and what `--set` rewrites must all read back as the same
+//! scenario. Issue 11 item 7: a `link-delay` fault came back with its `jitter` doubled, and
+//! every worker of `chaos-quick --seed 3` refused its job line.
+//!
+//! Two tests: a property test over generated scenarios (every fault verb, target, split,
+//! workload kind and optional field), and every built-in scenario in `scenarios/`, with and
+//! without overrides.
+
+use lockbench_core::election::{ElectionKind, FailoverKnobs, Removal};
+use lockbench_core::scenario::{
+    Dist, EtcdKnobs, FaultSpec, KeyChoice, Processes, RedisKnobs, RedlockKnobs, ResourceMode,
+    Workload, WorkloadKind, ZookeeperKnobs,
+};
+use lockbench_core::sweep::{Rates, SweepSpec};
+use lockbench_core::{BackendKind, Fault, PartitionSpec, Scenario, Targets};
+use proptest::prelude::*;
+use std::time::Duration;
+
+/// The worker job line's encoding of the scenario (`lockbench_workloads::worker::Job` carries
+/// it as a field of one JSON line).
+fn through_job_line(s: &Scenario) -> Scenario {
+    let line = serde_json::to_string(s).expect("scenario serializes to JSON");
+    serde_json::from_str(&line)
+        .unwrap_or_else(|e| panic!("job line does not read back: {e}\n{line}"))
+}
+
+/// What `lockbench run` saves, read back as `lockbench run saved/scenario.toml` reads it.
+fn through_saved_toml(s: &Scenario, overrides: &[String]) -> Scenario {
+    let text = s.to_toml();
+    Scenario::load("scenario.toml", &text, overrides)
+        .unwrap_or_else(|e| panic!("saved scenario does not load: {e}\n{text}"))
+}
+
+fn assert_replays(s: &Scenario) {
+    assert_eq!(&through_saved_toml(s, &[]), s, "saved TOML");
+    assert_eq!(&through_job_line(s), s, "job line");
+    // Saved, loaded with an override (which rewrites the whole table), sent to a worker.
+    let seeded = through_saved_toml(s, &["seed=3".to_string()]);
+    let mut want = s.clone();
+    want.seed = 3;
+    assert_eq!(seeded, want, "saved TOML with --set seed=3");
+    assert_eq!(through_job_line(&seeded), want, "job line after --set");
+}
+
+// ---- generators ----------------------------------------------------------------------------
+
+/// A duration up to `max_ms`, at second, millisecond or nanosecond granularity (humantime
+/// writes each differently).
+fn dur(max_ms: u64) -> BoxedStrategy<Duration> {
+    prop_oneof![
+        (0..=max_ms / 1000).prop_map(Duration::from_secs),
+        (0..=max_ms).prop_map(Duration::from_millis),
+        (0..=max_ms * 1_000_000).prop_map(Duration::from_nanos),
+    ]
+    .boxed()
+}
+
+fn nonzero(max_ms: u64) -> BoxedStrategy<Duration> {
+    dur(max_ms)
+        .prop_map(|d| d.max(Duration::from_nanos(1)))
+        .boxed()
+}
+
+fn text() -> BoxedStrategy<String> {
+    // Quotes, backslashes, newlines and non-ASCII exercise both encoders' escaping.
+    "[a-z0-9 _\"'\\\\\n\u{e9}\u{1F512}-]{0,12}".boxed()
+}
+
+fn targets() -> BoxedStrategy<Targets> {
+    prop_oneof![
+        Just(Targets::One),
+        Just(Targets::Leader),
+        Just(Targets::Followers),
+        Just(Targets::Minority),
+        Just(Targets::Majority),
+        Just(Targets::All),
+        Just(Targets::Holder),
+        prop::collection::vec("[a-z][a-z0-9]{0,6}", 0..4).prop_map(Targets::Nodes),
+    ]
+    .boxed()
+}
+
+fn split() -> BoxedStrategy<PartitionSpec> {
+    prop_oneof![
+        targets().prop_map(PartitionSpec::Isolate),
+        Just(PartitionSpec::Halves),
+        Just(PartitionSpec::MajoritiesRing),
+        Just(PartitionSpec::Bridge),
+        Just(PartitionSpec::ClientsOff),
+        Just(PartitionSpec::RedlockOverlap),
+    ]
+    .boxed()
+}
+
+fn fault() -> BoxedStrategy<Fault> {
+    prop_oneof![
+        split().prop_map(|split| Fault::Partition { split }),
+        Just(Fault::Heal),
+        targets().prop_map(|targets| Fault::Pause { targets }),
+        targets().prop_map(|targets| Fault::Resume { targets }),
+        targets().prop_map(|targets| Fault::Kill { targets }),
+        targets().prop_map(|targets| Fault::Start { targets }),
+        (targets(), dur(10_000)).prop_map(|(targets, by)| Fault::ClockJump { targets, by }),
+        (targets(), dur(1_000), dur(1_000)).prop_map(|(targets, latency, jitter)| {
+            Fault::LinkDelay {
+                targets,
+                latency,
+                jitter,
+            }
+        }),
+        targets().prop_map(|targets| Fault::LinkBlackhole { targets }),
+        Just(Fault::RedisFailover),
+    ]
+    .boxed()
+}
+
+/// A schedule entry that fits a fault phase of `phase` (so that it validates): `at` with an
+/// optional window ending inside the phase, or `every` with optional `every_jitter` and a
+/// window shorter than the period.
+fn fault_spec(phase: Duration) -> BoxedStrategy<FaultSpec> {
+    let phase_ns = phase.as_nanos() as u64;
+    (
+        fault(),
+        any::<bool>(),
+        0..phase_ns.max(1),
+        0..=phase_ns,
+        prop::option::of(any::<bool>()),
+        prop::option::of(dur(60_000)),
+        1..=phase_ns.max(1),
+    )
+        .prop_map(
+            move |(fault, once, start, len, with_len, every_jitter, every)| {
+                let len = len.min(phase_ns - start);
+                if once {
+                    FaultSpec {
+                        fault,
+                        at: Some(Duration::from_nanos(start)),
+                        every: None,
+                        every_jitter: None,
+                        duration: with_len.map(|_| Duration::from_nanos(len)),
+                    }
+                } else {
+                    FaultSpec {
+                        fault,
+                        at: None,
+                        every: Some(Duration::from_nanos(every)),
+                        every_jitter,
+                        duration: with_len.map(|_| Duration::from_nanos(len % every)),
+                    }
+                }
+            },
+        )
+        .boxed()
+}
+
+fn dist() -> BoxedStrategy<Dist> {
+    prop_oneof![
+        dur(100).prop_map(Dist::Fixed),
+        (dur(100), dur(100)).prop_map(|(a, b)| Dist::Uniform {
+            uniform: [a.min(b).into(), a.max(b).into()],
+        }),
+        dur(100).prop_map(|exponential| Dist::Exponential { exponential }),
+    ]
+    .boxed()
+}
+
+fn workload(kind: WorkloadKind) -> BoxedStrategy<Workload> {
+    (
+        (2u32..64, 1u32..16, any::<bool>(), dist(), dist()),
+        (
+            prop::option::of(0.001f64..1e6),
+            prop::option::of(1u64..1_000_000),
+            nonzero(60_000),
+            prop::option::of(nonzero(10_000)),
+            any::<bool>(),
+            prop_oneof![Just(0.0), 0.0f64..=1.0],
+        ),
+    )
+        .prop_map(
+            move |(
+                (clients, keys, per_client, hold, think),
+                (rate, acquisitions, acquire_timeout, pause, workers, read_fraction),
+            )| Workload {
+                kind,
+                clients,
+                keys: if kind == WorkloadKind::Herd { 1 } else { keys },
+                key_choice: if per_client {
+                    KeyChoice::PerClient
+                } else {
+                    KeyChoice::Random
+                },
+                hold,
+                think,
+                rate,
+                acquisitions,
+                acquire_timeout,
+                pause,
+                processes: if workers {
+                    Processes::Workers
+                } else {
+                    Processes::InProcess
+                },
+                read_fraction,
+            },
+        )
+        .boxed()
+}
+
+fn knobs() -> BoxedStrategy<(ZookeeperKnobs, EtcdKnobs, RedisKnobs, RedlockKnobs)> {
+    (
+        (dur(60_000), "/[a-z0-9]{1,8}"),
+        (1u64..60, text()),
+        (nonzero(60_000), dur(100), dur(100), nonzero(5_000), text()),
+        (
+            (dur(60_000), dur(1_000), dur(100), dur(100)),
+            0.0f64..0.5,
+            text(),
+        ),
+    )
+        .prop_map(|(zk, etcd, redis, redlock)| {
+            let (ttl, node_timeout, retry_delay, retry_jitter) = redlock.0;
+            let ttl = ttl.max(Duration::from_millis(2));
+            (
+                ZookeeperKnobs {
+                    session_timeout: zk.0.max(Duration::from_millis(500)),
+                    root: zk.1,
+                },
+                EtcdKnobs {
+                    lease_ttl: Duration::from_secs(etcd.0),
+                    prefix: etcd.1,
+                },
+                RedisKnobs {
+                    ttl: redis.0.max(Duration::from_millis(1)),
+                    retry_delay: redis.1,
+                    retry_jitter: redis.2,
+                    response_timeout: redis.3,
+                    prefix: redis.4,
+                },
+                RedlockKnobs {
+                    ttl,
+                    node_timeout: node_timeout.clamp(Duration::from_nanos(1), ttl / 2),
+                    retry_delay,
+                    retry_jitter,
+                    drift_factor: redlock.1,
+                    prefix: redlock.2,
+                },
+            )
+        })
+        .boxed()
+}
+
+fn failover_knobs() -> BoxedStrategy<FailoverKnobs> {
+    let removal = prop_oneof![
+        Just(Removal::Resign),
+        Just(Removal::Kill),
+        Just(Removal::Pause),
+        Just(Removal::ServerKill),
+        Just(Removal::Partition),
+    ];
+    (
+        prop::collection::vec(removal, 1..4),
+        1u32..5,
+        dur(2_000),
+        nonzero(60_000),
+        prop::option::of(nonzero(60_000)),
+        nonzero(1_000),
+    )
+        .prop_map(
+            |(removals, rounds, interval, round_timeout, pause, poll)| FailoverKnobs {
+                removals,
+                rounds,
+                interval,
+                round_timeout: round_timeout.max(Duration::from_secs(61)),
+                pause,
+                poll,
+            },
+        )
+        .boxed()
+}
+
+fn sweep() -> BoxedStrategy<Option<SweepSpec>> {
+    let rates = prop_oneof![
+        Just(Rates::Auto("auto".into())),
+        prop::collection::vec(0.5f64..1e5, 1..4).prop_map(Rates::List),
+    ];
+    prop::option::of(
+        (
+            prop::collection::vec("workload\\.(keys|clients)=[1-9](,[1-9]){0,2}", 0..3),
+            rates,
+            nonzero(1_000),
+            (0.001f64..0.999, 0.001f64..0.999, 0.001f64..9.9),
+            (nonzero(5_000), dur(1_000), 2u32..20),
+        )
+            .prop_map(
+                |(vary, rates, slo_p99, (tolerance, max_error_rate, resolution), step)| SweepSpec {
+                    vary,
+                    rates,
+                    slo_p99,
+                    tolerance,
+                    max_error_rate,
+                    resolution,
+                    step: step.0,
+                    step_warmup: step.1,
+                    max_steps: step.2,
+                },
+            ),
+    )
+    .boxed()
+}
+
+prop_compose! {
+    fn lock_scenario()(
+        kind in prop_oneof![
+            Just(WorkloadKind::Contention),
+            Just(WorkloadKind::Fencing),
+            Just(WorkloadKind::Herd),
+        ],
+        duration in nonzero(120_000),
+    )(
+        workload in workload(kind),
+        faults in prop::collection::vec(fault_spec(duration), 0..5),
+        backends in prop::sample::subsequence(BackendKind::ALL.to_vec(), 1..=BackendKind::ALL.len()),
+        duration in Just(duration),
+        head in (text(), text(), 0..=i64::MAX as u64, dur(5_000), any::<bool>()),
+        tail in (knobs(), nonzero(30_000), nonzero(30_000), sweep()),
+    ) -> Scenario {
+        let (name, description, seed, warmup, unfenced) = head;
+        let ((zookeeper, etcd, redis, redlock), recovery, stall_alarm, sweep) = tail;
+        let mut workload = workload;
+        if !faults.is_empty() {
+            // A run that stops by count has no fault phase it can promise (see validate).
+            workload.acquisitions = None;
+        }
+        Scenario {
+            name: format!("n{name}"),
+            description,
+            seed,
+            backends,
+            duration,
+            warmup,
+            workload,
+            resource: if unfenced { ResourceMode::Unfenced } else { ResourceMode::Fenced },
+            zookeeper,
+            etcd,
+            redis,
+            redlock,
+            recovery,
+            stall_alarm,
+            faults,
+            elections: Vec::new(),
+            failover: FailoverKnobs::default(),
+            sweep,
+        }
+    }
+}
+
+prop_compose! {
+    fn failover_scenario()(
+        base in lock_scenario(),
+        elections in prop::sample::subsequence(ElectionKind::ALL.to_vec(), 1..=ElectionKind::ALL.len()),
+        failover in failover_knobs(),
+    ) -> Scenario {
+        Scenario {
+            backends: Vec::new(),
+            faults: Vec::new(),
+            elections,
+            failover,
+            workload: Workload { kind: WorkloadKind::Failover, ..base.workload.clone() },
+            ..base
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn generated_scenarios_replay_through_saved_toml_and_job_line(
+        s in prop_oneof![3 => lock_scenario(), 1 => failover_scenario()]
+    ) {
+        prop_assert_eq!(s.validate(), Ok(()), "the generator makes valid scenarios");
+        assert_replays(&s);
+    }
+}
+
+// ---- the built-in scenarios ----------------------------------------------------------------
+
+/// Every file of `scenarios/` (the built-ins `bench/cli/src/builtin.rs` compiles in).
+fn builtins() -> Vec<(String, String)> {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios");
+    let mut all: Vec<(String, String)> = std::fs::read_dir(dir)
+        .expect("scenarios/ folder")
+        .map(|e| e.expect("scenarios/ entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .map(|p| {
+            let text = std::fs::read_to_string(&p).expect("scenario file");
+            (p.display().to_string(), text)
+        })
+        .collect();
+    all.sort();
+    all
+}
+
+#[test]
+fn every_builtin_scenario_replays_with_and_without_overrides() {
+    let all = builtins();
+    assert!(all.len() >= 14, "found only {} scenarios", all.len());
+    let overrides = [
+        vec![],
+        vec!["seed=3".to_string()],
+        vec!["seed=7".into(), "warmup=2s".into(), "stall_alarm=4s".into()],
+        vec!["workload.acquire_timeout=9s".into(), "redis.ttl=2s".into()],
+    ];
+    for (path, text) in &all {
+        for sets in &overrides {
+            let s = Scenario::load(path, text, sets)
+                .unwrap_or_else(|e| panic!("{path} with {sets:?}: {e}"));
+            assert_replays(&s);
+        }
+    }
+}
+
+#[test]
+fn a_link_delay_keeps_its_jitter_and_a_repeating_entry_its_own() {
+    let text = r#"
+name = "t"
+backends = ["etcd-lease"]
+duration = "60s"
+[workload]
+clients = 2
+keys = 1
+[[faults]]
+fault = "link-delay"
+targets = "all"
+latency = "100ms"
+jitter = "30ms"
+every = "20s"
+every_jitter = "5s"
+duration = "2s"
+"#;
+    let s = Scenario::load("t", text, &[]).unwrap();
+    let f = &s.faults[0];
+    assert_eq!(
+        f.fault,
+        Fault::LinkDelay {
+            targets: Targets::All,
+            latency: Duration::from_millis(100),
+            jitter: Duration::from_millis(30),
+        }
+    );
+    assert_eq!(f.every_jitter, Some(Duration::from_secs(5)));
+    assert_replays(&s);
+    // A field no verb and no schedule has is an error naming it, not silently dropped.
+    let err = Scenario::load("t", &text.replace("every_jitter", "evry_jitter"), &[]).unwrap_err();
+    assert!(err.contains("evry_jitter"), "{err}");
+}
