@@ -74,3 +74,18 @@ fn docker_answers() -> bool {
         .status()
         .is_ok_and(|s| s.success())
 }
+
+/// Which cluster a bench uses, and why (for the bench's first line): `LOCKBENCH_CLUSTER`
+/// (`managed` or `compose`) when set, else `compose` when its containers run (`docker-compose
+/// up` then `cargo bench` just works), else `managed`.
+pub fn bench_cluster() -> Result<(&'static str, &'static str), String> {
+    match std::env::var("LOCKBENCH_CLUSTER").ok().as_deref() {
+        Some("compose") => Ok(("compose", "LOCKBENCH_CLUSTER=compose")),
+        Some("managed") => Ok(("managed", "LOCKBENCH_CLUSTER=managed")),
+        Some("") | None if detect() => Ok(("compose", "its containers run")),
+        Some("") | None => Ok(("managed", "no compose cluster runs")),
+        Some(other) => Err(format!(
+            "LOCKBENCH_CLUSTER={other}: expected `managed` or `compose`"
+        )),
+    }
+}

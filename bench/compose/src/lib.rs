@@ -37,6 +37,6 @@ mod nemesis;
 mod plan;
 
 pub use file::{NETWORK, container, endpoints, topology};
-pub use health::{detect, wait_healthy};
+pub use health::{bench_cluster, detect, wait_healthy};
 pub use nemesis::ComposeNemesis;
 pub use plan::{Action, plan, servers};

@@ -216,6 +216,10 @@ pub(crate) fn load_named_scenario(
     Scenario::load(&source, &text, &sets).map_err(anyhow::Error::msg)
 }
 
+/// How long `--cluster compose` waits for the compose cluster to be healthy (a cold
+/// ZooKeeper ensemble takes ~10 s; a loaded 2-core machine several times that).
+const COMPOSE_HEALTH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(90);
+
 /// Resolves `--cluster`: the endpoints, a label for the results, and the managed cluster if
 /// this run started it (so it is stopped afterwards).
 pub(crate) async fn prepare_cluster(
@@ -236,7 +240,9 @@ pub(crate) async fn prepare_cluster(
             report.started.then_some(cluster),
         ))
     } else if spec == "compose" {
-        // docker-compose.yml's servers, through Toxiproxy (compose/endpoints.toml).
+        // docker-compose.yml's servers at their container addresses (compose/endpoints.toml),
+        // once every one is healthy.
+        lockbench_compose::wait_healthy(COMPOSE_HEALTH_TIMEOUT).await?;
         Ok((lockbench_compose::endpoints(), "compose".into(), None))
     } else if let Some(file) = spec.strip_prefix("external:") {
         let text = std::fs::read_to_string(file)
