@@ -1,7 +1,7 @@
 //! `cargo bench --bench quick_suite` (`harness = false`, not criterion): runs the `quick`
-//! scenario end to end with the lockbench binary this package builds, against the managed
-//! cluster (the binary starts and stops it if needed) or, with `LOCKBENCH_CLUSTER=compose`,
-//! the docker-compose cluster, and leaves a new `results/<time>-quick/` with `results.json` and
+//! scenario end to end with the lockbench binary this package builds, against the
+//! docker-compose cluster when its containers run, else the managed cluster (the binary starts
+//! and stops it if needed; `LOCKBENCH_CLUSTER=managed|compose` overrides), and leaves a new `results/<time>-quick/` with `results.json` and
 //! the HTML report (`report.html`; `results/index.html` lists it). It prints the comparison
 //! table and the report's path.
 //! Criterion's flags (`--warm-up-time`, ...) are ignored; `cargo bench -- --list` lists it.
@@ -25,9 +25,15 @@ fn main() -> ExitCode {
         }
     }
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let cluster = match std::env::var("LOCKBENCH_CLUSTER").as_deref() {
-        Ok("compose") => "compose",
-        _ => "managed",
+    let cluster = match lockbench_compose::bench_cluster() {
+        Ok((cluster, why)) => {
+            println!("quick_suite: the {cluster} cluster ({why})");
+            cluster
+        }
+        Err(e) => {
+            eprintln!("quick_suite: {e}");
+            return ExitCode::FAILURE;
+        }
     };
     let status = Command::new(env!("CARGO_BIN_EXE_lockbench"))
         .current_dir(&root)

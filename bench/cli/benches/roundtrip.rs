@@ -1,13 +1,17 @@
 //! `cargo bench --bench roundtrip`: one client's acquire + release round trip per backend, on
 //! an uncontended key, against real servers.
 //!
-//! Servers: the managed cluster by default (started with `Cluster::up()` if it is not running,
-//! and stopped afterwards if this bench started it), or the docker-compose cluster when
-//! `LOCKBENCH_CLUSTER=compose` (endpoints from `compose/endpoints.toml`). A backend whose
-//! servers cannot be reached is skipped with a message, not a panic. `iter_custom` times the
-//! whole batch of round trips itself, so connecting is never measured.
+//! Servers: the docker-compose cluster when its containers run (waited for until healthy), else
+//! the managed cluster (started with `Cluster::up()` if it is not running, and stopped
+//! afterwards if this bench started it); `LOCKBENCH_CLUSTER=managed|compose` overrides. The
+//! first line says which. A backend whose servers cannot be reached fails the bench with their
+//! addresses: a comparison with a backend silently missing would mislead. All backends are one
+//! criterion group, so `target/criterion/roundtrip/report/index.html` compares them on one
+//! page. `iter_custom` times the whole batch of round trips itself, so connecting is never
+//! measured.
 
-use criterion::Criterion;
+use criterion::measurement::WallTime;
+use criterion::{BenchmarkGroup, Criterion};
 use lockbench_cluster::Cluster;
 use lockbench_core::{Backend, ClientId, Endpoints, KeyId, LockClient, Outcome, Scenario};
 use std::cell::RefCell;
@@ -20,43 +24,41 @@ fn scenario() -> Scenario {
 }
 
 fn bench_backend<B: Backend>(
-    c: &mut Criterion,
+    group: &mut BenchmarkGroup<WallTime>,
     rt: &Runtime,
     name: &str,
+    servers: &[String],
     backend: Result<B, impl std::fmt::Display>,
 ) {
-    let backend = match backend {
-        Ok(b) => b,
-        Err(e) => return eprintln!("roundtrip/{name}: skipped: {e}"),
+    let unreachable = |e: &dyn std::fmt::Display| -> ! {
+        panic!("roundtrip/{name}: cannot reach {servers:?}: {e}")
     };
-    let client = match rt.block_on(backend.connect(ClientId(0))) {
-        Ok(c) => c,
-        Err(e) => return eprintln!("roundtrip/{name}: skipped: {e}"),
-    };
+    let backend = backend.unwrap_or_else(|e| unreachable(&e));
+    let client = rt
+        .block_on(backend.connect(ClientId(0)))
+        .unwrap_or_else(|e| unreachable(&e));
     let slot = Rc::new(RefCell::new(Some(client)));
-    c.benchmark_group("roundtrip")
-        .sample_size(10)
-        .bench_function(name, |b| {
-            b.to_async(rt).iter_custom(|iters| {
-                let slot = slot.clone();
-                async move {
-                    let mut client = slot.borrow_mut().take().expect("client");
-                    let start = Instant::now();
-                    for _ in 0..iters {
-                        let grant = match client.acquire(KeyId(0)).await {
-                            Outcome::Ok(g) => g,
-                            other => panic!("{name}: acquire failed: {:?}", other.error()),
-                        };
-                        if let Some(e) = client.release(grant).await.error() {
-                            panic!("{name}: release failed: {e}");
-                        }
+    group.bench_function(name, |b| {
+        b.to_async(rt).iter_custom(|iters| {
+            let slot = slot.clone();
+            async move {
+                let mut client = slot.borrow_mut().take().expect("client");
+                let start = Instant::now();
+                for _ in 0..iters {
+                    let grant = match client.acquire(KeyId(0)).await {
+                        Outcome::Ok(g) => g,
+                        other => panic!("{name}: acquire failed: {:?}", other.error()),
+                    };
+                    if let Some(e) = client.release(grant).await.error() {
+                        panic!("{name}: release failed: {e}");
                     }
-                    let elapsed = start.elapsed();
-                    *slot.borrow_mut() = Some(client);
-                    elapsed
                 }
-            })
-        });
+                let elapsed = start.elapsed();
+                *slot.borrow_mut() = Some(client);
+                elapsed
+            }
+        })
+    });
     if let Some(client) = slot.borrow_mut().take() {
         rt.block_on(client.close());
     }
@@ -66,28 +68,35 @@ fn roundtrips(c: &mut Criterion, rt: &Runtime, e: &Endpoints) {
     let s = scenario();
     let seed = s.seed;
     use lockbench_core::BackendKind as K;
+    let mut group = c.benchmark_group("roundtrip");
+    group.sample_size(10);
+    let c = &mut group;
     bench_backend(
         c,
         rt,
         "zk-fair",
+        &e.zookeeper,
         lockbench_zookeeper::ZkFair::new(e, &s.zookeeper, 1, seed),
     );
     bench_backend(
         c,
         rt,
         "zk-curator",
+        &e.zookeeper,
         lockbench_zookeeper::ZkCurator::new(e, &s.zookeeper, 1, seed),
     );
     bench_backend(
         c,
         rt,
         "etcd-lease",
+        &e.etcd,
         lockbench_etcd::EtcdBackend::new(K::EtcdLease, e, &s.etcd, 1, seed),
     );
     bench_backend(
         c,
         rt,
         "etcd-lockapi",
+        &e.etcd,
         lockbench_etcd::EtcdBackend::new(K::EtcdLockapi, e, &s.etcd, 1, seed),
     );
     let nx = lockbench_redis::SetMode::Nx;
@@ -95,14 +104,17 @@ fn roundtrips(c: &mut Criterion, rt: &Runtime, e: &Endpoints) {
         c,
         rt,
         "redis-setnx",
+        &e.redis,
         lockbench_redis::SetNxBackend::new(e, &s.redis, 1, seed, nx),
     );
     bench_backend(
         c,
         rt,
         "redlock",
+        &e.redlock,
         lockbench_redis::RedlockBackend::new(e, &s.redlock, 1, seed),
     );
+    group.finish();
 }
 
 fn main() {
@@ -111,12 +123,15 @@ fn main() {
         .enable_all()
         .build()
         .expect("runtime");
-    let (endpoints, started) = if std::env::var("LOCKBENCH_CLUSTER").as_deref() == Ok("compose") {
-        eprintln!("roundtrip: the docker-compose cluster (compose/endpoints.toml)");
+    let (cluster, why) = lockbench_compose::bench_cluster().unwrap_or_else(|e| panic!("{e}"));
+    let (endpoints, started) = if cluster == "compose" {
+        eprintln!("roundtrip: the docker-compose cluster ({why}; compose/endpoints.toml)");
+        rt.block_on(lockbench_compose::wait_healthy(Duration::from_secs(90)))
+            .unwrap_or_else(|e| panic!("roundtrip: {e:#}"));
         (lockbench_compose::endpoints(), None)
     } else {
         let cluster = Cluster::new(lockbench_cluster::default_state_dir());
-        eprintln!("roundtrip: the managed cluster (starting it if needed)");
+        eprintln!("roundtrip: the managed cluster ({why}; starting it if needed)");
         let report = rt
             .block_on(cluster.up())
             .unwrap_or_else(|e| panic!("the managed cluster did not come up: {e:#}"));

@@ -1,41 +1,32 @@
 //! etcd members: the command line (everything is a flag, no config file), `/health` and
 //! `/version`.
 
+use crate::launch::{Launch, Site};
 use crate::net;
-use crate::spec::{Command, ServerSpec};
-use crate::state_dir::NodeDir;
-use crate::topology::Topology;
+use crate::spec::ServerSpec;
 use std::path::Path;
 
-/// The `etcd` command line. The cluster token is derived from the state directory, so two
-/// state directories never bootstrap into each other, and a restarted member (same data dir)
-/// rejoins its own cluster (etcd ignores the `--initial-*` flags once the data dir exists).
-pub(crate) fn command(
-    spec: &ServerSpec,
-    topo: &Topology,
-    state_dir: &Path,
-    node: &NodeDir,
-) -> Command {
+/// The `etcd` command line (etcd ignores the `--initial-*` flags once its data dir exists, so
+/// a restarted member rejoins its own cluster).
+pub(crate) fn launch(spec: &ServerSpec, site: &Site) -> Launch {
+    let topo = site.topology;
     let peer = |s: &ServerSpec| format!("http://{}:{}", topo.ip(s), topo.peer_ports(s)[0]);
+    let listen = |port: u16| format!("http://{}:{port}", site.bind);
     let initial_cluster: Vec<String> = spec
         .members()
         .map(|m| format!("{}={}", m.name, peer(m)))
         .collect();
-    let token = format!(
-        "lockbench-{:016x}",
-        fnv1a(state_dir.as_os_str().as_encoded_bytes())
-    );
     let args = [
         "--name".into(),
         spec.name.into(),
         "--data-dir".into(),
-        node.data().display().to_string(),
+        site.data().display().to_string(),
         "--listen-client-urls".into(),
-        topo.endpoint(spec),
+        listen(topo.client_port(spec)),
         "--advertise-client-urls".into(),
         topo.endpoint(spec),
         "--listen-peer-urls".into(),
-        peer(spec),
+        listen(topo.peer_ports(spec)[0]),
         "--initial-advertise-peer-urls".into(),
         peer(spec),
         "--initial-cluster".into(),
@@ -43,17 +34,28 @@ pub(crate) fn command(
         "--initial-cluster-state".into(),
         "new".into(),
         "--initial-cluster-token".into(),
-        token,
+        site.cluster_token.clone(),
         "--logger".into(),
         "zap".into(),
         "--log-outputs".into(),
         "stderr".into(),
     ];
-    let program = crate::install::which("etcd").unwrap_or_else(|| "etcd".into());
-    Command {
-        program,
-        args: args.into_iter().map(|a: String| a.into()).collect(),
+    Launch {
+        program: "etcd",
+        args: args.to_vec(),
+        dirs: vec![site.data()],
+        remove: Vec::new(),
+        files: Vec::new(),
     }
+}
+
+/// The managed cluster's token: derived from the state directory, so two state directories
+/// never bootstrap into each other.
+pub(crate) fn cluster_token(state_dir: &Path) -> String {
+    format!(
+        "lockbench-{:016x}",
+        fnv1a(state_dir.as_os_str().as_encoded_bytes())
+    )
 }
 
 /// `true` when `GET /health` says `{"health":"true"}`.

@@ -54,6 +54,7 @@ mod etcd;
 mod health;
 pub mod hosts;
 mod install;
+pub mod launch;
 mod lock;
 mod net;
 mod process;
@@ -67,6 +68,7 @@ mod zookeeper;
 pub use cluster::{Cluster, UpReport, endpoints};
 pub use hosts::{Host, NetConfig, Network};
 pub use install::{ensure_installed, missing as missing_packages};
+pub use launch::{Launch, Site};
 pub use lock::ClusterLock;
 pub use spec::{Group, SERVERS, ServerSpec, System};
 pub use state_dir::default_state_dir;
@@ -157,6 +159,18 @@ pub async fn server_versions(endpoints: &Endpoints) -> BTreeMap<String, String> 
         .into_iter()
         .filter_map(|(k, v)| Some((k.to_string(), v?)))
         .collect()
+}
+
+/// Waits until every server of a cluster laid out as `topology` is healthy (the checks `up`
+/// uses, asked from this process), at most `timeout` (`ZERO`: one probe). `Err` holds the
+/// servers still unhealthy at the deadline. For clusters lockbench did not start itself (the
+/// compose cluster).
+pub async fn wait_healthy(
+    topology: &Topology,
+    timeout: std::time::Duration,
+) -> Result<(), Vec<&'static str>> {
+    let all: Vec<&'static ServerSpec> = SERVERS.iter().collect();
+    health::wait_healthy(topology, &all, timeout).await
 }
 
 /// For tests in other crates: brings the managed cluster in [`default_state_dir`] up (under the

@@ -6,19 +6,19 @@
 //! `/proc/<pid>/cmdline` no longer shows the state directory; it is recognised as ours by its
 //! working directory instead (`--dir` is the node directory), see [`crate::process::is_ours`].
 
+use crate::launch::{Launch, Site};
 use crate::net;
-use crate::spec::{Command, ServerSpec};
-use crate::state_dir::NodeDir;
-use crate::topology::Topology;
+use crate::spec::ServerSpec;
 
-/// The `redis-server` command line: no persistence, bound to its host's address only, logs to
-/// `server.log`.
-pub(crate) fn command(spec: &ServerSpec, topo: &Topology, node: &NodeDir) -> Command {
+/// The `redis-server` command line: no persistence, bound to the site's address, logs to the
+/// site's log (or standard output).
+pub(crate) fn launch(spec: &ServerSpec, site: &Site) -> Launch {
+    let topo = site.topology;
     let mut args = vec![
         "--port".into(),
         topo.client_port(spec).to_string(),
         "--bind".into(),
-        topo.ip(spec).to_string(),
+        site.bind.to_string(),
         "--save".into(),
         "".into(),
         "--appendonly".into(),
@@ -26,12 +26,12 @@ pub(crate) fn command(spec: &ServerSpec, topo: &Topology, node: &NodeDir) -> Com
         "--protected-mode".into(),
         "no".into(),
         "--dir".into(),
-        node.data().display().to_string(),
-        "--logfile".into(),
-        node.log().display().to_string(),
-        "--daemonize".into(),
-        "no".into(),
+        site.data().display().to_string(),
     ];
+    if let Some(log) = &site.log {
+        args.extend(["--logfile".into(), log.display().to_string()]);
+    }
+    args.extend(["--daemonize".into(), "no".into()]);
     if spec.group == crate::spec::Group::Failover {
         // Replication without files: a full resync otherwise writes `dump.rdb`, which a restart
         // would load (a "restarted empty" server coming back with old lock keys).
@@ -53,10 +53,13 @@ pub(crate) fn command(spec: &ServerSpec, topo: &Topology, node: &NodeDir) -> Com
             topo.client_port(primary).to_string(),
         ]);
     }
-    let program = crate::install::which("redis-server").unwrap_or_else(|| "redis-server".into());
-    Command {
-        program,
-        args: args.into_iter().map(|a: String| a.into()).collect(),
+    Launch {
+        program: "redis-server",
+        args,
+        dirs: vec![site.data()],
+        // No persistence means empty at every start, even if replication left a file.
+        remove: vec![site.data().join("dump.rdb")],
+        files: Vec::new(),
     }
 }
 

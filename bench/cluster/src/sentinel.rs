@@ -10,51 +10,52 @@
 //! when no Sentinel runs, `up` starts them from empty data directories (a fresh config
 //! monitoring `fo1`).
 
+use crate::launch::{File, Launch, Site};
 use crate::net;
-use crate::spec::{Command, Group, SERVERS, ServerSpec};
-use crate::state_dir::NodeDir;
-use crate::topology::Topology;
+use crate::spec::{Group, SERVERS, ServerSpec};
 use lockbench_core::SENTINEL_MASTER_NAME;
 
 /// The failover pair's initial primary (`fo1`).
-pub(crate) fn initial_primary() -> &'static ServerSpec {
+pub fn initial_primary() -> &'static ServerSpec {
     SERVERS
         .iter()
         .find(|s| s.group == Group::Failover && s.id == 1)
         .expect("fo1 in SERVERS")
 }
 
-/// Writes `sentinel.conf` (when absent) and returns the `redis-sentinel` command line.
-pub(crate) fn prepare(
-    spec: &ServerSpec,
-    topo: &Topology,
-    node: &NodeDir,
-) -> anyhow::Result<Command> {
-    let conf = node.data().join("sentinel.conf");
-    if !conf.exists() {
-        let primary = initial_primary();
-        let text = format!(
-            "port {port}\nbind {ip}\nprotected-mode no\ndaemonize no\ndir {dir}\nlogfile {log}\n\
-             sentinel monitor {m} {pip} {pport} 2\n\
-             sentinel down-after-milliseconds {m} 1000\n\
-             sentinel failover-timeout {m} 3000\n\
-             sentinel parallel-syncs {m} 1\n",
-            port = topo.client_port(spec),
-            ip = topo.ip(spec),
-            dir = node.data().display(),
-            log = node.log().display(),
-            m = SENTINEL_MASTER_NAME,
-            pip = topo.ip(primary),
-            pport = topo.client_port(primary),
-        );
-        std::fs::write(&conf, text)?;
+/// `sentinel.conf` (written only when absent) and the `redis-sentinel` command line.
+pub(crate) fn launch(spec: &ServerSpec, site: &Site) -> Launch {
+    let topo = site.topology;
+    let conf = site.data().join("sentinel.conf");
+    let primary = initial_primary();
+    let log = match &site.log {
+        Some(log) => format!("logfile {}\n", log.display()),
+        None => String::new(),
+    };
+    let text = format!(
+        "port {port}\nbind {ip}\nprotected-mode no\ndaemonize no\ndir {dir}\n{log}\
+         sentinel monitor {m} {pip} {pport} 2\n\
+         sentinel down-after-milliseconds {m} 1000\n\
+         sentinel failover-timeout {m} 3000\n\
+         sentinel parallel-syncs {m} 1\n",
+        port = topo.client_port(spec),
+        ip = site.bind,
+        dir = site.data().display(),
+        m = SENTINEL_MASTER_NAME,
+        pip = topo.ip(primary),
+        pport = topo.client_port(primary),
+    );
+    Launch {
+        program: "redis-sentinel",
+        args: vec![conf.display().to_string()],
+        dirs: vec![site.data()],
+        remove: Vec::new(),
+        files: vec![File {
+            path: conf,
+            contents: text,
+            only_if_absent: true,
+        }],
     }
-    let program =
-        crate::install::which("redis-sentinel").unwrap_or_else(|| "redis-sentinel".into());
-    Ok(Command {
-        program,
-        args: vec![conf.into_os_string()],
-    })
 }
 
 /// The primary a Sentinel names (`host:port`), `None` when it does not answer or knows none.

@@ -4,9 +4,10 @@
 //! command line, the config files, the health check) is looked up by [`System`] in the
 //! per-system modules. Ports are fixed because other crates' tests and the docs rely on them.
 
+use crate::launch::Site;
 use crate::state_dir::NodeDir;
 use crate::topology::Topology;
-use crate::{etcd, redis, zookeeper};
+use crate::{etcd, zookeeper};
 use serde::Serialize;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -166,23 +167,40 @@ impl ServerSpec {
             .filter(move |s| s.system == self.system && s.group == self.group)
     }
 
-    /// Writes the config files the server needs and returns its command line.
+    /// Writes the config files the server needs (its [`launch`](Self::launch) in the managed
+    /// cluster's node directory) and returns its command line.
     pub(crate) fn prepare(
         &self,
         topo: &Topology,
         state_dir: &Path,
         node: &NodeDir,
     ) -> anyhow::Result<Command> {
-        std::fs::create_dir_all(node.data())?;
-        match self.system {
-            System::Zookeeper => zookeeper::prepare(self, topo, node),
-            System::Etcd => Ok(etcd::command(self, topo, state_dir, node)),
-            System::Redis => {
-                // No persistence means empty at every start, even if replication left a file.
-                let _ = std::fs::remove_file(node.data().join("dump.rdb"));
-                Ok(redis::command(self, topo, node))
-            }
-            System::Sentinel => crate::sentinel::prepare(self, topo, node),
+        let site = Site {
+            topology: topo,
+            bind: topo.ip(self),
+            root: node.root.clone(),
+            log: Some(node.log()),
+            cluster_token: etcd::cluster_token(state_dir),
+        };
+        let launch = self.launch(&site);
+        for dir in &launch.dirs {
+            std::fs::create_dir_all(dir)?;
         }
+        for path in &launch.remove {
+            let _ = std::fs::remove_file(path);
+        }
+        for f in &launch.files {
+            if !(f.only_if_absent && f.path.exists()) {
+                std::fs::write(&f.path, &f.contents)?;
+            }
+        }
+        let program = match launch.program {
+            "java" => zookeeper::java(),
+            p => crate::install::which(p).unwrap_or_else(|| p.into()),
+        };
+        Ok(Command {
+            program,
+            args: launch.args.into_iter().map(Into::into).collect(),
+        })
     }
 }

@@ -7,10 +7,9 @@
 //! carries `slf4j-log4j12.jar` and `log4j-1.2.jar` (both pulled in by the `zookeeper` package),
 //! and `log4j.properties` sends everything to stdout, which the spawner sends to `server.log`.
 
+use crate::launch::{File, Launch, Site};
 use crate::net;
-use crate::spec::{Command, ServerSpec};
-use crate::state_dir::NodeDir;
-use crate::topology::Topology;
+use crate::spec::ServerSpec;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
@@ -28,19 +27,10 @@ log4j.appender.CONSOLE.layout=org.apache.log4j.PatternLayout
 log4j.appender.CONSOLE.layout.ConversionPattern=%d{ISO8601} %-5p [%t:%C{1}@%L] - %m%n
 ";
 
-/// Writes `zoo.cfg`, `data/myid` and `conf/log4j.properties`; returns the `java` command line.
-pub(crate) fn prepare(
-    spec: &ServerSpec,
-    topo: &Topology,
-    node: &NodeDir,
-) -> anyhow::Result<Command> {
-    let conf = node.root.join("conf");
-    std::fs::create_dir_all(&conf)?;
-    std::fs::write(conf.join("log4j.properties"), LOG4J)?;
-    std::fs::write(node.data().join("myid"), format!("{}\n", spec.id))?;
-    let cfg = node.root.join("zoo.cfg");
-    std::fs::write(&cfg, zoo_cfg(spec, topo, node))?;
-
+/// `zoo.cfg`, `data/myid` and `conf/log4j.properties`, and the `java` command line.
+pub(crate) fn launch(spec: &ServerSpec, site: &Site) -> Launch {
+    let conf = site.root.join("conf");
+    let cfg = site.root.join("zoo.cfg");
     let mut classpath: Vec<String> = JARS.iter().map(|j| j.to_string()).collect();
     classpath.push(conf.display().to_string());
     let args = [
@@ -54,13 +44,26 @@ pub(crate) fn prepare(
         "org.apache.zookeeper.server.quorum.QuorumPeerMain",
         &cfg.display().to_string(),
     ];
-    Ok(Command {
-        program: java(),
-        args: args.iter().map(Into::into).collect(),
-    })
+    let file = |path: PathBuf, contents: String| File {
+        path,
+        contents,
+        only_if_absent: false,
+    };
+    Launch {
+        program: "java",
+        args: args.iter().map(|a| a.to_string()).collect(),
+        dirs: vec![site.data(), conf.clone()],
+        remove: Vec::new(),
+        files: vec![
+            file(conf.join("log4j.properties"), LOG4J.into()),
+            file(site.data().join("myid"), format!("{}\n", spec.id)),
+            file(cfg, zoo_cfg(spec, site)),
+        ],
+    }
 }
 
-fn zoo_cfg(spec: &ServerSpec, topo: &Topology, node: &NodeDir) -> String {
+fn zoo_cfg(spec: &ServerSpec, site: &Site) -> String {
+    let topo = site.topology;
     let mut cfg = format!(
         "# Written by lockbench; rewritten on every start.\n\
          tickTime=500\n\
@@ -76,10 +79,15 @@ fn zoo_cfg(spec: &ServerSpec, topo: &Topology, node: &NodeDir) -> String {
          4lw.commands.whitelist=mntr,srvr,ruok,stat,cons,wchs\n\
          standaloneEnabled=false\n\
          reconfigEnabled=false\n",
-        node.data().display(),
-        topo.ip(spec),
+        site.data().display(),
+        site.bind,
         topo.client_port(spec),
     );
+    if site.bind.is_unspecified() {
+        // Bound to every address (a container): the quorum ports too, not only the address
+        // the peers know this member by.
+        cfg.push_str("quorumListenOnAllIPs=true\n");
+    }
     for m in spec.members() {
         let peers = topo.peer_ports(m);
         let _ = writeln!(
@@ -95,7 +103,7 @@ fn zoo_cfg(spec: &ServerSpec, topo: &Topology, node: &NodeDir) -> String {
 }
 
 /// `java` from `$JAVA_HOME`, else the one on `PATH`.
-fn java() -> PathBuf {
+pub(crate) fn java() -> PathBuf {
     std::env::var_os("JAVA_HOME")
         .map(|home| PathBuf::from(home).join("bin/java"))
         .filter(|p| p.exists())

@@ -1,13 +1,12 @@
-//! [`ComposeNemesis`]: executes [`plan`](crate::plan)s with `docker` and Toxiproxy's API and
+//! [`ComposeNemesis`]: executes [`plan`](crate::plan)s with `docker` and
 //! keeps the open windows, so `resume`, `start`, `heal` and `heal_all` close exactly what was
 //! opened (with the same verb and targets, as the availability analysis pairs them).
 
-use crate::plan::{Action, TOXIPROXY_API, plan};
+use crate::plan::{Action, plan};
 use lockbench_chaos::{Group, Nemesis};
 use lockbench_core::{Fault, FaultEvent, FaultPhase, RunClock};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 struct Window {
     verb: &'static str,
@@ -201,33 +200,6 @@ async fn execute(action: &Action) -> Result<(), String> {
                 Err(String::from_utf8_lossy(&out.stderr).trim().to_string())
             }
         }
-        Action::Toxiproxy { method, path, body } => {
-            let body = body.as_deref().unwrap_or("");
-            let request = format!(
-                "{method} {path} HTTP/1.1\r\nHost: {TOXIPROXY_API}\r\nUser-Agent: lockbench\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            );
-            let exchange = async {
-                let mut s = tokio::net::TcpStream::connect(TOXIPROXY_API).await?;
-                s.write_all(request.as_bytes()).await?;
-                let mut reply = String::new();
-                s.read_to_string(&mut reply).await?;
-                Ok::<_, std::io::Error>(reply)
-            };
-            let reply = tokio::time::timeout(std::time::Duration::from_secs(5), exchange)
-                .await
-                .map_err(|_| "Toxiproxy did not answer in 5 s".to_string())?
-                .map_err(|e| format!("Toxiproxy at {TOXIPROXY_API}: {e}"))?;
-            let status = reply.split_whitespace().nth(1).unwrap_or("");
-            if status.starts_with('2') {
-                Ok(())
-            } else {
-                Err(format!(
-                    "Toxiproxy answered {}",
-                    reply.lines().next().unwrap_or("nothing")
-                ))
-            }
-        }
     }
 }
 
@@ -294,7 +266,7 @@ mod tests {
                 "docker unpause lockbench-zk1",
                 "docker network disconnect lockbench lockbench-zk3",
                 "docker kill --signal KILL lockbench-zk2",
-                "docker network connect lockbench lockbench-zk3",
+                "docker network connect --ip 10.78.0.13 lockbench lockbench-zk3",
                 "docker start lockbench-zk2",
             ]
         );

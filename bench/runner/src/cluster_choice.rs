@@ -12,10 +12,15 @@ use anyhow::Context;
 use lockbench_chaos::{LinkNemesis, LinkProxies, Nemesis, ServerNemesis};
 use lockbench_cluster::Cluster;
 use lockbench_compose::ComposeNemesis;
+
 use lockbench_core::{BackendKind, Endpoints, Fault, FaultEvent, RunClock};
 use rand::SeedableRng;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+/// How long `--cluster compose` waits for the compose cluster to be healthy (a cold
+/// ZooKeeper ensemble takes ~10 s; a loaded 2-core machine several times that).
+const COMPOSE_HEALTH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(90);
 
 /// The servers a run uses.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -74,8 +79,12 @@ impl ClusterChoice {
                 let endpoints = report.status.endpoints.clone();
                 Ok((endpoints, report.started.then_some(cluster)))
             }
-            // docker-compose.yml's servers, through Toxiproxy (compose/endpoints.toml).
-            ClusterChoice::Compose => Ok((lockbench_compose::endpoints(), None)),
+            // docker-compose.yml's servers at their container addresses (compose/endpoints.toml),
+            // once every one is healthy.
+            ClusterChoice::Compose => {
+                lockbench_compose::wait_healthy(COMPOSE_HEALTH_TIMEOUT).await?;
+                Ok((lockbench_compose::endpoints(), None))
+            }
             ClusterChoice::External(file) => {
                 let text = std::fs::read_to_string(file)
                     .with_context(|| format!("cannot read cluster file {}", file.display()))?;

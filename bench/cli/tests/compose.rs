@@ -1,0 +1,266 @@
+//! The Docker flow end to end, on a real Docker Engine (CI's machines run one; no registry):
+//! build the server image (cached), bring docker-compose.yml up (it returns once every server
+//! is healthy), run the quick suite on all six lock backends against it, apply one fault of
+//! every kind compose mode applies and check that it took effect, then `down -v` and check that
+//! nothing is left: no container, network or volume, no firewall rule for the compose network.
+//!
+//! A machine without a Docker Engine fails this test; it never skips. It owns the containers
+//! named `lockbench-*`, so it refuses to start while a compose cluster exists. `#[ignore]`d
+//! because it is heavy: scripts/test runs it in its first phase (`--run-ignored only`).
+
+mod common;
+
+use lockbench_chaos::{Group, Nemesis};
+use lockbench_core::{Fault, PartitionSpec, RunClock, Targets};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Runs `cmd`, panics with its output when it fails, returns its stdout.
+fn ok(cmd: &mut Command) -> String {
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    assert!(out.status.success(), "{cmd:?}: {}", common::text(&out));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn docker(args: &[&str]) -> String {
+    ok(Command::new("docker").args(args))
+}
+
+/// `docker compose` (v2) when the plugin is there, else Debian's `docker-compose` (1.29), in
+/// the repository root; and how `up` waits for health with it (v2: `--wait`; 1.29: the
+/// `ready` service's `depends_on`, so plain `up -d`).
+fn compose(args: &[&str]) -> Command {
+    let v2 = Command::new("docker")
+        .args(["compose", "version"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    let mut cmd = if v2 {
+        let mut c = Command::new("docker");
+        c.arg("compose");
+        c
+    } else {
+        Command::new("docker-compose")
+    };
+    cmd.current_dir(root()).args(args);
+    if v2 && args.first() == Some(&"up") {
+        cmd.arg("--wait");
+    }
+    cmd
+}
+
+/// The root namespace's firewall lines (no counters) that name the compose network: its
+/// subnet or its bridge.
+fn compose_rules(bridge: &str) -> Vec<String> {
+    let save = ok(&mut Command::new("iptables-save"));
+    save.lines()
+        .filter(|l| l.contains("10.78.0.") || (!bridge.is_empty() && l.contains(bridge)))
+        .map(str::to_string)
+        .collect()
+}
+
+/// `PING` to a Redis server: `true` when `+PONG` comes back within a second.
+async fn pings(addr: &str) -> bool {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let exchange = async {
+        let mut s = tokio::net::TcpStream::connect(addr).await?;
+        s.write_all(b"PING\r\n").await?;
+        let mut buf = [0u8; 7];
+        s.read_exact(&mut buf).await?;
+        Ok::<_, std::io::Error>(buf.starts_with(b"+PONG"))
+    };
+    matches!(
+        tokio::time::timeout(Duration::from_secs(1), exchange).await,
+        Ok(Ok(true))
+    )
+}
+
+/// Waits up to 15 s for `addr` to answer `PING`.
+async fn pings_again(addr: &str) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while Instant::now() < deadline {
+        if pings(addr).await {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    false
+}
+
+/// `down -v` when dropped, so a failing test leaves nothing running.
+struct Down;
+impl Drop for Down {
+    fn drop(&mut self) {
+        let _ = compose(&["down", "-v"]).output();
+    }
+}
+
+fn timed<T>(what: &str, f: impl FnOnce() -> T) -> T {
+    let start = Instant::now();
+    let t = f();
+    eprintln!(
+        "compose test: {what}: {:.1} s",
+        start.elapsed().as_secs_f64()
+    );
+    t
+}
+
+#[test]
+#[ignore = "owns the compose cluster's containers and is heavy; scripts/test runs it in its first phase"]
+fn compose_cluster_runs_the_quick_suite_and_faults_and_leaves_nothing() {
+    let info = Command::new("docker")
+        .args(["info", "--format", "{{.ServerVersion}}"])
+        .output();
+    assert!(
+        info.as_ref().is_ok_and(|o| o.status.success()),
+        "a Docker Engine is expected on this machine (CI runs one), and `docker info` failed: {}",
+        info.map(|o| common::text(&o))
+            .unwrap_or_else(|e| e.to_string())
+    );
+    let existing = docker(&["ps", "-a", "-q", "--filter", "name=^lockbench-"]);
+    assert!(
+        existing.trim().is_empty(),
+        "containers named lockbench-* exist already (a compose cluster is up?): this test brings \
+         its own up and down; run `docker-compose down -v` first"
+    );
+    assert!(
+        compose_rules("").is_empty(),
+        "firewall rules for 10.78.0.0/24 exist before the test"
+    );
+
+    timed("scripts/build-images", || {
+        ok(&mut Command::new(root().join("scripts/build-images")))
+    });
+    let _down = Down;
+    timed("compose up (until every server is healthy)", || {
+        ok(&mut compose(&["up", "-d"]))
+    });
+    let network = docker(&["network", "inspect", "--format", "{{.Id}}", "lockbench"]);
+    let bridge = format!("br-{}", &network.trim()[..12]);
+
+    // The quick suite, every lock backend of it, against the compose cluster.
+    let dir = common::scratch("compose", "quick");
+    let out = timed("lockbench run quick --cluster compose", || {
+        Command::new(env!("CARGO_BIN_EXE_lockbench"))
+            .args(["run", "quick", "--quiet", "--cluster", "compose", "--out"])
+            .arg(dir.join("run"))
+            .output()
+            .unwrap()
+    });
+    assert!(out.status.success(), "{}", common::text(&out));
+    let r = common::results(&dir.join("run"));
+    assert_eq!(r["cluster"], "compose");
+    for backend in [
+        "zk-fair",
+        "zk-curator",
+        "etcd-lease",
+        "etcd-lockapi",
+        "redis-setnx",
+        "redlock",
+    ] {
+        let x = common::result_of(&r, backend);
+        assert_eq!(x["status"], "ok", "{backend}: {x}");
+        assert!(
+            x["acquisitions"].as_u64().unwrap() > 0,
+            "{backend}: no acquisition: {x}"
+        );
+        assert_eq!(x["safety"]["verdict"], "valid", "{backend}: {x}");
+        eprintln!(
+            "compose test: {backend}: {} acq/s",
+            x["throughput_per_s"].as_f64().unwrap()
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+
+    // One fault of every kind compose mode applies, each checked from where lockbench runs.
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let e = lockbench_compose::endpoints();
+        let (r1, r2, r3) = (&e.redlock[0], &e.redlock[1], &e.redlock[2]);
+        let clock = RunClock::start();
+        let mut nemesis = lockbench_compose::ComposeNemesis::new(Group::Redlock, 1);
+        let nodes = |n: &str| Targets::Nodes(vec![n.to_string()]);
+        let mut apply = async |f: Fault| {
+            let events = nemesis.apply(&f, &clock).await;
+            assert!(
+                !events.is_empty() && events.iter().all(|e| e.applied),
+                "{f:?}: {events:?}"
+            );
+        };
+        assert!(pings(r1).await && pings(r2).await && pings(r3).await);
+
+        apply(Fault::Pause {
+            targets: nodes("redlock1"),
+        })
+        .await;
+        assert!(!pings(r1).await, "a paused server ({r1}) still answers");
+        apply(Fault::Resume {
+            targets: nodes("redlock1"),
+        })
+        .await;
+        assert!(pings_again(r1).await, "{r1} does not answer after resume");
+
+        apply(Fault::Kill {
+            targets: nodes("redlock2"),
+        })
+        .await;
+        let running = docker(&[
+            "inspect",
+            "--format",
+            "{{.State.Running}}",
+            "lockbench-redlock2",
+        ]);
+        assert_eq!(running.trim(), "false", "a killed container still runs");
+        assert!(!pings(r2).await, "a killed server ({r2}) still answers");
+        apply(Fault::Start {
+            targets: nodes("redlock2"),
+        })
+        .await;
+        assert!(pings_again(r2).await, "{r2} does not answer after start");
+
+        apply(Fault::Partition {
+            split: PartitionSpec::Isolate(nodes("redlock3")),
+        })
+        .await;
+        assert!(!pings(r3).await, "an isolated server ({r3}) is reachable");
+        apply(Fault::Heal).await;
+        assert!(
+            pings_again(r3).await,
+            "{r3} is unreachable after heal (reconnected with another address?)"
+        );
+
+        // What compose mode cannot apply yet is said, loudly.
+        let events = nemesis
+            .apply(
+                &Fault::LinkDelay {
+                    targets: Targets::All,
+                    latency: Duration::from_millis(50),
+                    jitter: Duration::ZERO,
+                },
+                &clock,
+            )
+            .await;
+        assert!(
+            events
+                .iter()
+                .all(|e| !e.applied && e.note.contains("NOT APPLIED")),
+            "{events:?}"
+        );
+    });
+
+    timed("compose down -v", || ok(&mut compose(&["down", "-v"])));
+    let left = docker(&["ps", "-a", "-q", "--filter", "name=^lockbench-"]);
+    assert!(left.trim().is_empty(), "containers left: {left}");
+    let left = docker(&["network", "ls", "-q", "--filter", "name=^lockbench$"]);
+    assert!(left.trim().is_empty(), "network left: {left}");
+    let left = docker(&["volume", "ls", "-q", "--filter", "name=^lockbench-data$"]);
+    assert!(left.trim().is_empty(), "volume left: {left}");
+    let rules = compose_rules(&bridge);
+    assert!(rules.is_empty(), "firewall rules left: {rules:#?}");
+}

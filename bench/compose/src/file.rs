@@ -1,0 +1,344 @@
+//! `docker-compose.yml`, `compose/official-images.yml` and `compose/endpoints.toml`, generated
+//! from the managed cluster's own data, so the two ways to run the servers cannot drift.
+//!
+//! Every service is one of [`lockbench_cluster::SERVERS`] (same name, container
+//! `lockbench-<name>`), started by the same [`Launch`] managed mode uses: the container's
+//! command writes the launch's files with here-documents and `exec`s its program. The compose
+//! network gives each container the address its managed namespace has, on the compose subnet
+//! ([`SUBNET`]: same last octet, the systems' standard ports), so the Sentinels name a primary
+//! the host can reach, and lockbench reaches every server at its container address.
+//!
+//! The committed files are checked against this generator by `tests/generated.rs`
+//! (`UPDATE_EXPECT=1` rewrites them).
+
+use lockbench_cluster::launch::{Launch, Site};
+use lockbench_cluster::{Group, NetConfig, SERVERS, ServerSpec, System, Topology};
+use lockbench_core::{Endpoints, SENTINEL_MASTER_NAME};
+use std::fmt::Write as _;
+use std::net::{IpAddr, Ipv4Addr};
+use std::path::PathBuf;
+
+/// The compose network's subnet; containers get `.<octet>` as in the managed netns topology.
+pub const SUBNET: &str = "10.78.0.0/24";
+/// The Docker network of docker-compose.yml (`networks.lockbench.name`).
+pub const NETWORK: &str = "lockbench";
+/// The image docker-compose.yml runs unless `LOCKBENCH_SERVERS_IMAGE` says otherwise
+/// (`scripts/build-images` makes it).
+pub const IMAGE: &str = "lockbench/servers:local";
+/// The one-shot service that starts only once every server is healthy, so a plain `up -d`
+/// returns when the cluster is ready (Compose 1.29 has no `--wait`).
+pub const READY: &str = "ready";
+/// Where a server's directory is inside its container (`/lockbench/<name>`), on the
+/// `lockbench-data` volume, so a killed and restarted container keeps its data as a managed
+/// server does.
+const ROOT: &str = "/lockbench";
+/// Seconds between healthchecks: each is a `docker exec`, which costs CPU on a small machine.
+const HEALTH_INTERVAL_S: u32 = 2;
+
+/// The compose cluster's layout: the managed netns topology's octets and ports on [`SUBNET`].
+pub fn topology() -> Topology {
+    Topology::Netns(NetConfig::new("lb-", SUBNET).expect("SUBNET is a valid /24"))
+}
+
+/// Where lockbench reaches the compose cluster's servers.
+pub fn endpoints() -> Endpoints {
+    lockbench_cluster::endpoints(&topology())
+}
+
+/// The container of a server (`zk1` -> `lockbench-zk1`).
+pub fn container(server: &str) -> String {
+    format!("lockbench-{server}")
+}
+
+/// A server's container address on the compose network.
+pub fn address(spec: &ServerSpec) -> IpAddr {
+    topology().ip(spec)
+}
+
+/// How `spec` starts inside its container.
+pub fn launch(spec: &ServerSpec) -> Launch {
+    let topology = topology();
+    spec.launch(&Site {
+        topology: &topology,
+        bind: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+        root: PathBuf::from(ROOT).join(spec.name),
+        log: None,
+        cluster_token: "lockbench-compose".into(),
+    })
+}
+
+/// The healthcheck command of a server: what "a lock client can use it" means, asked inside
+/// the container (ZooKeeper serving as leader or follower, etcd healthy, Redis answering
+/// `PING`, a Sentinel naming a primary).
+fn healthcheck(spec: &ServerSpec) -> Vec<String> {
+    let topo = topology();
+    let port = topo.client_port(spec);
+    let shell = |s: String| vec!["CMD".into(), "bash".into(), "-c".into(), s];
+    match spec.system {
+        System::Zookeeper => shell(format!(
+            "exec 3<>/dev/tcp/127.0.0.1/{port} && echo srvr >&3 && grep -qE 'Mode: (leader|follower)' <&3"
+        )),
+        System::Etcd => [
+            "CMD",
+            "etcdctl",
+            &format!("--endpoints=http://127.0.0.1:{port}"),
+            "endpoint",
+            "health",
+        ]
+        .map(String::from)
+        .to_vec(),
+        System::Redis => shell(format!("redis-cli -p {port} ping | grep -q PONG")),
+        System::Sentinel => shell(format!(
+            "redis-cli -p {port} sentinel get-master-addr-by-name {SENTINEL_MASTER_NAME} | grep -q ."
+        )),
+    }
+}
+
+/// What a service waits for before it starts: the failover pair's replica its primary, the
+/// Sentinels the pair (they monitor the primary from their first second).
+fn depends_on(spec: &ServerSpec) -> Vec<&'static str> {
+    match spec.group {
+        Group::Failover if spec.id != 1 => {
+            vec![lockbench_cluster::sentinel::initial_primary().name]
+        }
+        Group::Sentinel => SERVERS
+            .iter()
+            .filter(|s| s.group == Group::Failover)
+            .map(|s| s.name)
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// `$` escaped for Compose's variable interpolation.
+fn compose_escape(s: &str) -> String {
+    s.replace('$', "$$")
+}
+
+/// A quoted YAML scalar (double quotes, JSON escapes are valid YAML).
+fn quoted(s: &str) -> String {
+    serde_json::to_string(&compose_escape(s)).expect("string serializes")
+}
+
+/// A word for `sh`: as is when it is plain, else in single quotes.
+fn shell_word(s: &str) -> String {
+    let plain = !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=,+@%".contains(c));
+    if plain {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+/// The shell script a container runs: the launch's directories and files, then `exec_line`.
+pub fn script(launch: &Launch, exec_line: &str) -> String {
+    let mut s = String::from("set -e\n");
+    let dirs: Vec<String> = launch
+        .dirs
+        .iter()
+        .map(|d| shell_word(&d.display().to_string()))
+        .collect();
+    if !dirs.is_empty() {
+        let _ = writeln!(s, "mkdir -p {}", dirs.join(" "));
+    }
+    for r in &launch.remove {
+        let _ = writeln!(s, "rm -f {}", shell_word(&r.display().to_string()));
+    }
+    for f in &launch.files {
+        let path = shell_word(&f.path.display().to_string());
+        let guard = if f.only_if_absent {
+            format!("[ -e {path} ] || ")
+        } else {
+            String::new()
+        };
+        let _ = writeln!(s, "{guard}cat > {path} <<'EOF'\n{}EOF", f.contents);
+    }
+    s.push_str(exec_line);
+    s.push('\n');
+    s
+}
+
+/// `exec program args...`.
+fn exec_line(launch: &Launch) -> String {
+    let mut words = vec!["exec".to_string(), launch.program.to_string()];
+    words.extend(launch.args.iter().map(|a| shell_word(a)));
+    words.join(" ")
+}
+
+/// `command: [sh, -c, <script>]` at service level.
+fn command(out: &mut String, script: &str) {
+    out.push_str("    command:\n      - sh\n      - -c\n");
+    let pad = "      - |\n";
+    out.push_str(pad);
+    for line in compose_escape(script).lines() {
+        if line.is_empty() {
+            out.push('\n');
+        } else {
+            let _ = writeln!(out, "        {line}");
+        }
+    }
+}
+
+/// The whole `docker-compose.yml`.
+pub fn compose_file() -> String {
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        "\
+# GENERATED by lockbench-compose from the managed cluster's own settings (bench/cluster); do not
+# edit: change the Rust side and run `UPDATE_EXPECT=1 cargo test -p lockbench-compose --test generated`.
+#
+# The Docker flow: the servers of lockbench's managed cluster, with the same settings, in
+# containers of the image scripts/build-images makes from Debian's packages (no registry
+# needed). Every container has its managed host's address on the compose network (subnet
+# {SUBNET}, same last octet, standard ports), which the host reaches directly: these are the
+# endpoints of `--cluster compose` (compose/endpoints.toml).
+#
+#   scripts/build-images                    # once; cached
+#   docker-compose up -d                    # Compose v2: docker compose up -d --wait
+#   cargo bench                             # finds the running compose cluster
+#   docker-compose down -v
+#
+# `up -d` returns once every server is healthy: the `{READY}` service starts only then (Compose
+# 1.29 has no --wait). Container names are fixed (lockbench-<server>): the compose nemesis
+# pauses, kills and disconnects them by name. Official images instead of the local one:
+# `-f docker-compose.yml -f compose/official-images.yml` (see the README).
+
+x-server: &server
+  image: ${{LOCKBENCH_SERVERS_IMAGE:-{IMAGE}}}
+  restart: \"no\"
+  volumes:
+    - lockbench-data:{ROOT}
+x-health: &health
+  interval: {HEALTH_INTERVAL_S}s
+  timeout: 5s
+  retries: 60
+
+services:
+"
+    );
+    for spec in &SERVERS {
+        let launch = launch(spec);
+        let _ = writeln!(out, "  {}:", spec.name);
+        out.push_str("    <<: *server\n");
+        let _ = writeln!(out, "    container_name: {}", container(spec.name));
+        let _ = writeln!(out, "    hostname: {}", spec.name);
+        let _ = writeln!(
+            out,
+            "    networks:\n      {NETWORK}:\n        ipv4_address: {}",
+            address(spec)
+        );
+        let deps = depends_on(spec);
+        if !deps.is_empty() {
+            out.push_str("    depends_on:\n");
+            for d in deps {
+                let _ = writeln!(out, "      {d}:\n        condition: service_healthy");
+            }
+        }
+        let test: Vec<String> = healthcheck(spec).iter().map(|w| quoted(w)).collect();
+        let _ = writeln!(
+            out,
+            "    healthcheck:\n      <<: *health\n      test: [{}]",
+            test.join(", ")
+        );
+        command(&mut out, &script(&launch, &exec_line(&launch)));
+    }
+    let _ = writeln!(
+        out,
+        "  # Starts once every server is healthy, so `up -d` waits for the whole cluster.\n  {READY}:"
+    );
+    out.push_str("    <<: *server\n");
+    let _ = writeln!(out, "    container_name: {}", container(READY));
+    out.push_str("    volumes: []\n    network_mode: none\n    stop_signal: SIGKILL\n");
+    out.push_str("    command: [\"sleep\", \"infinity\"]\n    depends_on:\n");
+    for spec in &SERVERS {
+        let _ = writeln!(
+            out,
+            "      {}:\n        condition: service_healthy",
+            spec.name
+        );
+    }
+    let _ = write!(
+        out,
+        "
+networks:
+  {NETWORK}:
+    name: {NETWORK}
+    ipam:
+      config:
+        - subnet: {SUBNET}
+
+volumes:
+  lockbench-data:
+    name: lockbench-data
+"
+    );
+    out
+}
+
+/// The official images for each system, for machines with a registry.
+fn official_image(system: System) -> &'static str {
+    match system {
+        System::Zookeeper => "zookeeper:3.8.0",
+        System::Etcd => "quay.io/coreos/etcd:v3.4.23",
+        System::Redis | System::Sentinel => "redis:7.0.15",
+    }
+}
+
+/// `compose/official-images.yml`: the same services on the official images. Only ZooKeeper's
+/// command differs (the official image has its jars elsewhere and logs with logback): the same
+/// files, then `zkServer.sh start-foreground` on the same `zoo.cfg`.
+pub fn official_override() -> String {
+    let mut out = String::from(
+        "\
+# GENERATED by lockbench-compose (see docker-compose.yml); do not edit.
+# The official images instead of scripts/build-images' local one, for machines with a registry:
+#   docker compose -f docker-compose.yml -f compose/official-images.yml up -d --wait
+services:
+",
+    );
+    for spec in &SERVERS {
+        let _ = writeln!(
+            out,
+            "  {}:\n    image: {}",
+            spec.name,
+            official_image(spec.system)
+        );
+        if spec.system == System::Zookeeper {
+            let launch = launch(spec);
+            let cfg = launch.args.last().expect("zoo.cfg is the last argument");
+            let exec = format!("exec zkServer.sh start-foreground {}", shell_word(cfg));
+            command(&mut out, &script(&launch, &exec));
+        }
+    }
+    let _ = writeln!(
+        out,
+        "  {READY}:\n    image: {}",
+        official_image(System::Redis)
+    );
+    out
+}
+
+/// `compose/endpoints.toml`.
+pub fn endpoints_file() -> String {
+    format!(
+        "\
+# GENERATED by lockbench-compose (see docker-compose.yml); do not edit.
+# Where lockbench reaches docker-compose.yml's servers: their container addresses on the
+# compose network ({SUBNET}). `--cluster compose` uses these (compiled in);
+# `--cluster external:compose/endpoints.toml` is the same.
+{}",
+        endpoints().to_toml()
+    )
+}
+
+/// Every generated file: path from the repository root, contents.
+pub fn generated_files() -> [(&'static str, String); 3] {
+    [
+        ("docker-compose.yml", compose_file()),
+        ("compose/official-images.yml", official_override()),
+        ("compose/endpoints.toml", endpoints_file()),
+    ]
+}

@@ -1,0 +1,91 @@
+//! Waiting for the compose cluster: from where lockbench runs, with the managed cluster's
+//! health checks, bounded, and naming what is not healthy.
+
+use crate::file::{container, topology};
+use anyhow::bail;
+use lockbench_cluster::ServerSpec;
+use std::time::Duration;
+
+/// `true` when Docker says the compose cluster's containers exist and run (its first server's
+/// container is running). `false` without Docker.
+pub fn detect() -> bool {
+    let first = container(lockbench_cluster::SERVERS[0].name);
+    std::process::Command::new("docker")
+        .args(["inspect", "--format", "{{.State.Running}}", &first])
+        .stderr(std::process::Stdio::null())
+        .output()
+        .is_ok_and(|o| o.status.success() && o.stdout.starts_with(b"true"))
+}
+
+/// Waits until every server of the compose cluster answers as healthy (ZooKeeper serving with
+/// one leader, etcd `/health`, Redis `PING`, Sentinels naming a primary), at most `timeout`.
+/// Fails at once when Docker says the cluster does not run, else at the deadline, naming each
+/// unhealthy server with its address and its container.
+pub async fn wait_healthy(timeout: Duration) -> anyhow::Result<()> {
+    let topo = topology();
+    if lockbench_cluster::wait_healthy(&topo, Duration::ZERO)
+        .await
+        .is_ok()
+    {
+        return Ok(());
+    }
+    if docker_answers() && !detect() {
+        bail!(
+            "the compose cluster does not run (no running container {}): start it with \
+             `docker-compose up -d` (or `docker compose up -d --wait`) after scripts/build-images",
+            container(lockbench_cluster::SERVERS[0].name)
+        );
+    }
+    eprintln!(
+        "lockbench: waiting up to {}s for the compose cluster to be healthy",
+        timeout.as_secs()
+    );
+    match lockbench_cluster::wait_healthy(&topo, timeout).await {
+        Ok(()) => Ok(()),
+        Err(unhealthy) => {
+            let list: Vec<String> = unhealthy
+                .iter()
+                .filter_map(|n| ServerSpec::by_name(n))
+                .map(|s| {
+                    format!(
+                        "{} at {} (container {})",
+                        s.name,
+                        topo.endpoint(s),
+                        container(s.name)
+                    )
+                })
+                .collect();
+            bail!(
+                "the compose cluster is not healthy after {}s: {} (see `docker ps` and \
+                 `docker logs <container>`)",
+                timeout.as_secs(),
+                list.join(", ")
+            )
+        }
+    }
+}
+
+/// `true` when a Docker engine answers.
+fn docker_answers() -> bool {
+    std::process::Command::new("docker")
+        .args(["version", "--format", "{{.Server.Version}}"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Which cluster a bench uses, and why (for the bench's first line): `LOCKBENCH_CLUSTER`
+/// (`managed` or `compose`) when set, else `compose` when its containers run (`docker-compose
+/// up` then `cargo bench` just works), else `managed`.
+pub fn bench_cluster() -> Result<(&'static str, &'static str), String> {
+    match std::env::var("LOCKBENCH_CLUSTER").ok().as_deref() {
+        Some("compose") => Ok(("compose", "LOCKBENCH_CLUSTER=compose")),
+        Some("managed") => Ok(("managed", "LOCKBENCH_CLUSTER=managed")),
+        Some("") | None if detect() => Ok(("compose", "its containers run")),
+        Some("") | None => Ok(("managed", "no compose cluster runs")),
+        Some(other) => Err(format!(
+            "LOCKBENCH_CLUSTER={other}: expected `managed` or `compose`"
+        )),
+    }
+}
