@@ -214,7 +214,7 @@ fn latency_toxics_add_to_every_round_trip_and_go_away_when_removed() {
 
 #[test]
 fn a_timeout_toxic_black_holes_and_closes_when_non_zero() {
-    let (_redis, api, via, proxy) = proxied_redis();
+    let (_redis, _api, via, proxy) = proxied_redis();
 
     // timeout = 0: a black hole, connection kept.
     let mut held = TcpStream::connect(via).unwrap();
