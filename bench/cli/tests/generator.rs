@@ -14,7 +14,7 @@ use common::{result_of, results, text};
 use serde_json::Value;
 use std::process::{Command, Output};
 
-const TAG: &str = "gcpu";
+const TAG: &str = "gc"; // the prefix `lb-gc-`: at most 7 characters
 const SUBNET: &str = "10.77.93.0/24";
 
 struct PrivateState(std::path::PathBuf);
