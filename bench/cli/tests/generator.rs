@@ -90,5 +90,6 @@ fn servers_a_run_started_are_not_counted_as_lockbench() {
             );
         }
     }
-    let _ = std::fs::remove_dir_all(&out_dir);
+    drop(state);
+    let _ = std::fs::remove_dir_all(&dir);
 }
