@@ -14,7 +14,7 @@ use common::{result_of, results, text};
 use serde_json::Value;
 use std::process::{Command, Output};
 
-const TAG: &str = "gcpu";
+const TAG: &str = "gc"; // the prefix `lb-gc-`: at most 7 characters
 const SUBNET: &str = "10.77.93.0/24";
 
 struct PrivateState(std::path::PathBuf);
@@ -90,5 +90,6 @@ fn servers_a_run_started_are_not_counted_as_lockbench() {
             );
         }
     }
-    let _ = std::fs::remove_dir_all(&out_dir);
+    drop(state);
+    let _ = std::fs::remove_dir_all(&dir);
 }
