@@ -18,7 +18,7 @@
 //!   `/run/lockbench-net-<prefix>forward` before it is added; `down` (and the next `up` after a
 //!   crash, through `down`'s teardown) deletes every copy of it, found both by the record and by
 //!   its comment, so the host's `iptables-save` ends exactly as it was.
-//! - **Verified.** [`check_forwarding`] opens a TCP connection between two hosts within a few
+//! - **Verified.** `check_forwarding` opens a TCP connection between two hosts within a few
 //!   seconds, so a firewall that still drops them fails `up` at once, naming cause and fix.
 
 use crate::hosts::{Host, NetConfig};
@@ -31,7 +31,7 @@ use std::time::Duration;
 /// Where the kernel says whether bridged IPv4 frames go through iptables.
 const BRIDGE_NF_SYSCTL: &str = "/proc/sys/net/bridge/bridge-nf-call-iptables";
 
-/// How long [`check_forwarding`] waits for one connection between two hosts.
+/// How long `check_forwarding` waits for one connection between two hosts.
 const FORWARD_CHECK_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// `true` when bridged IPv4 traffic passes the root namespace's iptables (`br_netfilter`
