@@ -3,7 +3,7 @@
 //! `docker-compose.yml` at the repository top runs the managed cluster's servers in containers;
 //! this crate is everything lockbench knows about it. Why it has this shape:
 //!
-//! - **One topology, two ways to run it.** The compose file is *generated* ([`file`]) from the
+//! - **One topology, two ways to run it.** The compose file is *generated* ([`mod@file`]) from the
 //!   managed cluster's own data: the same [`SERVERS`](lockbench_cluster::SERVERS) (names,
 //!   systems, octets) and the same [`Launch`](lockbench_cluster::Launch) (command line and
 //!   config files, so `tickTime`, the 4lw whitelist, Sentinel timings and Redis persistence
