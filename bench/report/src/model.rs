@@ -347,4 +347,30 @@ impl SafetyResult {
     pub fn damage(&self) -> u64 {
         self.mutex_violations + self.stale_writes_accepted + self.writes_after_lock_lost_accepted
     }
+
+    /// The kinds of violation that actually happened, with their counts, most severe first
+    /// (`["2 overlaps", "1 reused token"]`): what the table, the HTML summary and the
+    /// `FINDING:` lines say, so a run never reads "VIOLATED: 0 overlaps, 0 stale accepted".
+    pub fn violated_kinds(&self) -> Vec<String> {
+        let plural =
+            |n: u64, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+        [
+            (self.mutex_violations, "overlap", "overlaps"),
+            (
+                self.stale_writes_accepted,
+                "stale write accepted",
+                "stale writes accepted",
+            ),
+            (
+                self.writes_after_lock_lost_accepted,
+                "write accepted after the lock was lost",
+                "writes accepted after the lock was lost",
+            ),
+            (self.token_reuses, "reused token", "reused tokens"),
+        ]
+        .into_iter()
+        .filter(|(n, _, _)| *n > 0)
+        .map(|(n, one, many)| plural(n, one, many))
+        .collect()
+    }
 }

@@ -1,6 +1,6 @@
 //! The compact comparison table printed at the end of a run.
 
-use crate::model::{BackendResult, Percentiles, RunResults};
+use crate::model::{BackendResult, Percentiles, RunResults, SafetyResult};
 use comfy_table::{Cell, CellAlignment, ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
 
 fn ms(us: u64) -> String {
@@ -26,12 +26,43 @@ fn safety(r: &BackendResult) -> String {
     let s = &r.safety;
     match s.verdict.as_str() {
         "valid" => "ok".into(),
-        "invalid" => format!(
-            "VIOLATED: {} overlaps, {} stale accepted",
-            s.mutex_violations, s.stale_writes_accepted
-        ),
+        "invalid" => format!("VIOLATED: {}", violated(s)),
         _ => "unknown".into(),
     }
+}
+
+/// The violated kinds, or a pointer to the checkers when none of the counted kinds is set.
+fn violated(s: &SafetyResult) -> String {
+    let kinds = s.violated_kinds();
+    if kinds.is_empty() {
+        "see the checkers' findings in results.json".into()
+    } else {
+        kinds.join(", ")
+    }
+}
+
+/// A `FINDING:` line for a backend whose safety verdict is `invalid`, naming only what was
+/// violated (with the overlap time when clients overlapped, and what fencing rejected).
+pub fn finding(r: &BackendResult) -> Option<String> {
+    let s = &r.safety;
+    if s.verdict != "invalid" {
+        return None;
+    }
+    let mut line = format!("FINDING: {} violated safety: {}", r.backend, violated(s));
+    if s.mutex_violations > 0 {
+        line += &format!(
+            " ({:.1} ms with two holders, longest {:.1} ms)",
+            s.overlap_ms, s.max_overlap_ms
+        );
+    }
+    if s.stale_writes_rejected > 0 || s.writes_after_lock_lost > s.writes_after_lock_lost_accepted {
+        line += &format!(
+            "; fencing rejected {} stale writes, {} writes after the lock was lost",
+            s.stale_writes_rejected,
+            s.writes_after_lock_lost - s.writes_after_lock_lost_accepted
+        );
+    }
+    Some(line)
 }
 
 /// Renders the comparison table (latencies in milliseconds).
@@ -192,4 +223,49 @@ pub(crate) fn titled(header: &[&str]) -> Table {
         .set_content_arrangement(ContentArrangement::Dynamic)
         .set_header(header.to_vec());
     t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Regression (issue 11 item 4): a run whose only violation was a reused fencing token
+    /// printed "broke mutual exclusion: 0 overlap episodes" and "VIOLATED: 0 overlaps, 0 stale
+    /// accepted". Only the kinds that happened are named.
+    #[test]
+    fn findings_name_only_the_kinds_violated() {
+        let text = "name = \"t\"\nbackends = [\"zk-fair\"]\n[workload]\nclients = 2\nkeys = 1\n";
+        let scenario = lockbench_core::Scenario::load("t", text, &[]).unwrap();
+        let mut r = crate::build::failed_result("zk-fair", &scenario.workload, String::new());
+        r.status = "ok".into();
+        r.safety.verdict = "invalid".into();
+        r.safety.token_reuses = 1;
+        assert_eq!(safety(&r), "VIOLATED: 1 reused token");
+        let line = finding(&r).expect("an invalid verdict is a finding");
+        assert_eq!(line, "FINDING: zk-fair violated safety: 1 reused token");
+
+        r.safety.mutex_violations = 2;
+        r.safety.overlap_ms = 3.0;
+        r.safety.max_overlap_ms = 2.0;
+        r.safety.stale_writes_rejected = 4;
+        r.safety.writes_after_lock_lost = 5;
+        r.safety.writes_after_lock_lost_accepted = 1;
+        assert_eq!(
+            safety(&r),
+            "VIOLATED: 2 overlaps, 1 write accepted after the lock was lost, 1 reused token"
+        );
+        let line = finding(&r).unwrap();
+        assert!(
+            line.contains("2 overlaps") && line.contains("3.0 ms with two holders"),
+            "{line}"
+        );
+        assert!(
+            line.contains("fencing rejected 4 stale writes, 4 writes after"),
+            "{line}"
+        );
+        assert!(!line.contains("stale writes accepted"), "{line}");
+
+        r.safety.verdict = "valid".into();
+        assert_eq!(finding(&r), None);
+    }
 }

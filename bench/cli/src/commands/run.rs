@@ -79,19 +79,8 @@ fn print_results(results: &RunResults) {
     if results.results.iter().any(|r| r.failover.is_none()) {
         println!("{}", table::render(results));
     }
-    for r in &results.results {
-        if r.safety.verdict == "invalid" {
-            println!(
-                "FINDING: {} broke mutual exclusion: {} overlap episodes ({:.1} ms with two holders), {} stale writes accepted, {} rejected, {} writes after the lock was lost ({} accepted)",
-                r.backend,
-                r.safety.mutex_violations,
-                r.safety.overlap_ms,
-                r.safety.stale_writes_accepted,
-                r.safety.stale_writes_rejected,
-                r.safety.writes_after_lock_lost,
-                r.safety.writes_after_lock_lost_accepted
-            );
-        }
+    for line in results.results.iter().filter_map(table::finding) {
+        println!("{line}");
     }
     for r in &results.results {
         if let Some(s) = r.shared_lock.as_ref().filter(|s| s.conflicts > 0) {

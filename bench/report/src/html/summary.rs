@@ -131,22 +131,7 @@ fn safety_cell(r: &BackendResult) -> String {
         "invalid" => {
             // Counts on the first line, most severe first; how long and what fencing stopped on
             // a second, small one: the verdict stays two short lines.
-            let mut found = Vec::new();
-            let plural =
-                |n: u64, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
-            if s.mutex_violations > 0 {
-                found.push(plural(s.mutex_violations, "overlap", "overlaps"));
-            }
-            if s.stale_writes_accepted > 0 {
-                found.push(plural(
-                    s.stale_writes_accepted,
-                    "stale write accepted",
-                    "stale writes accepted",
-                ));
-            }
-            if s.locks_lost > 0 {
-                found.push(plural(s.locks_lost, "lock lost", "locks lost"));
-            }
+            let mut found = s.violated_kinds();
             if found.is_empty() {
                 found.push("see the checkers' findings in results.json".into());
             }
