@@ -29,6 +29,11 @@ pub enum Command {
     /// Run a scenario: every backend it lists, one after another, then print the comparison
     /// (for `workload.kind = "failover"`: every election recipe in `elections`, with its
     /// leader removed round after round; see `lockbench run failover`).
+    ///
+    /// Exit codes: 0 when every backend ran; 2 when one could not run or no safety verdict
+    /// could be reached (`unknown`, e.g. nothing was granted); 130 when interrupted by Ctrl-C,
+    /// SIGTERM or SIGHUP (what the run started is stopped and its hosts and rules removed;
+    /// results.json holds what was measured, with `complete: false`).
     Run(RunArgs),
     /// List the built-in scenarios.
     Scenarios,

@@ -522,3 +522,73 @@ fn up_fails_fast_naming_the_cause_when_the_bridge_drops_traffic() {
     );
     assert!(took < Duration::from_secs(15), "up took {took:?} to fail");
 }
+
+/// Regression (issue 11 item 9): SIGTERM (what `timeout`, CI and Kubernetes send) killed a run
+/// at once and left the cluster it had started (14 servers, 17 namespaces). Now it is handled
+/// as Ctrl-C: the run stops, the partial results are written, the cluster the run started is
+/// stopped and its network removed, and the exit code is 130.
+#[test]
+fn sigterm_stops_the_run_cleanly_and_keeps_the_partial_results() {
+    assert!(
+        nix::unistd::geteuid().is_root(),
+        "this test needs root (network namespaces and iptables); run the suite as root"
+    );
+    let cluster = PrivateCluster::new("st", "10.77.94.0/24");
+    let before = host_network_state();
+    let out_dir = cluster.state.join("run");
+    let child = cluster
+        .command(&[
+            "run",
+            "quick",
+            "--quiet",
+            "--set",
+            "backends=redis-setnx",
+            "--set",
+            "duration=60s",
+            "--out",
+        ])
+        .arg(&out_dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the backend's history is being written: the run window is open.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let history = out_dir.join("history.jsonl");
+    while std::fs::metadata(&history).map_or(0, |m| m.len()) == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the run never started writing its history"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_secs(1));
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+    let started = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "took {:?} to stop",
+        started.elapsed()
+    );
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("interrupted (SIGTERM)"),
+        "{}",
+        text(&out)
+    );
+    let r = results(&out_dir);
+    assert_eq!(r["complete"], false, "{r}");
+    let netns: Vec<String> = std::fs::read_dir("/run/netns")
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("lb-st-"))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(netns.is_empty(), "namespaces left: {netns:?}");
+    let changes = host_changes(&before, &host_network_state(), "st");
+    assert!(changes.is_empty(), "the run changed the host: {changes:#?}");
+}

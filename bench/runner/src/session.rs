@@ -72,7 +72,28 @@ impl Servers {
     }
 }
 
-/// Ctrl-C: sets the flag and stops the run in `current`; the command sees the flag and stops.
+/// Waits for a request to stop and names it: Ctrl-C (SIGINT), SIGTERM (what `timeout`, a
+/// cancelled CI job, systemd and Kubernetes send) or SIGHUP (a closed terminal). All three
+/// stop a run the same way: what it started is stopped and removed, and the partial results
+/// are written.
+async fn stop_signal() -> &'static str {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut hup)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::hangup()),
+    ) else {
+        let _ = tokio::signal::ctrl_c().await;
+        return "Ctrl-C";
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => "Ctrl-C",
+        _ = term.recv() => "SIGTERM",
+        _ = hup.recv() => "SIGHUP",
+    }
+}
+
+/// Ctrl-C, SIGTERM or SIGHUP: sets the flag and stops the run in `current`; the command sees
+/// the flag and stops.
 pub struct CtrlC {
     /// Set once Ctrl-C was pressed.
     pub interrupted: Arc<AtomicBool>,
@@ -89,14 +110,13 @@ impl CtrlC {
         let watcher = {
             let (interrupted, current) = (interrupted.clone(), current.clone());
             tokio::spawn(async move {
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    eprintln!(
-                        "\nlockbench: interrupted; stopping the current {what} and saving what was recorded"
-                    );
-                    interrupted.store(true, Ordering::SeqCst);
-                    if let Some(c) = current.lock().expect("control lock").as_ref() {
-                        c.stop.send_replace(true);
-                    }
+                let signal = stop_signal().await;
+                eprintln!(
+                    "\nlockbench: interrupted ({signal}); stopping the current {what} and saving what was recorded"
+                );
+                interrupted.store(true, Ordering::SeqCst);
+                if let Some(c) = current.lock().expect("control lock").as_ref() {
+                    c.stop.send_replace(true);
                 }
             })
         };

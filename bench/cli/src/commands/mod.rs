@@ -34,7 +34,8 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// 130 after Ctrl-C, 2 when something could not run, else success.
+/// 130 after Ctrl-C, SIGTERM or SIGHUP (partial results written, what the run started
+/// stopped), 2 when something could not run, else success.
 pub fn exit_code(interrupted: bool, any_error: bool) -> ExitCode {
     if interrupted {
         ExitCode::from(130)
