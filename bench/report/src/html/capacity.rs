@@ -193,17 +193,13 @@ fn axes<'a, 'b>(
         .x_label_area_size(34)
         .y_label_area_size(60)
         .build_cartesian_2d((x.0..x.1).log_scale(), (y.0..y.1).log_scale())?;
-    ch.configure_mesh()
+    chart::house_mesh(&mut ch.configure_mesh(), 11)
         .x_desc("offered acquisitions/s")
         .y_desc(y_desc)
         .x_labels(6)
         .y_labels(6)
         .x_label_formatter(&|v| format!("{v:.0}"))
         .y_label_formatter(y_label)
-        .label_style(chart::font(11))
-        .axis_desc_style(chart::font(12))
-        .light_line_style(WHITE.mix(0.0))
-        .bold_line_style(BLACK.mix(0.08))
         .draw()?;
     Ok(ch)
 }

@@ -230,3 +230,20 @@ pub(crate) fn legend<'a>(backends: impl Iterator<Item = &'a str>) -> String {
     let keys: Vec<String> = backends.enumerate().map(|(i, b)| swatch(i, b)).collect();
     format!("<p class=\"legend\">{}</p>\n", keys.join(" "))
 }
+
+/// The house style of every chart's mesh: tick labels at `label` px, axis titles one px
+/// larger, no light grid lines and faint bold ones. Axis titles and formatters stay per chart.
+pub(crate) fn house_mesh<'m, 'a, 'b, X, Y, XT, YT, DB>(
+    mesh: &'m mut plotters::chart::MeshStyle<'a, 'b, X, Y, DB>,
+    label: u32,
+) -> &'m mut plotters::chart::MeshStyle<'a, 'b, X, Y, DB>
+where
+    X: Ranged<ValueType = XT> + plotters::coord::ranged1d::ValueFormatter<XT>,
+    Y: Ranged<ValueType = YT> + plotters::coord::ranged1d::ValueFormatter<YT>,
+    DB: DrawingBackend,
+{
+    mesh.label_style(font(label))
+        .axis_desc_style(font(label + 1))
+        .light_line_style(WHITE.mix(0.0))
+        .bold_line_style(BLACK.mix(0.08))
+}

@@ -59,7 +59,7 @@ fn draw(
         .x_label_area_size(30)
         .y_label_area_size(54)
         .build_cartesian_2d(-0.5f64..n as f64 - 0.5, 0f64..y_hi)?;
-    ch.configure_mesh()
+    chart::house_mesh(&mut ch.configure_mesh(), 11)
         .x_desc("client slot")
         .x_labels(n.min(16) + 1)
         .x_label_formatter(&|x| {
@@ -70,10 +70,6 @@ fn draw(
             }
         })
         .y_label_formatter(&|y| format!("{y:.0}"))
-        .label_style(chart::font(11))
-        .axis_desc_style(chart::font(12))
-        .light_line_style(WHITE.mix(0.0))
-        .bold_line_style(BLACK.mix(0.08))
         .draw()?;
     ch.draw_series(counts.iter().enumerate().map(|(i, &c)| {
         Rectangle::new(

@@ -102,7 +102,7 @@ fn draw(root: &DrawingArea<SVGBackend, Shift>, rows: &[(&BackendResult, [f64; 4]
         .y_label_area_size(54)
         .build_cartesian_2d(-0.5f64..n as f64 - 0.5, 0f64..y_hi)?;
     let names: Vec<String> = rows.iter().map(|(r, _)| r.backend.clone()).collect();
-    ch.configure_mesh()
+    chart::house_mesh(&mut ch.configure_mesh(), 11)
         .y_desc("per release")
         .x_labels(n + 1)
         .x_label_formatter(&|x| {
@@ -113,10 +113,6 @@ fn draw(root: &DrawingArea<SVGBackend, Shift>, rows: &[(&BackendResult, [f64; 4]
             names.get(i as usize).cloned().unwrap_or_default()
         })
         .y_label_formatter(&|y| format!("{y:.0}"))
-        .label_style(chart::font(11))
-        .axis_desc_style(chart::font(12))
-        .light_line_style(WHITE.mix(0.0))
-        .bold_line_style(BLACK.mix(0.08))
         .draw()?;
     let width = 0.8 / SERIES.len() as f64;
     for (s, label) in SERIES.iter().enumerate() {

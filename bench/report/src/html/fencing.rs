@@ -121,14 +121,10 @@ fn draw(
         .x_label_area_size(36)
         .y_label_area_size(78)
         .build_cartesian_2d(0f64..x_hi, y_lo..y_hi)?;
-    ch.configure_mesh()
+    chart::house_mesh(&mut ch.configure_mesh(), 12)
         .x_desc("time (s)")
         .y_desc("fencing token")
         .y_label_formatter(&|v| format!("{v:.0}"))
-        .label_style(chart::font(12))
-        .axis_desc_style(chart::font(13))
-        .light_line_style(WHITE.mix(0.0))
-        .bold_line_style(BLACK.mix(0.08))
         .draw()?;
     chart::draw_shades(&mut ch, shades, y_lo, y_hi)?;
     let fresh: Vec<&&Write> = writes.iter().filter(|w| !w.stale && w.accepted).collect();

@@ -212,26 +212,18 @@ fn draw(
                 .log_scale()
                 .with_key_points(chart::log_ticks(lo, hi)),
         )?;
-        ch.configure_mesh()
+        chart::house_mesh(&mut ch.configure_mesh(), 12)
             .x_desc("seconds since the backend's first op")
             .y_desc(y_desc)
             .y_label_formatter(&|y| chart::ms_label(*y))
-            .label_style(chart::font(12))
-            .axis_desc_style(chart::font(13))
-            .light_line_style(WHITE.mix(0.0))
-            .bold_line_style(BLACK.mix(0.08))
             .draw()?;
         lines(&mut ch, o, pick, lo, hi)
     } else {
         let mut ch = builder(root).build_cartesian_2d(0f64..o.x_hi, 0f64..hi)?;
-        ch.configure_mesh()
+        chart::house_mesh(&mut ch.configure_mesh(), 12)
             .x_desc("seconds since the backend's first op")
             .y_desc(y_desc)
             .y_label_formatter(&|y| format!("{y:.0}"))
-            .label_style(chart::font(12))
-            .axis_desc_style(chart::font(13))
-            .light_line_style(WHITE.mix(0.0))
-            .bold_line_style(BLACK.mix(0.08))
             .draw()?;
         lines(&mut ch, o, pick, 0.0, hi)
     }

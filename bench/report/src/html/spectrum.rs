@@ -107,16 +107,11 @@ fn draw(
                 .log_scale()
                 .with_key_points(chart::log_ticks(y_lo, y_hi)),
         )?;
-    chart
-        .configure_mesh()
+    chart::house_mesh(&mut chart.configure_mesh(), 12)
         .x_desc("percentile")
         .y_desc("latency (ms)")
         .x_label_formatter(&|x| percent_label(*x))
         .y_label_formatter(&|y| chart::ms_label(*y))
-        .label_style(chart::font(12))
-        .axis_desc_style(chart::font(13))
-        .light_line_style(WHITE.mix(0.0))
-        .bold_line_style(BLACK.mix(0.08))
         .draw()?;
     for (i, _, pts) in &lines {
         let c = chart::color(*i);

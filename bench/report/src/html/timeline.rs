@@ -162,14 +162,10 @@ fn throughput(
         .x_label_area_size(36)
         .y_label_area_size(62)
         .build_cartesian_2d(0f64..x_hi, 0f64..y_hi)?;
-    ch.configure_mesh()
+    chart::house_mesh(&mut ch.configure_mesh(), 12)
         .x_desc("time (s)")
         .y_desc("acquisitions/s")
         .y_label_formatter(&|y| format!("{y:.0}"))
-        .label_style(chart::font(12))
-        .axis_desc_style(chart::font(13))
-        .light_line_style(WHITE.mix(0.0))
-        .bold_line_style(BLACK.mix(0.08))
         .draw()?;
     warmup_band(&mut ch, warm, 0.0, y_hi)?;
     chart::draw_shades(&mut ch, shades, 0.0, y_hi)?;
@@ -210,14 +206,10 @@ fn latency(
                 .log_scale()
                 .with_key_points(chart::log_ticks(lo, hi)),
         )?;
-    ch.configure_mesh()
+    chart::house_mesh(&mut ch.configure_mesh(), 12)
         .x_desc("time (s)")
         .y_desc("acquire latency (ms)")
         .y_label_formatter(&|y| chart::ms_label(*y))
-        .label_style(chart::font(12))
-        .axis_desc_style(chart::font(13))
-        .light_line_style(WHITE.mix(0.0))
-        .bold_line_style(BLACK.mix(0.08))
         .draw()?;
     warmup_band(&mut ch, warm, lo, hi)?;
     chart::draw_shades(&mut ch, shades, lo, hi)?;
