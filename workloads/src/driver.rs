@@ -383,8 +383,13 @@ async fn client_loop<B: Backend>(
                     if let Err(e) = resource.write(key, grant.token, id).await {
                         tracing::warn!(client = %id, error = %e, "resource service write failed");
                     }
-                } else if let Ok(verdict) = resource.write(key, grant.token, id).await {
-                    rec.push(verdict.op(clock.now(), id, key, grant.token));
+                } else {
+                    // Invoked and completed around the resource's decision: the interval the
+                    // fencing audit orders writes by.
+                    rec.push(Op::invoke(clock.now(), id, OpF::Write, key));
+                    if let Ok(verdict) = resource.write(key, grant.token, id).await {
+                        rec.push(verdict.op(clock.now(), id, key, grant.token));
+                    }
                 }
 
                 let hold = plan.hold();

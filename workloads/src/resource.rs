@@ -38,6 +38,8 @@ pub struct WriteVerdict {
 pub struct FencedResource {
     mode: ResourceMode,
     highest: Box<[AtomicU64]>,
+    /// Stale writes seen ([`ResourceMode::Misreporting`] lies about every other one).
+    stale_seen: AtomicU64,
 }
 
 impl FencedResource {
@@ -46,12 +48,14 @@ impl FencedResource {
         FencedResource {
             mode,
             highest: (0..keys).map(|_| AtomicU64::new(0)).collect(),
+            stale_seen: AtomicU64::new(0),
         }
     }
 
     /// Writes with `token` to `key`. Fenced mode rejects a stale token; unfenced mode accepts
-    /// everything but still reports staleness. A write without a token cannot be judged and is
-    /// always accepted.
+    /// everything but still reports staleness; misreporting mode (deliberately broken) accepts
+    /// the first, third, ... stale write and reports it fresh. A write without a token cannot
+    /// be judged and is always accepted.
     pub fn write(&self, key: KeyId, token: Option<FencingToken>) -> WriteVerdict {
         let Some(FencingToken(t)) = token else {
             return WriteVerdict {
@@ -61,9 +65,23 @@ impl FencedResource {
         };
         let previous = self.highest[key.0 as usize].fetch_max(t, Ordering::AcqRel);
         let stale = t < previous;
-        WriteVerdict {
-            accepted: !(stale && self.mode == ResourceMode::Fenced),
-            stale: Some(stale),
+        match self.mode {
+            ResourceMode::Misreporting
+                if stale && self.stale_seen.fetch_add(1, Ordering::Relaxed) % 2 == 0 =>
+            {
+                WriteVerdict {
+                    accepted: true,
+                    stale: Some(false),
+                }
+            }
+            ResourceMode::Unfenced => WriteVerdict {
+                accepted: true,
+                stale: Some(stale),
+            },
+            ResourceMode::Fenced | ResourceMode::Misreporting => WriteVerdict {
+                accepted: !stale,
+                stale: Some(stale),
+            },
         }
     }
 }
@@ -147,8 +165,11 @@ async fn serve_conn(
             let _ = write.write_all(b"E bad request\n").await;
             continue;
         };
+        // The write spans [arrival, decision recorded]: the fencing audit orders writes by
+        // these intervals, not by the resource's word.
+        let invoked = Op::invoke(clock.now(), client, OpF::Write, key);
         let verdict = resource.write(key, token);
-        let _ = history.send(vec![verdict.op(clock.now(), client, key, token)]);
+        let _ = history.send(vec![invoked, verdict.op(clock.now(), client, key, token)]);
         let reply: &[u8] = match (verdict.accepted, verdict.stale) {
             (true, Some(true)) => b"A 1\n",
             (true, Some(false)) => b"A 0\n",
@@ -362,5 +383,24 @@ mod tests {
                 stale: None
             }
         );
+    }
+
+    #[test]
+    fn the_misreporting_mode_accepts_every_other_stale_write_as_fresh() {
+        let broken = FencedResource::new(ResourceMode::Misreporting, 1);
+        let t = |n| Some(FencingToken(n));
+        let (lie, truth) = (
+            WriteVerdict {
+                accepted: true,
+                stale: Some(false),
+            },
+            WriteVerdict {
+                accepted: false,
+                stale: Some(true),
+            },
+        );
+        assert_eq!(broken.write(KeyId(0), t(9)).stale, Some(false));
+        let stale: Vec<_> = (0..4).map(|_| broken.write(KeyId(0), t(2))).collect();
+        assert_eq!(stale, vec![lie, truth, lie, truth]);
     }
 }

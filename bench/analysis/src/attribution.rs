@@ -20,7 +20,8 @@ use std::time::Duration;
 pub const GRACE: Duration = Duration::from_secs(2);
 
 /// Every violation of `safety`, by kind (`mutex`, `stale_write_accepted`,
-/// `write_after_lock_lost`, `token_reuse`, the scorecard's names), with its time.
+/// `write_after_lock_lost_accepted`, `token_reuse`, the scorecard's names), with its time:
+/// what went wrong, damage included.
 pub fn violations(safety: &Safety) -> Vec<(&'static str, Nanos)> {
     let mut out = Vec::new();
     if let Some(m) = &safety.mutex {
@@ -31,16 +32,42 @@ pub fn violations(safety: &Safety) -> Vec<(&'static str, Nanos)> {
         out.extend(f.token_reused_at.iter().map(|t| ("token_reuse", *t)));
     }
     if let Some(l) = &safety.lost {
-        out.extend(l.at.iter().map(|t| ("write_after_lock_lost", *t)));
+        let accepted = l.accepted_at.iter();
+        out.extend(accepted.map(|t| ("write_after_lock_lost_accepted", *t)));
     }
     out
 }
 
-/// Fills each applied window's `violations` with the violations it contains (end + [`GRACE`])
+/// The same writes stopped by fencing (`stale_write_rejected`,
+/// `write_after_lock_lost_rejected`), with their times: the token doing its job, which the
+/// scorecard shows apart from the damage.
+pub fn fenced(safety: &Safety) -> Vec<(&'static str, Nanos)> {
+    let mut out = Vec::new();
+    if let Some(f) = &safety.fencing {
+        out.extend(f.rejected_at.iter().map(|t| ("stale_write_rejected", *t)));
+    }
+    if let Some(l) = &safety.lost {
+        let rejected = l.rejected_at.iter();
+        out.extend(rejected.map(|t| ("write_after_lock_lost_rejected", *t)));
+    }
+    out
+}
+
+/// Which of a window's tallies [`attribute`] fills.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tally {
+    /// [`Window::violations`].
+    Violations,
+    /// [`Window::fenced`].
+    Fenced,
+}
+
+/// Adds each event to the `tally` of every applied window that contains it (end + [`GRACE`])
 /// and returns those in no window.
 pub fn attribute(
     windows: &mut [Window],
     violations: &[(&'static str, Nanos)],
+    tally: Tally,
 ) -> BTreeMap<String, u64> {
     let grace = GRACE.as_secs_f64();
     let mut outside = BTreeMap::new();
@@ -59,7 +86,12 @@ pub fn attribute(
         }
         let charged: Vec<usize> = latest.into_values().collect();
         for &i in &charged {
-            *windows[i].violations.entry(kind.to_string()).or_insert(0) += 1;
+            let w = &mut windows[i];
+            let map = match tally {
+                Tally::Violations => &mut w.violations,
+                Tally::Fenced => &mut w.fenced,
+            };
+            *map.entry(kind.to_string()).or_insert(0) += 1;
         }
         if charged.is_empty() {
             *outside.entry(kind.to_string()).or_insert(0) += 1;
@@ -86,6 +118,7 @@ mod tests {
             after: Span::default(),
             recovery_ms: None,
             violations: BTreeMap::new(),
+            fenced: BTreeMap::new(),
         }
     }
 
@@ -100,7 +133,11 @@ mod tests {
             window("pause-client", 2.0, 3.0, true),
             window("partition", 1.5, 4.0, true),
         ];
-        let outside = attribute(&mut ws, &[("mutex", Nanos(2_500_000_000))]);
+        let outside = attribute(
+            &mut ws,
+            &[("mutex", Nanos(2_500_000_000))],
+            Tally::Violations,
+        );
         assert!(outside.is_empty());
         assert!(
             ws[0].violations.is_empty(),
@@ -119,14 +156,17 @@ mod tests {
         ];
         let v = [
             ("mutex", at(2.0)),
-            ("write_after_lock_lost", at(4.5)), // just after the pause: still the pause's
+            ("write_after_lock_lost_accepted", at(4.5)), // just after the pause: still the pause's
             ("mutex", at(12.0)),
             ("mutex", at(7.0)),  // no fault
             ("mutex", at(21.0)), // inside a window that was not applied: no fault
         ];
-        let outside = attribute(&mut ws, &v);
+        let outside = attribute(&mut ws, &v, Tally::Violations);
         assert_eq!(ws[0].violations.get("mutex"), Some(&1));
-        assert_eq!(ws[0].violations.get("write_after_lock_lost"), Some(&1));
+        assert_eq!(
+            ws[0].violations.get("write_after_lock_lost_accepted"),
+            Some(&1)
+        );
         assert_eq!(ws[1].violations.get("mutex"), Some(&1));
         assert!(ws[2].violations.is_empty());
         assert_eq!(outside.get("mutex"), Some(&2));

@@ -56,6 +56,10 @@ pub struct Window {
     /// until attributed, and for windows that were not applied.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub violations: std::collections::BTreeMap<String, u64>,
+    /// Writes fencing stopped in this window, by kind (`stale_write_rejected`,
+    /// `write_after_lock_lost_rejected`): the fencing token doing its job, not damage.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub fenced: std::collections::BTreeMap<String, u64>,
 }
 
 /// A span with no successful acquisition by any client.
@@ -167,6 +171,7 @@ pub fn windows(history: &History) -> Vec<Window> {
                 after: span(&acq, stop, stop.after(len)),
                 recovery_ms: recovery,
                 violations: Default::default(),
+                fenced: Default::default(),
             }
         })
         .collect()

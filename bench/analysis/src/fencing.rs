@@ -28,6 +28,9 @@ pub struct FencingReport {
     pub accepted_at: Vec<lockbench_core::Nanos>,
     /// Stale writes the resource rejected (the fencing token did its job).
     pub stale_writes_rejected: u64,
+    /// When each rejected stale write happened; not serialized.
+    #[serde(skip)]
+    pub rejected_at: Vec<lockbench_core::Nanos>,
     /// Writes with no token at all: the resource could not tell stale from fresh.
     pub unfenced_writes: u64,
     /// All writes.
@@ -44,7 +47,8 @@ pub struct FencingReport {
 /// Counts the `write` ops of `history`.
 pub fn check(history: &History) -> FencingReport {
     let mut r = FencingReport::default();
-    for op in history.ops().iter().filter(|o| o.f == OpF::Write) {
+    let writes = history.ops().iter().filter(|o| o.f == OpF::Write);
+    for op in writes.filter(|o| o.ty != OpType::Invoke) {
         r.writes += 1;
         match (op.stale, op.ty) {
             (None, _) => r.unfenced_writes += 1,
@@ -52,7 +56,10 @@ pub fn check(history: &History) -> FencingReport {
                 r.stale_writes_accepted += 1;
                 r.accepted_at.push(op.time);
             }
-            (Some(true), _) => r.stale_writes_rejected += 1,
+            (Some(true), _) => {
+                r.stale_writes_rejected += 1;
+                r.rejected_at.push(op.time);
+            }
             (Some(false), _) => {}
         }
     }

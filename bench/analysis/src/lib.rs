@@ -9,6 +9,8 @@
 //! - [`mutex`]: overlapping holds of one key (two clients that both believed they held it);
 //! - [`rwlock`]: shared (read/write) locks: readers together, a writer never with anyone;
 //! - [`fencing`]: stale writes the protected resource accepted or rejected;
+//! - [`fencing_audit`]: the same staleness recomputed from the history, so a resource that
+//!   misjudges shows as an instrument fault (verdict unknown) instead of a clean result;
 //! - [`handoff`]: release-to-next-grant latency on contended keys;
 //! - [`fairness`]: Jain's index over per-client acquisition counts;
 //! - [`lost`]: writes from a holder whose lock had already been granted to someone else;
@@ -25,6 +27,7 @@ pub mod availability;
 pub mod failover;
 pub mod fairness;
 pub mod fencing;
+pub mod fencing_audit;
 pub mod handoff;
 pub mod lost;
 pub mod mutex;

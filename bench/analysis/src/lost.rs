@@ -19,9 +19,12 @@ pub struct LostReport {
     pub writes_after_lock_lost: u64,
     /// Of those, the writes the resource accepted.
     pub accepted: u64,
-    /// When each such write happened; not serialized.
+    /// When each accepted one happened (damage); not serialized.
     #[serde(skip)]
-    pub at: Vec<lockbench_core::Nanos>,
+    pub accepted_at: Vec<lockbench_core::Nanos>,
+    /// When each rejected one happened (fencing did its job); not serialized.
+    #[serde(skip)]
+    pub rejected_at: Vec<lockbench_core::Nanos>,
 }
 
 /// Checks every `write` of `history` against the grants before it.
@@ -37,9 +40,11 @@ pub fn check(history: &History) -> LostReport {
                 if last_grant.get(&op.key).is_some_and(|c| *c != op.client) =>
             {
                 r.writes_after_lock_lost += 1;
-                r.at.push(op.time);
                 if op.ty == OpType::Ok {
                     r.accepted += 1;
+                    r.accepted_at.push(op.time);
+                } else {
+                    r.rejected_at.push(op.time);
                 }
             }
             _ => {}
@@ -71,7 +76,8 @@ mod tests {
             LostReport {
                 writes_after_lock_lost: 1,
                 accepted: 0,
-                at: vec![Nanos(5)],
+                accepted_at: vec![],
+                rejected_at: vec![Nanos(5)],
             }
         );
     }

@@ -30,10 +30,18 @@ pub enum Command {
     /// (for `workload.kind = "failover"`: every election recipe in `elections`, with its
     /// leader removed round after round; see `lockbench run failover`).
     ///
-    /// Exit codes: 0 when every backend ran; 2 when one could not run or no safety verdict
-    /// could be reached (`unknown`, e.g. nothing was granted); 130 when interrupted by Ctrl-C,
-    /// SIGTERM or SIGHUP (what the run started is stopped and its hosts and rules removed;
-    /// results.json holds what was measured, with `complete: false`).
+    /// After the run, the scenario's expectations (`[expect]`: which backends must stay safe,
+    /// which must show a violation, fencing rejecting every stale write, a minimum throughput)
+    /// are checked and printed as `EXPECTATION MET / FAILED / UNKNOWN` lines; every backend
+    /// the scenario does not expect to violate is expected to be safe.
+    ///
+    /// Exit codes (Jepsen's convention): 0 every expectation met; 1 one failed (an invalid
+    /// safety verdict nobody expected, a violation that was expected but not found, fencing
+    /// not holding, throughput below the floor); 2 one could not be judged or an error (a
+    /// backend could not run, a safety verdict is `unknown` (e.g. nothing was granted, or the
+    /// resource's own verdicts disagree with the history), a bad scenario); 130 interrupted
+    /// by Ctrl-C, SIGTERM or SIGHUP (what the run started is stopped and its hosts and rules
+    /// removed; results.json holds what was measured, with `complete: false`).
     Run(RunArgs),
     /// List the built-in scenarios.
     Scenarios,

@@ -153,6 +153,30 @@ fn a_paused_holders_lock_goes_to_another_client_and_its_stale_write_is_rejected(
             res["fencing"]["holder_pauses"].as_u64().unwrap() >= 1,
             "{backend}"
         );
+        assert_eq!(s["instrument_faults"], 0, "{backend}: {s}");
+        // The scorecard shows the rejected writes apart from damage (issue 11 item 1).
+        let pause = r["scorecard"]["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["backend"] == backend && c["fault"] == "pause-client")
+            .unwrap_or_else(|| panic!("{backend}: no pause-client cell: {r}"));
+        assert!(
+            pause["fenced"]["write_after_lock_lost_rejected"].as_u64() >= Some(1),
+            "{pause}"
+        );
+        let damage = pause["violations"].as_object().unwrap();
+        assert!(
+            damage.keys().all(|k| k == "mutex"),
+            "{backend}: damage besides the overlap: {pause}"
+        );
+        // The scenario's expectations (issue 11 item 10): fencing held, so the run passes.
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            stdout.contains(&format!("EXPECTATION MET: {backend} fenced: ")),
+            "{}",
+            text(&out)
+        );
     }
     assert!(
         r["scorecard"]["cells"].as_array().unwrap().len() >= 2,
@@ -180,7 +204,14 @@ fn redis_setnx_unfenced_pause_is_a_counted_violation_and_workers_are_gone_after(
             "resource=unfenced",
         ],
     );
-    assert!(out.status.success(), "{}", text(&out));
+    // The fencing scenario expects every stale write rejected: with an unfenced resource that
+    // expectation fails, and so does the run (issue 11 item 10).
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("EXPECTATION FAILED: redis-setnx fenced: "),
+        "{}",
+        text(&out)
+    );
     let r = results(&run);
     let res = result_of(&r, "redis-setnx");
     let s = &res["safety"];
@@ -200,6 +231,48 @@ fn redis_setnx_unfenced_pause_is_a_counted_violation_and_workers_are_gone_after(
         wait_until_gone(&tag, Duration::from_secs(10)),
         Vec::<u32>::new()
     );
+}
+
+/// Issue 11 item 1: a resource that accepts stale writes and calls them fresh made the run read
+/// "0 stale writes accepted", like a correct one. The fencing audit recomputes staleness from
+/// the history, reports the disagreement as an instrument fault and the verdict is unknown
+/// (exit 2), against the real ZooKeeper ensemble and a real SIGSTOP of the holder.
+#[test]
+fn a_resource_that_calls_stale_writes_fresh_is_an_instrument_fault() {
+    let dir = common::scratch("chaos", "misreporting");
+    let tag = format!("misreporting-{}", std::process::id());
+    let (out, run) = fencing_run(
+        &dir,
+        &tag,
+        &[
+            "backends=zk-fair",
+            "duration=5s",
+            "zookeeper.session_timeout=1s",
+            "resource=misreporting",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let r = results(&run);
+    let s = &result_of(&r, "zk-fair")["safety"];
+    assert_eq!(s["verdict"], "unknown", "{s}");
+    assert!(s["instrument_faults"].as_u64().unwrap() >= 1, "{s}");
+    // The resource's own count hides the damage: exactly what the audit exists for.
+    assert_eq!(s["stale_writes_accepted"], 0, "{s}");
+    assert!(
+        s["failed_checkers"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("instrument fault"),
+        "{s}"
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("INSTRUMENT FAULT: zk-fair") && stdout.contains("EXPECTATION UNKNOWN"),
+        "{}",
+        text(&out)
+    );
+    assert!(wait_until_gone(&tag, Duration::from_secs(10)).is_empty());
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A `kill -9` of the coordinator takes its worker processes down with it (PR_SET_PDEATHSIG),

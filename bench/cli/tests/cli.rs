@@ -155,6 +155,99 @@ fn a_broken_recipe_is_caught_by_the_checkers() {
     let good = &result_of(&r, "redis-setnx")["safety"];
     assert_eq!(good["verdict"], "valid", "{good}");
     assert!(String::from_utf8_lossy(&out.stdout).contains("FINDING: redis-broken-nonx"));
+    // The scenario expects exactly this ([expect]): the run passes, and says why.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("EXPECTATION MET: redis-broken-nonx violated: invalid:")
+            && stdout.contains("EXPECTATION MET: redis-setnx safe: valid"),
+        "{}",
+        text(&out)
+    );
+    let met: Vec<_> = r["expectations"]
+        .as_array()
+        .expect("expectations")
+        .iter()
+        .collect();
+    assert_eq!(met.len(), 2, "{met:?}");
+    assert!(met.iter().all(|e| e["outcome"] == "met"), "{met:?}");
+}
+
+/// Issue 11 item 10: `lockbench run` exited 0 whatever it found. Now its exit code follows the
+/// scenario's expectations, as Jepsen's does: 1 for an invalid result nobody expected or any
+/// failed expectation, 2 for an error (a bad `[expect]` entry names its field).
+#[test]
+fn the_exit_code_follows_the_scenarios_expectations() {
+    let dir = common::scratch("cli", "expect");
+    // No expectations: an invalid verdict fails the run.
+    let (out, out_dir) = common::run_scenario(
+        &dir,
+        "broken-recipe",
+        &["duration=1s", "backends=redis-broken-nonx", "expect={}"],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout)
+            .contains("EXPECTATION FAILED: redis-broken-nonx safe (implicit): invalid:"),
+        "{}",
+        text(&out)
+    );
+    let e = &results(&out_dir)["expectations"][0];
+    assert_eq!(
+        (&e["backend"], &e["expect"], &e["implicit"], &e["outcome"]),
+        (
+            &"redis-broken-nonx".into(),
+            &"safe".into(),
+            &true.into(),
+            &"failed".into()
+        ),
+        "{e}"
+    );
+    // A violation expected where there is none, and a throughput floor nobody reaches; the
+    // entry naming a backend this run does not have is said to be unchecked.
+    let dir2 = common::scratch("cli", "expect2");
+    let (out, out_dir) = common::run_scenario(
+        &dir2,
+        "broken-recipe",
+        &[
+            "duration=1s",
+            "backends=redis-setnx",
+            "expect.violated=redis-setnx",
+            "expect.safe=redis-broken-nonx",
+            "expect.min_throughput={ all = 1e12 }",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for want in [
+        "EXPECTATION FAILED: redis-setnx violated: valid: no violation found",
+        "EXPECTATION FAILED: redis-setnx min_throughput: ",
+        "expectations not checked (backend not in this run): expect.safe redis-broken-nonx",
+    ] {
+        assert!(stdout.contains(want), "{want}\n{}", text(&out));
+    }
+    let outcomes: Vec<_> = results(&out_dir)["expectations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["outcome"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(outcomes, ["failed", "failed"]);
+    // The same backend safe and violated: a scenario error naming the field, exit 2.
+    let out = lockbench(&[
+        "run",
+        "broken-recipe",
+        "--set",
+        "expect.safe=all",
+        "--set",
+        "expect.violated=redis-setnx",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("expect.violated"), "{}", text(&out));
+    let out = lockbench(&["run", "quick", "--set", "expect.safe=zk-fast"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("expect.safe") && text(&out).contains("zk-fast"));
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&dir2);
 }
 
 /// zk-rwlock with 70% reads: readers hold together (more than one at once was observed) and no

@@ -25,6 +25,7 @@
 
 pub mod election;
 pub mod endpoints;
+pub mod expect;
 pub mod fanout;
 pub mod fault;
 pub mod history;

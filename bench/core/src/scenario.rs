@@ -8,6 +8,7 @@
 //! [`Scenario::validate`] reports values that parse but make no sense.
 
 use crate::election::{ElectionKind, FailoverKnobs};
+use crate::expect::Expectations;
 use crate::fault::Fault;
 use crate::ids::BackendKind;
 use serde::{Deserialize, Serialize};
@@ -75,6 +76,10 @@ pub struct Scenario {
     /// How `lockbench sweep` runs this scenario (`[sweep]`); `lockbench run` ignores it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sweep: Option<crate::sweep::SweepSpec>,
+    /// What the results must show (`[expect]`): checked after the run, which exits 1 when one
+    /// fails. Every backend not expected to violate is expected to be safe.
+    #[serde(default, skip_serializing_if = "Expectations::is_empty")]
+    pub expect: Expectations,
 }
 
 fn default_recovery() -> Duration {
@@ -287,6 +292,14 @@ impl Scenario {
         }
     }
 
+    /// The names of what the run runs, in order: its backends, then its election recipes.
+    pub fn unit_names(&self) -> Vec<String> {
+        let backends = self.backends.iter().map(|b| b.name().to_string());
+        backends
+            .chain(self.elections.iter().map(|e| e.name().to_string()))
+            .collect()
+    }
+
     /// The `fencing` holder's pause on `backend`: `workload.pause`, or twice the expiry.
     pub fn holder_pause(&self, backend: BackendKind) -> Duration {
         self.workload.pause.unwrap_or(self.expiry(backend) * 2)
@@ -359,6 +372,12 @@ pub enum ResourceMode {
     Fenced,
     /// Accept every write, but still count the stale ones (what most services do).
     Unfenced,
+    /// Deliberately broken, to prove the fencing audit alive: fenced, except that every other
+    /// stale write (the first, the third, ...) is accepted *and reported fresh*, as a
+    /// resource with a wrong staleness check would. The resource's own counts then read
+    /// "0 stale writes accepted"; the audit, which recomputes staleness from the history,
+    /// reports an instrument fault and the verdict becomes `unknown`.
+    Misreporting,
 }
 
 /// ZooKeeper recipe knobs.
@@ -631,6 +650,7 @@ impl Scenario {
             }
         }
         self.validate_fault_times()?;
+        self.expect.validate(&self.unit_names())?;
         let r = &self.redlock;
         if !(0.0..0.5).contains(&r.drift_factor) {
             return Err(bad("redlock.drift_factor", "must be in [0, 0.5)"));

@@ -8,6 +8,7 @@
 //! without overrides.
 
 use lockbench_core::election::{ElectionKind, FailoverKnobs, Removal};
+use lockbench_core::expect::{Expect, Expectations};
 use lockbench_core::scenario::{
     Dist, EtcdKnobs, FaultSpec, KeyChoice, Processes, RedisKnobs, RedlockKnobs, ResourceMode,
     Workload, WorkloadKind, ZookeeperKnobs,
@@ -309,6 +310,45 @@ fn sweep() -> BoxedStrategy<Option<SweepSpec>> {
     .boxed()
 }
 
+/// An `[expect]` table over `backends`: `safe`/`violated` and `fenced`/`damaged` each split
+/// the backends they name (a backend in both of a pair is an error), throughput floors on some,
+/// sometimes `all`.
+fn expectations(backends: Vec<BackendKind>) -> BoxedStrategy<Expectations> {
+    let n = backends.len();
+    (
+        prop::collection::vec((0u8..3, 0u8..3, prop::option::of(0.0f64..1e6)), n),
+        any::<bool>(),
+        prop::option::of(0.0f64..1e3),
+    )
+        .prop_map(move |(picks, all_safe, floor)| {
+            let mut e = Expectations::default();
+            for (b, (verdict, fencing, min)) in backends.iter().zip(picks) {
+                let name = b.name().to_string();
+                match verdict {
+                    1 if !all_safe => e.safe.push(name.clone()),
+                    2 if !all_safe => e.violated.push(name.clone()),
+                    _ => {}
+                }
+                match fencing {
+                    1 => e.fenced.push(name.clone()),
+                    2 => e.damaged.push(name.clone()),
+                    _ => {}
+                }
+                if let Some(min) = min {
+                    e.min_throughput.insert(name, min);
+                }
+            }
+            if all_safe {
+                e.safe = vec!["all".into()];
+            }
+            if let Some(floor) = floor {
+                e.min_throughput.insert("all".into(), floor);
+            }
+            e
+        })
+        .boxed()
+}
+
 prop_compose! {
     fn lock_scenario()(
         kind in prop_oneof![
@@ -324,6 +364,8 @@ prop_compose! {
         duration in Just(duration),
         head in (text(), text(), 0..=i64::MAX as u64, dur(5_000), any::<bool>()),
         tail in (knobs(), nonzero(30_000), nonzero(30_000), sweep()),
+        expect in prop::sample::subsequence(BackendKind::ALL.to_vec(), 0..=BackendKind::ALL.len())
+            .prop_flat_map(expectations),
     ) -> Scenario {
         let (name, description, seed, warmup, unfenced) = head;
         let ((zookeeper, etcd, redis, redlock), recovery, stall_alarm, sweep) = tail;
@@ -351,6 +393,7 @@ prop_compose! {
             elections: Vec::new(),
             failover: FailoverKnobs::default(),
             sweep,
+            expect,
         }
     }
 }
@@ -454,4 +497,48 @@ duration = "2s"
     // A field no verb and no schedule has is an error naming it, not silently dropped.
     let err = Scenario::load("t", &text.replace("every_jitter", "evry_jitter"), &[]).unwrap_err();
     assert!(err.contains("evry_jitter"), "{err}");
+}
+
+/// Issue 11 item 10: every built-in scenario states what its results must show (the README's
+/// promise for it), so `lockbench run <name>` can gate a CI job on its exit code.
+#[test]
+fn every_builtin_scenario_carries_its_expectations() {
+    let tokens = [
+        "zk-fair",
+        "zk-curator",
+        "etcd-lease",
+        "etcd-lockapi",
+        "redis-setnx",
+    ];
+    for (path, text) in builtins() {
+        let s = Scenario::load(&path, &text, &[]).unwrap();
+        let e = &s.expect;
+        assert!(!e.is_empty(), "{path} has no [expect] table");
+        let units = s.unit_names();
+        let checks = e.resolve(&units);
+        assert!(
+            checks.not_in_run.is_empty(),
+            "{path}: {:?}",
+            checks.not_in_run
+        );
+        let has = |b: &str, name: &str| {
+            checks
+                .checks
+                .iter()
+                .any(|(x, c)| x == b && c.name() == name && c != &Expect::Safe { implicit: true })
+        };
+        match s.name.as_str() {
+            "broken-recipe" => {
+                assert!(has("redis-broken-nonx", "violated") && has("redis-setnx", "safe"));
+            }
+            "fencing" | "chaos-quick" => {
+                assert!(units.iter().all(|b| has(b, "violated")), "{path}");
+                assert!(tokens.iter().all(|b| has(b, "fenced")), "{path}");
+                assert!(has("redlock", "damaged"), "{path}");
+            }
+            "chaos-full" => assert!(has("redlock", "damaged"), "{path}"),
+            "redis-failover" => assert!(has("redis-sentinel", "violated"), "{path}"),
+            _ => assert!(units.iter().all(|b| has(b, "safe")), "{path}"),
+        }
+    }
 }

@@ -2,6 +2,7 @@
 
 use crate::model::{BackendResult, Errors, Fanout, Percentiles, Requests, SafetyResult};
 use hdrhistogram::Histogram;
+use lockbench_analysis::attribution::Tally;
 use lockbench_analysis::{Safety, attribution, availability, fairness, handoff, safety};
 use lockbench_core::scenario::Workload;
 use lockbench_core::{BackendInfo, History, OpF, OpType, ServerCounters, ServerFanout, Wakeups};
@@ -71,9 +72,15 @@ pub fn backend_result(m: Measured<'_>) -> (BackendResult, Histogram<u64>) {
     // Each violation is charged to the fault window it happened in (or to none).
     let checked = safety::check(m.history);
     let mut fault_windows = availability::windows(m.history);
-    let outside = attribution::attribute(&mut fault_windows, &attribution::violations(&checked));
+    let (violations, fenced) = (
+        attribution::violations(&checked),
+        attribution::fenced(&checked),
+    );
+    let outside = attribution::attribute(&mut fault_windows, &violations, Tally::Violations);
+    let fenced_outside = attribution::attribute(&mut fault_windows, &fenced, Tally::Fenced);
     let mut safety = safety_result(checked);
     safety.outside_fault_windows = outside;
+    safety.fenced_outside_fault_windows = fenced_outside;
 
     let requests = requests(out.requests_sent(), m.counters, total);
     let server_ops_per_acquisition = requests
@@ -206,8 +213,11 @@ pub fn failed_result(backend: &str, workload: &Workload, error: String) -> Backe
             writes_after_lock_lost_accepted: 0,
             unfenced_writes: 0,
             token_reuses: 0,
+            instrument_faults: 0,
+            stale_writes_ambiguous: 0,
             failed_checkers: vec!["backend did not run".into()],
             outside_fault_windows: Default::default(),
+            fenced_outside_fault_windows: Default::default(),
         },
         server_ops_per_acquisition: None,
         requests: Requests {
@@ -254,6 +264,7 @@ fn safety_result(s: Safety) -> SafetyResult {
     let m = s.mutex.unwrap_or_default();
     let f = s.fencing.unwrap_or_default();
     let l = s.lost.unwrap_or_default();
+    let a = s.audit.unwrap_or_default();
     SafetyResult {
         verdict: format!("{:?}", s.verdict).to_lowercase(),
         mutex_violations: m.violations,
@@ -267,8 +278,11 @@ fn safety_result(s: Safety) -> SafetyResult {
         writes_after_lock_lost_accepted: l.accepted,
         unfenced_writes: f.unfenced_writes,
         token_reuses: f.token_reuses,
+        instrument_faults: a.faults,
+        stale_writes_ambiguous: a.ambiguous,
         failed_checkers: s.failed_checkers,
         outside_fault_windows: Default::default(),
+        fenced_outside_fault_windows: Default::default(),
     }
 }
 
@@ -324,10 +338,13 @@ pub fn scorecard(results: &[BackendResult]) -> Option<crate::model::Scorecard> {
                 .iter()
                 .filter(|w| cell_name(w) == verb)
                 .collect();
-            let mut violations = BTreeMap::new();
+            let (mut violations, mut fenced) = (BTreeMap::new(), BTreeMap::new());
             for w in &ws {
                 for (k, n) in &w.violations {
                     *violations.entry(k.clone()).or_insert(0) += n;
+                }
+                for (k, n) in &w.fenced {
+                    *fenced.entry(k.clone()).or_insert(0) += n;
                 }
             }
             cells.push(ScoreCell {
@@ -336,6 +353,7 @@ pub fn scorecard(results: &[BackendResult]) -> Option<crate::model::Scorecard> {
                 runs: ws.iter().filter(|w| w.applied).count() as u64,
                 not_applied: ws.iter().filter(|w| !w.applied).count() as u64,
                 violations,
+                fenced,
                 // A window that ends with the run has no "after" to judge; the stall alarm
                 // (which covers the run's tail) speaks for it.
                 stayed_available: ws.iter().filter(|w| w.applied).all(|w| {
@@ -358,6 +376,7 @@ pub fn scorecard(results: &[BackendResult]) -> Option<crate::model::Scorecard> {
                 runs: 0,
                 not_applied: 0,
                 violations: r.safety.outside_fault_windows.clone(),
+                fenced: r.safety.fenced_outside_fault_windows.clone(),
                 stayed_available: !calm_stall,
             });
         }

@@ -10,6 +10,7 @@
 pub mod build;
 pub mod capacity;
 pub mod environment;
+pub mod expect;
 pub mod failover_table;
 pub mod html;
 pub mod model;

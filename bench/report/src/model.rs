@@ -36,6 +36,28 @@ pub struct RunResults {
     /// `lockbench sweep` only: the knee search's steps and the sizing table.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity: Option<crate::capacity::Capacity>,
+    /// The scenario's expectations (`[expect]`), each judged on the results, backend by
+    /// backend; `lockbench run`'s exit code follows from them. Empty until the run ends.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub expectations: Vec<ExpectationResult>,
+}
+
+/// One expectation of the scenario, judged on one backend's results.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ExpectationResult {
+    /// Recipe name.
+    pub backend: String,
+    /// The `[expect]` key: `safe`, `violated`, `fenced`, `damaged` or `min_throughput`.
+    pub expect: String,
+    /// `true` for the `safe` expectation every backend has that the scenario did not name in
+    /// `safe` nor `violated`.
+    #[serde(default)]
+    pub implicit: bool,
+    /// `met`, `failed`, or `unknown` (the backend did not run, had no verdict, or the fault
+    /// meant to break it was not applied).
+    pub outcome: String,
+    /// What it was judged on, e.g. `3 stale or lost-lock writes rejected, 0 accepted`.
+    pub measured: String,
 }
 
 /// The safety scorecard: one cell per (backend, fault).
@@ -57,9 +79,14 @@ pub struct ScoreCell {
     pub runs: u64,
     /// Windows that could not be applied here (e.g. partitions without namespaces).
     pub not_applied: u64,
-    /// Violations found in the backend's run, by kind (`mutex`, `stale_write_accepted`,
-    /// `write_after_lock_lost`); a kind with zero is left out.
+    /// Violations found in the backend's run, by kind: `mutex`, `stale_write_accepted` and
+    /// `write_after_lock_lost_accepted` (damage), `token_reuse`, `foreign_release`; a kind
+    /// with zero is left out.
     pub violations: BTreeMap<String, u64>,
+    /// The same writes stopped by fencing, by kind (`stale_write_rejected`,
+    /// `write_after_lock_lost_rejected`): the token doing its job, not damage.
+    #[serde(default)]
+    pub fenced: BTreeMap<String, u64>,
     /// Every window of this kind was followed by a successful acquisition (`recovery_ms` set)
     /// and no stall alarm fired.
     pub stayed_available: bool,
@@ -156,12 +183,25 @@ pub struct SafetyResult {
     /// premise broken. Makes the verdict `invalid`.
     #[serde(default)]
     pub token_reuses: u64,
+    /// Writes the protected resource judged otherwise than the history does (the fencing
+    /// audit recomputes each write's staleness from the history alone): instrument faults.
+    /// Any makes the verdict `unknown`, and each is described in `failed_checkers`.
+    #[serde(default)]
+    pub instrument_faults: u64,
+    /// Tokened writes concurrent with a higher accepted write: the history cannot order them,
+    /// so the audit accepts either staleness flag for these.
+    #[serde(default)]
+    pub stale_writes_ambiguous: u64,
     /// Checkers that failed (their failure makes the verdict `unknown`).
     pub failed_checkers: Vec<String>,
     /// Violations (scorecard kinds) that happened in no applied fault window (nor within
     /// 2 s after one): the scorecard's `none` cell. Absent when there were none.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub outside_fault_windows: BTreeMap<String, u64>,
+    /// Writes fencing stopped outside every applied fault window, by kind (the scorecard's
+    /// `none` cell, `fenced`). Absent when there were none.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub fenced_outside_fault_windows: BTreeMap<String, u64>,
 }
 
 /// Requests lockbench sent, counted by its clients and by the servers.
@@ -346,6 +386,13 @@ impl SafetyResult {
     /// the lock was lost that the resource accepted.
     pub fn damage(&self) -> u64 {
         self.mutex_violations + self.stale_writes_accepted + self.writes_after_lock_lost_accepted
+    }
+
+    /// Writes fencing stopped: the stale writes the resource rejected (fencing doing its job,
+    /// not damage). A rejected write after the lock was lost is one of them: a fencing
+    /// resource rejects only stale tokens (the fencing audit checks that it does).
+    pub fn fenced_off(&self) -> u64 {
+        self.stale_writes_rejected
     }
 
     /// The kinds of violation that actually happened, with their counts, most severe first

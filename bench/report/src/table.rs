@@ -24,11 +24,38 @@ fn opt(x: Option<f64>, digits: usize) -> String {
 
 fn safety(r: &BackendResult) -> String {
     let s = &r.safety;
-    match s.verdict.as_str() {
+    let verdict = match s.verdict.as_str() {
         "valid" => "ok".into(),
         "invalid" => format!("VIOLATED: {}", violated(s)),
+        _ if s.instrument_faults > 0 => {
+            format!("UNKNOWN: instrument fault ({} writes)", s.instrument_faults)
+        }
         _ => "unknown".into(),
+    };
+    // Fencing doing its job is not damage: said apart from the verdict.
+    match s.fenced_off() {
+        0 => verdict,
+        n => format!("{verdict}; fencing rejected {n}"),
     }
+}
+
+/// An `INSTRUMENT FAULT:` line for a backend whose resource judged writes otherwise than the
+/// history does (the fencing audit): its verdict is `unknown`, whatever else it shows.
+pub fn instrument_fault(r: &BackendResult) -> Option<String> {
+    let s = &r.safety;
+    (s.instrument_faults > 0).then(|| {
+        let detail = s
+            .failed_checkers
+            .iter()
+            .find(|c| c.starts_with(lockbench_analysis::safety::INSTRUMENT_FAULT))
+            .cloned()
+            .unwrap_or_default();
+        format!(
+            "INSTRUMENT FAULT: {}: the protected resource's verdicts disagree with the history; \
+             this backend's safety verdict is unknown ({detail})",
+            r.backend
+        )
+    })
 }
 
 /// The violated kinds, or a pointer to the checkers when none of the counted kinds is set.
@@ -55,7 +82,7 @@ pub fn finding(r: &BackendResult) -> Option<String> {
             s.overlap_ms, s.max_overlap_ms
         );
     }
-    if s.stale_writes_rejected > 0 || s.writes_after_lock_lost > s.writes_after_lock_lost_accepted {
+    if s.fenced_off() > 0 {
         line += &format!(
             "; fencing rejected {} stale writes, {} writes after the lock was lost",
             s.stale_writes_rejected,
@@ -191,25 +218,26 @@ pub fn render_scorecard(card: &crate::model::Scorecard) -> String {
         "fault",
         "runs",
         "not applied",
-        "violations",
+        "violations (damage)",
+        "rejected by fencing",
         "stayed available",
     ]);
-    for c in &card.cells {
-        let violations = if c.violations.is_empty() {
+    let list = |m: &std::collections::BTreeMap<String, u64>| {
+        if m.is_empty() {
             "none".to_string()
         } else {
-            c.violations
-                .iter()
-                .map(|(k, n)| format!("{k} {n}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
+            let items: Vec<String> = m.iter().map(|(k, n)| format!("{k} {n}")).collect();
+            items.join(", ")
+        }
+    };
+    for c in &card.cells {
         t.add_row(vec![
             Cell::new(&c.backend),
             Cell::new(&c.fault),
             Cell::new(c.runs).set_alignment(CellAlignment::Right),
             Cell::new(c.not_applied).set_alignment(CellAlignment::Right),
-            Cell::new(violations),
+            Cell::new(list(&c.violations)),
+            Cell::new(list(&c.fenced)),
             Cell::new(if c.stayed_available { "yes" } else { "no" }),
         ]);
     }
@@ -250,9 +278,11 @@ mod tests {
         r.safety.stale_writes_rejected = 4;
         r.safety.writes_after_lock_lost = 5;
         r.safety.writes_after_lock_lost_accepted = 1;
+        // Damage and fencing doing its job, apart (issue 11 item 1).
         assert_eq!(
             safety(&r),
-            "VIOLATED: 2 overlaps, 1 write accepted after the lock was lost, 1 reused token"
+            "VIOLATED: 2 overlaps, 1 write accepted after the lock was lost, 1 reused token; \
+             fencing rejected 4"
         );
         let line = finding(&r).unwrap();
         assert!(
@@ -267,5 +297,52 @@ mod tests {
 
         r.safety.verdict = "valid".into();
         assert_eq!(finding(&r), None);
+
+        r.safety.verdict = "unknown".into();
+        r.safety.instrument_faults = 2;
+        assert_eq!(
+            safety(&r),
+            "UNKNOWN: instrument fault (2 writes); fencing rejected 4"
+        );
+        assert!(
+            instrument_fault(&r)
+                .unwrap()
+                .starts_with("INSTRUMENT FAULT: zk-fair")
+        );
+    }
+
+    /// Issue 11 item 1: the scorecard showed rejected and accepted writes after the lock was
+    /// lost alike, as `write_after_lock_lost N`; damage and fencing now have a column each.
+    #[test]
+    fn the_scorecard_shows_damage_apart_from_what_fencing_rejected() {
+        let cell = |violations: &[(&str, u64)], fenced: &[(&str, u64)]| crate::model::ScoreCell {
+            backend: "zk-fair".into(),
+            fault: "pause-client".into(),
+            runs: 2,
+            not_applied: 0,
+            violations: violations
+                .iter()
+                .map(|(k, n)| (k.to_string(), *n))
+                .collect(),
+            fenced: fenced.iter().map(|(k, n)| (k.to_string(), *n)).collect(),
+            stayed_available: true,
+        };
+        let card = crate::model::Scorecard {
+            cells: vec![
+                cell(&[("mutex", 2)], &[("write_after_lock_lost_rejected", 2)]),
+                cell(&[("write_after_lock_lost_accepted", 1)], &[]),
+            ],
+        };
+        let text = render_scorecard(&card);
+        let rows: Vec<&str> = text.lines().filter(|l| l.contains("zk-fair")).collect();
+        assert!(text.contains("rejected by fencing"), "{text}");
+        assert!(
+            rows[0].contains("mutex 2") && rows[0].contains("write_after_lock_lost_rejected 2"),
+            "{text}"
+        );
+        assert!(
+            rows[1].contains("write_after_lock_lost_accepted 1") && rows[1].contains("none"),
+            "{text}"
+        );
     }
 }

@@ -130,6 +130,8 @@ impl Runner {
             run_dir.write_results(&results)?;
         }
         results.complete = !self.interrupted();
+        results.expectations =
+            lockbench_report::expect::evaluate(&scenario.expect, &results.results);
         run_dir.write_results(&results)?;
         Ok(results)
     }

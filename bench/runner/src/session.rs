@@ -68,6 +68,7 @@ impl Servers {
             results: Vec::new(),
             scorecard: None,
             capacity: None,
+            expectations: Vec::new(),
         }
     }
 }

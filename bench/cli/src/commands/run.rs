@@ -7,14 +7,31 @@ use crate::cli::RunArgs;
 use crate::console::Console;
 use anyhow::Context;
 use lockbench_core::Scenario;
-use lockbench_report::{RunDir, RunResults, table};
+use lockbench_report::{RunDir, RunResults, expect, table};
 use lockbench_runner::{ClusterChoice, Runner, Servers};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
 /// Runs a scenario.
+/// Runs a scenario. An error (a bad scenario, servers that cannot be prepared) exits 2, as an
+/// `unknown` result does: nothing could be judged.
 pub async fn run(args: RunArgs, state_dir: PathBuf) -> anyhow::Result<ExitCode> {
+    match run_or_fail(args, state_dir).await {
+        Ok(code) => Ok(code),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            Ok(ExitCode::from(EXIT_UNKNOWN))
+        }
+    }
+}
+
+/// Exit code: an expectation failed (an invalid verdict nobody expected is one).
+const EXIT_FAILED: u8 = 1;
+/// Exit code: something could not be judged, or an error.
+const EXIT_UNKNOWN: u8 = 2;
+
+async fn run_or_fail(args: RunArgs, state_dir: PathBuf) -> anyhow::Result<ExitCode> {
     let scenario = load_scenario(&args)?;
     let cluster = ClusterChoice::parse(&args.cluster, state_dir)?;
     let servers = Servers::prepare(cluster, &scenario).await?;
@@ -56,11 +73,9 @@ async fn run_scenario(
         );
     }
     let results = runner.run(scenario, &run_dir).await?;
-    let mut any_error = results.results.iter().any(|r| r.status == "error");
     for r in results.results.iter().filter(|r| r.status == "ok") {
         if r.safety.verdict == "unknown" {
             // No verdict is never a pass (e.g. nothing was granted): the run fails (exit 2).
-            any_error = true;
             eprintln!(
                 "UNKNOWN: {}: no safety verdict: {}",
                 r.backend,
@@ -69,9 +84,36 @@ async fn run_scenario(
         }
     }
     print_results(&results);
+    print_expectations(scenario, &results);
     println!("results: {}", run_dir.path().join("results.json").display());
     super::report::render(run_dir.path());
-    Ok(super::exit_code(!results.complete, any_error))
+    if !results.complete {
+        return Ok(super::exit_code(true, false));
+    }
+    Ok(match expect::worst(&results.expectations) {
+        Some(expect::Outcome::Failed) => ExitCode::from(EXIT_FAILED),
+        Some(expect::Outcome::Unknown) => ExitCode::from(EXIT_UNKNOWN),
+        _ => ExitCode::SUCCESS,
+    })
+}
+
+/// One `EXPECTATION MET / FAILED / UNKNOWN` line per expectation (the implicit `safe` of a
+/// backend the scenario did not name only when it is not met), and the entries naming a
+/// backend this run did not have.
+fn print_expectations(scenario: &Scenario, results: &RunResults) {
+    let skipped = scenario.expect.resolve(&scenario.unit_names()).not_in_run;
+    if !skipped.is_empty() {
+        let list: Vec<String> = skipped.iter().map(|(f, b)| format!("{f} {b}")).collect();
+        println!(
+            "expectations not checked (backend not in this run): {}",
+            list.join(", ")
+        );
+    }
+    for e in &results.expectations {
+        if !(e.implicit && e.outcome == "met") {
+            println!("{}", expect::line(e));
+        }
+    }
 }
 
 /// The table, every finding, the scorecard and the failover table.
@@ -80,6 +122,9 @@ fn print_results(results: &RunResults) {
         println!("{}", table::render(results));
     }
     for line in results.results.iter().filter_map(table::finding) {
+        println!("{line}");
+    }
+    for line in results.results.iter().filter_map(table::instrument_fault) {
         println!("{line}");
     }
     for r in &results.results {

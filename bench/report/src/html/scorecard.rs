@@ -49,7 +49,7 @@ pub(crate) fn section(run: &Run) -> String {
     page::section(
         "scorecard",
         "Safety scorecard",
-        "For each backend and fault: how many fault windows were applied, the violations found in that backend's run, and whether every window was followed by a successful acquisition. Red: a violation; amber: did not stay available; grey: the fault could not be applied here.",
+        "For each backend and fault: how many fault windows were applied, the violations found in that backend's run (damage included: stale writes and writes after the lock was lost that the resource accepted), the same writes fencing stopped (not damage: the token doing its job), and whether every window was followed by a successful acquisition. Red: a violation; amber: did not stay available; grey: the fault could not be applied here.",
         &t,
     )
 }
@@ -57,16 +57,18 @@ pub(crate) fn section(run: &Run) -> String {
 fn render_cell(c: &Value) -> String {
     let n = |k: &str| c.get(k).and_then(Value::as_u64).unwrap_or(0);
     let (runs, not_applied) = (n("runs"), n("not_applied"));
-    let violations: Vec<String> = c
-        .get("violations")
-        .and_then(Value::as_object)
-        .map(|o| {
-            o.iter()
-                .filter(|(_, v)| v.as_u64().unwrap_or(1) > 0)
-                .map(|(k, v)| format!("{} {}", esc(&v.to_string()), esc(&k.replace('_', " "))))
-                .collect()
-        })
-        .unwrap_or_default();
+    let tally = |field: &str| -> Vec<String> {
+        c.get(field)
+            .and_then(Value::as_object)
+            .map(|o| {
+                o.iter()
+                    .filter(|(_, v)| v.as_u64().unwrap_or(1) > 0)
+                    .map(|(k, v)| format!("{} {}", esc(&v.to_string()), esc(&k.replace('_', " "))))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let (violations, fenced) = (tally("violations"), tally("fenced"));
     let available = c.get("stayed_available").and_then(Value::as_bool);
     let (class, verdict) = if !violations.is_empty() {
         ("bad", format!("UNSAFE: {}", violations.join(", ")))
@@ -88,6 +90,9 @@ fn render_cell(c: &Value) -> String {
     let mut extra = format!("{runs} run(s)");
     if not_applied > 0 {
         extra.push_str(&format!(", {not_applied} not applied"));
+    }
+    if !fenced.is_empty() {
+        extra.push_str(&format!("; fencing stopped {}", fenced.join(", ")));
     }
     format!("<td class=\"{class}\">{verdict}<br><small>{extra}; {avail}</small></td>")
 }
