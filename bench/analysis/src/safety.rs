@@ -4,11 +4,11 @@ use crate::fencing::{self, FencingReport};
 use crate::lost::{self, LostReport};
 use crate::mutex::{self, MutexReport};
 use lockbench_core::{History, OpF, OpType};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 /// A checker's verdict, ordered so that merging verdicts is `max` (Jepsen's priorities).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Validity {
     /// Nothing wrong found.
@@ -17,6 +17,17 @@ pub enum Validity {
     Unknown,
     /// A violation was found.
     Invalid,
+}
+
+impl Validity {
+    /// The word `results.json` uses (`valid`, `unknown`, `invalid`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Validity::Valid => "valid",
+            Validity::Unknown => "unknown",
+            Validity::Invalid => "invalid",
+        }
+    }
 }
 
 /// The safety checkers' findings on one history.
