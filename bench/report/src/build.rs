@@ -1,8 +1,13 @@
 //! Assembles a [`BackendResult`] from what was measured and what the checkers found.
 
-use crate::model::{BackendResult, Errors, Fanout, Percentiles, Requests, SafetyResult};
+use crate::model::{
+    BackendResult, CheckResult, Errors, Fanout, Percentiles, Requests, SafetyResult,
+};
 use hdrhistogram::Histogram;
-use lockbench_analysis::{Safety, attribution, availability, fairness, handoff, safety};
+use lockbench_analysis::fencing::FencingReport;
+use lockbench_analysis::lost::LostReport;
+use lockbench_analysis::mutex::MutexReport;
+use lockbench_analysis::{Safety, attribution, availability, checker, fairness, handoff};
 use lockbench_core::scenario::Workload;
 use lockbench_core::{BackendInfo, History, OpF, OpType, ServerCounters, ServerFanout, Wakeups};
 use lockbench_workloads::RunOutput;
@@ -69,7 +74,10 @@ pub fn backend_result(m: Measured<'_>) -> (BackendResult, Histogram<u64>) {
     }
 
     // Each violation is charged to the fault window it happened in (or to none).
-    let checked = safety::check(m.history);
+    let checked = Safety::from_outcomes(checker::run_on_history(
+        checker::for_workload(m.workload),
+        m.history,
+    ));
     let mut fault_windows = availability::windows(m.history);
     let outside = attribution::attribute(&mut fault_windows, &attribution::violations(&checked));
     let mut safety = safety_result(checked);
@@ -208,6 +216,7 @@ pub fn failed_result(backend: &str, workload: &Workload, error: String) -> Backe
             token_reuses: 0,
             failed_checkers: vec!["backend did not run".into()],
             outside_fault_windows: Default::default(),
+            checks: Default::default(),
         },
         server_ops_per_acquisition: None,
         requests: Requests {
@@ -251,11 +260,24 @@ fn requests(client: Option<u64>, counters: &CounterReadings, total: u64) -> Requ
 }
 
 fn safety_result(s: Safety) -> SafetyResult {
-    let m = s.mutex.unwrap_or_default();
-    let f = s.fencing.unwrap_or_default();
-    let l = s.lost.unwrap_or_default();
+    let m: MutexReport = s.figures("mutex").unwrap_or_default();
+    let f: FencingReport = s.figures("fencing").unwrap_or_default();
+    let l: LostReport = s.figures("lost").unwrap_or_default();
+    let checks = s
+        .outcomes
+        .iter()
+        .filter(|o| !checker::BUILT_IN.contains(&o.name))
+        .map(|o| {
+            let check = CheckResult {
+                validity: o.validity.name().into(),
+                figures: o.figures.clone(),
+                note: o.note.clone(),
+            };
+            (o.name.to_string(), check)
+        })
+        .collect();
     SafetyResult {
-        verdict: format!("{:?}", s.verdict).to_lowercase(),
+        verdict: s.verdict.name().into(),
         mutex_violations: m.violations,
         overlapping_grants: m.overlapping_grants,
         overlap_ms: round3(m.overlap_ms),
@@ -269,6 +291,7 @@ fn safety_result(s: Safety) -> SafetyResult {
         token_reuses: f.token_reuses,
         failed_checkers: s.failed_checkers,
         outside_fault_windows: Default::default(),
+        checks,
     }
 }
 
