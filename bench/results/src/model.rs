@@ -165,6 +165,23 @@ pub struct SafetyResult {
     /// 2 s after one): the scorecard's `none` cell. Absent when there were none.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub outside_fault_windows: BTreeMap<String, u64>,
+    /// The outcome of every checker beyond the built-in ones above (`granted`, `mutex`,
+    /// `fencing`, `lost`), by checker name: its verdict and figures. Absent when the run used
+    /// only the built-in checkers.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub checks: BTreeMap<String, CheckResult>,
+}
+
+/// One checker's outcome as written to `results.json` (`safety.checks.<name>`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CheckResult {
+    /// `valid`, `invalid` or `unknown`.
+    pub validity: Validity,
+    /// The checker's own figures; `null` when it failed.
+    pub figures: serde_json::Value,
+    /// Why the verdict is `unknown`, if it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// Requests lockbench sent, counted by its clients and by the servers.
@@ -431,6 +448,7 @@ impl BackendResult {
                 token_reuses: 0,
                 failed_checkers: vec!["backend did not run".into()],
                 outside_fault_windows: Default::default(),
+                checks: Default::default(),
             },
             server_ops_per_acquisition: None,
             requests: Requests {

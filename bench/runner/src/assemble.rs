@@ -4,12 +4,15 @@
 //! [`RunOutput`]: the model (`lockbench-results`) stays free of the runtime.
 
 use hdrhistogram::Histogram;
-use lockbench_analysis::{Safety, attribution, availability, fairness, handoff, safety};
+use lockbench_analysis::fencing::FencingReport;
+use lockbench_analysis::lost::LostReport;
+use lockbench_analysis::mutex::MutexReport;
+use lockbench_analysis::{Safety, attribution, availability, checker, fairness, handoff};
 use lockbench_core::scenario::Workload;
 use lockbench_core::{BackendInfo, History, OpF, OpType, ServerCounters, ServerFanout, Wakeups};
 use lockbench_results::Status;
 use lockbench_results::model::{
-    BackendResult, Errors, Fanout, Percentiles, Requests, SafetyResult,
+    BackendResult, CheckResult, Errors, Fanout, Percentiles, Requests, SafetyResult,
 };
 use lockbench_workloads::RunOutput;
 
@@ -62,7 +65,10 @@ pub fn backend_result(m: Measured<'_>) -> (BackendResult, Histogram<u64>) {
     }
 
     // Each violation is charged to the fault window it happened in (or to none).
-    let checked = safety::check(m.history);
+    let checked = Safety::from_outcomes(checker::run_on_history(
+        checker::for_workload(m.workload),
+        m.history,
+    ));
     let mut fault_windows = availability::windows(m.history);
     let outside = attribution::attribute(&mut fault_windows, &attribution::violations(&checked));
     let mut safety = safety_result(checked);
@@ -189,9 +195,22 @@ fn requests(client: Option<u64>, counters: &CounterReadings, total: u64) -> Requ
 }
 
 fn safety_result(s: Safety) -> SafetyResult {
-    let m = s.mutex.unwrap_or_default();
-    let f = s.fencing.unwrap_or_default();
-    let l = s.lost.unwrap_or_default();
+    let m: MutexReport = s.figures("mutex").unwrap_or_default();
+    let f: FencingReport = s.figures("fencing").unwrap_or_default();
+    let l: LostReport = s.figures("lost").unwrap_or_default();
+    let checks = s
+        .outcomes
+        .iter()
+        .filter(|o| !checker::BUILT_IN.contains(&o.name))
+        .map(|o| {
+            let check = CheckResult {
+                validity: o.validity,
+                figures: o.figures.clone(),
+                note: o.note.clone(),
+            };
+            (o.name.to_string(), check)
+        })
+        .collect();
     SafetyResult {
         verdict: s.verdict,
         mutex_violations: m.violations,
@@ -207,6 +226,7 @@ fn safety_result(s: Safety) -> SafetyResult {
         token_reuses: f.token_reuses,
         failed_checkers: s.failed_checkers,
         outside_fault_windows: Default::default(),
+        checks,
     }
 }
 
