@@ -35,12 +35,9 @@ pub async fn run(
     let mut scenario = ctx.scenario.clone();
     scenario.backends = vec![kind];
     scenario.workload.rate = rate;
-    // Each step locks its own keys: a Redis key an acquire cut short at the end of the previous
-    // step may have left behind lives until its TTL, and would stall every client that picks
-    // it here (etcd keys live until their lease expires; ZooKeeper's die with the session).
-    scenario.redis.prefix = format!("{}{id}:", scenario.redis.prefix);
-    scenario.redlock.prefix = format!("{}{id}:", scenario.redlock.prefix);
-    scenario.etcd.prefix = format!("{}/{id}", scenario.etcd.prefix);
+    // Each step locks its own keys: a key an acquire cut short at the end of the previous step
+    // would stall every client that picks it here until its TTL or lease runs out.
+    lockbench_registry::keys::separate(&mut scenario, id);
     scenario.validate().map_err(|e| anyhow::anyhow!("{e}"))?;
     let rel = format!(
         "steps/{id}-{}{}",

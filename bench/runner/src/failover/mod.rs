@@ -21,7 +21,6 @@
 //! `failover.pause`, then heals; netns topology only).
 //! Candidates are worker processes on the run's client hosts ([`RunEnv::worker_command`]).
 
-#[macro_use]
 mod elector;
 mod round;
 mod tracker;
@@ -35,6 +34,7 @@ use lockbench_core::election::FailoverKnobs;
 use lockbench_core::{
     ElectionKind, Elector, Endpoints, FaultPhase, History, Removal, RunClock, Scenario,
 };
+use lockbench_registry::with_elector;
 use lockbench_report::RunDir;
 use lockbench_results::model::FailoverResult;
 use lockbench_results::{BackendResult, Status, Validity};
@@ -99,7 +99,7 @@ pub async fn run_election(
             use rand::SeedableRng;
             lockbench_chaos::ServerNemesis::new(
                 lockbench_cluster::Cluster::new(dir),
-                lockbench_chaos::election_group_of(kind),
+                lockbench_registry::election_group_of(kind),
                 rand_chacha::ChaCha8Rng::seed_from_u64(scenario.seed ^ 0x454c_4543),
             )
         })
