@@ -325,10 +325,20 @@ mod tests {
         assert!(!v.accepted && v.stale == Some(true));
         let v = conn.write(KeyId(0), None, ClientId(2)).await.unwrap();
         assert!(v.accepted && v.stale.is_none());
-        let mut ops = Vec::new();
-        while ops.len() < 3 {
-            ops.extend(rx.recv().await.unwrap());
+        let mut all = Vec::new();
+        while all.len() < 6 {
+            all.extend(rx.recv().await.unwrap());
         }
+        // Each write is an invoke at its arrival and a completion at the decision.
+        let (invokes, ops): (Vec<Op>, Vec<Op>) =
+            all.into_iter().partition(|o| o.ty == OpType::Invoke);
+        assert_eq!(invokes.len(), 3);
+        assert!(
+            invokes
+                .iter()
+                .zip(&ops)
+                .all(|(i, o)| i.f == OpF::Write && i.client == o.client && i.time <= o.time)
+        );
         assert_eq!(ops[1].ty, OpType::Fail);
         assert_eq!(ops[1].client, ClientId(2));
         assert_eq!(ops[1].stale, Some(true));

@@ -39,6 +39,13 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then
 end
 return 0";
 
+/// `redis-broken-release` release: a plain `DEL`, reported as success (1) whatever it deleted,
+/// someone else's lock included. Deliberately broken; it exists so the release checker can be
+/// shown to catch it. `KEYS = [lock]` (the value in `ARGV` is ignored).
+pub const RELEASE_DEL: &str = "\
+redis.call('DEL', KEYS[1])
+return 1";
+
 /// `redis-pubsub` release: compare-and-delete, then `PUBLISH` on the lock's release channel in
 /// the same script, so no waiter can miss a release that happened. Returns 0 when the lock was
 /// not ours, else 1 + the number of subscribers the server delivered the message to (Redis's
@@ -63,6 +70,7 @@ pub(crate) struct Scripts {
     pub(crate) acquire_nx: Script,
     pub(crate) acquire_no_nx: Script,
     pub(crate) release: Script,
+    pub(crate) release_del: Script,
     pub(crate) renew: Script,
     pub(crate) release_publish: Script,
 }
@@ -72,6 +80,7 @@ pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     acquire_nx: Script::new(ACQUIRE_NX),
     acquire_no_nx: Script::new(ACQUIRE_NO_NX),
     release: Script::new(RELEASE),
+    release_del: Script::new(RELEASE_DEL),
     renew: Script::new(RENEW),
     release_publish: Script::new(RELEASE_PUBLISH),
 });

@@ -13,7 +13,8 @@
 //! persistence (lockbench runs Redis with `--save "" --appendonly no`) resets the counter and
 //! token numbers start over, and a failover to a replica that missed the last `INCR` hands out
 //! a token again. [`SetMode::BrokenNoNx`] runs the very same code with a script that omits
-//! `NX`, so it grants a lock that is already held.
+//! `NX`, so it grants a lock that is already held; [`SetMode::BrokenRelease`] releases with a
+//! plain `DEL` reported as success, so a holder whose lock expired deletes its successor's.
 //!
 //! `redis-pubsub` ([`SetNxBackend::with_pubsub`]) is the same lock with another way to wait:
 //! instead of sleeping between attempts, a refused waiter subscribes to the lock's release
@@ -48,6 +49,9 @@ pub enum SetMode {
     Nx,
     /// `SET ... PX` without `NX`: `redis-broken-nonx`, which does not exclude anyone.
     BrokenNoNx,
+    /// `SET ... NX PX`, released by a plain `DEL` reported as success:
+    /// `redis-broken-release`, which deletes whoever holds the lock.
+    BrokenRelease,
 }
 
 impl SetMode {
@@ -55,13 +59,21 @@ impl SetMode {
         match self {
             SetMode::Nx => BackendKind::RedisSetnx,
             SetMode::BrokenNoNx => BackendKind::RedisBrokenNoNx,
+            SetMode::BrokenRelease => BackendKind::RedisBrokenRelease,
         }
     }
 
     fn script(self) -> &'static Script {
         match self {
-            SetMode::Nx => &SCRIPTS.acquire_nx,
+            SetMode::Nx | SetMode::BrokenRelease => &SCRIPTS.acquire_nx,
             SetMode::BrokenNoNx => &SCRIPTS.acquire_no_nx,
+        }
+    }
+
+    fn release_script(self) -> &'static Script {
+        match self {
+            SetMode::Nx | SetMode::BrokenNoNx => &SCRIPTS.release,
+            SetMode::BrokenRelease => &SCRIPTS.release_del,
         }
     }
 }
@@ -179,6 +191,10 @@ impl Backend for SetNxBackend {
                 "per-lock counter INCRed with every (non-exclusive) grant; \
                                     this recipe is deliberately broken: SET without NX"
             }
+            SetMode::BrokenRelease => {
+                "per-lock counter INCRed in the same Lua script as the SET NX grant; this \
+                 recipe is deliberately broken: released by a plain DEL, whoever holds the lock"
+            }
         };
         let fencing = match self.sentinels {
             Some(_) => {
@@ -241,6 +257,7 @@ impl Backend for SetNxBackend {
             cmd: Cmd::with_capacity(8, 256),
             keys: self.keys.clone(),
             acquire: self.mode.script(),
+            release: self.mode.release_script(),
             nonce: Nonce::random(),
             grants: 0,
             backoff: Backoff::new(
@@ -320,6 +337,8 @@ pub struct SetNxClient {
     cmd: Cmd,
     keys: Arc<KeyTable>,
     acquire: &'static Script,
+    /// Compare-and-delete, or `redis-broken-release`'s plain `DEL`.
+    release: &'static Script,
     nonce: Nonce,
     grants: u64,
     backoff: Backoff,
@@ -468,7 +487,7 @@ impl LockClient for SetNxClient {
 
     async fn release(&mut self, grant: Grant<SetNxHandle>) -> Outcome<()> {
         if self.waiter.is_none() {
-            return self.compare_and(&SCRIPTS.release, &grant, None).await;
+            return self.compare_and(self.release, &grant, None).await;
         }
         // redis-pubsub: compare-and-delete and PUBLISH in one script; the reply is
         // 1 + receivers.

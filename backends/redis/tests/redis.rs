@@ -187,6 +187,57 @@ async fn broken_nonx_clients_overlap() {
     );
 }
 
+// ---- redis-broken-release ----
+
+/// The release checker's premise (issue 11 item 2): a holder whose lock expired and went to
+/// another client releases it. redis-setnx's compare-and-delete refuses (`lock-lost`) and the
+/// new holder keeps its lock; redis-broken-release's plain `DEL` reports success and deletes
+/// the new holder's lock, so a third client is granted it at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plain_del_release_deletes_the_next_holders_lock_and_says_ok() {
+    let _shared = EXCLUSIVE.read().await;
+    let ttl = Duration::from_millis(200);
+    for (mode, name) in [
+        (SetMode::Nx, "redis-setnx"),
+        (SetMode::BrokenRelease, "redis-broken-release"),
+    ] {
+        let b = setnx(&format!("release-{name}"), ttl, mode).await;
+        assert_eq!(b.info().backend.name(), name);
+        let mut c = Vec::new();
+        for id in 0..3 {
+            c.push(b.connect(ClientId(id)).await.unwrap());
+        }
+        let Outcome::Ok(old) = c[0].acquire(KeyId(0)).await else {
+            panic!("{name}: first acquire")
+        };
+        tokio::time::sleep(ttl * 2).await; // the lock expires while client 0 "holds" it
+        let Outcome::Ok(_new) = c[1].acquire(KeyId(0)).await else {
+            panic!("{name}: second acquire")
+        };
+        let released = c[0].release(old).await;
+        let third = tokio::time::timeout(Duration::from_millis(50), c[2].acquire(KeyId(0))).await;
+        match mode {
+            SetMode::Nx => {
+                assert!(
+                    matches!(released, Outcome::Fail(ErrorKind::LockLost)),
+                    "{name}: {released:?}"
+                );
+                assert!(third.is_err(), "{name}: client 1's lock was taken from it");
+            }
+            _ => {
+                assert!(released.is_ok(), "{name}: {released:?}");
+                assert!(
+                    matches!(third, Ok(Outcome::Ok(_))),
+                    "{name}: client 1 still held the lock after client 0's DEL"
+                );
+            }
+        }
+        for client in c {
+            client.close().await;
+        }
+    }
+}
+
 // ---- redlock ----
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

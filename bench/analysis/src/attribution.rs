@@ -19,38 +19,23 @@ use std::time::Duration;
 /// How long after a window's end a violation is still charged to it.
 pub const GRACE: Duration = Duration::from_secs(2);
 
+/// The finding kinds that are fencing doing its job (a write stopped), not a violation.
+pub const FENCED: [&str; 2] = ["stale_write_rejected", "write_after_lock_lost_rejected"];
+
 /// Every violation of `safety`, by kind (`mutex`, `stale_write_accepted`,
 /// `write_after_lock_lost_accepted`, `token_reuse`, the scorecard's names), with its time:
 /// what went wrong, damage included.
 pub fn violations(safety: &Safety) -> Vec<(&'static str, Nanos)> {
-    let mut out = Vec::new();
-    if let Some(m) = &safety.mutex {
-        out.extend(m.times.iter().map(|t| ("mutex", *t)));
-    }
-    if let Some(f) = &safety.fencing {
-        out.extend(f.accepted_at.iter().map(|t| ("stale_write_accepted", *t)));
-        out.extend(f.token_reused_at.iter().map(|t| ("token_reuse", *t)));
-    }
-    if let Some(l) = &safety.lost {
-        let accepted = l.accepted_at.iter();
-        out.extend(accepted.map(|t| ("write_after_lock_lost_accepted", *t)));
-    }
-    out
+    let findings = safety.findings().filter(|f| !FENCED.contains(&f.kind));
+    findings.map(|f| (f.kind, f.at)).collect()
 }
 
 /// The same writes stopped by fencing (`stale_write_rejected`,
 /// `write_after_lock_lost_rejected`), with their times: the token doing its job, which the
 /// scorecard shows apart from the damage.
 pub fn fenced(safety: &Safety) -> Vec<(&'static str, Nanos)> {
-    let mut out = Vec::new();
-    if let Some(f) = &safety.fencing {
-        out.extend(f.rejected_at.iter().map(|t| ("stale_write_rejected", *t)));
-    }
-    if let Some(l) = &safety.lost {
-        let rejected = l.rejected_at.iter();
-        out.extend(rejected.map(|t| ("write_after_lock_lost_rejected", *t)));
-    }
-    out
+    let findings = safety.findings().filter(|f| FENCED.contains(&f.kind));
+    findings.map(|f| (f.kind, f.at)).collect()
 }
 
 /// Which of a window's tallies [`attribute`] fills.

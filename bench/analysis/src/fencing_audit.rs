@@ -28,18 +28,25 @@
 //! judged (the resource cannot judge them either), and a write recorded without its `invoke`
 //! (a history from before writes had one) spans just its completion instant.
 //!
-//! Cost: per key, the accepted writes sorted by completion and by invocation with running
-//! maxima of their tokens, then two binary searches per write: `O(n log n)`.
+//! Streaming (see [`crate::checker`]): per key it keeps the highest token of the accepted writes
+//! completed so far, the writes still open, and the completed writes that wait for open ones
+//! to end before they can be told fresh from ambiguous: memory bounded by the writes in flight,
+//! never by the history's length. A write still waiting when the history ends (its concurrent
+//! write never completed) is ambiguous.
 
-use lockbench_core::{ClientId, History, KeyId, Nanos, OpF, OpType};
-use serde::Serialize;
+use crate::checker::{self, Checker, CheckerOutcome, Validity};
+use lockbench_core::{ClientId, History, KeyId, Nanos, Op, OpF, OpType};
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
 /// How many faults are described in words (all are counted).
 pub const EXAMPLES: usize = 3;
 
+/// The checker's name (its outcome is `safety.checks.fencing_audit` in `results.json`).
+pub const NAME: &str = "fencing_audit";
+
 /// What the audit found.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AuditReport {
     /// Writes with a token that were judged.
     pub judged: u64,
@@ -53,117 +60,192 @@ pub struct AuditReport {
     pub examples: Vec<String>,
 }
 
-struct Write {
+/// A completed write, as the audit judges it.
+#[derive(Clone, Copy, Debug)]
+struct Done {
     client: ClientId,
-    invoked: Nanos,
     completed: Nanos,
     token: u64,
     accepted: bool,
     stale: Option<bool>,
 }
 
-/// Accepted writes of one key in one time order, with the running maximum of their tokens.
-struct Prefix {
-    times: Vec<Nanos>,
-    max_token: Vec<u64>,
+/// A completed write that may be fresh, waiting for the writes open when it completed.
+struct Waiting {
+    write: Done,
+    on: Vec<ClientId>,
 }
 
-impl Prefix {
-    fn new(mut points: Vec<(Nanos, u64)>) -> Prefix {
-        points.sort_unstable();
-        let mut max = 0;
-        let max_token = points
-            .iter()
-            .map(|(_, t)| {
-                max = max.max(*t);
-                max
-            })
-            .collect();
-        Prefix {
-            times: points.into_iter().map(|(t, _)| t).collect(),
-            max_token,
-        }
-    }
-
-    /// The highest token among the entries strictly before `time` (0 when none).
-    fn highest_before(&self, time: Nanos) -> u64 {
-        let n = self.times.partition_point(|t| *t < time);
-        if n == 0 { 0 } else { self.max_token[n - 1] }
-    }
+#[derive(Default)]
+struct KeyState {
+    /// The highest token among the accepted writes completed so far.
+    done_max: u64,
+    /// Open writes: `done_max` when each was invoked.
+    open: HashMap<ClientId, u64>,
+    waiting: Vec<Waiting>,
 }
 
-/// Judges every tokened `write` of `history`.
-pub fn check(history: &History) -> AuditReport {
-    let mut open: HashMap<ClientId, Nanos> = HashMap::new();
-    let mut by_key: HashMap<KeyId, Vec<Write>> = HashMap::new();
-    for op in history.ops().iter().filter(|o| o.f == OpF::Write) {
-        if op.ty == OpType::Invoke {
-            open.insert(op.client, op.time);
-            continue;
-        }
-        let invoked = open.remove(&op.client).unwrap_or(op.time);
-        let Some(token) = op.token else { continue };
-        by_key.entry(op.key).or_default().push(Write {
-            client: op.client,
-            invoked,
-            completed: op.time,
-            token: token.0,
-            accepted: op.ty == OpType::Ok,
-            stale: op.stale,
-        });
-    }
-    let mut r = AuditReport::default();
-    let mut keys: Vec<_> = by_key.into_iter().collect();
-    keys.sort_by_key(|(k, _)| *k);
-    for (key, writes) in keys {
-        let accepted = writes.iter().filter(|w| w.accepted);
-        let by_completion = Prefix::new(accepted.clone().map(|w| (w.completed, w.token)).collect());
-        let by_invocation = Prefix::new(accepted.map(|w| (w.invoked, w.token)).collect());
-        for w in &writes {
-            r.judged += 1;
-            let certainly_stale = by_completion.highest_before(w.invoked) > w.token;
-            let maybe_stale = by_invocation.highest_before(w.completed) > w.token;
-            let problem = if certainly_stale {
-                r.stale += 1;
+/// The audit as a stream over the history.
+#[derive(Default)]
+pub struct AuditChecker {
+    keys: HashMap<KeyId, KeyState>,
+    report: AuditReport,
+}
+
+/// What the history says of one write.
+enum Judgement {
+    Stale { higher: u64 },
+    Fresh,
+    Ambiguous,
+}
+
+impl AuditReport {
+    fn judge(&mut self, key: KeyId, w: &Done, j: Judgement) {
+        self.judged += 1;
+        let problem = match j {
+            Judgement::Stale { higher } => {
+                self.stale += 1;
                 (w.stale != Some(true)).then(|| {
                     format!(
-                        "a higher token ({}) had been accepted before it began, yet the \
+                        "a higher token ({higher}) had been accepted before it began, yet the \
                          resource called it fresh{}",
-                        by_completion.highest_before(w.invoked),
                         if w.accepted { " and accepted it" } else { "" }
                     )
                 })
-            } else if !maybe_stale {
-                match (w.stale, w.accepted) {
-                    (Some(true), _) => Some(
-                        "no higher token had been accepted, yet the resource called it stale"
-                            .to_string(),
-                    ),
-                    (_, false) => Some(
-                        "no higher token had been accepted, yet the resource rejected it"
-                            .to_string(),
-                    ),
-                    _ => None,
+            }
+            Judgement::Fresh => match (w.stale, w.accepted) {
+                (Some(true), _) => Some(
+                    "no higher token had been accepted, yet the resource called it stale".into(),
+                ),
+                (_, false) => {
+                    Some("no higher token had been accepted, yet the resource rejected it".into())
                 }
-            } else {
-                r.ambiguous += 1;
+                _ => None,
+            },
+            Judgement::Ambiguous => {
+                self.ambiguous += 1;
                 None
-            };
-            if let Some(problem) = problem {
-                r.faults += 1;
-                if r.examples.len() < EXAMPLES {
-                    r.examples.push(format!(
-                        "client {} wrote token {} to key {} at {:.3} s: {problem}",
-                        w.client.0,
-                        w.token,
-                        key.0,
-                        w.completed.as_duration().as_secs_f64()
-                    ));
-                }
+            }
+        };
+        if let Some(problem) = problem {
+            self.faults += 1;
+            if self.examples.len() < EXAMPLES {
+                self.examples.push(format!(
+                    "client {} wrote token {} to key {} at {:.3} s: {problem}",
+                    w.client.0,
+                    w.token,
+                    key.0,
+                    w.completed.as_duration().as_secs_f64()
+                ));
             }
         }
     }
-    r
+}
+
+impl Checker for AuditChecker {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn observe(&mut self, op: &Op) {
+        if op.f != OpF::Write {
+            return;
+        }
+        let k = self.keys.entry(op.key).or_default();
+        if op.ty == OpType::Invoke {
+            k.open.insert(op.client, k.done_max);
+            return;
+        }
+        // No invoke (a history from before writes had one): the write spans its completion.
+        let floor = k.open.remove(&op.client).unwrap_or(k.done_max);
+        let accepted = op.ty == OpType::Ok;
+        let token = op.token.map(|t| t.0);
+        // The writes waiting on this one: a higher accepted token makes them ambiguous.
+        let mut i = 0;
+        while i < k.waiting.len() {
+            let w = &mut k.waiting[i];
+            if !w.on.contains(&op.client) {
+                i += 1;
+                continue;
+            }
+            w.on.retain(|c| *c != op.client);
+            let higher = accepted && token.is_some_and(|t| t > w.write.token);
+            if higher || w.on.is_empty() {
+                let w = k.waiting.swap_remove(i);
+                let j = if higher {
+                    Judgement::Ambiguous
+                } else {
+                    Judgement::Fresh
+                };
+                self.report.judge(op.key, &w.write, j);
+            } else {
+                i += 1;
+            }
+        }
+        let Some(token) = token else { return };
+        let w = Done {
+            client: op.client,
+            completed: op.time,
+            token,
+            accepted,
+            stale: op.stale,
+        };
+        if floor > token {
+            self.report
+                .judge(op.key, &w, Judgement::Stale { higher: floor });
+        } else if k.done_max > token {
+            self.report.judge(op.key, &w, Judgement::Ambiguous);
+        } else if k.open.is_empty() {
+            self.report.judge(op.key, &w, Judgement::Fresh);
+        } else {
+            k.waiting.push(Waiting {
+                write: w,
+                on: k.open.keys().copied().collect(),
+            });
+        }
+        if accepted {
+            k.done_max = k.done_max.max(token);
+        }
+    }
+
+    /// `unknown` with an [`INSTRUMENT_FAULT`](crate::safety::INSTRUMENT_FAULT) note when the
+    /// resource judged any write otherwise than the history: the run's verdict then is
+    /// `unknown` whatever the other checkers found.
+    fn finish(mut self: Box<Self>) -> CheckerOutcome {
+        let mut keys: Vec<_> = std::mem::take(&mut self.keys).into_iter().collect();
+        keys.sort_by_key(|(k, _)| *k);
+        for (key, state) in keys {
+            for w in state.waiting {
+                self.report.judge(key, &w.write, Judgement::Ambiguous);
+            }
+        }
+        let r = self.report;
+        let validity = if r.faults > 0 {
+            Validity::Unknown
+        } else {
+            Validity::Valid
+        };
+        let mut out = CheckerOutcome::new(NAME, validity, &r);
+        if r.faults > 0 {
+            out.note = Some(format!(
+                "{}: the resource judged {} of {} writes otherwise than the history does \
+                 (first: {})",
+                crate::safety::INSTRUMENT_FAULT,
+                r.faults,
+                r.judged,
+                r.examples.join("; ")
+            ));
+        }
+        out
+    }
+}
+
+/// Judges every tokened `write` of an in-memory `history`.
+pub fn check(history: &History) -> AuditReport {
+    let c = Box::new(checker::feed_ops(AuditChecker::default(), history));
+    c.finish()
+        .figures_as()
+        .expect("the audit's figures read back")
 }
 
 #[cfg(test)]

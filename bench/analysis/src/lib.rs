@@ -1,11 +1,14 @@
 //! Checkers and figures computed from a finished history.
 //!
-//! Everything here is a pure function of a [`History`](lockbench_core::History) (plus the
-//! measured window), so it can be re-run offline on a saved `history.jsonl` and tested on
-//! hand-written histories. Checkers follow Jepsen's rule: a checker that cannot decide says
-//! [`Validity::Unknown`], never "valid"; [`safety::check`] turns a panicking checker into
-//! `Unknown` rather than a pass.
+//! Everything here is a pure function of a history (plus the measured window), so it can be
+//! re-run offline on a saved history and tested on hand-written histories. Checkers are values
+//! implementing [`Checker`], fed the time-ordered history as a stream (see [`checker`], which
+//! also says how to add one). They follow Jepsen's rule: a checker that cannot decide says
+//! [`Validity::Unknown`], never "valid", and a checker that panics is `Unknown` rather than a
+//! pass.
 //!
+//! - [`checker`]: the [`Checker`] trait, the set a run uses, the driver;
+//! - [`granted`]: no grant at all means nothing was checked (unknown);
 //! - [`mutex`]: overlapping holds of one key (two clients that both believed they held it);
 //! - [`rwlock`]: shared (read/write) locks: readers together, a writer never with anyone;
 //! - [`fencing`]: stale writes the protected resource accepted or rejected;
@@ -14,6 +17,8 @@
 //! - [`handoff`]: release-to-next-grant latency on contended keys;
 //! - [`fairness`]: Jain's index over per-client acquisition counts;
 //! - [`lost`]: writes from a holder whose lock had already been granted to someone else;
+//! - [`release`]: releases that reported success after the lock had been granted to someone
+//!   else (they deleted that client's lock);
 //! - [`availability`]: success rate and latency before/during/after each fault window, time
 //!   to the first acquisition after a fault ends, and stalls (no progress for too long);
 //! - [`safety`]: all safety checkers together, with one verdict;
@@ -24,14 +29,18 @@
 
 pub mod attribution;
 pub mod availability;
+pub mod checker;
 pub mod failover;
 pub mod fairness;
 pub mod fencing;
 pub mod fencing_audit;
+pub mod granted;
 pub mod handoff;
 pub mod lost;
 pub mod mutex;
+pub mod release;
 pub mod rwlock;
 pub mod safety;
 
-pub use safety::{Safety, Validity};
+pub use checker::{Checker, CheckerOutcome, CheckerSet, Finding, Validity};
+pub use safety::Safety;

@@ -275,6 +275,57 @@ fn a_resource_that_calls_stale_writes_fresh_is_an_instrument_fault() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Issue 11 item 2: releases were not checked. Under the fencing workload the paused holder's
+/// lock expires and goes to another client; resumed, the holder releases. redis-setnx's
+/// compare-and-delete refuses; redis-broken-release's plain `DEL` deletes the new holder's lock
+/// and reports success, which the release checker must catch (real Redis, real SIGSTOP).
+#[test]
+fn a_release_that_deletes_another_clients_lock_is_caught() {
+    let dir = common::scratch("chaos", "release");
+    let tag = format!("release-{}", std::process::id());
+    let (out, run) = fencing_run(
+        &dir,
+        &tag,
+        &[
+            "backends=redis-broken-release,redis-setnx",
+            "duration=3s",
+            "redis.ttl=300ms",
+        ],
+    );
+    // The fencing scenario expects every recipe to violate (the pause): met for both.
+    assert!(out.status.success(), "{}", text(&out));
+    let r = results(&run);
+    let broken = &result_of(&r, "redis-broken-release")["safety"];
+    assert_eq!(broken["verdict"], "invalid", "{broken}");
+    assert!(
+        broken["foreign_releases"].as_u64().unwrap() >= 1,
+        "{broken}"
+    );
+    assert_eq!(
+        broken["checks"]["release"]["validity"], "invalid",
+        "{broken}"
+    );
+    let good = &result_of(&r, "redis-setnx")["safety"];
+    assert_eq!(good["foreign_releases"], 0, "{good}");
+    assert!(
+        good["checks"]["release"]["figures"]["releases_ok"].as_u64() > Some(10),
+        "the checker judged redis-setnx's releases: {good}"
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("of another client's lock"),
+        "{}",
+        text(&out)
+    );
+    let card = r["scorecard"]["cells"].as_array().unwrap();
+    assert!(
+        card.iter().any(|c| c["backend"] == "redis-broken-release"
+            && c["violations"]["foreign_release"].as_u64() >= Some(1)),
+        "{r}"
+    );
+    assert!(wait_until_gone(&tag, Duration::from_secs(10)).is_empty());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A `kill -9` of the coordinator takes its worker processes down with it (PR_SET_PDEATHSIG),
 /// even while a worker is stopped by a pause.
 #[test]

@@ -73,11 +73,15 @@ pub enum BackendKind {
     /// Redis: `SET NX` with waiters notified by pub/sub: they subscribe to a release channel
     /// that the releaser publishes to, and retry on a message (or a fallback timeout).
     RedisPubsub,
+    /// Deliberately broken: `redis-setnx` whose release is a plain `DEL` reported as success
+    /// whatever it deleted, so a holder whose lock expired deletes its successor's lock.
+    /// Exists to prove the release checker catches it; never part of a comparison.
+    RedisBrokenRelease,
 }
 
 impl BackendKind {
     /// Every backend, in the order comparisons print them.
-    pub const ALL: [BackendKind; 12] = [
+    pub const ALL: [BackendKind; 13] = [
         BackendKind::ZkFair,
         BackendKind::ZkCurator,
         BackendKind::ZkHerd,
@@ -90,6 +94,7 @@ impl BackendKind {
         BackendKind::ZkRwlock,
         BackendKind::EtcdHerd,
         BackendKind::RedisPubsub,
+        BackendKind::RedisBrokenRelease,
     ];
 
     /// The name users type and results print.
@@ -107,6 +112,7 @@ impl BackendKind {
             BackendKind::ZkRwlock => "zk-rwlock",
             BackendKind::EtcdHerd => "etcd-herd",
             BackendKind::RedisPubsub => "redis-pubsub",
+            BackendKind::RedisBrokenRelease => "redis-broken-release",
         }
     }
 

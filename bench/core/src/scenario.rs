@@ -284,6 +284,7 @@ impl Scenario {
             }
             BackendKind::EtcdLease | BackendKind::EtcdLockapi => self.etcd.lease_ttl,
             BackendKind::RedisSetnx | BackendKind::RedisBrokenNoNx => self.redis.ttl,
+            BackendKind::RedisBrokenRelease => self.redis.ttl,
             BackendKind::RedisSentinel => self.redis.ttl,
             BackendKind::Redlock => self.redlock.ttl,
             BackendKind::ZkRwlock => self.zookeeper.session_timeout,

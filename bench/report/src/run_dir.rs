@@ -14,12 +14,12 @@
 
 mod hgrm;
 
-use crate::model::RunResults;
 use anyhow::Context;
 use hdrhistogram::Histogram;
 use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
 use lockbench_core::history::{NemesisLine, NemesisTag};
 use lockbench_core::{FaultEvent, Op};
+use lockbench_results::model::RunResults;
 use serde::Serialize;
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;

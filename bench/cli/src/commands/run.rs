@@ -7,7 +7,8 @@ use crate::cli::RunArgs;
 use crate::console::Console;
 use anyhow::Context;
 use lockbench_core::Scenario;
-use lockbench_report::{RunDir, RunResults, expect, table};
+use lockbench_report::{RunDir, table};
+use lockbench_results::{RunResults, Status, Validity, expect};
 use lockbench_runner::{ClusterChoice, Runner, Servers};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -73,8 +74,8 @@ async fn run_scenario(
         );
     }
     let results = runner.run(scenario, &run_dir).await?;
-    for r in results.results.iter().filter(|r| r.status == "ok") {
-        if r.safety.verdict == "unknown" {
+    for r in results.results.iter().filter(|r| r.status == Status::Ok) {
+        if r.safety.verdict == Validity::Unknown {
             // No verdict is never a pass (e.g. nothing was granted): the run fails (exit 2).
             eprintln!(
                 "UNKNOWN: {}: no safety verdict: {}",
@@ -110,7 +111,7 @@ fn print_expectations(scenario: &Scenario, results: &RunResults) {
         );
     }
     for e in &results.expectations {
-        if !(e.implicit && e.outcome == "met") {
+        if !(e.implicit && e.outcome == expect::Outcome::Met) {
             println!("{}", expect::line(e));
         }
     }

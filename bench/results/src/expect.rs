@@ -10,10 +10,13 @@
 //! itself) makes every safety expectation on it `unknown`, never met.
 
 use crate::model::{BackendResult, ExpectationResult};
+use crate::{Status, Validity};
 use lockbench_core::expect::{Expect, Expectations};
+use serde::{Deserialize, Serialize};
 
-/// How one expectation ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+/// How one expectation ended, ordered so that the worst is `max`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Outcome {
     /// The results show what was expected.
     Met,
@@ -51,7 +54,7 @@ pub fn evaluate(expect: &Expectations, results: &[BackendResult]) -> Vec<Expecta
                 backend: backend.clone(),
                 expect: e.name().to_string(),
                 implicit: matches!(e, Expect::Safe { implicit: true }),
-                outcome: outcome.name().to_string(),
+                outcome,
                 measured,
             }
         })
@@ -59,9 +62,10 @@ pub fn evaluate(expect: &Expectations, results: &[BackendResult]) -> Vec<Expecta
 }
 
 fn judge(e: &Expect, r: &BackendResult) -> (Outcome, String) {
-    if r.status != "ok" {
+    if r.status != Status::Ok {
         let why = r.error.as_deref().unwrap_or("");
-        return (Outcome::Unknown, format!("did not run: {} {why}", r.status));
+        let status = r.status.name();
+        return (Outcome::Unknown, format!("did not run: {status} {why}"));
     }
     if let Expect::MinThroughput(min) = e {
         let samples: Vec<f64> = if r.repetitions.is_empty() {
@@ -77,12 +81,12 @@ fn judge(e: &Expect, r: &BackendResult) -> (Outcome, String) {
         };
         return (outcome, format!("{mean:.1} acq/s (at least {min})"));
     }
-    let verdicts: Vec<&str> = if r.repetitions.is_empty() {
-        vec![r.safety.verdict.as_str()]
+    let verdicts: Vec<Validity> = if r.repetitions.is_empty() {
+        vec![r.safety.verdict]
     } else {
-        r.repetitions.iter().map(|x| x.verdict.as_str()).collect()
+        r.repetitions.iter().map(|x| x.verdict).collect()
     };
-    if verdicts.contains(&"unknown") {
+    if verdicts.contains(&Validity::Unknown) {
         return (
             Outcome::Unknown,
             format!("no safety verdict: {}", r.safety.failed_checkers.join("; ")),
@@ -101,11 +105,11 @@ fn judge(e: &Expect, r: &BackendResult) -> (Outcome, String) {
     let rejected =
         s.stale_writes_rejected + (s.writes_after_lock_lost - s.writes_after_lock_lost_accepted);
     match e {
-        Expect::Safe { .. } => match verdicts.iter().find(|v| **v == "invalid") {
+        Expect::Safe { .. } => match verdicts.iter().find(|v| **v == Validity::Invalid) {
             None => (Outcome::Met, "valid".into()),
             Some(_) => (Outcome::Failed, format!("invalid: {}", kinds())),
         },
-        Expect::Violated => match verdicts.iter().find(|v| **v != "invalid") {
+        Expect::Violated => match verdicts.iter().find(|v| **v != Validity::Invalid) {
             None => (Outcome::Met, format!("invalid: {}", kinds())),
             Some(_) if nothing_applied => not_applied(),
             Some(_) => (
@@ -140,14 +144,7 @@ fn judge(e: &Expect, r: &BackendResult) -> (Outcome, String) {
 
 /// The worst outcome of `results` (`None` when there are none).
 pub fn worst(results: &[ExpectationResult]) -> Option<Outcome> {
-    results
-        .iter()
-        .map(|r| match r.outcome.as_str() {
-            "met" => Outcome::Met,
-            "failed" => Outcome::Failed,
-            _ => Outcome::Unknown,
-        })
-        .max()
+    results.iter().map(|r| r.outcome).max()
 }
 
 /// The line printed for one expectation: `EXPECTATION MET: zk-fair fenced: ...`.
@@ -159,7 +156,7 @@ pub fn line(r: &ExpectationResult) -> String {
     };
     format!(
         "EXPECTATION {}: {} {label}: {}",
-        r.outcome.to_uppercase(),
+        r.outcome.name().to_uppercase(),
         r.backend,
         r.measured
     )
