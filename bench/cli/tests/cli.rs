@@ -93,7 +93,7 @@ fn every_backend_excludes_with_8_clients_on_one_key_and_the_results_are_complete
         scenario.contains("seed = 1") && scenario.contains("duration = \"2s\""),
         "{scenario}"
     );
-    let history = std::fs::read_to_string(out_dir.join("history.jsonl")).unwrap();
+    let history = common::history_text(&out_dir);
     assert!(history.lines().count() > 100);
     assert!(history.lines().all(|l| l.starts_with("{\"backend\":")));
     for name in ["zk-fair", "redlock"] {
@@ -554,7 +554,7 @@ fn sigterm_stops_the_run_cleanly_and_keeps_the_partial_results() {
         .unwrap();
     // Wait until the backend's history is being written: the run window is open.
     let deadline = Instant::now() + Duration::from_secs(120);
-    let history = out_dir.join("history.jsonl");
+    let history = out_dir.join("history.jsonl.zst");
     while std::fs::metadata(&history).map_or(0, |m| m.len()) == 0 {
         assert!(
             Instant::now() < deadline,

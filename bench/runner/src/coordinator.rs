@@ -14,8 +14,9 @@
 use crate::observer::Observer;
 use crate::placement::{RunEnv, worker_name};
 use anyhow::Context;
+use lockbench_analysis::pass::{Params, Pass};
 use lockbench_core::scenario::{Processes, WorkloadKind};
-use lockbench_core::{Backend, Endpoints, FaultEvent, History, Nanos, RunClock, Scenario};
+use lockbench_core::{Backend, Endpoints, FaultEvent, Nanos, RunClock, Scenario};
 use lockbench_report::build::{self, CounterReadings, Measured};
 use lockbench_report::model::FencingRun;
 use lockbench_report::{BackendResult, RunDir};
@@ -184,9 +185,28 @@ pub async fn execute<B: Backend>(
         crate::fault_loop::start(&cx, &mut workers, &window, links, holder_pause, &events_tx);
     drop(events_tx);
     let collected = collect(&cx, local.task.take(), workers, window, faults).await?;
-    let ops = writer.await??;
+    let written = writer.await??;
     let fault_events = event_log.await?;
-    let history = History::with_faults(ops, fault_events);
+    // The history is read back from disk as a time-ordered stream, never held in memory.
+    let params = Params {
+        workload: scenario.workload.clone(),
+        measure_start: collected.output.measure_start,
+        measure_end: collected.output.measure_end,
+        stall_alarm: scenario.stall_alarm,
+    };
+    let name = info.backend.name();
+    let analysed = tokio::task::spawn_blocking(move || {
+        let w = &written;
+        Pass::run_written(
+            &params,
+            &w.path,
+            w.offset,
+            Some(name),
+            &fault_events,
+            &w.lateness,
+        )
+    })
+    .await??;
     let after = backend.server_counters().await;
     let fanout = match before.wakeups {
         Some(wakeups_before) => Some(build::FanoutReadings {
@@ -202,16 +222,16 @@ pub async fn execute<B: Backend>(
         before: before.counters,
         after,
     };
+    let releases = analysed.releases;
     let (mut result, handoffs) = build::backend_result(Measured {
         info: &info,
         workload: &scenario.workload,
         output: &collected.output,
-        history: &history,
+        analysed,
         counters: &counters,
-        stall_alarm: scenario.stall_alarm,
     });
     if let Some(readings) = &fanout {
-        result.fanout = Some(build::fanout(readings, &history));
+        result.fanout = Some(build::fanout(readings, releases));
     }
     result.resources = Some(
         sampler

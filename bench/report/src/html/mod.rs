@@ -35,6 +35,7 @@ mod fanout;
 mod fencing;
 mod gantt;
 mod glance;
+mod grants;
 mod index;
 mod load;
 mod overlay;
