@@ -3,7 +3,7 @@
 //! [`model`] is the shape of `results.json` (documented in `SCHEMA.md` beside this crate, with a
 //! `schema_version`), built by [`build`] from what the client loop measured and what the
 //! checkers found. [`table`] renders it for the terminal; [`run_dir`] owns the files a run
-//! leaves behind (`scenario.toml`, `history.jsonl`, histograms, `results.json`). Measurement
+//! leaves behind (`scenario.toml`, `history.jsonl.zst`, histograms, `results.json`). Measurement
 //! and analysis live in other crates; this one only assembles and writes.
 #![deny(missing_docs)]
 

@@ -7,7 +7,7 @@
 //! (`workload.processes = "workers"`, or the fencing workload's holder, slot 0). Every process
 //! connects first; the coordinator then fixes one start time on the run clock so that warm-up
 //! and the measured window are the same everywhere. Faults and holder pauses are recorded as
-//! fault events in the same `history.jsonl` the moment they happen. The herd workload is the
+//! fault events in the same `history.jsonl.zst` the moment they happen. The herd workload is the
 //! contention loop with the backend's wake-up and watch-notification counters read around it
 //! (and the servers' watch gauge sampled mid-run), turned into `fanout` per release.
 
@@ -288,7 +288,7 @@ async fn finished_value<T>(task: Option<tokio::task::JoinHandle<T>>) -> Option<T
     }
 }
 
-/// Fault events: recorded in history.jsonl as they happen, shown to the observer, and kept
+/// Fault events: recorded in history.jsonl.zst as they happen, shown to the observer, and kept
 /// for the checkers (the task's value).
 fn spawn_event_log(
     cx: &Ctx<'_>,

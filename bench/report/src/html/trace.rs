@@ -1,4 +1,4 @@
-//! `history.jsonl` turned into what the charts draw: per backend, the acquisitions with their
+//! The history (`history.jsonl.zst`) turned into what the charts draw: per backend, the acquisitions with their
 //! latency, the holds (acquire `ok` to release `invoke`, as the mutual-exclusion checker sees
 //! them) and the fencing writes; plus the fault events of the nemesis.
 //!
