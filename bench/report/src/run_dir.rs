@@ -16,7 +16,6 @@
 
 mod hgrm;
 
-use crate::model::RunResults;
 use anyhow::Context;
 use hdrhistogram::Histogram;
 use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
@@ -24,6 +23,7 @@ use lockbench_core::history::file::FrameWriter;
 use lockbench_core::history::ordered::{Event, Lateness};
 use lockbench_core::history::{self, NemesisLine, NemesisTag};
 use lockbench_core::{FaultEvent, History, Op};
+use lockbench_results::model::RunResults;
 use serde::Serialize;
 use std::fs::{self, File};
 use std::io::Write;

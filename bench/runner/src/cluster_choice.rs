@@ -13,8 +13,7 @@ use lockbench_chaos::{LinkNemesis, LinkProxies, Nemesis, ServerNemesis};
 use lockbench_cluster::Cluster;
 use lockbench_compose::ComposeNemesis;
 
-use lockbench_core::{BackendKind, Endpoints, Fault, FaultEvent, RunClock};
-use rand::SeedableRng;
+use lockbench_core::{BackendKind, Endpoints, Fault, FaultEvent, RunClock, Seed, Stream};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -97,17 +96,20 @@ impl ClusterChoice {
 
     /// The nemesis for `kind`'s servers on this cluster; its target choices draw from `seed`.
     pub fn server_nemesis(&self, kind: BackendKind, seed: u64) -> ServerSide {
-        let group = lockbench_chaos::group_of(kind);
+        let group = lockbench_registry::group_of(kind);
         match self {
             // The chaos crate's server nemesis: partitions in the namespaces, pause,
             // kill/start, clock jump.
             ClusterChoice::Managed(dir) => ServerSide::Managed(ServerNemesis::new(
                 Cluster::new(dir.clone()),
                 group,
-                rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ 0x5345_5256),
+                Seed(seed).rng(Stream::ServerTargets),
             )),
             // Docker pause/kill/network disconnect and Toxiproxy.
-            ClusterChoice::Compose => ServerSide::Compose(ComposeNemesis::new(group, seed)),
+            ClusterChoice::Compose => ServerSide::Compose(ComposeNemesis::new(
+                group,
+                Seed(seed).stream(Stream::ServerTargets),
+            )),
             // Only what needs no access to the cluster's machines.
             ClusterChoice::External(_) => {
                 ServerSide::StandIn(StandInServerNemesis::new(kind, None, seed))
@@ -127,8 +129,8 @@ impl ClusterChoice {
         Some(LinkNemesis::new(
             proxies,
             &Cluster::new(dir.to_path_buf()),
-            lockbench_chaos::group_of(kind),
-            rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ 0x4c49_4e4b),
+            lockbench_registry::group_of(kind),
+            Seed(seed).rng(Stream::LinkTargets),
         ))
     }
 }

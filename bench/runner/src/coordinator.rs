@@ -11,15 +11,16 @@
 //! contention loop with the backend's wake-up and watch-notification counters read around it
 //! (and the servers' watch gauge sampled mid-run), turned into `fanout` per release.
 
+use crate::assemble::{self, CounterReadings, Measured};
 use crate::observer::Observer;
 use crate::placement::{RunEnv, worker_name};
 use anyhow::Context;
 use lockbench_analysis::pass::{Params, Pass};
 use lockbench_core::scenario::{Processes, WorkloadKind};
 use lockbench_core::{Backend, Endpoints, FaultEvent, Nanos, RunClock, Scenario};
-use lockbench_report::build::{self, CounterReadings, Measured};
-use lockbench_report::model::FencingRun;
-use lockbench_report::{BackendResult, RunDir};
+use lockbench_report::RunDir;
+use lockbench_results::BackendResult;
+use lockbench_results::model::FencingRun;
 use lockbench_workloads::worker::{ToWorker, WorkerHandle, merge_outputs};
 use lockbench_workloads::{
     ContentionRun, FencedResource, Granted, Job, ResourceService, RunControl, SlotOptions,
@@ -209,7 +210,7 @@ pub async fn execute<B: Backend>(
     .await??;
     let after = backend.server_counters().await;
     let fanout = match before.wakeups {
-        Some(wakeups_before) => Some(build::FanoutReadings {
+        Some(wakeups_before) => Some(assemble::FanoutReadings {
             before: wakeups_before,
             after: backend.wakeups().unwrap_or(wakeups_before),
             server_before: before.fanout,
@@ -223,7 +224,7 @@ pub async fn execute<B: Backend>(
         after,
     };
     let releases = analysed.releases;
-    let (mut result, handoffs) = build::backend_result(Measured {
+    let (mut result, handoffs) = assemble::backend_result(Measured {
         info: &info,
         workload: &scenario.workload,
         output: &collected.output,
@@ -231,7 +232,7 @@ pub async fn execute<B: Backend>(
         counters: &counters,
     });
     if let Some(readings) = &fanout {
-        result.fanout = Some(build::fanout(readings, releases));
+        result.fanout = Some(assemble::fanout(readings, releases));
     }
     result.resources = Some(
         sampler

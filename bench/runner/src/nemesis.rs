@@ -18,11 +18,11 @@
 //! targets (`pause` ... `pause`), so the availability analysis can pair them.
 
 use lockbench_chaos::Nemesis;
-use lockbench_core::{BackendKind, Fault, FaultEvent, FaultPhase, RunClock, Targets};
+use lockbench_core::{BackendKind, Fault, FaultEvent, FaultPhase, RunClock, Seed, Stream, Targets};
 use lockbench_workloads::worker::WorkerHandle;
 use nix::sys::signal::Signal;
 use nix::unistd::Pid;
-use rand::{Rng, SeedableRng};
+use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -252,7 +252,7 @@ impl StandInServerNemesis {
         StandInServerNemesis {
             backend,
             state_dir,
-            rng: ChaCha8Rng::seed_from_u64(seed ^ 0x5345_5256_4552_5321),
+            rng: Seed(seed).rng(Stream::ServerTargets),
             paused: Vec::new(),
         }
     }
@@ -267,7 +267,7 @@ impl StandInServerNemesis {
             .status()
             .await
             .map_err(|e| format!("cannot read the managed cluster: {e:#}"))?;
-        let group = lockbench_chaos::group_of(self.backend);
+        let group = lockbench_registry::group_of(self.backend);
         Ok(status
             .servers
             .into_iter()

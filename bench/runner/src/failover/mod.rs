@@ -21,7 +21,6 @@
 //! `failover.pause`, then heals; netns topology only).
 //! Candidates are worker processes on the run's client hosts ([`RunEnv::worker_command`]).
 
-#[macro_use]
 mod elector;
 mod round;
 mod tracker;
@@ -32,9 +31,13 @@ use crate::observer::Observer;
 use crate::placement::RunEnv;
 use lockbench_chaos::Nemesis;
 use lockbench_core::election::FailoverKnobs;
-use lockbench_core::{ElectionKind, Elector, Endpoints, FaultPhase, Removal, RunClock, Scenario};
-use lockbench_report::model::FailoverResult;
-use lockbench_report::{BackendResult, RunDir, build};
+use lockbench_core::{
+    ElectionKind, Elector, Endpoints, FaultPhase, Removal, RunClock, Scenario, Seed, Stream,
+};
+use lockbench_registry::with_elector;
+use lockbench_report::RunDir;
+use lockbench_results::model::FailoverResult;
+use lockbench_results::{BackendResult, Status, Validity};
 use lockbench_workloads::RunControl;
 use lockbench_workloads::candidate::CandidateEvent;
 use round::Run;
@@ -86,18 +89,17 @@ pub async fn run_election(
         paused: BTreeSet::new(),
         next_id: 1,
         stop: control.stop.subscribe(),
-        rng: rand::SeedableRng::seed_from_u64(scenario.seed ^ 0x524f_554e),
+        rng: Seed(scenario.seed).rng(Stream::FailoverRounds),
     };
     let removals = &scenario.failover.removals;
     let mut server = (removals.contains(&Removal::ServerKill)
         || removals.contains(&Removal::Partition))
     .then(|| {
         env.managed_state().map(|dir| {
-            use rand::SeedableRng;
             lockbench_chaos::ServerNemesis::new(
                 lockbench_cluster::Cluster::new(dir),
-                lockbench_chaos::election_group_of(kind),
-                rand_chacha::ChaCha8Rng::seed_from_u64(scenario.seed ^ 0x454c_4543),
+                lockbench_registry::election_group_of(kind),
+                Seed(scenario.seed).rng(Stream::ServerTargets),
             )
         })
     })
@@ -152,16 +154,19 @@ pub async fn run_election(
     // Elections are a few ops per second: the failover checker reads its history in memory.
     let history = written.read_in_memory(name, faults)?;
     let figures = lockbench_analysis::failover::check(&history);
-    let mut result = build::failed_result(name, &scenario.workload, String::new());
+    let mut result = BackendResult::failed(name, &scenario.workload, String::new());
     result.status = if *control.stop.borrow() {
-        "interrupted"
+        Status::Interrupted
     } else {
-        "ok"
-    }
-    .into();
+        Status::Ok
+    };
     result.error = None;
     let episodes = figures.split_brain.len() as u64;
-    result.safety.verdict = if episodes == 0 { "valid" } else { "invalid" }.into();
+    result.safety.verdict = if episodes == 0 {
+        Validity::Valid
+    } else {
+        Validity::Invalid
+    };
     result.safety.mutex_violations = episodes;
     result.safety.overlapping_grants = episodes;
     result.safety.overlap_ms = figures.split_brain.iter().map(|e| e.ms).sum();
