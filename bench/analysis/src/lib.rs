@@ -21,6 +21,8 @@
 //!   else (they deleted that client's lock);
 //! - [`availability`]: success rate and latency before/during/after each fault window, time
 //!   to the first acquisition after a fault ends, and stalls (no progress for too long);
+//! - [`pass`]: one pass over the time-ordered history (in memory or streamed from disk)
+//!   feeding all of the above;
 //! - [`safety`]: all safety checkers together, with one verdict;
 //! - [`attribution`]: which fault window each violation happened in (for the scorecard);
 //! - [`failover`]: leader elections: time to a new leader and until every candidate saw it,
@@ -38,6 +40,7 @@ pub mod granted;
 pub mod handoff;
 pub mod lost;
 pub mod mutex;
+pub mod pass;
 pub mod release;
 pub mod rwlock;
 pub mod safety;

@@ -3,7 +3,7 @@
 //! The model is `lockbench-results` (the shape of `results.json`); the runner assembles it.
 //! This crate renders it: [`table`] for the terminal, [`html`] for `report.html`, [`sizing`]
 //! and [`failover_table`] for the sweep's and the failover workload's tables; [`run_dir`] owns
-//! the files a run leaves behind (`scenario.toml`, `history.jsonl`, histograms,
+//! the files a run leaves behind (`scenario.toml`, `history.jsonl.zst`, histograms,
 //! `results.json`). Measurement and analysis live in other crates; this one only writes and
 //! renders.
 #![deny(missing_docs)]

@@ -9,10 +9,11 @@ use lockbench_analysis::fencing::FencingReport;
 use lockbench_analysis::fencing_audit::{self, AuditReport};
 use lockbench_analysis::lost::LostReport;
 use lockbench_analysis::mutex::MutexReport;
+use lockbench_analysis::pass::Analysed;
 use lockbench_analysis::release::{self, ReleaseReport};
-use lockbench_analysis::{Safety, attribution, availability, checker, fairness, handoff};
+use lockbench_analysis::{Safety, attribution, checker, fairness};
 use lockbench_core::scenario::Workload;
-use lockbench_core::{BackendInfo, History, OpF, OpType, ServerCounters, ServerFanout, Wakeups};
+use lockbench_core::{BackendInfo, OpType, ServerCounters, ServerFanout, Wakeups};
 use lockbench_results::Status;
 use lockbench_results::model::{
     BackendResult, CheckResult, Errors, Fanout, Percentiles, Requests, SafetyResult,
@@ -37,12 +38,10 @@ pub struct Measured<'a> {
     pub workload: &'a Workload,
     /// The client loop's output.
     pub output: &'a RunOutput,
-    /// The merged history.
-    pub history: &'a History,
+    /// What the pass over the history found (see `lockbench_analysis::pass`).
+    pub analysed: Analysed,
     /// Server counters around the run.
     pub counters: &'a CounterReadings,
-    /// No-progress alarm threshold.
-    pub stall_alarm: std::time::Duration,
 }
 
 /// Builds the result of one (backend, workload) run.
@@ -50,7 +49,8 @@ pub fn backend_result(m: Measured<'_>) -> (BackendResult, Histogram<u64>) {
     let out = m.output;
     let latency = out.acquire_latency();
     let service = out.acquire_service();
-    let handoffs = handoff::latencies(m.history, out.measure_start, out.measure_end);
+    let analysed = m.analysed;
+    let handoffs = analysed.handoffs;
     let measured_s = out.measured().as_secs_f64();
     let acquisitions = out.acquisitions();
     let total = out.acquisitions_total();
@@ -68,11 +68,8 @@ pub fn backend_result(m: Measured<'_>) -> (BackendResult, Histogram<u64>) {
     }
 
     // Each violation is charged to the fault window it happened in (or to none).
-    let checked = Safety::from_outcomes(checker::run_on_history(
-        checker::for_workload(m.workload),
-        m.history,
-    ));
-    let mut fault_windows = availability::windows(m.history);
+    let checked = Safety::from_outcomes(analysed.outcomes);
+    let mut fault_windows = analysed.windows;
     let (violations, fenced) = (
         attribution::violations(&checked),
         attribution::fenced(&checked),
@@ -122,12 +119,11 @@ pub fn backend_result(m: Measured<'_>) -> (BackendResult, Histogram<u64>) {
         fault_windows,
         repetitions: Vec::new(),
         resources: None,
-        stalls: availability::stalls(m.history, out.measure_start, out.measure_end, m.stall_alarm),
+        stalls: analysed.stalls,
         fencing: None,
         fanout: None,
         failover: None,
-        shared_lock: (m.workload.read_fraction > 0.0)
-            .then(|| lockbench_analysis::rwlock::check(m.history)),
+        shared_lock: analysed.shared_lock,
     };
     (result, handoffs)
 }
@@ -148,14 +144,9 @@ pub struct FanoutReadings {
     pub server_mid_run: Option<Result<Option<ServerFanout>, String>>,
 }
 
-/// The `fanout` figures: counter deltas over the run divided by the successful releases in
+/// The `fanout` figures: counter deltas over the run divided by the successful `releases` in
 /// the whole history (the span the counters cover).
-pub fn fanout(readings: &FanoutReadings, history: &History) -> Fanout {
-    let releases = history
-        .ops()
-        .iter()
-        .filter(|op| op.f == OpF::Release && op.ty == OpType::Ok)
-        .count() as u64;
+pub fn fanout(readings: &FanoutReadings, releases: u64) -> Fanout {
     let per = |n: u64| (releases > 0).then(|| round3(n as f64 / releases as f64));
     let d = readings.after.since(readings.before);
     let (server, source, error) = match (&readings.server_before, &readings.server_after) {
