@@ -133,16 +133,22 @@ pub fn events(
     backend: Option<&str>,
 ) -> io::Result<impl Iterator<Item = io::Result<Event>>> {
     let backend = backend.map(str::to_string);
-    let mut lines = file::lines(file::open(path, offset)?).peekable();
+    let mut reader = file::open(path, offset)?;
+    // One buffer for every line: the stream allocates nothing per op.
+    let mut line = Vec::with_capacity(512);
     let mut number = 0u64;
     Ok(std::iter::from_fn(move || {
         loop {
-            let line = lines.next()?;
-            number += 1;
-            match ordered::parse_line(&line, backend.as_deref()) {
+            line.clear();
+            match reader.read_until(b'\n', &mut line) {
+                Ok(0) | Err(_) => return None,
+                Ok(_) => number += 1,
+            }
+            match ordered::parse_line(&String::from_utf8_lossy(&line), backend.as_deref()) {
                 Ok(Some(e)) => return Some(Ok(e)),
                 Ok(None) => continue,
-                Err(_) if lines.peek().is_none() => return None,
+                // A bad last line is one torn by a kill.
+                Err(_) if reader.fill_buf().map_or(true, |b| b.is_empty()) => return None,
                 Err(e) => {
                     return Some(Err(io::Error::new(
                         io::ErrorKind::InvalidData,
