@@ -161,11 +161,11 @@ impl Traces {
                 traces.skipped += 1;
                 continue;
             };
-            if l.fault.is_some() || l.ty.as_deref() == Some("nemesis") {
+            if l.fault.is_some() || l.ty == Some("nemesis") {
                 traces.fault(l);
                 continue;
             }
-            let backend = l.backend.as_deref().unwrap_or("(unnamed)");
+            let backend = l.backend.unwrap_or("(unnamed)");
             let i = match index.get(backend) {
                 Some(i) => *i,
                 None => {
@@ -200,7 +200,7 @@ impl Traces {
                 .and_then(Value::as_str)
                 .unwrap_or("fault")
                 .to_string(),
-            _ => l.f.as_deref().unwrap_or("fault").to_string(),
+            _ => l.f.unwrap_or("fault").to_string(),
         };
         let list: Vec<String> = match &l.targets {
             Some(Value::Array(a)) => a
@@ -217,12 +217,12 @@ impl Traces {
         };
         let targets = list.join(", ");
         let label = lockbench_core::fault_label(&fault, &list);
-        match l.phase.as_deref() {
+        match l.phase {
             Some("stop") => {
                 let open = self.faults.iter_mut().rev().find(|w| {
                     w.end.is_none()
                         && w.fault == fault
-                        && w.backend.as_deref() == l.backend.as_deref()
+                        && w.backend.as_deref() == l.backend
                         && w.start <= t
                 });
                 match open {
