@@ -17,6 +17,7 @@ use crate::ids::{ClientId, FencingToken, KeyId};
 use crate::time::Nanos;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// What the servers said about one key at one moment, from the observer's session.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -75,8 +76,47 @@ impl ServerObservation {
 }
 
 /// Where an observer sends its observations (the runner stamps nothing: `time` is set by the
-/// observer when it learned the state). Not on the clients' path.
-pub type ServerSink = Arc<dyn Fn(ServerObservation) + Send + Sync>;
+/// observer when it learned the state), and where it counts the requests it sends, so that
+/// the servers' own request counters can be read without them. Not on the clients' path.
+#[derive(Clone)]
+pub struct ServerSink {
+    record: Arc<dyn Fn(ServerObservation) + Send + Sync>,
+    requests: Arc<AtomicU64>,
+}
+
+impl ServerSink {
+    /// A sink that hands every observation to `record`.
+    pub fn new(record: impl Fn(ServerObservation) + Send + Sync + 'static) -> ServerSink {
+        ServerSink {
+            record: Arc::new(record),
+            requests: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    /// Records one observation.
+    pub fn record(&self, observation: ServerObservation) {
+        (self.record)(observation)
+    }
+
+    /// Counts `n` requests the observer sent to the servers.
+    pub fn sent(&self, n: u64) {
+        self.requests.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Requests the observer has sent so far (what the servers' counters include on its
+    /// account, besides its sessions' own pings).
+    pub fn requests(&self) -> u64 {
+        self.requests.load(Ordering::Relaxed)
+    }
+}
+
+impl std::fmt::Debug for ServerSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerSink")
+            .field("requests", &self.requests())
+            .finish()
+    }
+}
 
 /// A server observation as one history line: `{"type":"server","t":..,..}`.
 #[derive(Serialize, Deserialize)]
