@@ -28,6 +28,8 @@ use std::time::Duration;
 const PROBE: Duration = Duration::from_millis(500);
 /// A server that does not answer a read within this is blind.
 const SILENCE: Duration = Duration::from_millis(1000);
+/// Two expiry estimates of one holding closer than this are the same expiry read twice.
+const SAME_EXPIRY: Duration = Duration::from_millis(25);
 /// The keyspace events the observer needs: keyspace channel, generic (`DEL`, `PEXPIRE`),
 /// string (`SET`), expired and evicted.
 const EVENTS: &str = "Kg$xe";
@@ -71,12 +73,13 @@ struct Shared {
 }
 
 impl Shared {
-    fn set(&self, key: usize, server: usize, slot: Slot) {
+    fn set(&self, key: usize, server: usize, mut slot: Slot) {
         let state = {
             let mut slots = self.slots.lock().expect("observer slots");
             let Some(row) = slots.get_mut(key) else {
                 return;
             };
+            keep_estimate(&mut slot, row[server]);
             row[server] = slot;
             majority(row, self.quorum)
         };
@@ -91,6 +94,18 @@ impl Shared {
             blind,
             ..ServerObservation::holder(self.clock.now(), KeyId(key as u32), holder)
         });
+    }
+}
+
+/// A key read again with the same holder gives an expiry estimate that differs from the last
+/// by the reads' latency, not because anything changed; keep the earlier estimate then, so
+/// the expiry does not wander (and a Redlock majority seem to come back). A renewal moves the
+/// expiry by more than [`SAME_EXPIRY`].
+fn keep_estimate(new: &mut Slot, old: Slot) {
+    if let (Some((holder, Some(e))), Some((was, Some(before)))) = (new.as_mut(), old) {
+        if *holder == was && e.0.abs_diff(before.0) < SAME_EXPIRY.as_nanos() as u64 {
+            *e = before;
+        }
     }
 }
 
@@ -252,6 +267,19 @@ mod tests {
 
     fn held(c: u32, expires: u64) -> Slot {
         Some((Some(ClientId(c)), Some(Nanos(expires))))
+    }
+
+    #[test]
+    fn a_second_read_of_the_same_holding_keeps_the_first_estimate() {
+        let mut again = held(1, 1_000_000_000 + 3_000_000);
+        keep_estimate(&mut again, held(1, 1_000_000_000));
+        assert_eq!(again, held(1, 1_000_000_000));
+        let mut renewed = held(1, 1_500_000_000);
+        keep_estimate(&mut renewed, held(1, 1_000_000_000));
+        assert_eq!(renewed, held(1, 1_500_000_000));
+        let mut other = held(2, 1_000_000_001);
+        keep_estimate(&mut other, held(1, 1_000_000_000));
+        assert_eq!(other, held(2, 1_000_000_001));
     }
 
     #[test]

@@ -116,8 +116,29 @@ pub fn backend_result(m: Measured<'_>) -> (BackendResult, Histogram<u64>) {
         failover: None,
         shared_lock: (m.workload.read_fraction > 0.0)
             .then(|| lockbench_analysis::rwlock::check(m.history)),
+        server_truth: None,
     };
     (result, handoffs)
+}
+
+/// The `server_truth` figures of a run whose servers were observed: the checker over
+/// `history` (its fault windows as in `fault_windows`), with the observer's note and requests.
+pub fn server_truth(
+    history: &History,
+    fault_windows: &[availability::Window],
+    note: Option<String>,
+    observer_requests: u64,
+) -> crate::model::ServerTruth {
+    let figures = lockbench_analysis::truth::check(history, fault_windows);
+    let note = match (note, &figures) {
+        (None, None) => Some("the observer recorded nothing".to_string()),
+        (note, _) => note,
+    };
+    crate::model::ServerTruth {
+        note,
+        observer_requests,
+        figures,
+    }
 }
 
 /// The servers' fan-out counters read around a run, and the watch gauge sampled mid-run.
@@ -227,6 +248,7 @@ pub fn failed_result(backend: &str, workload: &Workload, error: String) -> Backe
         fanout: None,
         failover: None,
         shared_lock: None,
+        server_truth: None,
     }
 }
 

@@ -4,7 +4,8 @@
 //! - `history.jsonl`: every op of every backend, one JSON object per line with a `backend`
 //!   field, appended while the run goes (lines are in time order per client; sort by `t` for a
 //!   global order). An interrupted run keeps every line written so far. Fault events are lines
-//!   with `"type":"nemesis"` (verb, phase, targets, note, applied), on the same clock;
+//!   with `"type":"nemesis"` (verb, phase, targets, note, applied), on the same clock; with
+//!   `observe_server`, who the servers said held each lock are lines with `"type":"server"`;
 //! - `histograms/<backend>.<metric>.hgrm`: HdrHistogram's percentile distribution text, as
 //!   Java's `outputPercentileDistribution(out, 5, 1000.0)` prints it (values in ms; see `hgrm`);
 //! - `histograms/<backend>.<metric>.hdr`: the same histogram, V2-deflate serialized, so
@@ -19,7 +20,8 @@ use anyhow::Context;
 use hdrhistogram::Histogram;
 use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
 use lockbench_core::history::{NemesisLine, NemesisTag};
-use lockbench_core::{FaultEvent, Op};
+use lockbench_core::server_view::{ServerLine, ServerTag};
+use lockbench_core::{FaultEvent, Op, ServerObservation};
 use serde::Serialize;
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
@@ -141,11 +143,55 @@ struct FaultLine<'a> {
     line: NemesisLine<&'a FaultEvent>,
 }
 
+/// One server line: a server-side observation tagged with its backend.
+#[derive(Serialize)]
+struct ServerLineOf<'a> {
+    backend: &'a str,
+    #[serde(flatten)]
+    line: ServerLine<&'a ServerObservation>,
+}
+
 impl RunDir {
+    /// Appends server-side observations to `history.jsonl` (`"type":"server"` lines) in one
+    /// write, so they never interleave with the op writer's lines.
+    pub fn append_server(
+        &self,
+        backend: &str,
+        observations: &[ServerObservation],
+    ) -> anyhow::Result<()> {
+        if observations.is_empty() {
+            return Ok(());
+        }
+        let mut lines = Vec::with_capacity(observations.len() * 64);
+        for observation in observations {
+            serde_json::to_writer(
+                &mut lines,
+                &ServerLineOf {
+                    backend,
+                    line: ServerLine {
+                        kind: ServerTag::Server,
+                        observation,
+                    },
+                },
+            )?;
+            lines.push(b'\n');
+        }
+        self.append(&lines)
+    }
+
+    fn append(&self, bytes: &[u8]) -> anyhow::Result<()> {
+        let path = self.path.join("history.jsonl");
+        OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .and_then(|mut f| f.write_all(bytes))
+            .with_context(|| format!("cannot append to {}", path.display()))
+    }
+
     /// Appends one fault event to `history.jsonl` at once (a `"type":"nemesis"` line), so an
     /// interrupted run keeps its fault windows too.
     pub fn append_fault(&self, backend: &str, event: &FaultEvent) -> anyhow::Result<()> {
-        let path = self.path.join("history.jsonl");
         let mut line = serde_json::to_vec(&FaultLine {
             backend,
             line: NemesisLine {
@@ -155,12 +201,7 @@ impl RunDir {
         })?;
         line.push(b'\n');
         // One write(2) on an O_APPEND file: never interleaves with the op writer's lines.
-        OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .and_then(|mut f| f.write_all(&line))
-            .with_context(|| format!("cannot append to {}", path.display()))
+        self.append(&line)
     }
 }
 

@@ -158,6 +158,10 @@ pub async fn execute<B: Backend>(
         plan: SlotPlan::of(scenario),
     };
     let sampler = crate::resources::start(cx.kind, env, cx.clock, scenario.duration);
+    let truth = scenario.observe_server.then(|| {
+        let keys = scenario.workload.keys;
+        crate::server_truth::start(&backend, cx.clock, keys, run_dir, cx.kind.name())
+    });
     let resource = Arc::new(FencedResource::new(
         scenario.resource,
         scenario.workload.keys,
@@ -186,8 +190,18 @@ pub async fn execute<B: Backend>(
     let collected = collect(&cx, local.task.take(), workers, window, faults).await?;
     let ops = writer.await??;
     let fault_events = event_log.await?;
-    let history = History::with_faults(ops, fault_events);
-    let after = backend.server_counters().await;
+    let mut truth = match truth {
+        Some(running) => Some(running.finish().await),
+        None => None,
+    };
+    let mut history = History::with_faults(ops, fault_events);
+    let mut after = backend.server_counters().await;
+    if let Some(t) = &mut truth {
+        history = history.with_server(std::mem::take(&mut t.observations));
+        if let Ok(after) = &mut after {
+            after.requests = after.requests.saturating_sub(t.requests);
+        }
+    }
     let fanout = match before.wakeups {
         Some(wakeups_before) => Some(build::FanoutReadings {
             before: wakeups_before,
@@ -212,6 +226,10 @@ pub async fn execute<B: Backend>(
     });
     if let Some(readings) = &fanout {
         result.fanout = Some(build::fanout(readings, &history));
+    }
+    if let Some(t) = truth {
+        let windows = &result.fault_windows;
+        result.server_truth = Some(build::server_truth(&history, windows, t.failed, t.requests));
     }
     result.resources = Some(
         sampler
