@@ -49,6 +49,7 @@ pub(crate) async fn observe(
 ) -> Result<(), String> {
     let shared = Arc::new(Shared {
         slots: Mutex::new(vec![vec![None; servers.len()]; keys as usize]),
+        sent: Mutex::new(vec![vec![Nanos(0); servers.len()]; keys as usize]),
         seen: Mutex::new(vec![None; keys as usize]),
         quorum,
         clock,
@@ -66,6 +67,8 @@ pub(crate) async fn observe(
 /// What the per-server tasks share: every server's view of every key, and what was recorded.
 struct Shared {
     slots: Mutex<Vec<Vec<Slot>>>,
+    /// When each slot's read was sent.
+    sent: Mutex<Vec<Vec<Nanos>>>,
     seen: Mutex<Vec<Option<(Option<ClientId>, Option<Nanos>, bool)>>>,
     quorum: usize,
     clock: RunClock,
@@ -73,7 +76,18 @@ struct Shared {
 }
 
 impl Shared {
-    fn set(&self, key: usize, server: usize, mut slot: Slot) {
+    /// Server `server`'s view of `key` is `slot`, read with a request sent at `sent`.
+    fn set(&self, key: usize, server: usize, mut slot: Slot, sent: Nanos) {
+        // Every server's state holds from its read on: the whole row is known from the
+        // latest of them.
+        let since = {
+            let mut all = self.sent.lock().expect("observer sent");
+            let Some(row) = all.get_mut(key) else {
+                return;
+            };
+            row[server] = sent;
+            row.iter().copied().max().unwrap_or(sent)
+        };
         let state = {
             let mut slots = self.slots.lock().expect("observer slots");
             let Some(row) = slots.get_mut(key) else {
@@ -92,6 +106,7 @@ impl Shared {
         self.sink.record(ServerObservation {
             expires,
             blind,
+            sent: (!blind).then_some(since),
             ..ServerObservation::holder(self.clock.now(), KeyId(key as u32), holder)
         });
     }
@@ -150,7 +165,7 @@ async fn follow(
             tracing::warn!(server = %server.address, error = %e, "redis observer: lost its view");
         }
         for key in 0..keys as usize {
-            shared.set(key, index, None);
+            shared.set(key, index, None, shared.clock.now());
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
@@ -216,6 +231,7 @@ async fn watch(
         };
         for key in read {
             let lock = names.lock(key);
+            let sent = shared.clock.now();
             let (value, pttl): (Option<Vec<u8>>, i64) = redis::pipe()
                 .cmd("GET")
                 .arg(lock.as_ref())
@@ -232,7 +248,7 @@ async fn watch(
                 ),
                 None => (None, None),
             };
-            shared.set(key.0 as usize, index, Some(slot));
+            shared.set(key.0 as usize, index, Some(slot), sent);
         }
     }
 }

@@ -15,7 +15,8 @@
 //! client on that key, from the episode's start until its next grant, that ended with
 //! `lock-lost` or `session-expired` (a release or renew refused, a lease or session found
 //! dead); an episode the client never learned of is *undetected*. While the observer was
-//! blind nothing starts; an episode under way goes on.
+//! blind nothing starts; an episode under way goes on. A *read* state (Redis) whose read was
+//! sent before the grant is no evidence either: the servers may have answered before it.
 //!
 //! Episodes are charged to fault windows as violations are ([`crate::attribution`]): to each
 //! applied window whose span, extended by [`GRACE`](crate::attribution::GRACE), contains the
@@ -149,7 +150,10 @@ pub fn check(history: &History, windows: &[Window]) -> Option<TruthReport> {
                     && op.time >= start
                     && op.time < belief.next_grant
                     && op.ty != OpType::Invoke
-                    && matches!(op.error, Some(ErrorKind::LockLost | ErrorKind::SessionExpired))
+                    && matches!(
+                        op.error,
+                        Some(ErrorKind::LockLost | ErrorKind::SessionExpired)
+                    )
             });
             report.episodes.push(Episode {
                 client: belief.client,
@@ -181,6 +185,8 @@ pub fn check(history: &History, windows: &[Window]) -> Option<TruthReport> {
 struct Stretch {
     from: Nanos,
     to: Nanos,
+    /// A read state: the read was sent then (see `ServerObservation::sent`).
+    sent: Option<Nanos>,
     holder: Option<ClientId>,
     token: Option<FencingToken>,
     blind: bool,
@@ -203,6 +209,7 @@ fn timelines(observations: &[ServerObservation], end: Nanos) -> HashMap<KeyId, V
                 let held = Stretch {
                     from: o.time,
                     to: held_until.unwrap_or(to),
+                    sent: o.sent,
                     holder: o.holder,
                     token: o.token,
                     blind: o.blind,
@@ -212,6 +219,7 @@ fn timelines(observations: &[ServerObservation], end: Nanos) -> HashMap<KeyId, V
                     stretches.push(Stretch {
                         from: expired,
                         to,
+                        sent: None,
                         holder: None,
                         token: None,
                         blind: o.blind,
@@ -258,7 +266,11 @@ fn beliefs(history: &History, end: Nanos) -> Vec<Belief> {
     }
     for b in &mut out {
         let g = &grants[&(b.client, b.key)];
-        b.next_grant = g.iter().copied().find(|t| *t > b.from).unwrap_or(Nanos(u64::MAX));
+        b.next_grant = g
+            .iter()
+            .copied()
+            .find(|t| *t > b.from)
+            .unwrap_or(Nanos(u64::MAX));
     }
     out
 }
@@ -297,6 +309,9 @@ fn lost_spans(belief: &Belief, timeline: &[Stretch]) -> Vec<(Nanos, Nanos, Optio
             if let Some((start, holder)) = lost.take() {
                 out.push((start, s.from.max(start), holder));
             }
+        } else if s.sent.is_some_and(|sent| sent < belief.from) {
+            // Read before the grant: says nothing about this belief.
+            continue;
         } else if confirmed && lost.is_none() {
             lost = Some((s.from.max(belief.from), s.holder));
         }
@@ -439,7 +454,11 @@ mod tests {
         assert_eq!(e.detected_by.as_deref(), Some("release/fail/lock-lost"));
         assert_eq!((r.detected, r.undetected), (1, 0));
         assert_eq!(r.detection_p50_ms, Some(11.0));
-        assert_eq!(r.windows.last().unwrap().lost_while_held, 1, "charged to none");
+        assert_eq!(
+            r.windows.last().unwrap().lost_while_held,
+            1,
+            "charged to none"
+        );
     }
 
     #[test]
@@ -452,7 +471,12 @@ mod tests {
             Op::invoke(t(30), ClientId(1), OpF::Release, KeyId(0)),
         ];
         // The server names 0 a little after its grant, 1 a little after its grant.
-        let server = vec![seen(5, None), seen(12, Some(0)), seen(20, None), seen(23, Some(1))];
+        let server = vec![
+            seen(5, None),
+            seen(12, Some(0)),
+            seen(20, None),
+            seen(23, Some(1)),
+        ];
         let r = check(&History::from_unordered(ops).with_server(server), &[]).unwrap();
         assert_eq!(r.lost_while_held, 0, "{:?}", r.episodes);
         assert_eq!(r.observations, 4);
@@ -480,6 +504,29 @@ mod tests {
         assert_eq!((r.episodes[0].start_s, r.episodes[0].lost_ms), (0.02, 10.0));
         assert_eq!(r.undetected, 1);
         assert_eq!(r.blind_ms, 3.0);
+    }
+
+    #[test]
+    fn a_read_sent_before_the_grant_is_no_evidence_of_a_loss() {
+        // Client 0 holds 10-20 ms and again from 21 ms; a read sent at 20.5 ms (between its
+        // release and its next grant) saw no holder but arrived at 22 ms.
+        let ops = vec![
+            op(10, 0, OpF::Acquire, OpType::Ok, None),
+            Op::invoke(t(20), ClientId(0), OpF::Release, KeyId(0)),
+            op(21, 0, OpF::Acquire, OpType::Ok, None),
+            Op::invoke(t(30), ClientId(0), OpF::Release, KeyId(0)),
+        ];
+        let read = |ms, sent_us: u64, holder| ServerObservation {
+            sent: Some(Nanos(sent_us * 1_000)),
+            ..seen(ms, holder)
+        };
+        let server = vec![read(11, 10_500, Some(0)), read(22, 20_500, None)];
+        let h = History::from_unordered(ops.clone()).with_server(server);
+        assert_eq!(check(&h, &[]).unwrap().lost_while_held, 0);
+        // The same state read after the grant is a loss.
+        let server = vec![read(11, 10_500, Some(0)), read(23, 21_500, None)];
+        let h = History::from_unordered(ops).with_server(server);
+        assert_eq!(check(&h, &[]).unwrap().lost_while_held, 1);
     }
 
     #[test]

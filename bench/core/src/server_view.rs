@@ -38,6 +38,13 @@ pub struct ServerObservation {
     /// revision); how a holder is named when its name carries no client.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token: Option<FencingToken>,
+    /// For a state the observer *read* (Redis: `GET` after a notification) rather than was
+    /// pushed: when the read was sent. The servers answered with their state at some instant
+    /// between `sent` and `t`, so the state may be older than `t`; a checker must not take it
+    /// as evidence about anything before `sent`. Absent for pushed states (ZooKeeper and etcd
+    /// watch events arrive after the change they report).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sent: Option<Nanos>,
     /// When the holding runs out unless renewed (a Redis key's TTL at the time it was read):
     /// the server holds it for no one from then on, even before it deletes the key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -56,6 +63,7 @@ impl ServerObservation {
             key,
             holder,
             token: None,
+            sent: None,
             expires: None,
             blind: false,
         }
