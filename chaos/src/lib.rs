@@ -63,7 +63,7 @@ pub use server_nemesis::ServerNemesis;
 pub use targets::{leader, resolve};
 pub use toxiproxy_api::ToxiproxyApi;
 
-use lockbench_core::{BackendKind, ElectionKind, Fault, FaultEvent, RunClock};
+use lockbench_core::{Fault, FaultEvent, RunClock};
 use std::future::Future;
 
 /// Applies faults and undoes them (Jepsen's nemesis).
@@ -81,27 +81,4 @@ pub trait Nemesis: Send {
 
     /// Undoes every fault still in effect.
     fn heal_all(&mut self, clock: &RunClock) -> impl Future<Output = Vec<FaultEvent>> + Send;
-}
-
-/// The servers an election recipe runs on: the group a [`ServerNemesis`] for it acts on.
-pub fn election_group_of(election: ElectionKind) -> Group {
-    match election {
-        ElectionKind::ZkElection => Group::Zookeeper,
-        ElectionKind::EtcdElection | ElectionKind::EtcdLeaseElection => Group::Etcd,
-        ElectionKind::RedisLeaseElection => Group::Redis,
-    }
-}
-
-/// The servers a backend runs on: the group a [`ServerNemesis`] for it acts on.
-pub fn group_of(backend: BackendKind) -> Group {
-    match backend {
-        BackendKind::ZkFair | BackendKind::ZkCurator | BackendKind::ZkHerd => Group::Zookeeper,
-        BackendKind::EtcdLease | BackendKind::EtcdLockapi => Group::Etcd,
-        BackendKind::RedisSetnx | BackendKind::RedisBrokenNoNx => Group::Redis,
-        BackendKind::Redlock => Group::Redlock,
-        BackendKind::RedisSentinel => Group::Failover,
-        BackendKind::ZkRwlock => Group::Zookeeper,
-        BackendKind::EtcdHerd => Group::Etcd,
-        BackendKind::RedisPubsub => Group::Redis,
-    }
 }

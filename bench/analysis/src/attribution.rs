@@ -22,18 +22,7 @@ pub const GRACE: Duration = Duration::from_secs(2);
 /// Every violation of `safety`, by kind (`mutex`, `stale_write_accepted`,
 /// `write_after_lock_lost`, `token_reuse`, the scorecard's names), with its time.
 pub fn violations(safety: &Safety) -> Vec<(&'static str, Nanos)> {
-    let mut out = Vec::new();
-    if let Some(m) = &safety.mutex {
-        out.extend(m.times.iter().map(|t| ("mutex", *t)));
-    }
-    if let Some(f) = &safety.fencing {
-        out.extend(f.accepted_at.iter().map(|t| ("stale_write_accepted", *t)));
-        out.extend(f.token_reused_at.iter().map(|t| ("token_reuse", *t)));
-    }
-    if let Some(l) = &safety.lost {
-        out.extend(l.at.iter().map(|t| ("write_after_lock_lost", *t)));
-    }
-    out
+    safety.findings().map(|f| (f.kind, f.at)).collect()
 }
 
 /// Fills each applied window's `violations` with the violations it contains (end + [`GRACE`])

@@ -13,13 +13,14 @@
 //! highest token granted on that key before it (`token_reuses`). In a correct run grants of one
 //! key complete in token order: the next grant is only made after the previous holder released.
 
-use lockbench_core::{FencingToken, History, KeyId, OpF, OpType};
-use serde::Serialize;
+use crate::checker::{self, Checker, CheckerOutcome, Finding, Validity};
+use lockbench_core::{FencingToken, History, KeyId, Op, OpF, OpType};
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 
 /// What the fencing checker found.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FencingReport {
     /// Writes carrying a token lower than one already seen, which the resource accepted.
     pub stale_writes_accepted: u64,
@@ -41,48 +42,79 @@ pub struct FencingReport {
     pub token_reused_at: Vec<lockbench_core::Nanos>,
 }
 
-/// Counts the `write` ops of `history`.
-pub fn check(history: &History) -> FencingReport {
-    let mut r = FencingReport::default();
-    for op in history.ops().iter().filter(|o| o.f == OpF::Write) {
-        r.writes += 1;
-        match (op.stale, op.ty) {
-            (None, _) => r.unfenced_writes += 1,
-            (Some(true), OpType::Ok) => {
-                r.stale_writes_accepted += 1;
-                r.accepted_at.push(op.time);
+/// The fencing checker as a stream over the history (see [`crate::checker`]).
+#[derive(Default)]
+pub struct FencingChecker {
+    report: FencingReport,
+    /// Per key, the highest token granted so far.
+    highest: HashMap<KeyId, u64>,
+}
+
+impl Checker for FencingChecker {
+    fn name(&self) -> &'static str {
+        "fencing"
+    }
+
+    fn observe(&mut self, op: &Op) {
+        let r = &mut self.report;
+        match (op.f, op.ty) {
+            (OpF::Write, ty) => {
+                r.writes += 1;
+                match (op.stale, ty) {
+                    (None, _) => r.unfenced_writes += 1,
+                    (Some(true), OpType::Ok) => {
+                        r.stale_writes_accepted += 1;
+                        r.accepted_at.push(op.time);
+                    }
+                    (Some(true), _) => r.stale_writes_rejected += 1,
+                    (Some(false), _) => {}
+                }
             }
-            (Some(true), _) => r.stale_writes_rejected += 1,
-            (Some(false), _) => {}
+            (OpF::Acquire, OpType::Ok) => {
+                let Some(FencingToken(token)) = op.token else {
+                    return;
+                };
+                match self.highest.entry(op.key) {
+                    Entry::Occupied(e) if *e.get() >= token => {
+                        r.token_reuses += 1;
+                        r.token_reused_at.push(op.time);
+                    }
+                    Entry::Occupied(mut e) => *e.get_mut() = token,
+                    Entry::Vacant(e) => {
+                        e.insert(token);
+                    }
+                }
+            }
+            _ => {}
         }
     }
-    let mut highest: HashMap<KeyId, u64> = HashMap::new();
-    let grants = history
-        .ops()
-        .iter()
-        .filter(|o| o.f == OpF::Acquire && o.ty == OpType::Ok);
-    for op in grants {
-        let Some(FencingToken(token)) = op.token else {
-            continue;
+
+    /// Invalid when the resource accepted a stale write or a token was granted twice.
+    fn finish(self: Box<Self>) -> CheckerOutcome {
+        let r = self.report;
+        let validity = if r.stale_writes_accepted > 0 || r.token_reuses > 0 {
+            Validity::Invalid
+        } else {
+            Validity::Valid
         };
-        match highest.entry(op.key) {
-            Entry::Occupied(e) if *e.get() >= token => {
-                r.token_reuses += 1;
-                r.token_reused_at.push(op.time);
-            }
-            Entry::Occupied(mut e) => *e.get_mut() = token,
-            Entry::Vacant(e) => {
-                e.insert(token);
-            }
-        }
+        let mut out = CheckerOutcome::new("fencing", validity, &r);
+        out.findings = Finding::all("stale_write_accepted", &r.accepted_at)
+            .chain(Finding::all("token_reuse", &r.token_reused_at))
+            .collect();
+        out
     }
-    r
+}
+
+/// Counts the `write` ops of `history` and the reused tokens of its grants.
+pub fn check(history: &History) -> FencingReport {
+    let c = checker::feed_ops(FencingChecker::default(), history);
+    c.report
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lockbench_core::{ClientId, Nanos, Op};
+    use lockbench_core::{ClientId, Nanos};
 
     fn grant(t: u64, client: u32, key: u32, token: u64) -> Op {
         Op::complete(

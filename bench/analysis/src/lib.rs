@@ -1,11 +1,14 @@
 //! Checkers and figures computed from a finished history.
 //!
-//! Everything here is a pure function of a [`History`](lockbench_core::History) (plus the
-//! measured window), so it can be re-run offline on a saved `history.jsonl` and tested on
-//! hand-written histories. Checkers follow Jepsen's rule: a checker that cannot decide says
-//! [`Validity::Unknown`], never "valid"; [`safety::check`] turns a panicking checker into
-//! `Unknown` rather than a pass.
+//! Everything here is a pure function of a history (plus the measured window), so it can be
+//! re-run offline on a saved history and tested on hand-written histories. Checkers are values
+//! implementing [`Checker`], fed the time-ordered history as a stream (see [`checker`], which
+//! also says how to add one). They follow Jepsen's rule: a checker that cannot decide says
+//! [`Validity::Unknown`], never "valid", and a checker that panics is `Unknown` rather than a
+//! pass.
 //!
+//! - [`checker`]: the [`Checker`] trait, the set a run uses, the driver;
+//! - [`granted`]: no grant at all means nothing was checked (unknown);
 //! - [`mutex`]: overlapping holds of one key (two clients that both believed they held it);
 //! - [`rwlock`]: shared (read/write) locks: readers together, a writer never with anyone;
 //! - [`fencing`]: stale writes the protected resource accepted or rejected;
@@ -24,9 +27,11 @@
 
 pub mod attribution;
 pub mod availability;
+pub mod checker;
 pub mod failover;
 pub mod fairness;
 pub mod fencing;
+pub mod granted;
 pub mod handoff;
 pub mod lost;
 pub mod mutex;
@@ -34,4 +39,5 @@ pub mod rwlock;
 pub mod safety;
 pub mod truth;
 
-pub use safety::{Safety, Validity};
+pub use checker::{Checker, CheckerOutcome, CheckerSet, Finding, Validity};
+pub use safety::Safety;

@@ -8,12 +8,13 @@
 //! the resource to check) and it counts a write even when the resource happened to accept it
 //! because no newer holder had written yet.
 
-use lockbench_core::{ClientId, History, KeyId, OpF, OpType};
+use crate::checker::{self, Checker, CheckerOutcome, Finding, Validity};
+use lockbench_core::{ClientId, History, KeyId, Op, OpF, OpType};
 use std::collections::HashMap;
 
 /// Writes made after another client's later grant on the same key, and how many of those the
 /// resource accepted.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct LostReport {
     /// Writes by a client whose lock had been granted to another client since its own grant.
     pub writes_after_lock_lost: u64,
@@ -24,17 +25,30 @@ pub struct LostReport {
     pub at: Vec<lockbench_core::Nanos>,
 }
 
-/// Checks every `write` of `history` against the grants before it.
-pub fn check(history: &History) -> LostReport {
-    let mut last_grant: HashMap<KeyId, ClientId> = HashMap::new();
-    let mut r = LostReport::default();
-    for op in history.ops() {
+/// The lost-lock checker as a stream over the history (see [`crate::checker`]).
+#[derive(Default)]
+pub struct LostChecker {
+    /// Per key, the client of its latest grant.
+    last_grant: HashMap<KeyId, ClientId>,
+    report: LostReport,
+}
+
+impl Checker for LostChecker {
+    fn name(&self) -> &'static str {
+        "lost"
+    }
+
+    fn observe(&mut self, op: &Op) {
+        let r = &mut self.report;
         match (op.f, op.ty) {
             (OpF::Acquire, OpType::Ok) => {
-                last_grant.insert(op.key, op.client);
+                self.last_grant.insert(op.key, op.client);
             }
             (OpF::Write, OpType::Ok | OpType::Fail)
-                if last_grant.get(&op.key).is_some_and(|c| *c != op.client) =>
+                if self
+                    .last_grant
+                    .get(&op.key)
+                    .is_some_and(|c| *c != op.client) =>
             {
                 r.writes_after_lock_lost += 1;
                 r.at.push(op.time);
@@ -45,13 +59,35 @@ pub fn check(history: &History) -> LostReport {
             _ => {}
         }
     }
-    r
+
+    /// Always valid: a write after the lock was lost is damage *evidence* whose cause the
+    /// mutual-exclusion checker (the writer still believed it held the key while another was
+    /// granted it) and the fencing checker (the resource accepted it stale) judge. Its
+    /// findings still go to the scorecard.
+    fn finish(self: Box<Self>) -> CheckerOutcome {
+        let r = self.report;
+        let mut out = CheckerOutcome::new("lost", Validity::Valid, &r);
+        out.findings =
+            r.at.iter()
+                .map(|&at| Finding {
+                    kind: "write_after_lock_lost",
+                    at,
+                })
+                .collect();
+        out
+    }
+}
+
+/// Checks every `write` of `history` against the grants before it.
+pub fn check(history: &History) -> LostReport {
+    let c = checker::feed_ops(LostChecker::default(), history);
+    c.report
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lockbench_core::{Nanos, Op};
+    use lockbench_core::Nanos;
 
     fn op(t: u64, c: u32, f: OpF, ty: OpType) -> Op {
         Op::complete(Nanos(t), ClientId(c), f, KeyId(0), ty, None, None)

@@ -9,12 +9,13 @@
 //! actually had more than one believed holder. Only definite grants count: an indeterminate (`info`) acquire
 //! cannot prove a violation.
 
-use lockbench_core::{ClientId, History, KeyId, Nanos, OpF, OpType};
-use serde::Serialize;
+use crate::checker::{self, Checker, CheckerOutcome, Finding, Validity};
+use lockbench_core::{ClientId, History, KeyId, Nanos, Op, OpF, OpType};
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
 /// What the mutual-exclusion checker found.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct MutexReport {
     /// Overlap episodes: stretches of time during which a key had two or more believed holders.
     pub violations: u64,
@@ -64,14 +65,38 @@ impl KeyState {
     }
 }
 
-/// Checks every key of `history`.
-pub fn check(history: &History) -> MutexReport {
-    let mut keys: HashMap<KeyId, KeyState> = HashMap::new();
-    let mut report = MutexReport::default();
-    for op in history.ops() {
+/// The mutual-exclusion checker as a stream over the history (see [`crate::checker`]).
+#[derive(Default)]
+pub struct MutexChecker {
+    keys: HashMap<KeyId, KeyState>,
+    report: MutexReport,
+    /// The last op's time: an episode still open at the end lasts until then.
+    end: Nanos,
+}
+
+impl MutexChecker {
+    /// The report, closing episodes still open at the last op.
+    pub fn report(mut self) -> MutexReport {
+        for k in self.keys.values_mut() {
+            if let Some(since) = k.multi_since.take() {
+                add_overlap(&mut self.report, since, self.end);
+            }
+        }
+        self.report
+    }
+}
+
+impl Checker for MutexChecker {
+    fn name(&self) -> &'static str {
+        "mutex"
+    }
+
+    fn observe(&mut self, op: &Op) {
+        self.end = op.time;
+        let report = &mut self.report;
         match (op.f, op.ty) {
             (OpF::Acquire, OpType::Ok) => {
-                let k = keys.entry(op.key).or_default();
+                let k = self.keys.entry(op.key).or_default();
                 if k.holders.iter().any(|(c, _)| *c != op.client) {
                     report.overlapping_grants += 1;
                 }
@@ -86,11 +111,11 @@ pub fn check(history: &History) -> MutexReport {
                 }
             }
             (OpF::Release, OpType::Invoke) => {
-                if let Some(k) = keys.get_mut(&op.key) {
+                if let Some(k) = self.keys.get_mut(&op.key) {
                     k.holders.retain(|(c, _)| *c != op.client);
                     if k.distinct_holders() <= 1 {
                         if let Some(since) = k.multi_since.take() {
-                            add_overlap(&mut report, since, op.time);
+                            add_overlap(report, since, op.time);
                         }
                     }
                     if k.episode_since.is_some_and(|since| k.episode_over(since)) {
@@ -106,13 +131,29 @@ pub fn check(history: &History) -> MutexReport {
             _ => {}
         }
     }
-    let end = history.ops().last().map(|o| o.time).unwrap_or_default();
-    for k in keys.values_mut() {
-        if let Some(since) = k.multi_since.take() {
-            add_overlap(&mut report, since, end);
-        }
+
+    /// Invalid on any overlap episode.
+    fn finish(self: Box<Self>) -> CheckerOutcome {
+        let r = self.report();
+        let validity = if r.violations > 0 {
+            Validity::Invalid
+        } else {
+            Validity::Valid
+        };
+        let mut out = CheckerOutcome::new("mutex", validity, &r);
+        out.findings = r
+            .times
+            .iter()
+            .map(|&at| Finding { kind: "mutex", at })
+            .collect();
+        out
     }
-    report
+}
+
+/// Checks every key of `history`.
+pub fn check(history: &History) -> MutexReport {
+    let c = checker::feed_ops(MutexChecker::default(), history);
+    c.report()
 }
 
 /// Adds one stretch of multiple holders to the totals.
@@ -125,7 +166,6 @@ fn add_overlap(report: &mut MutexReport, since: Nanos, until: Nanos) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lockbench_core::Op;
 
     fn ok(t: u64, c: u32) -> Op {
         Op::complete(

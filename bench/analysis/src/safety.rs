@@ -1,97 +1,73 @@
 //! All safety checkers together, with one verdict.
+//!
+//! The verdict merges the outcomes of the run's checkers (see [`crate::checker`]) with `max`:
+//! any violation makes it invalid, otherwise any checker that could not decide (it panicked,
+//! or nothing was granted, [`NOTHING_GRANTED`]) makes it unknown.
 
-use crate::fencing::{self, FencingReport};
-use crate::lost::{self, LostReport};
-use crate::mutex::{self, MutexReport};
-use lockbench_core::{History, OpF, OpType};
-use serde::Serialize;
-use std::panic::{AssertUnwindSafe, catch_unwind};
-
-/// A checker's verdict, ordered so that merging verdicts is `max` (Jepsen's priorities).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Validity {
-    /// Nothing wrong found.
-    Valid,
-    /// The checker could not decide (it failed, or the history was unusable).
-    Unknown,
-    /// A violation was found.
-    Invalid,
-}
+pub use crate::checker::Validity;
+use crate::checker::{self, CheckerOutcome, Finding};
+pub use crate::granted::NOTHING_GRANTED;
+use lockbench_core::History;
+use serde::{Deserialize, Serialize};
 
 /// The safety checkers' findings on one history.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Safety {
     /// Overall verdict: invalid if any violation, unknown if a checker failed.
     pub verdict: Validity,
-    /// Mutual exclusion.
-    pub mutex: Option<MutexReport>,
-    /// Fencing at the protected resource.
-    pub fencing: Option<FencingReport>,
-    /// Writes by holders whose lock was already gone.
-    pub lost: Option<LostReport>,
-    /// Checkers that failed, with their panic message.
+    /// Every checker's outcome, in the order the checkers ran.
+    pub outcomes: Vec<CheckerOutcome>,
+    /// Checkers that could not decide, with why (a panic message is prefixed by the checker's
+    /// name).
     pub failed_checkers: Vec<String>,
 }
 
-fn guarded<T>(name: &str, failed: &mut Vec<String>, f: impl FnOnce() -> T) -> Option<T> {
-    match catch_unwind(AssertUnwindSafe(f)) {
-        Ok(v) => Some(v),
-        Err(panic) => {
-            let msg = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "panicked".into());
-            failed.push(format!("{name}: {msg}"));
-            None
+impl Safety {
+    /// Merges checker outcomes into one verdict.
+    pub fn from_outcomes(outcomes: Vec<CheckerOutcome>) -> Safety {
+        let verdict = outcomes
+            .iter()
+            .map(|o| o.validity)
+            .max()
+            .unwrap_or(Validity::Unknown);
+        let failed_checkers = outcomes.iter().filter_map(|o| o.note.clone()).collect();
+        Safety {
+            verdict,
+            outcomes,
+            failed_checkers,
         }
+    }
+
+    /// The outcome of the checker called `name`, if it ran.
+    pub fn outcome(&self, name: &str) -> Option<&CheckerOutcome> {
+        self.outcomes.iter().find(|o| o.name == name)
+    }
+
+    /// The figures of the checker called `name` as its report type; `None` when it did not
+    /// run or failed.
+    pub fn figures<T: for<'de> Deserialize<'de>>(&self, name: &str) -> Option<T> {
+        self.outcome(name).and_then(CheckerOutcome::figures_as)
+    }
+
+    /// Every checker's violations with their times.
+    pub fn findings(&self) -> impl Iterator<Item = Finding> + '_ {
+        self.outcomes
+            .iter()
+            .flat_map(|o| o.findings.iter().copied())
     }
 }
 
-/// Why a history with no granted lock is [`Validity::Unknown`]: with nothing held, every
-/// checker passes vacuously, and a backend whose servers never answered read "safety ok".
-pub const NOTHING_GRANTED: &str = "no acquisition succeeded: nothing was checked";
-
-/// Runs every safety checker on `history`. A checker that panics makes the verdict
-/// [`Validity::Unknown`] (never a pass), and so does a history in which no lock was ever
-/// granted ([`NOTHING_GRANTED`]): zero acquisitions is never "safe".
+/// Runs the safety checkers ([`checker::safety_checkers`]) on an in-memory `history`. A checker
+/// that panics makes the verdict [`Validity::Unknown`] (never a pass), and so does a history
+/// in which no lock was ever granted ([`NOTHING_GRANTED`]).
 pub fn check(history: &History) -> Safety {
-    let mut failed = Vec::new();
-    let granted = history
-        .ops()
-        .iter()
-        .any(|op| op.ty == OpType::Ok && matches!(op.f, OpF::Acquire | OpF::AcquireShared));
-    if !granted {
-        failed.push(NOTHING_GRANTED.to_string());
-    }
-    let mutex = guarded("mutex", &mut failed, || mutex::check(history));
-    let fencing = guarded("fencing", &mut failed, || fencing::check(history));
-    let lost = guarded("lost", &mut failed, || lost::check(history));
-    let violation = mutex.as_ref().is_some_and(|m| m.violations > 0)
-        || fencing
-            .as_ref()
-            .is_some_and(|f| f.stale_writes_accepted > 0 || f.token_reuses > 0);
-    let verdict = if violation {
-        Validity::Invalid
-    } else if !failed.is_empty() {
-        Validity::Unknown
-    } else {
-        Validity::Valid
-    };
-    Safety {
-        verdict,
-        mutex,
-        fencing,
-        lost,
-        failed_checkers: failed,
-    }
+    Safety::from_outcomes(checker::run_on_history(checker::safety_checkers(), history))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lockbench_core::{ClientId, ErrorKind, KeyId, Nanos, Op};
+    use lockbench_core::{ClientId, ErrorKind, KeyId, Nanos, Op, OpF, OpType};
 
     fn acquire(t: u64, client: u32, ty: OpType, error: Option<ErrorKind>) -> [Op; 2] {
         let (c, k) = (ClientId(client), KeyId(0));
@@ -121,5 +97,28 @@ mod tests {
         let s = check(&History::from_unordered(one));
         assert_eq!(s.verdict, Validity::Valid, "{s:?}");
         assert!(s.failed_checkers.is_empty());
+    }
+
+    /// A checker added to the set counts in the verdict like the built-in ones, and its
+    /// figures are reachable by name.
+    #[test]
+    fn an_added_checker_joins_the_verdict() {
+        struct AlwaysInvalid;
+        impl crate::Checker for AlwaysInvalid {
+            fn name(&self) -> &'static str {
+                "always-invalid"
+            }
+            fn observe(&mut self, _op: &Op) {}
+            fn finish(self: Box<Self>) -> CheckerOutcome {
+                CheckerOutcome::new("always-invalid", Validity::Invalid, &[1, 2])
+            }
+        }
+        let h = History::from_unordered(acquire(0, 0, OpType::Ok, None).to_vec());
+        let mut set = checker::safety_checkers();
+        set.push(Box::new(AlwaysInvalid));
+        let s = Safety::from_outcomes(checker::run_on_history(set, &h));
+        assert_eq!(s.verdict, Validity::Invalid);
+        assert_eq!(s.figures::<Vec<u32>>("always-invalid"), Some(vec![1, 2]));
+        assert_eq!(s.outcomes.len(), 5);
     }
 }

@@ -2,6 +2,7 @@
 //! [`Search::next`] what to run, run it, [`Search::record`] how it went, repeat; then read the
 //! [`Knee`]. Pure logic, so it is tested on synthetic steps.
 
+use lockbench_results::capacity::SizingVerdict;
 use std::time::Duration;
 
 /// What "sustained" means.
@@ -116,7 +117,7 @@ pub const MIN_RATE: f64 = 1.0;
 #[derive(Clone, Debug, PartialEq)]
 pub struct Knee {
     /// `ok`, `generator-bound`, `not-reached` or `none` (see the `capacity` schema).
-    pub verdict: &'static str,
+    pub verdict: SizingVerdict,
     /// Highest sustained rate.
     pub rate: Option<f64>,
     /// Lowest failed rate.
@@ -217,19 +218,19 @@ impl Search {
         // What bounds the knee is the failure above it (or, when nothing failed, the top
         // step): a sustained step is sustained whoever was busy.
         let verdict = if self.history.is_empty() {
-            "none"
+            SizingVerdict::None
         } else if self.failed.is_none() {
             if gen_at(top) {
-                "generator-bound"
+                SizingVerdict::GeneratorBound
             } else {
-                "not-reached"
+                SizingVerdict::NotReached
             }
         } else if gen_at(self.failed) {
-            "generator-bound"
+            SizingVerdict::GeneratorBound
         } else if self.sustained.is_none() {
-            "none"
+            SizingVerdict::None
         } else {
-            "ok"
+            SizingVerdict::Ok
         };
         Knee {
             verdict,
@@ -265,7 +266,7 @@ mod tests {
     fn finds_a_cap_within_the_resolution() {
         for cap in [3.0, 90.0, 1234.0, 50_000.0] {
             let (knee, rates) = run(Search::auto(0.05, 20), cap, cap * 1.1, f64::MAX);
-            assert_eq!(knee.verdict, "ok", "cap {cap}: {rates:?}");
+            assert_eq!(knee.verdict, SizingVerdict::Ok, "cap {cap}: {rates:?}");
             let (s, f) = (knee.rate.unwrap(), knee.failed.unwrap());
             assert!(s <= cap && f > cap && f / s <= 1.05, "cap {cap}: {s} {f}");
             assert!(rates.len() <= 9, "cap {cap}: too many steps {rates:?}");
@@ -276,16 +277,16 @@ mod tests {
     fn ramps_down_when_the_start_already_fails() {
         let (knee, rates) = run(Search::auto(0.1, 20), 10.0, 1000.0, f64::MAX);
         assert_eq!(rates[0], 500.0);
-        assert_eq!(knee.verdict, "ok");
+        assert_eq!(knee.verdict, SizingVerdict::Ok);
         assert!(knee.rate.unwrap() <= 10.0 && knee.rate.unwrap() > 9.0 / 1.1);
     }
 
     #[test]
     fn nothing_sustained_is_none_and_everything_sustained_is_not_reached() {
         let (knee, _) = run(Search::auto(0.1, 20), 0.5, 100.0, f64::MAX);
-        assert_eq!((knee.verdict, knee.rate), ("none", None));
+        assert_eq!((knee.verdict, knee.rate), (SizingVerdict::None, None));
         let (knee, rates) = run(Search::auto(0.1, 20), f64::MAX, 100.0, f64::MAX);
-        assert_eq!(knee.verdict, "not-reached");
+        assert_eq!(knee.verdict, SizingVerdict::NotReached);
         assert_eq!(*rates.last().unwrap(), 400.0);
     }
 
@@ -293,20 +294,20 @@ mod tests {
     fn a_knee_next_to_a_saturated_generator_is_not_reported_as_capacity() {
         // The failing step above the knee had lockbench saturated.
         let (knee, _) = run(Search::auto(0.05, 20), 100.0, 110.0, 100.5);
-        assert_eq!(knee.verdict, "generator-bound");
+        assert_eq!(knee.verdict, SizingVerdict::GeneratorBound);
         assert!(knee.rate.is_some());
         // Saturated only far above the bracket: the knee stands.
         let (knee, _) = run(Search::auto(0.05, 20), 100.0, 110.0, 150.0);
-        assert_eq!(knee.verdict, "ok");
+        assert_eq!(knee.verdict, SizingVerdict::Ok);
         // Saturated at the sustained steps but not at the failure above: it was sustained.
         let mut s = Search::auto(0.5, 20);
         s.record_probe(100.0);
         s.record(50.0, true, true);
         s.record(100.0, false, false);
-        assert_eq!(s.knee().verdict, "ok");
+        assert_eq!(s.knee().verdict, SizingVerdict::Ok);
         // Nothing failed and the top step was saturated: not the backend's ceiling.
         let (knee, _) = run(Search::auto(0.1, 20), f64::MAX, 100.0, 300.0);
-        assert_eq!(knee.verdict, "generator-bound");
+        assert_eq!(knee.verdict, SizingVerdict::GeneratorBound);
     }
 
     #[test]
@@ -322,7 +323,7 @@ mod tests {
         assert_eq!(rates, vec![50.0, 100.0, 200.0]);
         assert_eq!(
             (knee.verdict, knee.rate, knee.failed),
-            ("ok", Some(100.0), Some(200.0))
+            (SizingVerdict::Ok, Some(100.0), Some(200.0))
         );
     }
 

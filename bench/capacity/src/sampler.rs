@@ -10,7 +10,7 @@
 use crate::procfs;
 use crate::saturation;
 use lockbench_core::{Nanos, RunClock};
-use lockbench_report::resources::{ProcessUsage, ResourceUsage};
+use lockbench_results::resources::{ProcessUsage, ResourceUsage};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;

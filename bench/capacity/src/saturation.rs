@@ -1,7 +1,7 @@
 //! Was the load generator the limit? A result whose clients ran out of CPU, or whose pacer
 //! woke up late, measures lockbench, not the backend; this says so, with the figures.
 
-use lockbench_report::resources::ResourceUsage;
+use lockbench_results::resources::ResourceUsage;
 
 /// lockbench (with its workers) using this fraction of all CPUs saturates the machine.
 pub const MACHINE_FRACTION: f64 = 0.9;
@@ -82,7 +82,7 @@ fn cpu_reasons(u: &ResourceUsage) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lockbench_report::resources::ProcessUsage;
+    use lockbench_results::resources::ProcessUsage;
 
     fn usage(gen_cpu: f64, thread: f64, lag: f64, machine: f64, server: f64) -> ResourceUsage {
         ResourceUsage {

@@ -13,7 +13,10 @@
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion};
 use lockbench_cluster::Cluster;
-use lockbench_core::{Backend, ClientId, Endpoints, KeyId, LockClient, Outcome, Scenario};
+use lockbench_core::{
+    Backend, BackendKind, ClientId, Endpoints, KeyId, LockClient, Outcome, Scenario,
+};
+use lockbench_registry::with_backend;
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -28,15 +31,11 @@ fn bench_backend<B: Backend>(
     rt: &Runtime,
     name: &str,
     servers: &[String],
-    backend: Result<B, impl std::fmt::Display>,
+    backend: B,
 ) {
-    let unreachable = |e: &dyn std::fmt::Display| -> ! {
-        panic!("roundtrip/{name}: cannot reach {servers:?}: {e}")
-    };
-    let backend = backend.unwrap_or_else(|e| unreachable(&e));
     let client = rt
         .block_on(backend.connect(ClientId(0)))
-        .unwrap_or_else(|e| unreachable(&e));
+        .unwrap_or_else(|e| panic!("roundtrip/{name}: cannot reach {servers:?}: {e}"));
     let slot = Rc::new(RefCell::new(Some(client)));
     group.bench_function(name, |b| {
         b.to_async(rt).iter_custom(|iters| {
@@ -64,56 +63,33 @@ fn bench_backend<B: Backend>(
     }
 }
 
+/// The recipes compared: the first of each family (the others share its round trip).
+const RECIPES: [BackendKind; 6] = [
+    BackendKind::ZkFair,
+    BackendKind::ZkCurator,
+    BackendKind::EtcdLease,
+    BackendKind::EtcdLockapi,
+    BackendKind::RedisSetnx,
+    BackendKind::Redlock,
+];
+
 fn roundtrips(c: &mut Criterion, rt: &Runtime, e: &Endpoints) {
-    let s = scenario();
-    let seed = s.seed;
-    use lockbench_core::BackendKind as K;
+    let mut s = scenario();
+    s.workload.keys = 1;
     let mut group = c.benchmark_group("roundtrip");
     group.sample_size(10);
-    let c = &mut group;
-    bench_backend(
-        c,
-        rt,
-        "zk-fair",
-        &e.zookeeper,
-        lockbench_zookeeper::ZkFair::new(e, &s.zookeeper, 1, seed),
-    );
-    bench_backend(
-        c,
-        rt,
-        "zk-curator",
-        &e.zookeeper,
-        lockbench_zookeeper::ZkCurator::new(e, &s.zookeeper, 1, seed),
-    );
-    bench_backend(
-        c,
-        rt,
-        "etcd-lease",
-        &e.etcd,
-        lockbench_etcd::EtcdBackend::new(K::EtcdLease, e, &s.etcd, 1, seed),
-    );
-    bench_backend(
-        c,
-        rt,
-        "etcd-lockapi",
-        &e.etcd,
-        lockbench_etcd::EtcdBackend::new(K::EtcdLockapi, e, &s.etcd, 1, seed),
-    );
-    let nx = lockbench_redis::SetMode::Nx;
-    bench_backend(
-        c,
-        rt,
-        "redis-setnx",
-        &e.redis,
-        lockbench_redis::SetNxBackend::new(e, &s.redis, 1, seed, nx),
-    );
-    bench_backend(
-        c,
-        rt,
-        "redlock",
-        &e.redlock,
-        lockbench_redis::RedlockBackend::new(e, &s.redlock, 1, seed),
-    );
+    for kind in RECIPES {
+        let name = kind.name();
+        let servers = lockbench_registry::addresses(e, lockbench_registry::group_of(kind));
+        // The registry's constructor table, as the runner uses it.
+        let built = (|| -> anyhow::Result<()> {
+            with_backend!(kind, &s, e, |b| {
+                bench_backend(&mut group, rt, name, servers, b);
+                Ok(())
+            })
+        })();
+        built.unwrap_or_else(|err| panic!("roundtrip/{name}: cannot reach {servers:?}: {err}"));
+    }
     group.finish();
 }
 

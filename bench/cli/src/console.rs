@@ -5,7 +5,7 @@
 
 use crate::progress::Progress;
 use lockbench_core::FaultEvent;
-use lockbench_report::BackendResult;
+use lockbench_results::{BackendResult, Status};
 use lockbench_runner::{Observer, Started, UnitKind};
 use std::sync::Mutex;
 
@@ -74,7 +74,7 @@ impl Observer for Console {
         if !self.bars {
             return;
         }
-        let error = r.error.as_deref().filter(|_| r.status == "error");
+        let error = r.error.as_deref().filter(|_| r.status == Status::Error);
         if kind == UnitKind::Election {
             if let Some(msg) = error {
                 eprintln!("lockbench: {label}: error: {msg}");
@@ -88,7 +88,8 @@ impl Observer for Console {
             Some(msg) => format!("error: {msg}"),
             None => format!(
                 "{:.0} acq/s, safety {}",
-                r.throughput_per_s, r.safety.verdict
+                r.throughput_per_s,
+                r.safety.verdict.name()
             ),
         });
         if let Some(u) = r.resources.as_ref().filter(|u| u.generator_bound) {

@@ -3,8 +3,8 @@
 use crate::config::{Config, Metric};
 use crate::stats;
 use anyhow::Context;
-use lockbench_report::RunResults;
-use lockbench_report::model::{BackendResult, Repetition};
+use lockbench_results::model::{BackendResult, Repetition};
+use lockbench_results::{RunResults, Status, Validity};
 use serde::Serialize;
 use std::path::Path;
 
@@ -163,7 +163,7 @@ fn samples(r: &BackendResult) -> Vec<Repetition> {
     let reps: Vec<Repetition> = r
         .repetitions
         .iter()
-        .filter(|x| x.status == "ok")
+        .filter(|x| x.status == Status::Ok)
         .cloned()
         .collect();
     if reps.is_empty() {
@@ -205,17 +205,17 @@ fn row(b: &BackendResult, metric: Metric, config: &Config) -> Row {
 
 fn compare_result(b: &BackendResult, n: &BackendResult, config: &Config, rows: &mut Vec<Row>) {
     // A backend that stopped running is the regression; its figures mean nothing.
-    if b.status != "ok" || n.status != "ok" {
+    if b.status != Status::Ok || n.status != Status::Ok {
         let mut r = row(b, Metric::Status, config);
-        r.verdict = match (b.status == "ok", n.status == "ok") {
+        r.verdict = match (b.status == Status::Ok, n.status == Status::Ok) {
             (true, false) => Verdict::Regressed,
             (false, true) => Verdict::Improved,
             _ => Verdict::NonSignificant,
         };
         r.note = format!(
             "status {} -> {}{}",
-            b.status,
-            n.status,
+            b.status.name(),
+            n.status.name(),
             n.error
                 .as_deref()
                 .map(|e| format!(": {e}"))
@@ -303,7 +303,8 @@ fn safety_row(
     r.base_n = bs.len();
     r.new_n = ns.len();
     let unknown = |res: &BackendResult, reps: &[Repetition]| {
-        res.safety.verdict == "unknown" || reps.iter().any(|x| x.verdict == "unknown")
+        res.safety.verdict == Validity::Unknown
+            || reps.iter().any(|x| x.verdict == Validity::Unknown)
     };
     (r.verdict, r.note) = if bd == 0 && nd > 0 {
         (

@@ -31,4 +31,4 @@ pub mod stats;
 
 pub use compare::{Comparison, Missing, Row, Verdict, compare, load};
 pub use config::{Config, Metric};
-pub use lockbench_report::RunResults;
+pub use lockbench_results::RunResults;

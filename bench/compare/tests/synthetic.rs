@@ -1,8 +1,8 @@
 //! `compare` on synthetic results: the verdicts CI gates on.
 
 use lockbench_compare::{Config, Metric, Verdict, compare, render};
-use lockbench_report::RunResults;
-use lockbench_report::model::Repetition;
+use lockbench_results::RunResults;
+use lockbench_results::model::Repetition;
 use serde_json::json;
 
 fn percentiles(p50: u64, p99: u64) -> serde_json::Value {
@@ -170,7 +170,7 @@ fn a_missing_backend_is_reported_not_crashed_on() {
 #[test]
 fn a_backend_that_failed_now_is_a_regression() {
     let mut new = baseline();
-    new.results[0].status = "error".into();
+    new.results[0].status = lockbench_results::Status::Error;
     new.results[0].error = Some("cannot reach 127.0.0.1:12181".into());
     let c = compare(&baseline(), &new, &Config::default());
     assert_eq!(verdict(&c, "zk-fair", Metric::Status), Verdict::Regressed);

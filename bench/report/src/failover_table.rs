@@ -1,9 +1,9 @@
 //! The failover workload's table: per election recipe and removal kind, how fast a new leader
 //! was elected and observed, and any split brain (with both epochs).
 
-use crate::model::RunResults;
 use comfy_table::{ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
 use lockbench_analysis::failover::MsStats;
+use lockbench_results::model::RunResults;
 
 fn ms(s: &Option<MsStats>, f: impl Fn(&MsStats) -> f64) -> String {
     match s {

@@ -15,13 +15,13 @@
 
 mod hgrm;
 
-use crate::model::RunResults;
 use anyhow::Context;
 use hdrhistogram::Histogram;
 use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
 use lockbench_core::history::{NemesisLine, NemesisTag};
 use lockbench_core::server_view::{ServerLine, ServerTag};
 use lockbench_core::{FaultEvent, Op, ServerObservation};
+use lockbench_results::model::RunResults;
 use serde::Serialize;
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;

@@ -1,8 +1,8 @@
 //! The sizing table a sweep prints: per backend and grid point, the highest offered rate
 //! sustained within the objective and what it cost the servers.
 
-use crate::capacity::{Capacity, SizingRow};
 use comfy_table::{Cell, CellAlignment};
+use lockbench_results::capacity::{Capacity, SizingRow, SizingVerdict};
 
 fn opt(x: Option<f64>, digits: usize) -> String {
     x.map(|v| format!("{v:.digits$}"))
@@ -11,10 +11,10 @@ fn opt(x: Option<f64>, digits: usize) -> String {
 
 /// `1234` for an `ok` knee, `>= 1234` when it is only a lower bound.
 pub fn rate_label(r: &SizingRow) -> String {
-    match (r.verdict.as_str(), r.max_rate_per_s) {
-        ("ok", Some(x)) => format!("{x:.0}"),
+    match (r.verdict, r.max_rate_per_s) {
+        (SizingVerdict::Ok, Some(x)) => format!("{x:.0}"),
         (_, Some(x)) => format!(">= {x:.0}"),
-        ("none", None) => format!("< {}", opt(r.first_failed_rate_per_s, 0)),
+        (SizingVerdict::None, None) => format!("< {}", opt(r.first_failed_rate_per_s, 0)),
         _ => "-".into(),
     }
 }
@@ -56,7 +56,7 @@ pub fn render(c: &Capacity) -> String {
             Cell::new(&r.backend),
             Cell::new(point_label(r)),
             Cell::new(rate_label(r)).set_alignment(CellAlignment::Right),
-            Cell::new(&r.verdict),
+            Cell::new(r.verdict.name()),
             Cell::new(format!(
                 "{} ({})",
                 opt(r.knee.as_ref().and_then(|k| k.p99_ms), 1),
@@ -102,12 +102,12 @@ mod tests {
             backend: "redis-setnx".into(),
             clients: 16,
             keys: 1,
-            verdict: "ok".into(),
+            verdict: SizingVerdict::Ok,
             max_rate_per_s: Some(1234.4),
             ..SizingRow::default()
         };
         assert_eq!(rate_label(&r), "1234");
-        r.verdict = "generator-bound".into();
+        r.verdict = SizingVerdict::GeneratorBound;
         assert_eq!(rate_label(&r), ">= 1234");
         let c = Capacity {
             slo_p99_ms: 50.0,

@@ -1,7 +1,8 @@
 //! The compact comparison table printed at the end of a run.
 
-use crate::model::{BackendResult, Percentiles, RunResults, SafetyResult};
 use comfy_table::{Cell, CellAlignment, ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
+use lockbench_results::Validity;
+use lockbench_results::model::{BackendResult, Percentiles, RunResults, SafetyResult};
 
 fn ms(us: u64) -> String {
     if us >= 100_000 {
@@ -24,10 +25,10 @@ fn opt(x: Option<f64>, digits: usize) -> String {
 
 fn safety(r: &BackendResult) -> String {
     let s = &r.safety;
-    match s.verdict.as_str() {
-        "valid" => "ok".into(),
-        "invalid" => format!("VIOLATED: {}", violated(s)),
-        _ => "unknown".into(),
+    match s.verdict {
+        Validity::Valid => "ok".into(),
+        Validity::Invalid => format!("VIOLATED: {}", violated(s)),
+        Validity::Unknown => "unknown".into(),
     }
 }
 
@@ -45,7 +46,7 @@ fn violated(s: &SafetyResult) -> String {
 /// violated (with the overlap time when clients overlapped, and what fencing rejected).
 pub fn finding(r: &BackendResult) -> Option<String> {
     let s = &r.safety;
-    if s.verdict != "invalid" {
+    if s.verdict != Validity::Invalid {
         return None;
     }
     let mut line = format!("FINDING: {} violated safety: {}", r.backend, violated(s));
@@ -185,7 +186,7 @@ fn recipes(results: &RunResults) -> String {
 }
 
 /// Renders the safety scorecard: one row per (backend, fault).
-pub fn render_scorecard(card: &crate::model::Scorecard) -> String {
+pub fn render_scorecard(card: &lockbench_results::model::Scorecard) -> String {
     let mut t = titled(&[
         "backend",
         "fault",
@@ -236,9 +237,10 @@ mod tests {
     fn findings_name_only_the_kinds_violated() {
         let text = "name = \"t\"\nbackends = [\"zk-fair\"]\n[workload]\nclients = 2\nkeys = 1\n";
         let scenario = lockbench_core::Scenario::load("t", text, &[]).unwrap();
-        let mut r = crate::build::failed_result("zk-fair", &scenario.workload, String::new());
-        r.status = "ok".into();
-        r.safety.verdict = "invalid".into();
+        let mut r =
+            lockbench_results::BackendResult::failed("zk-fair", &scenario.workload, String::new());
+        r.status = lockbench_results::Status::Ok;
+        r.safety.verdict = Validity::Invalid;
         r.safety.token_reuses = 1;
         assert_eq!(safety(&r), "VIOLATED: 1 reused token");
         let line = finding(&r).expect("an invalid verdict is a finding");
@@ -265,7 +267,7 @@ mod tests {
         );
         assert!(!line.contains("stale writes accepted"), "{line}");
 
-        r.safety.verdict = "valid".into();
+        r.safety.verdict = Validity::Valid;
         assert_eq!(finding(&r), None);
     }
 }

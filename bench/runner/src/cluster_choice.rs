@@ -97,7 +97,7 @@ impl ClusterChoice {
 
     /// The nemesis for `kind`'s servers on this cluster; its target choices draw from `seed`.
     pub fn server_nemesis(&self, kind: BackendKind, seed: u64) -> ServerSide {
-        let group = lockbench_chaos::group_of(kind);
+        let group = lockbench_registry::group_of(kind);
         match self {
             // The chaos crate's server nemesis: partitions in the namespaces, pause,
             // kill/start, clock jump.
@@ -127,7 +127,7 @@ impl ClusterChoice {
         Some(LinkNemesis::new(
             proxies,
             &Cluster::new(dir.to_path_buf()),
-            lockbench_chaos::group_of(kind),
+            lockbench_registry::group_of(kind),
             rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ 0x4c49_4e4b),
         ))
     }

@@ -11,14 +11,15 @@
 //! contention loop with the backend's wake-up and watch-notification counters read around it
 //! (and the servers' watch gauge sampled mid-run), turned into `fanout` per release.
 
+use crate::assemble::{self, CounterReadings, Measured};
 use crate::observer::Observer;
 use crate::placement::{RunEnv, worker_name};
 use anyhow::Context;
 use lockbench_core::scenario::{Processes, WorkloadKind};
 use lockbench_core::{Backend, Endpoints, FaultEvent, History, Nanos, RunClock, Scenario};
-use lockbench_report::build::{self, CounterReadings, Measured};
-use lockbench_report::model::FencingRun;
-use lockbench_report::{BackendResult, RunDir};
+use lockbench_report::RunDir;
+use lockbench_results::BackendResult;
+use lockbench_results::model::FencingRun;
 use lockbench_workloads::worker::{ToWorker, WorkerHandle, merge_outputs};
 use lockbench_workloads::{
     ContentionRun, FencedResource, Granted, Job, ResourceService, RunControl, SlotOptions,
@@ -203,7 +204,7 @@ pub async fn execute<B: Backend>(
         }
     }
     let fanout = match before.wakeups {
-        Some(wakeups_before) => Some(build::FanoutReadings {
+        Some(wakeups_before) => Some(assemble::FanoutReadings {
             before: wakeups_before,
             after: backend.wakeups().unwrap_or(wakeups_before),
             server_before: before.fanout,
@@ -216,7 +217,7 @@ pub async fn execute<B: Backend>(
         before: before.counters,
         after,
     };
-    let (mut result, handoffs) = build::backend_result(Measured {
+    let (mut result, handoffs) = assemble::backend_result(Measured {
         info: &info,
         workload: &scenario.workload,
         output: &collected.output,
@@ -225,11 +226,11 @@ pub async fn execute<B: Backend>(
         stall_alarm: scenario.stall_alarm,
     });
     if let Some(readings) = &fanout {
-        result.fanout = Some(build::fanout(readings, &history));
+        result.fanout = Some(assemble::fanout(readings, &history));
     }
     if let Some(t) = truth {
         let windows = &result.fault_windows;
-        result.server_truth = Some(build::server_truth(&history, windows, t.failed, t.requests));
+        result.server_truth = Some(assemble::server_truth(&history, windows, t.failed, t.requests));
     }
     result.resources = Some(
         sampler

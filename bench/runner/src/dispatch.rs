@@ -7,90 +7,12 @@ use crate::coordinator;
 use crate::observer::Observer;
 use crate::placement::RunEnv;
 use lockbench_core::{BackendKind, Endpoints, Scenario};
-use lockbench_report::{BackendResult, RunDir};
+use lockbench_registry::with_backend;
+use lockbench_report::RunDir;
+use lockbench_results::BackendResult;
 use lockbench_workloads::RunControl;
 use lockbench_workloads::worker::{self, Job};
 use std::sync::Arc;
-
-/// Binds `$b` to the backend of `$kind` (built from `$scenario`'s knobs and `$endpoints`) and
-/// evaluates `$body`, which is generic over the backend type.
-macro_rules! with_backend {
-    ($kind:expr, $scenario:expr, $endpoints:expr, |$b:ident| $body:expr) => {{
-        let kind: BackendKind = $kind;
-        let scenario: &Scenario = $scenario;
-        let endpoints: &Endpoints = $endpoints;
-        let keys = scenario.workload.keys;
-        let seed = scenario.seed;
-        match kind {
-            BackendKind::ZkFair => {
-                let $b =
-                    lockbench_zookeeper::ZkFair::new(endpoints, &scenario.zookeeper, keys, seed)?;
-                $body
-            }
-            BackendKind::ZkCurator => {
-                let $b = lockbench_zookeeper::ZkCurator::new(
-                    endpoints,
-                    &scenario.zookeeper,
-                    keys,
-                    seed,
-                )?;
-                $body
-            }
-            BackendKind::ZkHerd | BackendKind::ZkRwlock => {
-                let queue = lockbench_zookeeper::Queue::of(kind).expect("a zookeeper queue");
-                let $b =
-                    lockbench_zookeeper::ZkFair::new(endpoints, &scenario.zookeeper, keys, seed)?
-                        .with_queue(queue);
-                $body
-            }
-            BackendKind::EtcdLease | BackendKind::EtcdLockapi | BackendKind::EtcdHerd => {
-                let $b =
-                    lockbench_etcd::EtcdBackend::new(kind, endpoints, &scenario.etcd, keys, seed)?;
-                $body
-            }
-            BackendKind::RedisSetnx | BackendKind::RedisBrokenNoNx => {
-                let mode = if kind == BackendKind::RedisSetnx {
-                    lockbench_redis::SetMode::Nx
-                } else {
-                    lockbench_redis::SetMode::BrokenNoNx
-                };
-                let $b = lockbench_redis::SetNxBackend::new(
-                    endpoints,
-                    &scenario.redis,
-                    keys,
-                    seed,
-                    mode,
-                )?;
-                $body
-            }
-            BackendKind::RedisSentinel => {
-                let $b = lockbench_redis::SetNxBackend::via_sentinel(
-                    endpoints,
-                    &scenario.redis,
-                    keys,
-                    seed,
-                )?;
-                $body
-            }
-            BackendKind::RedisPubsub => {
-                let $b = lockbench_redis::SetNxBackend::new(
-                    endpoints,
-                    &scenario.redis,
-                    keys,
-                    seed,
-                    lockbench_redis::SetMode::Nx,
-                )?
-                .with_pubsub();
-                $body
-            }
-            BackendKind::Redlock => {
-                let $b =
-                    lockbench_redis::RedlockBackend::new(endpoints, &scenario.redlock, keys, seed)?;
-                $body
-            }
-        }
-    }};
-}
 
 /// Runs `scenario`'s workload against one backend and returns its result. Errors (bad
 /// endpoints, unreachable servers) come back before any load is applied.

@@ -15,6 +15,7 @@
 //! [`failover::run_candidate`] (the `lockbench` binary does).
 #![deny(missing_docs)]
 
+pub mod assemble;
 pub mod cluster_choice;
 pub mod coordinator;
 pub mod dispatch;

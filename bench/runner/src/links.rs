@@ -52,7 +52,7 @@ pub fn proxies_for(
     }
     Some(LinkProxies::for_cluster(
         &lockbench_cluster::Cluster::new(dir),
-        lockbench_chaos::group_of(kind),
+        lockbench_registry::group_of(kind),
         env.bind,
     ))
 }

@@ -267,7 +267,7 @@ impl StandInServerNemesis {
             .status()
             .await
             .map_err(|e| format!("cannot read the managed cluster: {e:#}"))?;
-        let group = lockbench_chaos::group_of(self.backend);
+        let group = lockbench_registry::group_of(self.backend);
         Ok(status
             .servers
             .into_iter()

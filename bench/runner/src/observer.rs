@@ -8,7 +8,7 @@
 //! run (fault events arrive from the fault loop's task), hence `Send + Sync` and `&self`.
 
 use lockbench_core::{FaultEvent, Scenario};
-use lockbench_report::BackendResult;
+use lockbench_results::BackendResult;
 use lockbench_workloads::RunControl;
 use std::time::Duration;
 

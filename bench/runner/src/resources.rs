@@ -16,7 +16,7 @@ pub fn start(kind: BackendKind, env: &RunEnv, clock: RunClock, measured: Duratio
     let (mut servers, mut others) = (Vec::new(), Vec::new());
     if let Some(dir) = env.managed_state() {
         let cluster = lockbench_cluster::Cluster::new(dir);
-        let group = lockbench_chaos::group_of(kind);
+        let group = lockbench_registry::group_of(kind);
         for s in cluster.servers() {
             let Some(pid) = cluster.server_pid(s.name) else {
                 continue;

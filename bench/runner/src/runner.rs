@@ -8,8 +8,9 @@
 use crate::observer::{Observer, Started, UnitKind};
 use crate::session::{CtrlC, Servers};
 use lockbench_core::{BackendKind, ElectionKind, Scenario};
-use lockbench_report::model::Repetition;
-use lockbench_report::{BackendResult, RunDir, RunResults, build};
+use lockbench_report::RunDir;
+use lockbench_results::model::Repetition;
+use lockbench_results::{BackendResult, RunResults, Status};
 use lockbench_workloads::RunControl;
 use std::sync::Arc;
 use std::time::Duration;
@@ -106,12 +107,12 @@ impl Runner {
             let mut result = self
                 .run_unit(Unit::Lock(kind), scenario, run_dir, kind.name())
                 .await;
-            if self.repeat > 1 && result.status == "ok" {
+            if self.repeat > 1 && result.status == Status::Ok {
                 self.repetitions(kind, &mut result, scenario, run_dir, &results)
                     .await;
             }
             results.results.push(result);
-            results.scorecard = build::scorecard(&results.results);
+            results.scorecard = lockbench_results::scorecard::of(&results.results);
             run_dir.write_results(&results)?;
         }
         if self.repeat > 1 && !scenario.elections.is_empty() {
@@ -180,7 +181,7 @@ impl Runner {
             }
         };
         let result = outcome.unwrap_or_else(|e| {
-            build::failed_result(unit.name(), &scenario.workload, format!("{e:#}"))
+            BackendResult::failed(unit.name(), &scenario.workload, format!("{e:#}"))
         });
         self.observer.finished(label, unit.kind(), &result);
         result

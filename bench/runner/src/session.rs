@@ -5,7 +5,7 @@ use crate::cluster_choice::ClusterChoice;
 use crate::placement::RunEnv;
 use lockbench_cluster::Cluster;
 use lockbench_core::{Endpoints, Scenario};
-use lockbench_report::{RunResults, SCHEMA_VERSION, environment};
+use lockbench_results::{RunResults, SCHEMA_VERSION, environment};
 use lockbench_workloads::RunControl;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};

@@ -5,8 +5,9 @@
 use crate::runner::{Runner, Unit};
 use lockbench_capacity::{Objective, Phase, StepFigures, saturation};
 use lockbench_core::{BackendKind, Scenario};
-use lockbench_report::capacity::SweepStep;
-use lockbench_report::{BackendResult, RunDir, RunResults};
+use lockbench_report::RunDir;
+use lockbench_results::capacity::SweepStep;
+use lockbench_results::{BackendResult, RunResults, Status};
 use std::path::Path;
 
 /// What a step needs besides its rate.
@@ -34,12 +35,9 @@ pub async fn run(
     let mut scenario = ctx.scenario.clone();
     scenario.backends = vec![kind];
     scenario.workload.rate = rate;
-    // Each step locks its own keys: a Redis key an acquire cut short at the end of the previous
-    // step may have left behind lives until its TTL, and would stall every client that picks
-    // it here (etcd keys live until their lease expires; ZooKeeper's die with the session).
-    scenario.redis.prefix = format!("{}{id}:", scenario.redis.prefix);
-    scenario.redlock.prefix = format!("{}{id}:", scenario.redlock.prefix);
-    scenario.etcd.prefix = format!("{}/{id}", scenario.etcd.prefix);
+    // Each step locks its own keys: a key an acquire cut short at the end of the previous step
+    // would stall every client that picks it here until its TTL or lease runs out.
+    lockbench_registry::keys::separate(&mut scenario, id);
     scenario.validate().map_err(|e| anyhow::anyhow!("{e}"))?;
     let rel = format!(
         "steps/{id}-{}{}",
@@ -72,8 +70,8 @@ fn record(
 ) -> SweepStep {
     let errors = r.errors.fail + r.errors.info;
     let p99_us = r.acquire_latency_us.as_ref().map(|p| p.p99);
-    let mut reasons = match (rate, r.status.as_str()) {
-        (_, "error") => vec![format!("error: {}", r.error.clone().unwrap_or_default())],
+    let mut reasons = match (rate, r.status) {
+        (_, Status::Error) => vec![format!("error: {}", r.error.clone().unwrap_or_default())],
         (Some(offered), _) => objective.judge(&StepFigures {
             offered,
             achieved: r.throughput_per_s,
@@ -83,7 +81,7 @@ fn record(
         }),
         (None, _) => Vec::new(),
     };
-    if r.status == "interrupted" {
+    if r.status == Status::Interrupted {
         reasons.push("interrupted".into());
     }
     let res = r.resources.as_ref();

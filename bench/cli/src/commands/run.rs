@@ -7,7 +7,8 @@ use crate::cli::RunArgs;
 use crate::console::Console;
 use anyhow::Context;
 use lockbench_core::Scenario;
-use lockbench_report::{RunDir, RunResults, table};
+use lockbench_report::{RunDir, table};
+use lockbench_results::{RunResults, Status, Validity};
 use lockbench_runner::{ClusterChoice, Runner, Servers};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -56,9 +57,9 @@ async fn run_scenario(
         );
     }
     let results = runner.run(scenario, &run_dir).await?;
-    let mut any_error = results.results.iter().any(|r| r.status == "error");
-    for r in results.results.iter().filter(|r| r.status == "ok") {
-        if r.safety.verdict == "unknown" {
+    let mut any_error = results.results.iter().any(|r| r.status == Status::Error);
+    for r in results.results.iter().filter(|r| r.status == Status::Ok) {
+        if r.safety.verdict == Validity::Unknown {
             // No verdict is never a pass (e.g. nothing was granted): the run fails (exit 2).
             any_error = true;
             eprintln!(

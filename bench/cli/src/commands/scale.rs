@@ -42,7 +42,7 @@ pub async fn run(args: ScaleArgs, state_dir: PathBuf) -> anyhow::Result<ExitCode
 
     let mut all = Vec::new();
     for kind in kinds {
-        let group = lockbench_chaos::group_of(kind);
+        let group = lockbench_registry::group_of(kind);
         let dir = state_dir.clone();
         let rss = move || -> futures::future::BoxFuture<'static, Option<u64>> {
             let dir = dir.clone();

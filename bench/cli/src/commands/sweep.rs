@@ -9,8 +9,9 @@ use crate::console::Console;
 use lockbench_capacity::{Objective, Search, grid};
 use lockbench_core::Scenario;
 use lockbench_core::sweep::{Rates, SweepSpec, parse_vary};
-use lockbench_report::capacity::{Capacity, SizingRow, SweepPoint, SweepStep};
-use lockbench_report::{BackendResult, RunDir, sizing};
+use lockbench_report::{RunDir, sizing};
+use lockbench_results::capacity::{Capacity, SizingRow, SizingVerdict, SweepPoint, SweepStep};
+use lockbench_results::{BackendResult, Status};
 use lockbench_runner::sweep_step::{self, StepContext};
 use lockbench_runner::{ClusterChoice, Runner, Servers};
 use std::collections::BTreeMap;
@@ -164,7 +165,7 @@ async fn sweep(
                 "lockbench: {} {label}: {} acq/s ({})",
                 kind.name(),
                 sizing::rate_label(&row),
-                row.verdict
+                row.verdict.name()
             );
             let knee = found.search.knee();
             if let Some((_, r)) = found
@@ -200,7 +201,7 @@ async fn sweep(
     let any_error = results
         .capacity
         .as_ref()
-        .is_some_and(|c| c.sizing.iter().any(|r| r.verdict == "error"));
+        .is_some_and(|c| c.sizing.iter().any(|r| r.verdict == SizingVerdict::Error));
     Ok(super::exit_code(was_interrupted, any_error))
 }
 
@@ -210,7 +211,15 @@ struct PointSearch {
     search: Search,
     steps: Vec<SweepStep>,
     knee_results: Vec<(Option<f64>, BackendResult)>,
-    error: Option<String>,
+    stopped: Option<Stopped>,
+}
+
+/// Why a grid point's search stopped before its end.
+enum Stopped {
+    /// Ctrl-C.
+    Interrupted,
+    /// A step could not run: the step's reasons.
+    Error(String),
 }
 
 /// Runs the offered-rate search of one grid point, step by step.
@@ -228,7 +237,7 @@ async fn search_point(
     };
     let mut steps: Vec<SweepStep> = Vec::new();
     let mut knee_results: Vec<(Option<f64>, BackendResult)> = Vec::new();
-    let mut error = None;
+    let mut stopped = None;
     let mut retries = RETRIES_PER_POINT;
     while let Some((phase, rate)) = search.next() {
         if interrupted() {
@@ -244,7 +253,7 @@ async fn search_point(
                 && !step.sustained
                 && step.generator_bound
                 && retries > 0
-                && result.status != "error"
+                && result.status != Status::Error
                 && !interrupted();
             if !again {
                 break (step, result);
@@ -255,12 +264,12 @@ async fn search_point(
         };
         if interrupted() {
             // Cut short by Ctrl-C: kept, but it says nothing about the backend.
-            error = Some("interrupted".into());
+            stopped = Some(Stopped::Interrupted);
             steps.push(step);
             break;
         }
-        if result.status == "error" {
-            error = Some(step.reasons.join("; "));
+        if result.status == Status::Error {
+            stopped = Some(Stopped::Error(step.reasons.join("; ")));
             steps.push(step);
             break;
         }
@@ -275,7 +284,7 @@ async fn search_point(
         search,
         steps,
         knee_results,
-        error,
+        stopped,
     })
 }
 
@@ -293,14 +302,15 @@ fn sizing_row(
         rate.and_then(|r| steps.iter().rev().find(|s| s.offered_per_s == Some(r)))
     };
     let knee_step = at(knee.rate);
-    let verdict = match found.error.as_deref() {
-        Some("interrupted") => "interrupted",
-        Some(_) => "error",
+    let verdict = match &found.stopped {
+        Some(Stopped::Interrupted) => SizingVerdict::Interrupted,
+        Some(Stopped::Error(_)) => SizingVerdict::Error,
         None => knee.verdict,
     };
-    let note = match (&found.error, verdict) {
-        (Some(e), _) => e.clone(),
-        (None, "generator-bound") => {
+    let note = match (&found.stopped, verdict) {
+        (Some(Stopped::Interrupted), _) => "interrupted".into(),
+        (Some(Stopped::Error(e)), _) => e.clone(),
+        (None, SizingVerdict::GeneratorBound) => {
             // The step that bounds the knee: the failure above it, else the top one.
             let bound = at(knee.failed).or_else(|| {
                 steps
@@ -320,11 +330,11 @@ fn sizing_row(
                     .unwrap_or_default()
             )
         }
-        (None, "not-reached") => {
+        (None, SizingVerdict::NotReached) => {
             "every rate tried was sustained: a lower bound (raise --max-steps or the clients)"
                 .into()
         }
-        (None, "none") => "not even the lowest rate tried was sustained".into(),
+        (None, SizingVerdict::None) => "not even the lowest rate tried was sustained".into(),
         _ => at(knee.failed)
             .map(|s| format!("above it: {}", s.reasons.join("; ")))
             .unwrap_or_default(),
@@ -334,7 +344,7 @@ fn sizing_row(
         point,
         clients: scenario.workload.clients,
         keys: scenario.workload.keys,
-        verdict: verdict.into(),
+        verdict,
         max_rate_per_s: knee.rate,
         first_failed_rate_per_s: knee.failed,
         knee: knee_step.cloned(),

@@ -6,8 +6,8 @@
 use super::chart::{self, Drawn};
 use super::load::Run;
 use super::page::{self, esc};
-use crate::capacity::{Capacity, SizingRow, SweepPoint};
 use crate::sizing::rate_label;
+use lockbench_results::capacity::{Capacity, SizingRow, SizingVerdict, SweepPoint};
 use plotters::coord::Shift;
 use plotters::coord::combinators::LogCoord;
 use plotters::prelude::*;
@@ -76,7 +76,11 @@ fn table(cap: &Capacity) -> String {
     );
     for r in &cap.sizing {
         let point: Vec<String> = r.point.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        let class = if r.verdict == "ok" { "ok" } else { "unknown" };
+        let class = if r.verdict == SizingVerdict::Ok {
+            "ok"
+        } else {
+            "unknown"
+        };
         s.push_str(&format!(
             "<tr><td>{}</td><td class=\"num\">{}/{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"{class}\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td><small>{}</small></td></tr>\n",
             esc(&r.backend),
@@ -84,7 +88,7 @@ fn table(cap: &Capacity) -> String {
             r.keys,
             esc(&point.join(" ")),
             esc(&rate_label(r)),
-            esc(&r.verdict),
+            r.verdict.name(),
             opt(r.knee.as_ref().and_then(|k| k.p99_ms), 1),
             opt(r.knee.as_ref().and_then(|k| k.p99_service_ms), 1),
             opt(r.knee.as_ref().and_then(|k| k.server_cpu_percent), 0),

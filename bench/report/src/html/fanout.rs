@@ -7,7 +7,7 @@
 use super::chart::{self, Drawn};
 use super::load::Run;
 use super::page::{self, esc};
-use crate::model::BackendResult;
+use lockbench_results::model::BackendResult;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 

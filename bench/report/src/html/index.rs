@@ -6,6 +6,8 @@
 use super::page::{self, esc};
 use super::summary::overall_verdict;
 use anyhow::Context;
+use lockbench_results::Validity;
+use serde::Deserialize;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -13,7 +15,7 @@ struct Entry {
     dir: String,
     started: String,
     scenario: String,
-    backends: Vec<(String, String)>,
+    backends: Vec<(String, Validity)>,
     complete: bool,
     has_report: bool,
 }
@@ -39,13 +41,13 @@ pub fn write_index(results_root: &Path) -> anyhow::Result<PathBuf> {
             .map(|a| {
                 a.iter()
                     .map(|r| {
-                        let g = |p: &str| {
-                            r.pointer(p)
-                                .and_then(Value::as_str)
-                                .unwrap_or("unknown")
-                                .to_string()
-                        };
-                        (g("/backend"), g("/safety/verdict"))
+                        let backend = r.pointer("/backend").and_then(Value::as_str);
+                        // A verdict this version does not know reads as unknown.
+                        let verdict = r
+                            .pointer("/safety/verdict")
+                            .and_then(|v| Validity::deserialize(v).ok())
+                            .unwrap_or(Validity::Unknown);
+                        (backend.unwrap_or("unknown").to_string(), verdict)
                     })
                     .collect()
             })
@@ -72,18 +74,22 @@ pub fn write_index(results_root: &Path) -> anyhow::Result<PathBuf> {
         } else {
             "results.json"
         };
-        let verdicts: Vec<&str> = e.backends.iter().map(|(_, v)| v.as_str()).collect();
-        let overall = overall_verdict(&verdicts);
+        let verdicts: Vec<Validity> = e.backends.iter().map(|(_, v)| *v).collect();
+        let overall = overall_verdict(&verdicts).name();
         let backends: Vec<String> = e
             .backends
             .iter()
             .map(|(b, v)| {
-                if v == "valid" {
+                if *v == Validity::Valid {
                     esc(b)
                 } else {
                     format!(
                         "<b class=\"{}\">{}</b>",
-                        if v == "invalid" { "bad" } else { "unknown" },
+                        if *v == Validity::Invalid {
+                            "bad"
+                        } else {
+                            "unknown"
+                        },
                         esc(b)
                     )
                 }

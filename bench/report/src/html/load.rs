@@ -3,10 +3,10 @@
 //! measured window), `history.jsonl` and `histograms/<backend>.<metric>.hdr`.
 
 use super::trace::Traces;
-use crate::model::RunResults;
 use anyhow::Context;
 use hdrhistogram::Histogram;
 use hdrhistogram::serialization::Deserializer;
+use lockbench_results::model::RunResults;
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::BufReader;

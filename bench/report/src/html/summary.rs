@@ -4,43 +4,35 @@
 use super::chart;
 use super::load::Run;
 use super::page::{self, esc, ms};
-use crate::model::{BackendResult, Percentiles};
+use lockbench_results::model::{BackendResult, Percentiles};
+use lockbench_results::{Status, Validity};
 
-/// `valid`, `invalid` or `unknown` for the whole run: the worst of its backends.
-pub(crate) fn overall_verdict(verdicts: &[&str]) -> &'static str {
-    if verdicts.contains(&"invalid") {
-        "invalid"
-    } else if verdicts.is_empty() || verdicts.iter().any(|v| *v != "valid") {
-        "unknown"
-    } else {
-        "valid"
-    }
+/// `valid`, `invalid` or `unknown` for the whole run: the worst of its backends (`unknown`
+/// when there are none).
+pub(crate) fn overall_verdict(verdicts: &[Validity]) -> Validity {
+    verdicts.iter().copied().max().unwrap_or(Validity::Unknown)
 }
 
 /// The title block: what ran, where, with what outcome; environment and raw files.
 pub(crate) fn header(run: &Run) -> String {
     let r = &run.results;
-    let verdicts: Vec<&str> = r
-        .results
-        .iter()
-        .map(|b| b.safety.verdict.as_str())
-        .collect();
+    let verdicts: Vec<Validity> = r.results.iter().map(|b| b.safety.verdict).collect();
     let overall = overall_verdict(&verdicts);
     let bad: Vec<&str> = r
         .results
         .iter()
-        .filter(|b| b.safety.verdict == "invalid")
+        .filter(|b| b.safety.verdict == Validity::Invalid)
         .map(|b| b.backend.as_str())
         .collect();
     let summary = match overall {
-        "valid" => format!("all {} backends kept mutual exclusion", r.results.len()),
-        "invalid" => format!(
+        Validity::Valid => format!("all {} backends kept mutual exclusion", r.results.len()),
+        Validity::Invalid => format!(
             "safety violated by {} of {} backends: {}",
             bad.len(),
             r.results.len(),
             esc(&bad.join(", "))
         ),
-        _ => "safety could not be fully checked (see the table)".into(),
+        Validity::Unknown => "safety could not be fully checked (see the table)".into(),
     };
     let mut s = format!(
         "<h1>lockbench report: {}</h1>\n<p class=\"meta\"><b>seed</b> {} · <b>started</b> {} · <b>cluster</b> {} · {}</p>\n",
@@ -55,8 +47,9 @@ pub(crate) fn header(run: &Run) -> String {
         }
     );
     s.push_str(&format!(
-        "<p><span class=\"verdict {overall}\">{}</span> {summary}</p>\n",
-        overall.to_uppercase()
+        "<p><span class=\"verdict {}\">{}</span> {summary}</p>\n",
+        overall.name(),
+        overall.name().to_uppercase()
     ));
     let scorecard = if run.raw.pointer("/scorecard/cells").is_some() {
         "<a href=\"#scorecard\">scorecard</a>"
@@ -126,9 +119,9 @@ fn opt(x: Option<f64>, digits: usize) -> String {
 
 fn safety_cell(r: &BackendResult) -> String {
     let s = &r.safety;
-    match s.verdict.as_str() {
-        "valid" => "<td class=\"safety ok\">ok</td>".into(),
-        "invalid" => {
+    match s.verdict {
+        Validity::Valid => "<td class=\"safety ok\">ok</td>".into(),
+        Validity::Invalid => {
             // Counts on the first line, most severe first; how long and what fencing stopped on
             // a second, small one: the verdict stays two short lines.
             let mut found = s.violated_kinds();
@@ -151,9 +144,8 @@ fn safety_cell(r: &BackendResult) -> String {
                 detail.join("; ")
             )
         }
-        v => format!(
-            "<td class=\"safety unknown\">{}{}</td>",
-            esc(v),
+        Validity::Unknown => format!(
+            "<td class=\"safety unknown\">unknown{}</td>",
             if s.failed_checkers.is_empty() {
                 String::new()
             } else {
@@ -240,7 +232,7 @@ pub(crate) fn table(run: &Run) -> String {
             // Election recipes: the failover section.
             continue;
         }
-        if r.status == "error" {
+        if r.status == Status::Error {
             t.push_str(&format!(
                 "<tr class=\"error\"><td>{}</td>{}<td colspan=\"12\">did not run: {}</td>{}</tr>\n",
                 chart::swatch(i, &r.backend),
@@ -261,9 +253,9 @@ pub(crate) fn table(run: &Run) -> String {
              <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
              <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}/{}</td>\
              <td class=\"num\">{} | {}</td><td class=\"faults\">{}</td>{}</tr>\n",
-            if r.safety.verdict == "invalid" { " class=\"bad\"" } else { "" },
+            if r.safety.verdict == Validity::Invalid { " class=\"bad\"" } else { "" },
             chart::swatch(i, &r.backend),
-            if r.status == "interrupted" { " <small>(interrupted)</small>" } else { "" },
+            if r.status == Status::Interrupted { " <small>(interrupted)</small>" } else { "" },
             workload_cell(r),
             pct(a, |p| p.p50),
             pct(a, |p| p.p90),

@@ -1,41 +1,9 @@
 //! Picks the election recipe once, at the top, for the coordinator and for a candidate worker
-//! process alike (as `dispatch.rs` does for lock backends).
+//! process alike (as `dispatch.rs` does for lock backends), with the
+//! registry's constructor table (`lockbench_registry::with_elector!`).
 
-use lockbench_core::{ElectionKind, Endpoints, Scenario};
+use lockbench_registry::with_elector;
 use lockbench_workloads::candidate::{self, CandidateJob};
-
-/// Binds `$e` to the elector of `$kind` and evaluates `$body`, generic over its type.
-macro_rules! with_elector {
-    ($kind:expr, $scenario:expr, $endpoints:expr, $name:expr, |$e:ident| $body:expr) => {{
-        let scenario: &Scenario = $scenario;
-        let endpoints: &Endpoints = $endpoints;
-        let name: &str = $name;
-        match $kind {
-            ElectionKind::ZkElection => {
-                let $e =
-                    lockbench_zookeeper::ZkElection::new(endpoints, &scenario.zookeeper, name)?;
-                $body
-            }
-            ElectionKind::EtcdElection => {
-                let $e = lockbench_etcd::EtcdElection::new(endpoints, &scenario.etcd, name)?;
-                $body
-            }
-            ElectionKind::EtcdLeaseElection => {
-                let $e = lockbench_etcd::EtcdLeaseElection::new(endpoints, &scenario.etcd, name)?;
-                $body
-            }
-            ElectionKind::RedisLeaseElection => {
-                let $e = lockbench_redis::RedisLeaseElection::new(
-                    endpoints,
-                    &scenario.redis,
-                    scenario.failover.poll,
-                    name,
-                )?;
-                $body
-            }
-        }
-    }};
-}
 
 /// The worker side: serves one candidate job on stdin/stdout.
 pub async fn run_candidate(

@@ -21,7 +21,6 @@
 //! `failover.pause`, then heals; netns topology only).
 //! Candidates are worker processes on the run's client hosts ([`RunEnv::worker_command`]).
 
-#[macro_use]
 mod elector;
 mod round;
 mod tracker;
@@ -35,8 +34,10 @@ use lockbench_core::election::FailoverKnobs;
 use lockbench_core::{
     ElectionKind, Elector, Endpoints, FaultPhase, History, Removal, RunClock, Scenario,
 };
-use lockbench_report::model::FailoverResult;
-use lockbench_report::{BackendResult, RunDir, build};
+use lockbench_registry::with_elector;
+use lockbench_report::RunDir;
+use lockbench_results::model::FailoverResult;
+use lockbench_results::{BackendResult, Status, Validity};
 use lockbench_workloads::RunControl;
 use lockbench_workloads::candidate::CandidateEvent;
 use round::Run;
@@ -98,7 +99,7 @@ pub async fn run_election(
             use rand::SeedableRng;
             lockbench_chaos::ServerNemesis::new(
                 lockbench_cluster::Cluster::new(dir),
-                lockbench_chaos::election_group_of(kind),
+                lockbench_registry::election_group_of(kind),
                 rand_chacha::ChaCha8Rng::seed_from_u64(scenario.seed ^ 0x454c_4543),
             )
         })
@@ -152,16 +153,19 @@ pub async fn run_election(
     let ops = writer.await??;
     outcome?;
     let figures = lockbench_analysis::failover::check(&History::with_faults(ops, faults));
-    let mut result = build::failed_result(name, &scenario.workload, String::new());
+    let mut result = BackendResult::failed(name, &scenario.workload, String::new());
     result.status = if *control.stop.borrow() {
-        "interrupted"
+        Status::Interrupted
     } else {
-        "ok"
-    }
-    .into();
+        Status::Ok
+    };
     result.error = None;
     let episodes = figures.split_brain.len() as u64;
-    result.safety.verdict = if episodes == 0 { "valid" } else { "invalid" }.into();
+    result.safety.verdict = if episodes == 0 {
+        Validity::Valid
+    } else {
+        Validity::Invalid
+    };
     result.safety.mutex_violations = episodes;
     result.safety.overlapping_grants = episodes;
     result.safety.overlap_ms = figures.split_brain.iter().map(|e| e.ms).sum();

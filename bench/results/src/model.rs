@@ -1,8 +1,11 @@
 //! The shape of `results.json`. Field names are a contract with users' tools: add fields
 //! freely, but rename or remove one only with a `SCHEMA_VERSION` bump (see `SCHEMA.md`).
 
+use crate::status::{Status, Validity};
+use hdrhistogram::Histogram;
 use lockbench_analysis::availability::{Stall, Window};
 use lockbench_core::BackendInfo;
+use lockbench_core::scenario::Workload;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -125,7 +128,7 @@ pub struct Errors {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SafetyResult {
     /// `valid`, `invalid` or `unknown`.
-    pub verdict: String,
+    pub verdict: Validity,
     /// Overlap episodes: a grant made while another client still believed it held the key,
     /// lasting while any holder from before it remains (one paused holder = one episode).
     pub mutex_violations: u64,
@@ -162,6 +165,23 @@ pub struct SafetyResult {
     /// 2 s after one): the scorecard's `none` cell. Absent when there were none.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub outside_fault_windows: BTreeMap<String, u64>,
+    /// The outcome of every checker beyond the built-in ones above (`granted`, `mutex`,
+    /// `fencing`, `lost`), by checker name: its verdict and figures. Absent when the run used
+    /// only the built-in checkers.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub checks: BTreeMap<String, CheckResult>,
+}
+
+/// One checker's outcome as written to `results.json` (`safety.checks.<name>`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CheckResult {
+    /// `valid`, `invalid` or `unknown`.
+    pub validity: Validity,
+    /// The checker's own figures; `null` when it failed.
+    pub figures: serde_json::Value,
+    /// Why the verdict is `unknown`, if it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// Requests lockbench sent, counted by its clients and by the servers.
@@ -191,7 +211,7 @@ pub struct BackendResult {
     /// Workload name, e.g. `contention`.
     pub workload: String,
     /// `ok`, `interrupted`, or `error` (see `error`).
-    pub status: String,
+    pub status: Status,
     /// Why the backend could not run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -317,7 +337,7 @@ pub struct Fanout {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Repetition {
     /// `ok`, `interrupted` or `error`.
-    pub status: String,
+    pub status: Status,
     /// Acquisitions per second in the measured window.
     pub throughput_per_s: f64,
     /// Acquire latency (coordinated-omission corrected), µs.
@@ -328,19 +348,19 @@ pub struct Repetition {
     /// after the lock was lost that the resource accepted.
     pub violations: u64,
     /// The repetition's safety verdict.
-    pub verdict: String,
+    pub verdict: Validity,
 }
 
 impl Repetition {
     /// The figures of one repetition's full result.
     pub fn of(r: &BackendResult) -> Repetition {
         Repetition {
-            status: r.status.clone(),
+            status: r.status,
             throughput_per_s: r.throughput_per_s,
             acquire_latency_us: r.acquire_latency_us.clone(),
             handoff_latency_us: r.handoff_latency_us.clone(),
             violations: r.safety.damage(),
-            verdict: r.safety.verdict.clone(),
+            verdict: r.safety.verdict,
         }
     }
 }
@@ -392,4 +412,128 @@ pub struct ServerTruth {
     /// The figures (`lockbench_analysis::truth`); absent when nothing was observed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub figures: Option<lockbench_analysis::truth::TruthReport>,
+}
+
+impl Percentiles {
+    /// Percentiles of a histogram, or `None` when it is empty.
+    pub fn of(h: &Histogram<u64>) -> Option<Percentiles> {
+        (!h.is_empty()).then(|| Percentiles {
+            count: h.len(),
+            mean: (h.mean() * 10.0).round() / 10.0,
+            p50: h.value_at_quantile(0.50),
+            p90: h.value_at_quantile(0.90),
+            p99: h.value_at_quantile(0.99),
+            p999: h.value_at_quantile(0.999),
+            max: h.max(),
+        })
+    }
+}
+
+impl BackendResult {
+    /// A result for a backend that could not run at all: status `error`, verdict `unknown`.
+    pub fn failed(backend: &str, workload: &Workload, error: String) -> BackendResult {
+        BackendResult {
+            backend: backend.into(),
+            workload: workload.kind.name().into(),
+            status: Status::Error,
+            error: Some(error),
+            clients: workload.clients,
+            keys: workload.keys,
+            offered_rate_per_s: workload.rate,
+            measured_s: 0.0,
+            acquisitions: 0,
+            acquisitions_total: 0,
+            throughput_per_s: 0.0,
+            acquire_latency_us: None,
+            acquire_service_time_us: None,
+            handoff_latency_us: None,
+            fairness_jain: None,
+            per_client_acquisitions: Vec::new(),
+            longest_wait_us: None,
+            clients_replaced: 0,
+            errors: Errors::default(),
+            safety: SafetyResult {
+                verdict: Validity::Unknown,
+                mutex_violations: 0,
+                overlapping_grants: 0,
+                overlap_ms: 0.0,
+                max_overlap_ms: 0.0,
+                locks_lost: 0,
+                stale_writes_accepted: 0,
+                stale_writes_rejected: 0,
+                writes_after_lock_lost: 0,
+                writes_after_lock_lost_accepted: 0,
+                unfenced_writes: 0,
+                token_reuses: 0,
+                failed_checkers: vec!["backend did not run".into()],
+                outside_fault_windows: Default::default(),
+                checks: Default::default(),
+            },
+            server_ops_per_acquisition: None,
+            requests: Requests {
+                client_counted: None,
+                server_counted: None,
+                server_source: String::new(),
+                server_error: None,
+                server_per_acquisition: None,
+                client_per_acquisition: None,
+            },
+            recipe: None,
+            fault_windows: Vec::new(),
+            repetitions: Vec::new(),
+            resources: None,
+            stalls: Vec::new(),
+            fencing: None,
+            fanout: None,
+            failover: None,
+            shared_lock: None,
+            server_truth: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capacity::{Capacity, SizingRow, SizingVerdict};
+
+    /// The typed fields are written as the words `SCHEMA.md` documents, and read back.
+    #[test]
+    fn typed_fields_keep_the_schema_words() {
+        let text = "name = \"t\"\nbackends = [\"zk-fair\"]\n[workload]\nclients = 2\nkeys = 1\n";
+        let scenario = lockbench_core::Scenario::load("t", text, &[]).unwrap();
+        let mut r = BackendResult::failed("zk-fair", &scenario.workload, "boom".into());
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(v["status"], "error");
+        assert_eq!(v["safety"]["verdict"], "unknown");
+        r.status = Status::Interrupted;
+        r.safety.verdict = Validity::Invalid;
+        r.repetitions = vec![Repetition::of(&r)];
+        let results = RunResults {
+            schema_version: SCHEMA_VERSION,
+            scenario: "t".into(),
+            seed: 1,
+            started_at: String::new(),
+            complete: true,
+            cluster: "managed".into(),
+            environment: crate::environment::detect(Default::default()),
+            results: vec![r],
+            scorecard: None,
+            capacity: Some(Capacity {
+                sizing: vec![SizingRow {
+                    verdict: SizingVerdict::GeneratorBound,
+                    ..SizingRow::default()
+                }],
+                ..Capacity::default()
+            }),
+        };
+        let v = serde_json::to_value(&results).unwrap();
+        assert_eq!(v["results"][0]["status"], "interrupted");
+        assert_eq!(v["results"][0]["safety"]["verdict"], "invalid");
+        assert_eq!(v["results"][0]["repetitions"][0]["status"], "interrupted");
+        assert_eq!(v["results"][0]["repetitions"][0]["verdict"], "invalid");
+        assert_eq!(v["capacity"]["sizing"][0]["verdict"], "generator-bound");
+        let back: RunResults = serde_json::from_value(v).unwrap();
+        assert_eq!(back, results);
+    }
 }

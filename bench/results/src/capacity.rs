@@ -36,11 +36,9 @@ pub struct SizingRow {
     pub clients: u32,
     /// Lock keys.
     pub keys: u32,
-    /// `ok`, `generator-bound` (lockbench being the limit could explain the failure above the
-    /// knee, or the top step when none failed: the rate is only a lower bound), `not-reached`
-    /// (every rate tried was sustained: a lower bound), `none` (not even the lowest rate tried
-    /// was sustained), `error` or `interrupted`.
-    pub verdict: String,
+    /// `ok`, `generator-bound`, `not-reached`, `none`, `error` or `interrupted` (see
+    /// [`SizingVerdict`]).
+    pub verdict: SizingVerdict,
     /// The highest offered rate sustained within the objective, acquisitions/s.
     pub max_rate_per_s: Option<f64>,
     /// The lowest rate that was not sustained, acquisitions/s.
@@ -50,6 +48,40 @@ pub struct SizingRow {
     pub knee: Option<SweepStep>,
     /// What limited the search (the failing step's reasons, or why there is no knee).
     pub note: String,
+}
+
+/// How far a grid point's knee can be trusted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SizingVerdict {
+    /// The knee is the backend's: the failure above it was not lockbench's doing.
+    Ok,
+    /// lockbench being the limit could explain the failure above the knee (or the top step
+    /// when none failed): the rate is only a lower bound.
+    GeneratorBound,
+    /// Every rate tried was sustained: a lower bound.
+    NotReached,
+    /// Not even the lowest rate tried was sustained.
+    None,
+    /// A step could not run (the row's `note` says why).
+    #[default]
+    Error,
+    /// Ctrl-C cut the search short.
+    Interrupted,
+}
+
+impl SizingVerdict {
+    /// The word `results.json` uses.
+    pub fn name(self) -> &'static str {
+        match self {
+            SizingVerdict::Ok => "ok",
+            SizingVerdict::GeneratorBound => "generator-bound",
+            SizingVerdict::NotReached => "not-reached",
+            SizingVerdict::None => "none",
+            SizingVerdict::Error => "error",
+            SizingVerdict::Interrupted => "interrupted",
+        }
+    }
 }
 
 /// One grid point of one backend: the search's steps.

@@ -1,24 +1,20 @@
 //! Assembles a [`BackendResult`] from what was measured and what the checkers found.
+//!
+//! It lives with the runner, not with the results model, because it reads the client loop's
+//! [`RunOutput`]: the model (`lockbench-results`) stays free of the runtime.
 
-use crate::model::{BackendResult, Errors, Fanout, Percentiles, Requests, SafetyResult};
 use hdrhistogram::Histogram;
-use lockbench_analysis::{Safety, attribution, availability, fairness, handoff, safety};
+use lockbench_analysis::fencing::FencingReport;
+use lockbench_analysis::lost::LostReport;
+use lockbench_analysis::mutex::MutexReport;
+use lockbench_analysis::{Safety, attribution, availability, checker, fairness, handoff};
 use lockbench_core::scenario::Workload;
 use lockbench_core::{BackendInfo, History, OpF, OpType, ServerCounters, ServerFanout, Wakeups};
+use lockbench_results::Status;
+use lockbench_results::model::{
+    BackendResult, CheckResult, Errors, Fanout, Percentiles, Requests, SafetyResult,
+};
 use lockbench_workloads::RunOutput;
-
-/// Percentiles of a histogram, or `None` when it is empty.
-pub fn percentiles(h: &Histogram<u64>) -> Option<Percentiles> {
-    (!h.is_empty()).then(|| Percentiles {
-        count: h.len(),
-        mean: (h.mean() * 10.0).round() / 10.0,
-        p50: h.value_at_quantile(0.50),
-        p90: h.value_at_quantile(0.90),
-        p99: h.value_at_quantile(0.99),
-        p999: h.value_at_quantile(0.999),
-        max: h.max(),
-    })
-}
 
 /// The servers' request counters read before and after a run.
 #[derive(Debug, Clone)]
@@ -69,7 +65,10 @@ pub fn backend_result(m: Measured<'_>) -> (BackendResult, Histogram<u64>) {
     }
 
     // Each violation is charged to the fault window it happened in (or to none).
-    let checked = safety::check(m.history);
+    let checked = Safety::from_outcomes(checker::run_on_history(
+        checker::for_workload(m.workload),
+        m.history,
+    ));
     let mut fault_windows = availability::windows(m.history);
     let outside = attribution::attribute(&mut fault_windows, &attribution::violations(&checked));
     let mut safety = safety_result(checked);
@@ -82,7 +81,11 @@ pub fn backend_result(m: Measured<'_>) -> (BackendResult, Histogram<u64>) {
     let result = BackendResult {
         backend: m.info.backend.name().into(),
         workload: m.workload.kind.name().into(),
-        status: if out.interrupted { "interrupted" } else { "ok" }.into(),
+        status: if out.interrupted {
+            Status::Interrupted
+        } else {
+            Status::Ok
+        },
         error: None,
         clients: m.workload.clients,
         keys: m.workload.keys,
@@ -95,9 +98,9 @@ pub fn backend_result(m: Measured<'_>) -> (BackendResult, Histogram<u64>) {
         } else {
             0.0
         },
-        acquire_latency_us: percentiles(&latency),
-        acquire_service_time_us: percentiles(&service),
-        handoff_latency_us: percentiles(&handoffs),
+        acquire_latency_us: Percentiles::of(&latency),
+        acquire_service_time_us: Percentiles::of(&service),
+        handoff_latency_us: Percentiles::of(&handoffs),
         fairness_jain: fairness::jain(&per_client).map(round3),
         per_client_acquisitions: per_client,
         longest_wait_us: (!latency.is_empty()).then(|| latency.max()),
@@ -128,13 +131,13 @@ pub fn server_truth(
     fault_windows: &[availability::Window],
     note: Option<String>,
     observer_requests: u64,
-) -> crate::model::ServerTruth {
+) -> lockbench_results::model::ServerTruth {
     let figures = lockbench_analysis::truth::check(history, fault_windows);
     let note = match (note, &figures) {
         (None, None) => Some("the observer recorded nothing".to_string()),
         (note, _) => note,
     };
-    crate::model::ServerTruth {
+    lockbench_results::model::ServerTruth {
         note,
         observer_requests,
         figures,
@@ -192,66 +195,6 @@ pub fn fanout(readings: &FanoutReadings, history: &History) -> Fanout {
     }
 }
 
-/// A result for a backend that could not run at all.
-pub fn failed_result(backend: &str, workload: &Workload, error: String) -> BackendResult {
-    BackendResult {
-        backend: backend.into(),
-        workload: workload.kind.name().into(),
-        status: "error".into(),
-        error: Some(error),
-        clients: workload.clients,
-        keys: workload.keys,
-        offered_rate_per_s: workload.rate,
-        measured_s: 0.0,
-        acquisitions: 0,
-        acquisitions_total: 0,
-        throughput_per_s: 0.0,
-        acquire_latency_us: None,
-        acquire_service_time_us: None,
-        handoff_latency_us: None,
-        fairness_jain: None,
-        per_client_acquisitions: Vec::new(),
-        longest_wait_us: None,
-        clients_replaced: 0,
-        errors: Errors::default(),
-        safety: SafetyResult {
-            verdict: "unknown".into(),
-            mutex_violations: 0,
-            overlapping_grants: 0,
-            overlap_ms: 0.0,
-            max_overlap_ms: 0.0,
-            locks_lost: 0,
-            stale_writes_accepted: 0,
-            stale_writes_rejected: 0,
-            writes_after_lock_lost: 0,
-            writes_after_lock_lost_accepted: 0,
-            unfenced_writes: 0,
-            token_reuses: 0,
-            failed_checkers: vec!["backend did not run".into()],
-            outside_fault_windows: Default::default(),
-        },
-        server_ops_per_acquisition: None,
-        requests: Requests {
-            client_counted: None,
-            server_counted: None,
-            server_source: String::new(),
-            server_error: None,
-            server_per_acquisition: None,
-            client_per_acquisition: None,
-        },
-        recipe: None,
-        fault_windows: Vec::new(),
-        repetitions: Vec::new(),
-        resources: None,
-        stalls: Vec::new(),
-        fencing: None,
-        fanout: None,
-        failover: None,
-        shared_lock: None,
-        server_truth: None,
-    }
-}
-
 fn requests(client: Option<u64>, counters: &CounterReadings, total: u64) -> Requests {
     let per = |n: u64| (total > 0).then(|| round3(n as f64 / total as f64));
     let (server, source, error) = match (&counters.before, &counters.after) {
@@ -273,11 +216,24 @@ fn requests(client: Option<u64>, counters: &CounterReadings, total: u64) -> Requ
 }
 
 fn safety_result(s: Safety) -> SafetyResult {
-    let m = s.mutex.unwrap_or_default();
-    let f = s.fencing.unwrap_or_default();
-    let l = s.lost.unwrap_or_default();
+    let m: MutexReport = s.figures("mutex").unwrap_or_default();
+    let f: FencingReport = s.figures("fencing").unwrap_or_default();
+    let l: LostReport = s.figures("lost").unwrap_or_default();
+    let checks = s
+        .outcomes
+        .iter()
+        .filter(|o| !checker::BUILT_IN.contains(&o.name))
+        .map(|o| {
+            let check = CheckResult {
+                validity: o.validity,
+                figures: o.figures.clone(),
+                note: o.note.clone(),
+            };
+            (o.name.to_string(), check)
+        })
+        .collect();
     SafetyResult {
-        verdict: format!("{:?}", s.verdict).to_lowercase(),
+        verdict: s.verdict,
         mutex_violations: m.violations,
         overlapping_grants: m.overlapping_grants,
         overlap_ms: round3(m.overlap_ms),
@@ -291,6 +247,7 @@ fn safety_result(s: Safety) -> SafetyResult {
         token_reuses: f.token_reuses,
         failed_checkers: s.failed_checkers,
         outside_fault_windows: Default::default(),
+        checks,
     }
 }
 
@@ -307,82 +264,6 @@ fn op_type_name(t: OpType) -> &'static str {
     }
 }
 
-/// Seconds after a window's end during which its effects (violations, stalls) are its own.
-const GRACE_S: f64 = lockbench_analysis::attribution::GRACE.as_secs_f64();
-
-/// `true` when a stall alarm's span overlaps `[from_s, to_s + GRACE]`.
-fn stalled(r: &BackendResult, from_s: f64, to_s: f64) -> bool {
-    r.stalls
-        .iter()
-        .any(|s| s.from_s < to_s + GRACE_S && s.to_s > from_s)
-}
-
 fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
-}
-
-/// The scorecard of a run: for each backend, one cell per fault verb seen in its fault
-/// windows; a fault on client hosts only is named `<verb>-client` (the fencing workload's
-/// holder pause is `pause-client`). A cell's violations are those that happened in its windows
-/// (see `lockbench_analysis::attribution`), so mixed faults do not share counts; violations in
-/// no window go to the backend's `none` cell.
-pub fn scorecard(results: &[BackendResult]) -> Option<crate::model::Scorecard> {
-    use crate::model::{ScoreCell, Scorecard};
-    use std::collections::BTreeMap;
-    let mut cells = Vec::new();
-    for r in results {
-        let mut verbs: Vec<String> = Vec::new();
-        let cell_name = |w: &lockbench_analysis::availability::Window| {
-            lockbench_core::fault_kind(&w.fault, &w.targets)
-        };
-        for w in &r.fault_windows {
-            if !verbs.contains(&cell_name(w)) {
-                verbs.push(cell_name(w));
-            }
-        }
-        for verb in verbs {
-            let ws: Vec<_> = r
-                .fault_windows
-                .iter()
-                .filter(|w| cell_name(w) == verb)
-                .collect();
-            let mut violations = BTreeMap::new();
-            for w in &ws {
-                for (k, n) in &w.violations {
-                    *violations.entry(k.clone()).or_insert(0) += n;
-                }
-            }
-            cells.push(ScoreCell {
-                backend: r.backend.clone(),
-                fault: verb,
-                runs: ws.iter().filter(|w| w.applied).count() as u64,
-                not_applied: ws.iter().filter(|w| !w.applied).count() as u64,
-                violations,
-                // A window that ends with the run has no "after" to judge; the stall alarm
-                // (which covers the run's tail) speaks for it.
-                stayed_available: ws.iter().filter(|w| w.applied).all(|w| {
-                    !stalled(r, w.start_s, w.end_s)
-                        && (w.recovery_ms.is_some() || w.after.attempts == 0)
-                }),
-            });
-        }
-        if !r.fault_windows.is_empty() {
-            // Outside every fault window: the recipe on its own.
-            let applied: Vec<_> = r.fault_windows.iter().filter(|w| w.applied).collect();
-            let calm_stall = r.stalls.iter().any(|s| {
-                !applied
-                    .iter()
-                    .any(|w| s.from_s < w.end_s + GRACE_S && s.to_s > w.start_s)
-            });
-            cells.push(ScoreCell {
-                backend: r.backend.clone(),
-                fault: "none".into(),
-                runs: 0,
-                not_applied: 0,
-                violations: r.safety.outside_fault_windows.clone(),
-                stayed_available: !calm_stall,
-            });
-        }
-    }
-    (!cells.is_empty()).then_some(Scorecard { cells })
 }
