@@ -23,10 +23,11 @@
 //! episode's start (the latest such window per fault), or to "no fault".
 
 use crate::attribution::GRACE;
-use crate::availability::Window;
+use crate::availability::{self, Window};
+use crate::checker::{Checker, CheckerOutcome, Validity, run_on_history};
 use lockbench_core::{
-    ClientId, ErrorKind, FencingToken, History, KeyId, Nanos, OpF, OpType, ServerObservation,
-    fault_kind,
+    ClientId, ErrorKind, FaultEvent, FencingToken, History, KeyId, Nanos, Op, OpF, OpType,
+    ServerObservation, fault_kind,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
@@ -100,226 +101,311 @@ pub struct TruthReport {
     pub episodes: Vec<Episode>,
 }
 
-/// A client's belief that it holds a key: from its grant to its release's invoke.
-struct Belief {
-    client: ClientId,
-    key: KeyId,
+/// What the servers said about one key, as of the last observation (or expiry).
+#[derive(Clone, Copy, Debug, Default)]
+struct KeyState {
+    holder: Option<ClientId>,
     token: Option<FencingToken>,
-    from: Nanos,
-    to: Nanos,
-    /// The client's next grant on the key (the end of the search for its detection).
-    next_grant: Nanos,
+    /// A read state: when the read was sent.
+    sent: Option<Nanos>,
+    expires: Option<Nanos>,
+    blind: bool,
+    /// Since when the key has been blind (for `blind_ms`).
+    blind_since: Nanos,
 }
 
-/// Checks `history`'s beliefs against its server observations, charging episodes to
-/// `windows` (from [`crate::availability::windows`]). `None` when the history has no server
-/// observations (the run did not observe the servers).
-pub fn check(history: &History, windows: &[Window]) -> Option<TruthReport> {
-    if history.server().is_empty() {
-        return None;
-    }
-    // The clients' history ends with their last op or the last fault event (the run's stop
-    // resumes a paused holder); what the servers saw after it is the run's teardown (clients
-    // closing their sessions), not a lock taken from a believer.
-    let end = history
-        .ops()
-        .last()
-        .map(|o| o.time)
-        .unwrap_or_default()
-        .max(history.faults().last().map(|f| f.time).unwrap_or_default());
-    let timelines = timelines(history.server(), end);
-    let mut report = TruthReport {
-        observations: history.server().len() as u64,
-        blind_ms: timelines
-            .values()
-            .flatten()
-            .filter(|s| s.blind)
-            .map(|s| ms(s.to.0.saturating_sub(s.from.0)))
-            .sum(),
-        ..TruthReport::default()
-    };
-    report.blind_ms += 0.0; // an empty sum is -0.0
-    for belief in beliefs(history, end) {
-        let Some(timeline) = timelines.get(&belief.key) else {
-            continue;
+/// How a client learned of an episode: when, and by which op (function, type, error).
+type Learned = (Nanos, (OpF, OpType, ErrorKind));
+
+/// A client's belief that it holds a key, from its grant until it invokes `release`.
+#[derive(Clone, Copy, Debug)]
+struct Belief {
+    from: Nanos,
+    token: Option<FencingToken>,
+    /// The servers have named the client during this belief.
+    confirmed: bool,
+    /// An episode under way: since when, and whom the servers named instead.
+    lost: Option<(Nanos, Option<ClientId>)>,
+    /// The client learned of the episode under way.
+    detected: Option<Learned>,
+}
+
+/// An episode before the history's end is known.
+struct Raw {
+    client: ClientId,
+    key: KeyId,
+    start: Nanos,
+    stop: Nanos,
+    holder: Option<ClientId>,
+    detected: Option<Learned>,
+}
+
+/// The streaming checker: one pass over the ops, fault events and server observations in
+/// time order. Its state is per key and per (client, key) plus the episodes found (a handful
+/// per fault), never the history.
+#[derive(Default)]
+pub struct TruthChecker {
+    keys: HashMap<KeyId, KeyState>,
+    beliefs: HashMap<KeyId, HashMap<ClientId, Belief>>,
+    /// Episodes whose client has not learned of them yet, until its next grant on the key.
+    pending: HashMap<(ClientId, KeyId), Vec<usize>>,
+    episodes: Vec<Raw>,
+    observations: u64,
+    blind_ns: u64,
+    faults: Vec<FaultEvent>,
+    /// The clients' history's end: its last op or fault event.
+    end: Nanos,
+}
+
+impl TruthChecker {
+    /// Applies a key's expiry that falls at or before `t`: from the expiry on the servers
+    /// hold it for no one.
+    fn advance(&mut self, key: KeyId, t: Nanos) {
+        let Some(state) = self.keys.get(&key) else {
+            return;
         };
-        for (start, stop, holder) in lost_spans(&belief, timeline) {
-            let learned = history.ops().iter().find(|op| {
-                op.client == belief.client
-                    && op.key == belief.key
-                    && op.time >= start
-                    && op.time < belief.next_grant
-                    && op.ty != OpType::Invoke
-                    && matches!(
-                        op.error,
-                        Some(ErrorKind::LockLost | ErrorKind::SessionExpired)
-                    )
-            });
-            report.episodes.push(Episode {
-                client: belief.client,
-                key: belief.key,
-                start_s: secs(start),
-                lost_ms: ms(stop.0 - start.0),
-                server_holder: holder,
-                detection_ms: learned.map(|op| ms(op.time.0.saturating_sub(start.0))),
-                detected_by: learned.map(|op| {
-                    format!(
-                        "{}/{}/{}",
-                        op.f.name(),
-                        op.ty.name(),
-                        op.error.map_or("", ErrorKind::name)
-                    )
-                }),
+        if let Some(expired) = state.expires.filter(|e| *e <= t) {
+            let free = KeyState {
+                expires: None,
+                sent: None,
+                holder: None,
+                token: None,
+                ..*state
+            };
+            self.keys.insert(key, free);
+            self.changed(key, expired);
+        }
+    }
+
+    /// The servers' state of `key` changed at `at`: every belief on it is judged again.
+    fn changed(&mut self, key: KeyId, at: Nanos) {
+        let state = self.keys.get(&key).copied().unwrap_or_default();
+        let Some(beliefs) = self.beliefs.get_mut(&key) else {
+            return;
+        };
+        let mut ended = Vec::new();
+        for (client, belief) in beliefs.iter_mut() {
+            if let Some(episode) = judge(*client, belief, &state, at) {
+                ended.push((*client, episode));
+            }
+        }
+        for (client, (start, holder, detected)) in ended {
+            self.push(Raw {
+                client,
+                key,
+                start,
+                stop: at,
+                holder,
+                detected,
             });
         }
     }
-    report
-        .episodes
-        .sort_by(|a, b| a.start_s.total_cmp(&b.start_s));
-    totals(&mut report, windows);
-    Some(report)
-}
 
-/// One stretch of a key's server state: who was named, until when; `blind` = unknown.
-#[derive(Clone, Copy, Debug, PartialEq)]
-struct Stretch {
-    from: Nanos,
-    to: Nanos,
-    /// A read state: the read was sent then (see `ServerObservation::sent`).
-    sent: Option<Nanos>,
-    holder: Option<ClientId>,
-    token: Option<FencingToken>,
-    blind: bool,
-}
-
-/// Each key's server state as consecutive stretches, an observation's `expires` splitting its
-/// stretch into held and free.
-fn timelines(observations: &[ServerObservation], end: Nanos) -> HashMap<KeyId, Vec<Stretch>> {
-    let mut by_key: HashMap<KeyId, Vec<&ServerObservation>> = HashMap::new();
-    for o in observations {
-        by_key.entry(o.key).or_default().push(o);
+    fn push(&mut self, raw: Raw) {
+        if raw.stop <= raw.start {
+            return;
+        }
+        if raw.detected.is_none() {
+            self.pending
+                .entry((raw.client, raw.key))
+                .or_default()
+                .push(self.episodes.len());
+        }
+        self.episodes.push(raw);
     }
-    by_key
-        .into_iter()
-        .map(|(key, obs)| {
-            let mut stretches = Vec::with_capacity(obs.len() + 4);
-            for (i, o) in obs.iter().enumerate() {
-                let to = obs.get(i + 1).map_or(end, |n| n.time).max(o.time);
-                let held_until = o.expires.filter(|e| *e < to).map(|e| e.max(o.time));
-                let held = Stretch {
-                    from: o.time,
-                    to: held_until.unwrap_or(to),
-                    sent: o.sent,
-                    holder: o.holder,
-                    token: o.token,
-                    blind: o.blind,
-                };
-                stretches.push(held);
-                if let Some(expired) = held_until {
-                    stretches.push(Stretch {
-                        from: expired,
-                        to,
-                        sent: None,
-                        holder: None,
-                        token: None,
-                        blind: o.blind,
-                    });
-                }
+
+    /// Ends `client`'s belief on `key` at `at`.
+    fn close(&mut self, client: ClientId, key: KeyId, at: Nanos) {
+        let belief = self.beliefs.get_mut(&key).and_then(|b| b.remove(&client));
+        if let Some(Belief {
+            lost: Some((start, holder)),
+            detected,
+            ..
+        }) = belief
+        {
+            self.push(Raw {
+                client,
+                key,
+                start,
+                stop: at,
+                holder,
+                detected,
+            });
+        }
+    }
+
+    /// `client` learned at `learned` that its lock on `key` was gone: it detects the episode
+    /// under way and those since its grant it had not learned of.
+    fn learned(&mut self, client: ClientId, key: KeyId, learned: Learned) {
+        let at = learned.0;
+        if let Some(b) = self.beliefs.get_mut(&key).and_then(|b| b.get_mut(&client)) {
+            if b.lost.is_some_and(|(start, _)| start <= at) && b.detected.is_none() {
+                b.detected = Some(learned);
             }
-            (key, stretches)
-        })
-        .collect()
+        }
+        if let Some(waiting) = self.pending.get_mut(&(client, key)) {
+            let episodes = &mut self.episodes;
+            waiting.retain(|&i| {
+                let before = episodes[i].start <= at;
+                if before {
+                    episodes[i].detected = Some(learned);
+                }
+                !before
+            });
+        }
+    }
 }
 
-/// Every exclusive belief in `history`.
-fn beliefs(history: &History, end: Nanos) -> Vec<Belief> {
-    let mut open: HashMap<(ClientId, KeyId), (Nanos, Option<FencingToken>)> = HashMap::new();
-    let mut out: Vec<Belief> = Vec::new();
-    for op in history.ops() {
-        let k = (op.client, op.key);
+/// Judges one belief against the servers' new state; returns an episode that ended (start,
+/// whom the servers named, how the client learned).
+fn judge(
+    client: ClientId,
+    belief: &mut Belief,
+    state: &KeyState,
+    at: Nanos,
+) -> Option<(Nanos, Option<ClientId>, Option<Learned>)> {
+    if state.blind {
+        return None;
+    }
+    let names_it = state.holder == Some(client)
+        || (state.holder.is_none() && state.token.is_some() && state.token == belief.token);
+    if names_it {
+        belief.confirmed = true;
+        let (start, holder) = belief.lost.take()?;
+        return Some((start, holder, belief.detected.take()));
+    }
+    // A state read before the grant says nothing about this belief.
+    let stale = state.sent.is_some_and(|sent| sent < belief.from);
+    if belief.confirmed && belief.lost.is_none() && !stale {
+        belief.lost = Some((at.max(belief.from), state.holder));
+    }
+    None
+}
+
+impl Checker for TruthChecker {
+    fn name(&self) -> &'static str {
+        "server_truth"
+    }
+
+    fn observe(&mut self, op: &Op) {
+        self.end = self.end.max(op.time);
+        let (client, key) = (op.client, op.key);
         match (op.f, op.ty) {
             (OpF::Acquire, OpType::Ok) => {
-                if let Some((from, token)) = open.remove(&k) {
-                    out.push(belief(k, token, from, op.time));
-                }
-                open.insert(k, (op.time, op.token));
+                self.advance(key, op.time);
+                self.close(client, key, op.time);
+                // The search for the client's learning of earlier episodes ends here.
+                self.pending.remove(&(client, key));
+                let mut belief = Belief {
+                    from: op.time,
+                    token: op.token,
+                    confirmed: false,
+                    lost: None,
+                    detected: None,
+                };
+                let state = self.keys.get(&key).copied().unwrap_or_default();
+                judge(client, &mut belief, &state, op.time);
+                self.beliefs.entry(key).or_default().insert(client, belief);
             }
             (OpF::Release, OpType::Invoke) => {
-                if let Some((from, token)) = open.remove(&k) {
-                    out.push(belief(k, token, from, op.time));
+                self.advance(key, op.time);
+                self.close(client, key, op.time);
+            }
+            (_, OpType::Fail | OpType::Info) => {
+                if let Some(error @ (ErrorKind::LockLost | ErrorKind::SessionExpired)) = op.error {
+                    self.learned(client, key, (op.time, (op.f, op.ty, error)));
                 }
             }
             _ => {}
         }
     }
-    out.extend(
-        open.into_iter()
-            .map(|(k, (from, token))| belief(k, token, from, end)),
-    );
-    // The next grant of the same client on the same key bounds the detection search.
-    let mut grants: HashMap<(ClientId, KeyId), Vec<Nanos>> = HashMap::new();
-    for b in &out {
-        grants.entry((b.client, b.key)).or_default().push(b.from);
-    }
-    for g in grants.values_mut() {
-        g.sort();
-    }
-    for b in &mut out {
-        let g = &grants[&(b.client, b.key)];
-        b.next_grant = g
-            .iter()
-            .copied()
-            .find(|t| *t > b.from)
-            .unwrap_or(Nanos(u64::MAX));
-    }
-    out
-}
 
-fn belief(k: (ClientId, KeyId), token: Option<FencingToken>, from: Nanos, to: Nanos) -> Belief {
-    Belief {
-        client: k.0,
-        key: k.1,
-        token,
-        from,
-        to,
-        next_grant: Nanos(u64::MAX),
+    fn fault(&mut self, event: &FaultEvent) {
+        self.end = self.end.max(event.time);
+        self.faults.push(event.clone());
     }
-}
 
-/// The spans of `belief` in which the servers, having named its client, named someone else
-/// or no one: (start, end, who they named instead).
-fn lost_spans(belief: &Belief, timeline: &[Stretch]) -> Vec<(Nanos, Nanos, Option<ClientId>)> {
-    let names_it = |s: &Stretch| {
-        s.holder == Some(belief.client)
-            || (s.holder.is_none() && s.token.is_some() && s.token == belief.token)
-    };
-    let mut out = Vec::new();
-    let mut confirmed = false;
-    let mut lost: Option<(Nanos, Option<ClientId>)> = None;
-    let first = timeline.partition_point(|s| s.to <= belief.from);
-    for s in &timeline[first..] {
-        if s.from >= belief.to {
-            break;
+    fn server(&mut self, o: &ServerObservation) {
+        self.observations += 1;
+        self.advance(o.key, o.time);
+        let before = self.keys.get(&o.key).copied().unwrap_or_default();
+        if before.blind && !o.blind {
+            self.blind_ns += o.time.0.saturating_sub(before.blind_since.0);
         }
-        if s.blind {
-            continue;
-        }
-        if names_it(s) {
-            confirmed = true;
-            if let Some((start, holder)) = lost.take() {
-                out.push((start, s.from.max(start), holder));
+        let state = KeyState {
+            holder: o.holder,
+            token: o.token,
+            sent: o.sent,
+            expires: o.expires,
+            blind: o.blind,
+            blind_since: if o.blind && !before.blind {
+                o.time
+            } else {
+                before.blind_since
+            },
+        };
+        self.keys.insert(o.key, state);
+        self.changed(o.key, o.time);
+    }
+
+    fn finish(mut self: Box<Self>) -> CheckerOutcome {
+        let end = self.end;
+        let keys: Vec<KeyId> = self.keys.keys().copied().collect();
+        for key in &keys {
+            self.advance(*key, end);
+            let state = self.keys[key];
+            if state.blind {
+                self.blind_ns += end.0.saturating_sub(state.blind_since.0);
             }
-        } else if s.sent.is_some_and(|sent| sent < belief.from) {
-            // Read before the grant: says nothing about this belief.
-            continue;
-        } else if confirmed && lost.is_none() {
-            lost = Some((s.from.max(belief.from), s.holder));
         }
+        let open: Vec<(KeyId, ClientId)> = self
+            .beliefs
+            .iter()
+            .flat_map(|(k, b)| b.keys().map(move |c| (*k, *c)))
+            .collect();
+        for (key, client) in open {
+            self.close(client, key, end);
+        }
+        let mut report = TruthReport {
+            observations: self.observations,
+            blind_ms: ms(self.blind_ns) + 0.0, // an empty sum is -0.0
+            ..TruthReport::default()
+        };
+        // What the servers did after the clients' history ended is the run's teardown.
+        report.episodes = self
+            .episodes
+            .iter()
+            .filter(|e| e.start < end)
+            .map(|e| Episode {
+                client: e.client,
+                key: e.key,
+                start_s: secs(e.start),
+                lost_ms: ms(e.stop.min(end).0 - e.start.0),
+                server_holder: e.holder,
+                detection_ms: e.detected.map(|(t, _)| ms(t.0.saturating_sub(e.start.0))),
+                detected_by: e.detected.map(|(_, (f, ty, error))| {
+                    format!("{}/{}/{}", f.name(), ty.name(), error.name())
+                }),
+            })
+            .collect();
+        report
+            .episodes
+            .sort_by(|a, b| a.start_s.total_cmp(&b.start_s));
+        let windows = availability::windows(&History::with_faults(Vec::new(), self.faults));
+        totals(&mut report, &windows);
+        CheckerOutcome::new("server_truth", Validity::Valid, &report)
     }
-    if let Some((start, holder)) = lost {
-        out.push((start, belief.to.max(start), holder));
+}
+
+/// Checks `history`'s beliefs against its server observations: [`TruthChecker`] over the
+/// whole history. `None` when the history has no server observations (the run did not
+/// observe the servers).
+pub fn check(history: &History) -> Option<TruthReport> {
+    if history.server().is_empty() {
+        return None;
     }
-    out
+    let outcome = run_on_history(vec![Box::new(TruthChecker::default())], history);
+    outcome.first()?.figures_as()
 }
 
 /// The report's totals, percentiles and per-window figures from its episodes.
@@ -445,7 +531,7 @@ mod tests {
 
     #[test]
     fn an_expiry_under_a_pause_is_lost_while_held_until_the_release_and_detected_by_it() {
-        let r = check(&expired_under_a_pause(), &[]).unwrap();
+        let r = check(&expired_under_a_pause()).unwrap();
         assert_eq!(r.lost_while_held, 1, "{r:?}");
         let e = &r.episodes[0];
         assert_eq!((e.client, e.start_s, e.lost_ms), (ClientId(0), 0.02, 10.0));
@@ -477,7 +563,7 @@ mod tests {
             seen(20, None),
             seen(23, Some(1)),
         ];
-        let r = check(&History::from_unordered(ops).with_server(server), &[]).unwrap();
+        let r = check(&History::from_unordered(ops).with_server(server)).unwrap();
         assert_eq!(r.lost_while_held, 0, "{:?}", r.episodes);
         assert_eq!(r.observations, 4);
     }
@@ -499,7 +585,7 @@ mod tests {
             by_token(20, 4),
         ];
         let h = History::from_unordered(ops).with_server(server);
-        let r = check(&h, &[]).unwrap();
+        let r = check(&h).unwrap();
         assert_eq!(r.lost_while_held, 1, "{:?}", r.episodes);
         assert_eq!((r.episodes[0].start_s, r.episodes[0].lost_ms), (0.02, 10.0));
         assert_eq!(r.undetected, 1);
@@ -522,36 +608,37 @@ mod tests {
         };
         let server = vec![read(11, 10_500, Some(0)), read(22, 20_500, None)];
         let h = History::from_unordered(ops.clone()).with_server(server);
-        assert_eq!(check(&h, &[]).unwrap().lost_while_held, 0);
+        assert_eq!(check(&h).unwrap().lost_while_held, 0);
         // The same state read after the grant is a loss.
         let server = vec![read(11, 10_500, Some(0)), read(23, 21_500, None)];
         let h = History::from_unordered(ops).with_server(server);
-        assert_eq!(check(&h, &[]).unwrap().lost_while_held, 1);
+        assert_eq!(check(&h).unwrap().lost_while_held, 1);
     }
 
     #[test]
     fn no_server_lines_means_no_report() {
         let h = History::from_unordered(vec![op(10, 0, OpF::Acquire, OpType::Ok, None)]);
-        assert_eq!(check(&h, &[]), None);
+        assert_eq!(check(&h), None);
     }
 
     #[test]
     fn episodes_are_charged_to_the_window_they_start_in() {
-        let h = expired_under_a_pause();
-        let w = Window {
+        use lockbench_core::{FaultEvent, FaultPhase};
+        let pause = |ms, phase| FaultEvent {
+            time: t(ms),
             fault: "pause".into(),
+            phase,
             targets: vec!["client1".into()],
-            applied: true,
             note: String::new(),
-            start_s: 0.010,
-            end_s: 0.030,
-            before: Default::default(),
-            during: Default::default(),
-            after: Default::default(),
-            recovery_ms: None,
-            violations: Default::default(),
+            applied: true,
         };
-        let r = check(&h, &[w]).unwrap();
+        let base = expired_under_a_pause();
+        let h = History::with_faults(
+            base.ops().to_vec(),
+            vec![pause(10, FaultPhase::Start), pause(30, FaultPhase::Stop)],
+        )
+        .with_server(base.server().to_vec());
+        let r = check(&h).unwrap();
         assert_eq!(r.windows[0].fault, "pause-client");
         assert_eq!(r.windows[0].lost_while_held, 1);
         assert_eq!(r.windows[0].detection_ms, vec![11.0]);

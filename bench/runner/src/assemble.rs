@@ -124,15 +124,14 @@ pub fn backend_result(m: Measured<'_>) -> (BackendResult, Histogram<u64>) {
     (result, handoffs)
 }
 
-/// The `server_truth` figures of a run whose servers were observed: the checker over
-/// `history` (its fault windows as in `fault_windows`), with the observer's note and requests.
+/// The `server_truth` figures of a run whose servers were observed: the checker
+/// (`lockbench_analysis::truth`) over `history`, with the observer's note and requests.
 pub fn server_truth(
     history: &History,
-    fault_windows: &[availability::Window],
     note: Option<String>,
     observer_requests: u64,
 ) -> lockbench_results::model::ServerTruth {
-    let figures = lockbench_analysis::truth::check(history, fault_windows);
+    let figures = lockbench_analysis::truth::check(history);
     let note = match (note, &figures) {
         (None, None) => Some("the observer recorded nothing".to_string()),
         (note, _) => note,

@@ -229,8 +229,7 @@ pub async fn execute<B: Backend>(
         result.fanout = Some(assemble::fanout(readings, &history));
     }
     if let Some(t) = truth {
-        let windows = &result.fault_windows;
-        result.server_truth = Some(assemble::server_truth(&history, windows, t.failed, t.requests));
+        result.server_truth = Some(assemble::server_truth(&history, t.failed, t.requests));
     }
     result.resources = Some(
         sampler
