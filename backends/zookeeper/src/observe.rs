@@ -8,7 +8,8 @@
 //! with `getChildren` after every (re)connection, as `zookeeper-client` documents for
 //! persistent watches: events during a disconnection are lost, ZOOKEEPER-4698), and every
 //! change of the lowest node's owner is recorded. A disconnection records every key as blind
-//! until the queue is listed again; an expired session is replaced by a new one.
+//! and replaces the session (a new session, watch and listing), with a session timeout of at
+//! least [`OBSERVER_SESSION`] so that load costs the observer its view rarely.
 //!
 //! Who owns a node is read from its name: zk-fair and zk-herd put the client id into the
 //! node's name (`lock-{client, 8 hex}{random}-{sequence}`); zk-curator's names are the
@@ -21,6 +22,9 @@ use lockbench_core::{ClientId, FencingToken, KeyId, RunClock, ServerObservation,
 use std::collections::BTreeMap;
 use std::time::Duration;
 use zookeeper_client as zk;
+
+/// The observer's shortest session timeout.
+const OBSERVER_SESSION: Duration = Duration::from_secs(6);
 
 /// How a recipe's node name says who holds it.
 #[derive(Clone, Copy, Debug)]
@@ -56,6 +60,12 @@ pub(crate) async fn observe(
     clock: RunClock,
     sink: ServerSink,
 ) -> Result<(), String> {
+    // Its own session timeout, longer than the clients' (a scenario's can be 1 s): a loaded
+    // machine must not cost the observer its session, only the clients theirs.
+    let ensemble = &Ensemble {
+        session_timeout: ensemble.session_timeout.max(OBSERVER_SESSION),
+        ..ensemble.clone()
+    };
     let mut view = View {
         queues: vec![BTreeMap::new(); keys as usize],
         seen: vec![None; keys as usize],
@@ -90,19 +100,16 @@ pub(crate) async fn observe(
         loop {
             let event = watcher.changed().await;
             match event.event_type {
-                zk::EventType::Session => match event.session_state {
-                    zk::SessionState::Disconnected => view.blind_all(),
-                    zk::SessionState::SyncConnected => {
-                        if view.list_all(&zk, &dir).await.is_err() {
-                            view.blind_all();
-                        }
-                    }
-                    state if state.is_terminated() => {
-                        view.blind_all();
-                        break;
-                    }
-                    _ => {}
-                },
+                // A disconnection loses the events meanwhile (ZOOKEEPER-4698), and a persistent
+                // watch was seen to stay silent after the session reconnected: a fresh session
+                // with a fresh watch and listing is the one reliable way back.
+                zk::EventType::Session
+                    if event.session_state == zk::SessionState::Disconnected
+                        || event.session_state.is_terminated() =>
+                {
+                    view.blind_all();
+                    break;
+                }
                 zk::EventType::NodeCreated | zk::EventType::NodeDeleted => {
                     let created = event.event_type == zk::EventType::NodeCreated;
                     if let Some((key, name)) = split(&dir, &event.path) {
