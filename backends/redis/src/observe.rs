@@ -34,6 +34,9 @@ const SAME_EXPIRY: Duration = Duration::from_millis(25);
 /// string (`SET`), expired and evicted.
 const EVENTS: &str = "Kg$xe";
 
+/// What was recorded for a key: holder, expiry, blind.
+type Seen = (Option<ClientId>, Option<Nanos>, bool);
+
 /// One server's view of one key: `None` = blind.
 type Slot = Option<(Option<ClientId>, Option<Nanos>)>;
 
@@ -69,7 +72,7 @@ struct Shared {
     slots: Mutex<Vec<Vec<Slot>>>,
     /// When each slot's read was sent.
     sent: Mutex<Vec<Vec<Nanos>>>,
-    seen: Mutex<Vec<Option<(Option<ClientId>, Option<Nanos>, bool)>>>,
+    seen: Mutex<Vec<Option<Seen>>>,
     quorum: usize,
     clock: RunClock,
     sink: ServerSink,
@@ -126,7 +129,7 @@ fn keep_estimate(new: &mut Slot, old: Slot) {
 
 /// The holder a `quorum` of the servers agree on, and until when that many hold it (the
 /// `quorum`-th latest expiry among them); blind when the blind servers could change it.
-fn majority(row: &[Slot], quorum: usize) -> (Option<ClientId>, Option<Nanos>, bool) {
+fn majority(row: &[Slot], quorum: usize) -> Seen {
     let blind = row.iter().filter(|s| s.is_none()).count();
     let mut candidates: Vec<ClientId> = row.iter().flatten().filter_map(|(c, _)| *c).collect();
     candidates.sort();
