@@ -60,7 +60,7 @@ pub use link_proxy::LinkProxy;
 pub use link_toxic::{Stream, Toxic, ToxicKind};
 pub use lockbench_cluster::{Group, Host, NetConfig, Network, Topology};
 pub use server_nemesis::ServerNemesis;
-pub use targets::{leader, resolve};
+pub use targets::{choose, leader, needs_leader, resolve};
 pub use toxiproxy_api::ToxiproxyApi;
 
 use lockbench_core::{Fault, FaultEvent, RunClock};

@@ -3,9 +3,9 @@
 //! The RNG of client slot `i` is seeded from the scenario seed and `i`, so the same seed gives
 //! the same key order and the same hold/think draws on every run, whatever the scheduling.
 
-use lockbench_core::KeyId;
 use lockbench_core::scenario::{Dist, KeyChoice, Workload};
-use rand::{Rng, SeedableRng};
+use lockbench_core::{KeyId, Seed, Stream};
+use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use std::time::Duration;
 
@@ -24,9 +24,8 @@ pub struct ClientPlan {
 impl ClientPlan {
     /// The plan of client slot `slot` under `workload`, seeded from `seed`.
     pub fn new(workload: &Workload, seed: u64, slot: u32) -> ClientPlan {
-        let stream = seed ^ (u64::from(slot) + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         ClientPlan {
-            rng: ChaCha8Rng::seed_from_u64(stream),
+            rng: Seed(seed).rng(Stream::Client(slot)),
             keys: workload.keys,
             first: Some(KeyId(slot % workload.keys)),
             fixed: workload.key_choice == KeyChoice::PerClient,

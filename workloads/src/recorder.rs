@@ -2,8 +2,11 @@
 //!
 //! Ops go into a pre-sized buffer that is shipped to the history writer whenever it fills or
 //! a quarter second has passed, so the writer sees the run as it goes and an interrupted run
-//! loses at most the last quarter second. Latencies go into the slot's own HdrHistograms
-//! (microseconds, 3 significant digits), merged only when the run ends.
+//! loses at most the last quarter second. Chunks of different slots reach the writer in any
+//! order, so the history file is not globally time-ordered: how the analysis reads it back in
+//! time order, in bounded memory, is `lockbench_core::history::ordered`. Latencies go into the
+//! slot's own HdrHistograms (microseconds, 3 significant digits), merged only when the run
+//! ends.
 
 use hdrhistogram::Histogram;
 use lockbench_core::{ClientId, ErrorKind, FencingToken, KeyId, Nanos, Op, OpF, OpType};

@@ -12,9 +12,8 @@
 //! appended, after which the run continues for the scenario's `recovery` period.
 
 use lockbench_core::scenario::FaultSpec;
-use lockbench_core::{Fault, Targets};
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
+use lockbench_core::{Fault, Seed, Stream, Targets};
+use rand::Rng;
 use std::time::Duration;
 
 /// One action of the timeline.
@@ -49,9 +48,7 @@ pub fn inverse(fault: &Fault) -> Option<Fault> {
 pub fn plan(specs: &[FaultSpec], seed: u64, phase: Duration) -> Vec<Step> {
     let mut steps = Vec::new();
     for (i, spec) in specs.iter().enumerate() {
-        let mut rng = ChaCha8Rng::seed_from_u64(
-            seed ^ 0x6E65_6D65_7369_7321 ^ (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
-        );
+        let mut rng = Seed(seed).rng(Stream::Faults(i));
         let mut push = |start: Duration| {
             if start >= phase {
                 return;

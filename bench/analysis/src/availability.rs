@@ -9,7 +9,7 @@
 //! window's end to the first successful acquisition after it. A stall is a gap of at least
 //! `stall_alarm` in which no client completed an acquisition, anywhere in the run.
 
-use lockbench_core::{ClientId, FaultPhase, History, KeyId, Nanos, OpF, OpType};
+use lockbench_core::{ClientId, FaultEvent, FaultPhase, History, KeyId, Nanos, Op, OpF, OpType};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::time::Duration;
@@ -69,137 +69,266 @@ pub struct Stall {
     pub ms: f64,
 }
 
-/// Completed acquires: (completion time, ok, latency from invoke).
-fn acquires(history: &History) -> Vec<(Nanos, bool, Duration)> {
-    let mut invoked: HashMap<(ClientId, KeyId), Nanos> = HashMap::new();
-    let mut out = Vec::new();
-    for op in history.ops().iter().filter(|o| o.f == OpF::Acquire) {
-        match op.ty {
-            OpType::Invoke => {
-                invoked.insert((op.client, op.key), op.time);
-            }
-            ty => {
-                let since = invoked.remove(&(op.client, op.key)).unwrap_or(op.time);
-                out.push((op.time, ty == OpType::Ok, op.time.saturating_sub(since)));
-            }
-        }
-    }
-    out
+/// Pairs acquire completions with their invocations, op by op.
+#[derive(Default)]
+pub struct Acquires {
+    invoked: HashMap<(ClientId, KeyId), Nanos>,
 }
 
-fn span(acq: &[(Nanos, bool, Duration)], from: Nanos, to: Nanos) -> Span {
-    let mut lat: Vec<f64> = Vec::new();
-    let mut s = Span::default();
-    for &(t, ok, l) in acq.iter().filter(|(t, _, _)| *t >= from && *t < to) {
-        let _ = t;
-        s.attempts += 1;
-        if ok {
-            s.ok += 1;
-            lat.push(l.as_secs_f64() * 1e3);
+impl Acquires {
+    /// For an acquire completion: (completion time, ok, latency from invoke).
+    pub fn completion(&mut self, op: &Op) -> Option<(Nanos, bool, Duration)> {
+        if op.f != OpF::Acquire {
+            return None;
+        }
+        match op.ty {
+            OpType::Invoke => {
+                self.invoked.insert((op.client, op.key), op.time);
+                None
+            }
+            ty => {
+                let since = self.invoked.remove(&(op.client, op.key)).unwrap_or(op.time);
+                Some((op.time, ty == OpType::Ok, op.time.saturating_sub(since)))
+            }
         }
     }
-    lat.sort_by(f64::total_cmp);
-    let q = |p: f64| {
-        (!lat.is_empty()).then(|| round(lat[((lat.len() - 1) as f64 * p).round() as usize]))
-    };
-    s.success_rate = (s.attempts > 0).then(|| round(s.ok as f64 / s.attempts as f64));
-    s.latency_p50_ms = q(0.5);
-    s.latency_p99_ms = q(0.99);
-    s
+}
+
+/// Acquisitions in one span, as they come.
+#[derive(Default)]
+struct SpanAcc {
+    attempts: u64,
+    ok: u64,
+    /// Latencies of the ok ones, ms (a span is as long as its fault window: bounded by the
+    /// faults, not by the run).
+    lat: Vec<f64>,
+}
+
+impl SpanAcc {
+    fn add(&mut self, ok: bool, l: Duration) {
+        self.attempts += 1;
+        if ok {
+            self.ok += 1;
+            self.lat.push(l.as_secs_f64() * 1e3);
+        }
+    }
+
+    fn finish(mut self) -> Span {
+        self.lat.sort_by(f64::total_cmp);
+        let lat = &self.lat;
+        let q = |p: f64| {
+            (!lat.is_empty()).then(|| round(lat[((lat.len() - 1) as f64 * p).round() as usize]))
+        };
+        Span {
+            attempts: self.attempts,
+            ok: self.ok,
+            success_rate: (self.attempts > 0).then(|| round(self.ok as f64 / self.attempts as f64)),
+            latency_p50_ms: q(0.5),
+            latency_p99_ms: q(0.99),
+        }
+    }
+}
+
+/// One window being measured.
+struct Plan {
+    event: FaultEvent,
+    start: Nanos,
+    stop: Nanos,
+    before_from: Nanos,
+    after_to: Nanos,
+    spans: [SpanAcc; 3],
+    recovery: Option<Nanos>,
+}
+
+/// The fault windows' availability, as a stream over the time-ordered ops. The windows are
+/// known before the ops: they come from the fault events and the history's end (the last op
+/// or fault event), which the caller knows up front (the runner from what it wrote, an offline
+/// reader from a first pass).
+pub struct Availability {
+    acquires: Acquires,
+    plans: Vec<Plan>,
+}
+
+impl Availability {
+    /// Windows of `faults` (in time order), in a history ending at `end`.
+    pub fn new(faults: &[FaultEvent], end: Nanos) -> Self {
+        let mut open: Vec<(usize, Nanos)> = Vec::new();
+        let mut spans: Vec<(usize, Nanos, Nanos)> = Vec::new();
+        for (i, f) in faults.iter().enumerate() {
+            match f.phase {
+                FaultPhase::Start => open.push((i, f.time)),
+                FaultPhase::Stop => {
+                    // Close the matching window; a stop with no targets (heal) closes every
+                    // open window of that verb.
+                    let mut j = 0;
+                    while j < open.len() {
+                        let s = &faults[open[j].0];
+                        if s.fault == f.fault && (f.targets.is_empty() || s.targets == f.targets) {
+                            spans.push((open[j].0, open[j].1, f.time));
+                            open.remove(j);
+                        } else {
+                            j += 1;
+                        }
+                    }
+                }
+            }
+        }
+        spans.extend(open.into_iter().map(|(i, t)| (i, t, end)));
+        spans.sort_by_key(|s| s.1);
+        let plans = spans
+            .into_iter()
+            .map(|(i, start, stop)| {
+                let len = stop.saturating_sub(start);
+                Plan {
+                    event: faults[i].clone(),
+                    start,
+                    stop,
+                    before_from: Nanos(start.0.saturating_sub(len.as_nanos() as u64)),
+                    after_to: stop.after(len),
+                    spans: Default::default(),
+                    recovery: None,
+                }
+            })
+            .collect();
+        Availability {
+            acquires: Acquires::default(),
+            plans,
+        }
+    }
+
+    /// Takes the next op.
+    pub fn observe(&mut self, op: &Op) {
+        let Some((t, ok, l)) = self.acquires.completion(op) else {
+            return;
+        };
+        for p in &mut self.plans {
+            let span = if t >= p.before_from && t < p.start {
+                Some(0)
+            } else if t >= p.start && t < p.stop {
+                Some(1)
+            } else if t >= p.stop && t < p.after_to {
+                Some(2)
+            } else {
+                None
+            };
+            if let Some(i) = span {
+                p.spans[i].add(ok, l);
+            }
+            if ok && t >= p.stop && p.recovery.is_none() {
+                p.recovery = Some(t);
+            }
+        }
+    }
+
+    /// The windows.
+    pub fn finish(self) -> Vec<Window> {
+        self.plans
+            .into_iter()
+            .map(|p| {
+                let [before, during, after] = p.spans;
+                Window {
+                    fault: p.event.fault,
+                    targets: p.event.targets,
+                    applied: p.event.applied,
+                    note: p.event.note,
+                    start_s: round(p.start.as_duration().as_secs_f64()),
+                    end_s: round(p.stop.as_duration().as_secs_f64()),
+                    before: before.finish(),
+                    during: during.finish(),
+                    after: after.finish(),
+                    recovery_ms: p
+                        .recovery
+                        .map(|t| round(t.saturating_sub(p.stop).as_secs_f64() * 1e3)),
+                    violations: Default::default(),
+                }
+            })
+            .collect()
+    }
 }
 
 fn round(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
 
-/// Every fault window of `history` with the acquisitions around it.
-pub fn windows(history: &History) -> Vec<Window> {
-    let acq = acquires(history);
-    let end = history
+/// The end of a history for its windows: its last op or fault event.
+pub fn end_of(history: &History) -> Nanos {
+    history
         .ops()
         .last()
         .map(|o| o.time)
         .unwrap_or_default()
-        .max(history.faults().last().map(|f| f.time).unwrap_or_default());
-    let mut open: Vec<(usize, Nanos)> = Vec::new();
-    let mut spans: Vec<(usize, Nanos, Nanos)> = Vec::new();
-    let faults = history.faults();
-    for (i, f) in faults.iter().enumerate() {
-        match f.phase {
-            FaultPhase::Start => open.push((i, f.time)),
-            FaultPhase::Stop => {
-                // Close the matching window; a stop with no targets (heal) closes every open
-                // window of that verb.
-                let mut j = 0;
-                while j < open.len() {
-                    let s = &faults[open[j].0];
-                    if s.fault == f.fault && (f.targets.is_empty() || s.targets == f.targets) {
-                        spans.push((open[j].0, open[j].1, f.time));
-                        open.remove(j);
-                    } else {
-                        j += 1;
-                    }
-                }
-            }
-        }
-    }
-    spans.extend(open.into_iter().map(|(i, t)| (i, t, end)));
-    spans.sort_by_key(|s| s.1);
-    spans
-        .into_iter()
-        .map(|(i, start, stop)| {
-            let f = &faults[i];
-            let len = stop.saturating_sub(start);
-            let before = Nanos(start.0.saturating_sub(len.as_nanos() as u64));
-            let recovery = acq
-                .iter()
-                .find(|(t, ok, _)| *ok && *t >= stop)
-                .map(|(t, _, _)| round(t.saturating_sub(stop).as_secs_f64() * 1e3));
-            Window {
-                fault: f.fault.clone(),
-                targets: f.targets.clone(),
-                applied: f.applied,
-                note: f.note.clone(),
-                start_s: round(start.as_duration().as_secs_f64()),
-                end_s: round(stop.as_duration().as_secs_f64()),
-                before: span(&acq, before, start),
-                during: span(&acq, start, stop),
-                after: span(&acq, stop, stop.after(len)),
-                recovery_ms: recovery,
-                violations: Default::default(),
-            }
-        })
-        .collect()
+        .max(history.faults().last().map(|f| f.time).unwrap_or_default())
 }
 
-/// Gaps of at least `alarm` with no successful acquisition, within `[from, to]`.
-pub fn stalls(history: &History, from: Nanos, to: Nanos, alarm: Duration) -> Vec<Stall> {
-    let mut last = from;
-    let mut out = Vec::new();
-    let check = |a: Nanos, b: Nanos, out: &mut Vec<Stall>| {
+/// Every fault window of `history` with the acquisitions around it.
+pub fn windows(history: &History) -> Vec<Window> {
+    let mut a = Availability::new(history.faults(), end_of(history));
+    history.ops().iter().for_each(|op| a.observe(op));
+    a.finish()
+}
+
+/// Stalls as a stream over the time-ordered ops: gaps of at least `alarm` with no successful
+/// acquisition, within `[from, to]`.
+pub struct Stalls {
+    acquires: Acquires,
+    from: Nanos,
+    to: Nanos,
+    alarm: Duration,
+    last: Nanos,
+    out: Vec<Stall>,
+}
+
+impl Stalls {
+    /// Looks for stalls within `[from, to]`.
+    pub fn new(from: Nanos, to: Nanos, alarm: Duration) -> Self {
+        Stalls {
+            acquires: Acquires::default(),
+            from,
+            to,
+            alarm,
+            last: from,
+            out: Vec::new(),
+        }
+    }
+
+    fn check(&mut self, a: Nanos, b: Nanos) {
         let gap = b.saturating_sub(a);
-        if gap >= alarm {
-            out.push(Stall {
+        if gap >= self.alarm {
+            self.out.push(Stall {
                 from_s: round(a.as_duration().as_secs_f64()),
                 to_s: round(b.as_duration().as_secs_f64()),
                 ms: round(gap.as_secs_f64() * 1e3),
             });
         }
-    };
-    for (t, ok, _) in acquires(history) {
-        if ok && t >= from && t <= to {
-            check(last, t, &mut out);
-            last = t;
+    }
+
+    /// Takes the next op.
+    pub fn observe(&mut self, op: &Op) {
+        if let Some((t, true, _)) = self.acquires.completion(op) {
+            if t >= self.from && t <= self.to {
+                self.check(self.last, t);
+                self.last = t;
+            }
         }
     }
-    check(last, to, &mut out);
-    out
+
+    /// The stalls.
+    pub fn finish(mut self) -> Vec<Stall> {
+        self.check(self.last, self.to);
+        self.out
+    }
+}
+
+/// Gaps of at least `alarm` with no successful acquisition, within `[from, to]`.
+pub fn stalls(history: &History, from: Nanos, to: Nanos, alarm: Duration) -> Vec<Stall> {
+    let mut s = Stalls::new(from, to, alarm);
+    history.ops().iter().for_each(|op| s.observe(op));
+    s.finish()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lockbench_core::{FaultEvent, Op};
 
     const MS: u64 = 1_000_000;
 

@@ -5,45 +5,79 @@
 //! first, no hand-off to a waiter happened and nothing is recorded.
 
 use hdrhistogram::Histogram;
-use lockbench_core::{ClientId, History, KeyId, Nanos, OpF, OpType};
+use lockbench_core::{ClientId, History, KeyId, Nanos, Op, OpF, OpType};
 use std::collections::HashMap;
 
-/// Hand-off latencies in microseconds, for releases within `[from, to]`.
-pub fn latencies(history: &History, from: Nanos, to: Nanos) -> Histogram<u64> {
-    let mut h = Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid bounds");
-    // Outstanding acquires: (key, client) -> invoke time.
-    let mut waiting: HashMap<(KeyId, ClientId), Nanos> = HashMap::new();
-    // Last contended release per key: (time, releasing client).
-    let mut released: HashMap<KeyId, (Nanos, ClientId)> = HashMap::new();
-    for op in history.ops() {
+/// Hand-off latencies as a stream over the time-ordered ops.
+pub struct Handoffs {
+    from: Nanos,
+    to: Nanos,
+    h: Histogram<u64>,
+    /// Outstanding acquires: (key, client) -> invoke time.
+    waiting: HashMap<(KeyId, ClientId), Nanos>,
+    /// Last contended release per key: (time, releasing client).
+    released: HashMap<KeyId, (Nanos, ClientId)>,
+}
+
+impl Handoffs {
+    /// Counts hand-offs for releases within `[from, to]`.
+    pub fn new(from: Nanos, to: Nanos) -> Self {
+        Handoffs {
+            from,
+            to,
+            h: Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid bounds"),
+            waiting: HashMap::new(),
+            released: HashMap::new(),
+        }
+    }
+
+    /// Takes the next op.
+    pub fn observe(&mut self, op: &Op) {
         match (op.f, op.ty) {
             (OpF::Acquire, OpType::Invoke) => {
-                waiting.insert((op.key, op.client), op.time);
+                self.waiting.insert((op.key, op.client), op.time);
             }
             (OpF::Acquire, done) => {
-                let invoked = waiting.remove(&(op.key, op.client));
+                let invoked = self.waiting.remove(&(op.key, op.client));
                 if done != OpType::Ok {
-                    continue;
+                    return;
                 }
-                if let (Some((t, releaser)), Some(invoked)) = (released.remove(&op.key), invoked) {
-                    if releaser != op.client && invoked <= t && t >= from && op.time <= to {
+                if let (Some((t, releaser)), Some(invoked)) =
+                    (self.released.remove(&op.key), invoked)
+                {
+                    if releaser != op.client && invoked <= t && t >= self.from && op.time <= self.to
+                    {
                         let us = (op.time.saturating_sub(t).as_micros() as u64).max(1);
-                        h.saturating_record(us);
+                        self.h.saturating_record(us);
                     }
                 }
             }
             (OpF::Release, OpType::Ok) => {
-                let contended = waiting.keys().any(|(k, c)| *k == op.key && *c != op.client);
+                let contended = self
+                    .waiting
+                    .keys()
+                    .any(|(k, c)| *k == op.key && *c != op.client);
                 if contended {
-                    released.insert(op.key, (op.time, op.client));
+                    self.released.insert(op.key, (op.time, op.client));
                 } else {
-                    released.remove(&op.key);
+                    self.released.remove(&op.key);
                 }
             }
             _ => {}
         }
     }
-    h
+
+    /// The latencies, µs.
+    pub fn finish(self) -> Histogram<u64> {
+        self.h
+    }
+}
+
+/// Hand-off latencies in microseconds, for releases within `[from, to]`.
+pub fn latencies(history: &History, from: Nanos, to: Nanos) -> Histogram<u64> {
+    let mut h = Handoffs::new(from, to);
+    history.ops().iter().for_each(|op| h.observe(op));
+    h.finish()
 }
 
 #[cfg(test)]

@@ -17,6 +17,8 @@
 //! - [`lost`]: writes from a holder whose lock had already been granted to someone else;
 //! - [`availability`]: success rate and latency before/during/after each fault window, time
 //!   to the first acquisition after a fault ends, and stalls (no progress for too long);
+//! - [`pass`]: one pass over the time-ordered history (in memory or streamed from disk)
+//!   feeding all of the above;
 //! - [`safety`]: all safety checkers together, with one verdict;
 //! - [`attribution`]: which fault window each violation happened in (for the scorecard);
 //! - [`truth`]: server-side truth: how long a client believed it held a lock the servers had
@@ -35,6 +37,7 @@ pub mod granted;
 pub mod handoff;
 pub mod lost;
 pub mod mutex;
+pub mod pass;
 pub mod rwlock;
 pub mod safety;
 pub mod truth;

@@ -9,7 +9,7 @@
 //! sharing actually happened (`max_concurrent_readers`), because a shared lock that never lets
 //! two readers in is correct but pointless, and a test should be able to tell.
 
-use lockbench_core::{ClientId, History, KeyId, OpF, OpType};
+use lockbench_core::{ClientId, History, KeyId, Op, OpF, OpType};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
@@ -31,16 +31,22 @@ pub struct RwLockReport {
     pub reader_writer_conflicts: u64,
 }
 
-/// Checks every key of `history`.
-pub fn check(history: &History) -> RwLockReport {
-    // Per key: current holders (client, shared?).
-    let mut holders: HashMap<KeyId, Vec<(ClientId, bool)>> = HashMap::new();
-    let mut report = RwLockReport::default();
-    for op in history.ops() {
+/// The shared-lock checker as a stream over the time-ordered ops.
+#[derive(Default)]
+pub struct RwLockChecker {
+    /// Per key: current holders (client, shared?).
+    holders: HashMap<KeyId, Vec<(ClientId, bool)>>,
+    report: RwLockReport,
+}
+
+impl RwLockChecker {
+    /// Takes the next op.
+    pub fn observe(&mut self, op: &Op) {
+        let report = &mut self.report;
         match (op.f, op.ty) {
             (OpF::Acquire | OpF::AcquireShared, OpType::Ok) => {
                 let shared = op.f == OpF::AcquireShared;
-                let h = holders.entry(op.key).or_default();
+                let h = self.holders.entry(op.key).or_default();
                 let others = h.iter().filter(|(c, _)| *c != op.client);
                 let (mut readers, mut writers) = (0u64, 0u64);
                 for (_, s) in others {
@@ -71,20 +77,31 @@ pub fn check(history: &History) -> RwLockReport {
                 report.max_concurrent_readers = report.max_concurrent_readers.max(now_readers);
             }
             (OpF::Release, OpType::Invoke) => {
-                if let Some(h) = holders.get_mut(&op.key) {
+                if let Some(h) = self.holders.get_mut(&op.key) {
                     h.retain(|(c, _)| *c != op.client);
                 }
             }
             _ => {}
         }
     }
-    report
+
+    /// The report.
+    pub fn finish(self) -> RwLockReport {
+        self.report
+    }
+}
+
+/// Checks every key of `history`.
+pub fn check(history: &History) -> RwLockReport {
+    let mut c = RwLockChecker::default();
+    history.ops().iter().for_each(|op| c.observe(op));
+    c.finish()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lockbench_core::{Nanos, Op};
+    use lockbench_core::Nanos;
 
     fn op(t: u64, c: u32, f: OpF, ty: OpType) -> Op {
         Op::complete(Nanos(t), ClientId(c), f, KeyId(0), ty, None, None)

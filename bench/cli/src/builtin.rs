@@ -38,6 +38,7 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     ),
     ("capacity", include_str!("../../../scenarios/capacity.toml")),
     ("failover", include_str!("../../../scenarios/failover.toml")),
+    ("soak", include_str!("../../../scenarios/soak.toml")),
 ];
 
 /// The TOML of the built-in scenario `name`.

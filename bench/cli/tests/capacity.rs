@@ -244,10 +244,11 @@ fn the_pacer_offers_its_rate_and_a_paused_server_shows_only_in_the_corrected_tai
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // The run has started once its history has ops; the measured window opens 0.5 s later.
-    let history = stalled.join("history.jsonl");
+    // The run has started once its history has a frame of ops (frames are closed every
+    // second); the measured window opens 0.5 s after the first op.
+    let history = stalled.join("history.jsonl.zst");
     let t0 = Instant::now();
-    while std::fs::metadata(&history).map_or(true, |m| m.len() < 2000) {
+    while std::fs::metadata(&history).map_or(true, |m| m.len() == 0) {
         assert!(
             t0.elapsed() < Duration::from_secs(30),
             "the run never started"

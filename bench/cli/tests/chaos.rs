@@ -39,10 +39,9 @@ fn fencing_run(dir: &Path, tag: &str, sets: &[&str]) -> (Output, PathBuf) {
     (out, out_dir)
 }
 
-/// `history.jsonl` lines of `backend`.
+/// History lines of `backend`.
 fn history(dir: &Path, backend: &str) -> Vec<Value> {
-    std::fs::read_to_string(dir.join("history.jsonl"))
-        .unwrap()
+    common::history_text(dir)
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
         .filter(|v| v["backend"] == backend)

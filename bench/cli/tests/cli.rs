@@ -93,7 +93,7 @@ fn every_backend_excludes_with_8_clients_on_one_key_and_the_results_are_complete
         scenario.contains("seed = 1") && scenario.contains("duration = \"2s\""),
         "{scenario}"
     );
-    let history = std::fs::read_to_string(out_dir.join("history.jsonl")).unwrap();
+    let history = common::history_text(&out_dir);
     assert!(history.lines().count() > 100);
     assert!(history.lines().all(|l| l.starts_with("{\"backend\":")));
     for name in ["zk-fair", "redlock"] {
@@ -554,7 +554,7 @@ fn sigterm_stops_the_run_cleanly_and_keeps_the_partial_results() {
         .unwrap();
     // Wait until the backend's history is being written: the run window is open.
     let deadline = Instant::now() + Duration::from_secs(120);
-    let history = out_dir.join("history.jsonl");
+    let history = out_dir.join("history.jsonl.zst");
     while std::fs::metadata(&history).map_or(0, |m| m.len()) == 0 {
         assert!(
             Instant::now() < deadline,
@@ -591,4 +591,51 @@ fn sigterm_stops_the_run_cleanly_and_keeps_the_partial_results() {
     assert!(netns.is_empty(), "namespaces left: {netns:?}");
     let changes = host_changes(&before, &host_network_state(), "st");
     assert!(changes.is_empty(), "the run changed the host: {changes:#?}");
+}
+
+/// Issue 13 item 2: the history is written as zstd frames while the run goes, closed at least
+/// every second, so a run killed outright (`kill -9`: no handler, no flush) keeps every frame
+/// written before the kill: seconds of ops, readable, only the last second or so lost.
+#[test]
+fn a_run_killed_with_sigkill_keeps_its_history_up_to_about_the_last_second() {
+    let dir = common::scratch("cli", "sigkill");
+    let cluster = common::external_cluster(&dir);
+    let out_dir = dir.join("run");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lockbench"))
+        .args(["run", "quick", "--quiet", "--cluster", &cluster])
+        .args(["--set", "backends=redis-setnx", "--set", "duration=60s"])
+        .args(["--set", "warmup=0s", "--out"])
+        .arg(&out_dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let history = out_dir.join("history.jsonl.zst");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while std::fs::metadata(&history).map_or(0, |m| m.len()) == 0 {
+        assert!(Instant::now() < deadline, "the run never wrote its history");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // The first frame is on disk; let four more seconds of frames follow, then kill.
+    std::thread::sleep(Duration::from_secs(4));
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let text = common::history_text(&out_dir);
+    let times: Vec<u64> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| v["t"].as_u64())
+        .collect();
+    let lines = text.lines().count();
+    assert!(
+        times.len() + 1 >= lines,
+        "only a torn last line may be unreadable"
+    );
+    assert!(times.len() > 1000, "{} ops kept", times.len());
+    let span_s = (times.iter().max().unwrap() - times.iter().min().unwrap()) as f64 / 1e9;
+    assert!(
+        span_s >= 3.0,
+        "the history kept only {span_s:.2} s of the ~5 s run before the kill"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -69,7 +69,7 @@ fn killing_the_zookeeper_leader_process_elects_a_new_leader_within_the_session_t
         "{zk}"
     );
     // The kill is in the history as a fault event: a real SIGKILL of the leader's process.
-    let history = std::fs::read_to_string(out_dir.join("history.jsonl")).unwrap();
+    let history = common::history_text(&out_dir);
     assert!(
         history
             .lines()

@@ -10,6 +10,8 @@
 //! and the netns topology, as CI has; it FAILS saying why otherwise (never skips), unless
 //! `LOCKBENCH_ALLOW_NO_ROOT=1`.
 
+mod common;
+
 use serde_json::Value;
 use std::path::PathBuf;
 use std::process::Command;
@@ -71,8 +73,7 @@ fn run_scenario(tag: &str, toml: &str) -> (PathBuf, PathBuf, Vec<Value>, String)
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(out.status.success(), "{text}");
-    let mut history: Vec<Value> = std::fs::read_to_string(run.join("history.jsonl"))
-        .unwrap()
+    let mut history: Vec<Value> = common::history_text(&run)
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())
         .collect();

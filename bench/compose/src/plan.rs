@@ -5,7 +5,6 @@ use lockbench_chaos::Group;
 use lockbench_cluster::{SERVERS, ServerSpec};
 use lockbench_core::{Fault, PartitionSpec, Targets};
 use rand::Rng;
-use rand::seq::IndexedRandom;
 
 /// The servers (containers without their `lockbench-` prefix) of a group, as in the managed
 /// cluster.
@@ -82,39 +81,14 @@ const NO_LINK_PROXY: &str = "compose mode: link faults (link-delay, link-blackho
     need a link proxy between the clients and the containers, which compose mode does not run \
     yet: NOT APPLIED";
 
+/// `group`'s servers named by `targets`, chosen by the chaos crate's resolver (as on the
+/// managed cluster). Compose mode cannot ask the containers for their leader.
 fn resolve(targets: &Targets, group: Group, rng: &mut impl Rng) -> Result<Vec<String>, String> {
-    let all = servers(group);
-    let n = all.len();
-    let pick = |k: usize, rng: &mut dyn rand::RngCore| {
-        let mut v: Vec<String> = all.choose_multiple(rng, k).map(|s| s.to_string()).collect();
-        v.sort();
-        v
-    };
-    Ok(match targets {
-        Targets::One => pick(1, rng),
-        Targets::Minority => pick(n.saturating_sub(1) / 2, rng),
-        Targets::Majority => pick(n / 2 + 1, rng),
-        Targets::All => all.iter().map(|s| s.to_string()).collect(),
-        Targets::Nodes(names) => {
-            let ours: Vec<String> = names
-                .iter()
-                .filter(|x| all.contains(&x.as_str()))
-                .cloned()
-                .collect();
-            if ours.is_empty() {
-                return Err(format!(
-                    "compose mode: none of {names:?} is a server of this backend ({all:?})"
-                ));
-            }
-            ours
-        }
-        Targets::Leader | Targets::Followers => {
-            return Err("compose mode: leader/follower targets need a leader lookup inside the containers, not implemented; name the servers instead".into());
-        }
-        Targets::Holder => {
-            return Err("compose mode: client faults are the client nemesis's".into());
-        }
-    })
+    if lockbench_chaos::needs_leader(targets) {
+        return Err("compose mode: leader/follower targets need a leader lookup inside the containers, not implemented; name the servers instead".into());
+    }
+    let all: Vec<String> = servers(group).into_iter().map(String::from).collect();
+    lockbench_chaos::choose(targets, &all, &[], None, rng).map_err(|e| format!("compose mode: {e}"))
 }
 
 /// Plans `fault` on `group`'s servers. `Err` is the note of a fault that compose mode cannot

@@ -4,7 +4,8 @@
 //! This crate renders it: [`table`] for the terminal, [`html`] for `report.html`, [`sizing`]
 //! and [`failover_table`] for the sweep's and the failover workload's tables, [`truth_table`]
 //! for server-side truth; [`run_dir`] owns the files a run leaves behind (`scenario.toml`,
-//! `history.jsonl`, histograms, `results.json`). Measurement and analysis live in other crates; this one only writes and
+//! `history.jsonl.zst`, histograms, `results.json`). Measurement and analysis live in other
+//! crates; this one only writes and
 //! renders.
 #![deny(missing_docs)]
 

@@ -1,11 +1,13 @@
 //! The files a run leaves behind, in `results/<UTC time>-<scenario>/`:
 //!
 //! - `scenario.toml`: the scenario exactly as run, every default filled in, seed included;
-//! - `history.jsonl`: every op of every backend, one JSON object per line with a `backend`
-//!   field, appended while the run goes (lines are in time order per client; sort by `t` for a
-//!   global order). An interrupted run keeps every line written so far. Fault events are lines
-//!   with `"type":"nemesis"` (verb, phase, targets, note, applied), on the same clock; with
-//!   `observe_server`, who the servers said held each lock are lines with `"type":"server"`;
+//! - `history.jsonl.zst`: every op of every backend, one JSON object per line with a `backend`
+//!   field, as zstd frames appended while the run goes (`zstdcat history.jsonl.zst | head`;
+//!   see `lockbench_core::history::file`). Lines are in arrival order (time order per client
+//!   chunk; sort by `t` for a global order). An interrupted run keeps every frame written so
+//!   far. Fault events are lines with `"type":"nemesis"` (verb, phase, targets, note, applied),
+//!   on the same clock; with `observe_server`, who the servers said held each lock
+//!   are lines with `"type":"server"`;
 //! - `histograms/<backend>.<metric>.hgrm`: HdrHistogram's percentile distribution text, as
 //!   Java's `outputPercentileDistribution(out, 5, 1000.0)` prints it (values in ms; see `hgrm`);
 //! - `histograms/<backend>.<metric>.hdr`: the same histogram, V2-deflate serialized, so
@@ -18,21 +20,52 @@ mod hgrm;
 use anyhow::Context;
 use hdrhistogram::Histogram;
 use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
-use lockbench_core::history::{NemesisLine, NemesisTag};
+use lockbench_core::history::file::FrameWriter;
+use lockbench_core::history::ordered::{Event, Lateness};
+use lockbench_core::history::{self, NemesisLine, NemesisTag};
 use lockbench_core::server_view::{ServerLine, ServerTag};
-use lockbench_core::{FaultEvent, Op, ServerObservation};
+use lockbench_core::{FaultEvent, History, Op, ServerObservation};
 use lockbench_results::model::RunResults;
 use serde::Serialize;
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-/// The task appending a backend's history to `history.jsonl`; it yields every op it wrote
+/// What a backend's history writer wrote: where its frames start in the history file and how
+/// far out of time order its ops arrived (see `lockbench_core::history::ordered`).
+#[derive(Clone, Debug)]
+pub struct Written {
+    /// The history file.
+    pub path: PathBuf,
+    /// The byte offset of the backend's first frame.
+    pub offset: u64,
+    /// The ops' lateness in arrival (= file) order, and their count and latest time.
+    pub lateness: Lateness,
+}
+
+impl Written {
+    /// The backend's history read back into memory (for short histories: failover rounds).
+    pub fn read_in_memory(
+        &self,
+        backend: &str,
+        faults: Vec<FaultEvent>,
+    ) -> anyhow::Result<History> {
+        let mut ops = Vec::new();
+        for e in lockbench_core::history::events(&self.path, self.offset, Some(backend))? {
+            if let Event::Op(op) = e? {
+                ops.push(op);
+            }
+        }
+        Ok(History::with_faults(ops, faults))
+    }
+}
+
+/// The task appending a backend's history to `history.jsonl.zst`; it yields what it wrote
 /// once all senders are dropped.
-pub type HistoryWriter = JoinHandle<anyhow::Result<Vec<Op>>>;
+pub type HistoryWriter = JoinHandle<anyhow::Result<Written>>;
 
 /// A run's output directory.
 #[derive(Debug, Clone)]
@@ -102,34 +135,54 @@ impl RunDir {
         )
     }
 
+    /// The history file.
+    pub fn history_path(&self) -> PathBuf {
+        self.path.join(history::file::FILE_NAME)
+    }
+
     /// Starts the history writer for `backend`: returns the sender the client loop records
-    /// into and a task that appends every chunk to `history.jsonl` as it arrives and, when all
-    /// senders are gone, returns every op it wrote.
+    /// into and a task that appends every chunk to `history.jsonl.zst` as it arrives (a frame
+    /// closed at least every second, so an interrupted run keeps it) and, when all senders are
+    /// gone, says where the backend's frames start and how late its ops arrived. It keeps no
+    /// ops: a run's memory does not grow with its history.
     pub fn history_writer(
         &self,
         backend: &'static str,
     ) -> anyhow::Result<(mpsc::UnboundedSender<Vec<Op>>, HistoryWriter)> {
-        let path = self.path.join("history.jsonl");
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
+        let path = self.history_path();
+        let mut out = FrameWriter::append(&path)
             .with_context(|| format!("cannot open {}", path.display()))?;
+        let offset = out.len();
         let (tx, mut rx) = mpsc::unbounded_channel::<Vec<Op>>();
+        let runtime = tokio::runtime::Handle::current();
         let task = tokio::task::spawn_blocking(move || {
-            let mut out = file;
-            let mut buf = Vec::with_capacity(1 << 16);
-            let mut all = Vec::new();
-            while let Some(chunk) = rx.blocking_recv() {
-                buf.clear();
-                for op in &chunk {
-                    op.write_json_line(Some(backend), &mut buf);
+            let mut lateness = Lateness::default();
+            loop {
+                // Wake at least once per frame interval, so a quiet stretch (every client
+                // stuck in a partition) still closes the frame in progress.
+                let next = runtime.block_on(tokio::time::timeout(
+                    history::file::FRAME_EVERY / 2,
+                    rx.recv(),
+                ));
+                match next {
+                    Ok(Some(chunk)) => {
+                        let buf = out.buffer();
+                        for op in &chunk {
+                            op.write_json_line(Some(backend), buf);
+                            lateness.observe(op.time);
+                        }
+                    }
+                    Ok(None) => break,
+                    Err(_elapsed) => {}
                 }
-                // One write per chunk: the file is current after every chunk.
-                out.write_all(&buf)?;
-                all.extend_from_slice(&chunk);
+                out.maybe_flush()?;
             }
-            Ok(all)
+            out.flush()?;
+            Ok(Written {
+                path,
+                offset,
+                lateness,
+            })
         });
         Ok((tx, task))
     }
@@ -152,8 +205,8 @@ struct ServerLineOf<'a> {
 }
 
 impl RunDir {
-    /// Appends server-side observations to `history.jsonl` (`"type":"server"` lines) in one
-    /// write, so they never interleave with the op writer's lines.
+    /// Appends server-side observations to the history (`"type":"server"` lines) in one
+    /// frame, so they never interleave with the op writer's frames.
     pub fn append_server(
         &self,
         backend: &str,
@@ -176,22 +229,15 @@ impl RunDir {
             )?;
             lines.push(b'\n');
         }
-        self.append(&lines)
-    }
-
-    fn append(&self, bytes: &[u8]) -> anyhow::Result<()> {
-        let path = self.path.join("history.jsonl");
-        OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .and_then(|mut f| f.write_all(bytes))
+        let path = self.history_path();
+        history::file::append_frame(&path, &lines)
             .with_context(|| format!("cannot append to {}", path.display()))
     }
 
-    /// Appends one fault event to `history.jsonl` at once (a `"type":"nemesis"` line), so an
-    /// interrupted run keeps its fault windows too.
+    /// Appends one fault event to the history at once (a `"type":"nemesis"` line in a frame
+    /// of its own), so an interrupted run keeps its fault windows too.
     pub fn append_fault(&self, backend: &str, event: &FaultEvent) -> anyhow::Result<()> {
+        let path = self.history_path();
         let mut line = serde_json::to_vec(&FaultLine {
             backend,
             line: NemesisLine {
@@ -200,8 +246,10 @@ impl RunDir {
             },
         })?;
         line.push(b'\n');
-        // One write(2) on an O_APPEND file: never interleaves with the op writer's lines.
-        self.append(&line)
+        // One frame in one write(2) on an O_APPEND file: never interleaves with the op
+        // writer's frames.
+        history::file::append_frame(&path, &line)
+            .with_context(|| format!("cannot append to {}", path.display()))
     }
 }
 

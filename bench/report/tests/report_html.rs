@@ -161,7 +161,12 @@ pub(crate) fn synthetic_run(parent: &Path, name: &str, started: &str, overlap: b
     for b in OTHERS {
         lines.extend(history(b, false));
     }
-    std::fs::write(dir.join("history.jsonl"), lines.join("\n") + "\n").unwrap();
+    let text = lines.join("\n") + "\n";
+    lockbench_core::history::file::append_frame(
+        &dir.join(lockbench_core::history::file::FILE_NAME),
+        text.as_bytes(),
+    )
+    .unwrap();
     for (i, backend) in [good, bad].into_iter().chain(OTHERS).enumerate() {
         let mut h = Histogram::<u64>::new(3).unwrap();
         for v in 1..2000u64 {
@@ -214,7 +219,7 @@ fn the_report_has_every_section_with_charts_and_no_external_reference() {
     for f in [
         "results.json",
         "scenario.toml",
-        "history.jsonl",
+        "history.jsonl.zst",
         "histograms/zk-fair.acquire.hdr",
     ] {
         assert!(html.contains(&format!("href=\"{f}\"")), "no link to {f}");
@@ -345,7 +350,7 @@ fn the_index_lists_runs_newest_first_with_their_verdicts() {
 fn a_run_dir_with_only_results_json_still_renders() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = synthetic_run(tmp.path(), "r", "2026-01-01T00:00:00Z", false);
-    for f in ["history.jsonl", "scenario.toml"] {
+    for f in ["history.jsonl.zst", "scenario.toml"] {
         std::fs::remove_file(dir.join(f)).unwrap();
     }
     std::fs::remove_dir_all(dir.join("histograms")).unwrap();

@@ -7,9 +7,10 @@ use hdrhistogram::Histogram;
 use lockbench_analysis::fencing::FencingReport;
 use lockbench_analysis::lost::LostReport;
 use lockbench_analysis::mutex::MutexReport;
-use lockbench_analysis::{Safety, attribution, availability, checker, fairness, handoff};
+use lockbench_analysis::pass::Analysed;
+use lockbench_analysis::{Safety, attribution, checker, fairness};
 use lockbench_core::scenario::Workload;
-use lockbench_core::{BackendInfo, History, OpF, OpType, ServerCounters, ServerFanout, Wakeups};
+use lockbench_core::{BackendInfo, OpType, ServerCounters, ServerFanout, Wakeups};
 use lockbench_results::Status;
 use lockbench_results::model::{
     BackendResult, CheckResult, Errors, Fanout, Percentiles, Requests, SafetyResult,
@@ -34,12 +35,10 @@ pub struct Measured<'a> {
     pub workload: &'a Workload,
     /// The client loop's output.
     pub output: &'a RunOutput,
-    /// The merged history.
-    pub history: &'a History,
+    /// What the pass over the history found (see `lockbench_analysis::pass`).
+    pub analysed: Analysed,
     /// Server counters around the run.
     pub counters: &'a CounterReadings,
-    /// No-progress alarm threshold.
-    pub stall_alarm: std::time::Duration,
 }
 
 /// Builds the result of one (backend, workload) run.
@@ -47,7 +46,8 @@ pub fn backend_result(m: Measured<'_>) -> (BackendResult, Histogram<u64>) {
     let out = m.output;
     let latency = out.acquire_latency();
     let service = out.acquire_service();
-    let handoffs = handoff::latencies(m.history, out.measure_start, out.measure_end);
+    let analysed = m.analysed;
+    let handoffs = analysed.handoffs;
     let measured_s = out.measured().as_secs_f64();
     let acquisitions = out.acquisitions();
     let total = out.acquisitions_total();
@@ -65,11 +65,8 @@ pub fn backend_result(m: Measured<'_>) -> (BackendResult, Histogram<u64>) {
     }
 
     // Each violation is charged to the fault window it happened in (or to none).
-    let checked = Safety::from_outcomes(checker::run_on_history(
-        checker::for_workload(m.workload),
-        m.history,
-    ));
-    let mut fault_windows = availability::windows(m.history);
+    let checked = Safety::from_outcomes(analysed.outcomes);
+    let mut fault_windows = analysed.windows;
     let outside = attribution::attribute(&mut fault_windows, &attribution::violations(&checked));
     let mut safety = safety_result(checked);
     safety.outside_fault_windows = outside;
@@ -113,12 +110,11 @@ pub fn backend_result(m: Measured<'_>) -> (BackendResult, Histogram<u64>) {
         fault_windows,
         repetitions: Vec::new(),
         resources: None,
-        stalls: availability::stalls(m.history, out.measure_start, out.measure_end, m.stall_alarm),
+        stalls: analysed.stalls,
         fencing: None,
         fanout: None,
         failover: None,
-        shared_lock: (m.workload.read_fraction > 0.0)
-            .then(|| lockbench_analysis::rwlock::check(m.history)),
+        shared_lock: analysed.shared_lock,
         server_truth: None,
     };
     (result, handoffs)
@@ -127,7 +123,7 @@ pub fn backend_result(m: Measured<'_>) -> (BackendResult, Histogram<u64>) {
 /// The `server_truth` figures of a run whose servers were observed: the checker
 /// (`lockbench_analysis::truth`) over `history`, with the observer's note and requests.
 pub fn server_truth(
-    history: &History,
+    history: &lockbench_core::History,
     note: Option<String>,
     observer_requests: u64,
 ) -> lockbench_results::model::ServerTruth {
@@ -159,14 +155,9 @@ pub struct FanoutReadings {
     pub server_mid_run: Option<Result<Option<ServerFanout>, String>>,
 }
 
-/// The `fanout` figures: counter deltas over the run divided by the successful releases in
+/// The `fanout` figures: counter deltas over the run divided by the successful `releases` in
 /// the whole history (the span the counters cover).
-pub fn fanout(readings: &FanoutReadings, history: &History) -> Fanout {
-    let releases = history
-        .ops()
-        .iter()
-        .filter(|op| op.f == OpF::Release && op.ty == OpType::Ok)
-        .count() as u64;
+pub fn fanout(readings: &FanoutReadings, releases: u64) -> Fanout {
     let per = |n: u64| (releases > 0).then(|| round3(n as f64 / releases as f64));
     let d = readings.after.since(readings.before);
     let (server, source, error) = match (&readings.server_before, &readings.server_after) {

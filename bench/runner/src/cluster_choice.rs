@@ -13,8 +13,7 @@ use lockbench_chaos::{LinkNemesis, LinkProxies, Nemesis, ServerNemesis};
 use lockbench_cluster::Cluster;
 use lockbench_compose::ComposeNemesis;
 
-use lockbench_core::{BackendKind, Endpoints, Fault, FaultEvent, RunClock};
-use rand::SeedableRng;
+use lockbench_core::{BackendKind, Endpoints, Fault, FaultEvent, RunClock, Seed, Stream};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -104,10 +103,13 @@ impl ClusterChoice {
             ClusterChoice::Managed(dir) => ServerSide::Managed(ServerNemesis::new(
                 Cluster::new(dir.clone()),
                 group,
-                rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ 0x5345_5256),
+                Seed(seed).rng(Stream::ServerTargets),
             )),
             // Docker pause/kill/network disconnect and Toxiproxy.
-            ClusterChoice::Compose => ServerSide::Compose(ComposeNemesis::new(group, seed)),
+            ClusterChoice::Compose => ServerSide::Compose(ComposeNemesis::new(
+                group,
+                Seed(seed).stream(Stream::ServerTargets),
+            )),
             // Only what needs no access to the cluster's machines.
             ClusterChoice::External(_) => {
                 ServerSide::StandIn(StandInServerNemesis::new(kind, None, seed))
@@ -128,7 +130,7 @@ impl ClusterChoice {
             proxies,
             &Cluster::new(dir.to_path_buf()),
             lockbench_registry::group_of(kind),
-            rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ 0x4c49_4e4b),
+            Seed(seed).rng(Stream::LinkTargets),
         ))
     }
 }

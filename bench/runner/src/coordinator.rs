@@ -7,7 +7,7 @@
 //! (`workload.processes = "workers"`, or the fencing workload's holder, slot 0). Every process
 //! connects first; the coordinator then fixes one start time on the run clock so that warm-up
 //! and the measured window are the same everywhere. Faults and holder pauses are recorded as
-//! fault events in the same `history.jsonl` the moment they happen. The herd workload is the
+//! fault events in the same `history.jsonl.zst` the moment they happen. The herd workload is the
 //! contention loop with the backend's wake-up and watch-notification counters read around it
 //! (and the servers' watch gauge sampled mid-run), turned into `fanout` per release.
 
@@ -15,8 +15,9 @@ use crate::assemble::{self, CounterReadings, Measured};
 use crate::observer::Observer;
 use crate::placement::{RunEnv, worker_name};
 use anyhow::Context;
+use lockbench_analysis::pass::{Params, Pass};
 use lockbench_core::scenario::{Processes, WorkloadKind};
-use lockbench_core::{Backend, Endpoints, FaultEvent, History, Nanos, RunClock, Scenario};
+use lockbench_core::{Backend, Endpoints, FaultEvent, Nanos, RunClock, Scenario};
 use lockbench_report::RunDir;
 use lockbench_results::BackendResult;
 use lockbench_results::model::FencingRun;
@@ -189,19 +190,54 @@ pub async fn execute<B: Backend>(
         crate::fault_loop::start(&cx, &mut workers, &window, links, holder_pause, &events_tx);
     drop(events_tx);
     let collected = collect(&cx, local.task.take(), workers, window, faults).await?;
-    let ops = writer.await??;
+    let written = writer.await??;
     let fault_events = event_log.await?;
-    let mut truth = match truth {
+    let truth = match truth {
         Some(running) => Some(running.finish().await),
         None => None,
     };
-    let mut history = History::with_faults(ops, fault_events);
-    let mut after = backend.server_counters().await;
-    if let Some(t) = &mut truth {
-        history = history.with_server(std::mem::take(&mut t.observations));
-        if let Ok(after) = &mut after {
-            after.requests = after.requests.saturating_sub(t.requests);
+    // Server-side truth (observed runs only, chaos scenarios of seconds): this backend's ops
+    // read back in time order, with the fault events and the observations, in memory.
+    let truth_history = match &truth {
+        Some(t) => {
+            let ops: Vec<lockbench_core::Op> = lockbench_core::history::ordered_ops(
+                &written.path,
+                written.offset,
+                Some(info.backend.name()),
+                written.lateness.max,
+            )?
+            .collect::<Result<_, _>>()
+            .map_err(|e| anyhow::anyhow!("history out of order: {e:?}"))?;
+            Some(
+                lockbench_core::History::with_faults(ops, fault_events.clone())
+                    .with_server(t.observations.clone()),
+            )
         }
+        None => None,
+    };
+    // The history is read back from disk as a time-ordered stream, never held in memory.
+    let params = Params {
+        workload: scenario.workload.clone(),
+        measure_start: collected.output.measure_start,
+        measure_end: collected.output.measure_end,
+        stall_alarm: scenario.stall_alarm,
+    };
+    let name = info.backend.name();
+    let analysed = tokio::task::spawn_blocking(move || {
+        let w = &written;
+        Pass::run_written(
+            &params,
+            &w.path,
+            w.offset,
+            Some(name),
+            &fault_events,
+            &w.lateness,
+        )
+    })
+    .await??;
+    let mut after = backend.server_counters().await;
+    if let (Some(t), Ok(after)) = (&truth, &mut after) {
+        after.requests = after.requests.saturating_sub(t.requests);
     }
     let fanout = match before.wakeups {
         Some(wakeups_before) => Some(assemble::FanoutReadings {
@@ -217,18 +253,18 @@ pub async fn execute<B: Backend>(
         before: before.counters,
         after,
     };
+    let releases = analysed.releases;
     let (mut result, handoffs) = assemble::backend_result(Measured {
         info: &info,
         workload: &scenario.workload,
         output: &collected.output,
-        history: &history,
+        analysed,
         counters: &counters,
-        stall_alarm: scenario.stall_alarm,
     });
     if let Some(readings) = &fanout {
-        result.fanout = Some(assemble::fanout(readings, &history));
+        result.fanout = Some(assemble::fanout(readings, releases));
     }
-    if let Some(t) = truth {
+    if let (Some(t), Some(history)) = (truth, truth_history) {
         result.server_truth = Some(assemble::server_truth(&history, t.failed, t.requests));
     }
     result.resources = Some(
@@ -286,7 +322,7 @@ async fn finished_value<T>(task: Option<tokio::task::JoinHandle<T>>) -> Option<T
     }
 }
 
-/// Fault events: recorded in history.jsonl as they happen, shown to the observer, and kept
+/// Fault events: recorded in history.jsonl.zst as they happen, shown to the observer, and kept
 /// for the checkers (the task's value).
 fn spawn_event_log(
     cx: &Ctx<'_>,

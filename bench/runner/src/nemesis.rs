@@ -18,11 +18,10 @@
 //! targets (`pause` ... `pause`), so the availability analysis can pair them.
 
 use lockbench_chaos::Nemesis;
-use lockbench_core::{BackendKind, Fault, FaultEvent, FaultPhase, RunClock, Targets};
+use lockbench_core::{BackendKind, Fault, FaultEvent, FaultPhase, RunClock, Seed, Stream, Targets};
 use lockbench_workloads::worker::WorkerHandle;
 use nix::sys::signal::Signal;
 use nix::unistd::Pid;
-use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -252,7 +251,7 @@ impl StandInServerNemesis {
         StandInServerNemesis {
             backend,
             state_dir,
-            rng: ChaCha8Rng::seed_from_u64(seed ^ 0x5345_5256_4552_5321),
+            rng: Seed(seed).rng(Stream::ServerTargets),
             paused: Vec::new(),
         }
     }
@@ -279,47 +278,20 @@ impl StandInServerNemesis {
             .collect())
     }
 
+    /// The servers `targets` names, chosen by the chaos crate's resolver (the one managed
+    /// chaos and compose use).
     fn pick(
         &mut self,
         servers: Vec<(String, Pid, bool)>,
         targets: &Targets,
-    ) -> Vec<(String, Pid, bool)> {
-        let n = servers.len();
-        let mut shuffled = servers.clone();
-        for i in (1..n).rev() {
-            let j = self.rng.random_range(0..=i);
-            shuffled.swap(i, j);
-        }
-        match targets {
-            Targets::One => shuffled.into_iter().take(1).collect(),
-            Targets::Leader => {
-                let leader: Vec<_> = servers.iter().filter(|s| s.2).cloned().collect();
-                if leader.is_empty() {
-                    servers.into_iter().take(1).collect()
-                } else {
-                    leader
-                }
-            }
-            Targets::Followers => {
-                let has_leader = servers.iter().any(|s| s.2);
-                servers
-                    .into_iter()
-                    .filter(|s| !s.2)
-                    .skip(usize::from(!has_leader))
-                    .collect()
-            }
-            Targets::Minority => shuffled
-                .into_iter()
-                .take((n.saturating_sub(1)) / 2)
-                .collect(),
-            Targets::Majority => shuffled.into_iter().take(n / 2 + 1).collect(),
-            Targets::All => servers,
-            Targets::Nodes(names) => servers
-                .into_iter()
-                .filter(|s| names.contains(&s.0))
-                .collect(),
-            Targets::Holder => Vec::new(),
-        }
+    ) -> Result<Vec<(String, Pid, bool)>, String> {
+        let names: Vec<String> = servers.iter().map(|s| s.0.clone()).collect();
+        let leader = servers.iter().find(|s| s.2).map(|s| s.0.as_str());
+        let chosen = lockbench_chaos::choose(targets, &names, &[], leader, &mut self.rng)?;
+        Ok(servers
+            .into_iter()
+            .filter(|s| chosen.contains(&s.0))
+            .collect())
     }
 }
 
@@ -340,17 +312,22 @@ impl Nemesis for StandInServerNemesis {
                         )];
                     }
                 };
-                let chosen = self.pick(servers, targets);
-                if chosen.is_empty() {
-                    return vec![FaultEvent::now(
-                        clock,
-                        "pause",
-                        FaultPhase::Start,
-                        vec![],
-                        format!("no server matches {targets:?}"),
-                        false,
-                    )];
-                }
+                let chosen = match self.pick(servers, targets) {
+                    Ok(c) if !c.is_empty() => c,
+                    picked => {
+                        let why = picked
+                            .err()
+                            .unwrap_or_else(|| format!("no server matches {targets:?}"));
+                        return vec![FaultEvent::now(
+                            clock,
+                            "pause",
+                            FaultPhase::Start,
+                            vec![],
+                            why,
+                            false,
+                        )];
+                    }
+                };
                 let names: Vec<String> = chosen.iter().map(|s| s.0.clone()).collect();
                 let pids: Vec<Pid> = chosen.iter().map(|s| s.1).collect();
                 let ok = pids

@@ -7,7 +7,7 @@
 
 use crate::observer::{Observer, Started, UnitKind};
 use crate::session::{CtrlC, Servers};
-use lockbench_core::{BackendKind, ElectionKind, Scenario};
+use lockbench_core::{BackendKind, ElectionKind, Scenario, Seed};
 use lockbench_report::RunDir;
 use lockbench_results::model::Repetition;
 use lockbench_results::{BackendResult, RunResults, Status};
@@ -229,7 +229,7 @@ impl Runner {
                 break;
             }
             let mut s = scenario.clone();
-            s.seed = scenario.seed.wrapping_add(u64::from(k) - 1);
+            s.seed = Seed(scenario.seed).repetition(k).0;
             s.backends = vec![kind];
             let sub = run_dir
                 .path()

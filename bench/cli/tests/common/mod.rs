@@ -6,6 +6,13 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
+/// The lines of run directory `dir`'s history (`history.jsonl.zst`, zstd-framed), in file order.
+pub fn history_text(dir: &Path) -> String {
+    let path = dir.join(lockbench_core::history::file::FILE_NAME);
+    lockbench_core::history::file::lines(lockbench_core::history::file::open(&path, 0).unwrap())
+        .collect()
+}
+
 /// A fresh scratch directory for test `name` of `suite`.
 pub fn scratch(suite: &str, name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("lockbench-{suite}-{name}-{}", std::process::id()));

@@ -74,7 +74,18 @@ pub(crate) fn section(run: &Run) -> String {
             };
             body.push_str(&page::figure(
                 &svg,
-                &format!("Key k{key}: {what} of each write over time (s on this backend's clock)."),
+                &format!(
+                    "Key k{key}: {what} of each write over time (s on this backend's clock).{}",
+                    if t.writes_dropped > 0 {
+                        format!(
+                            " Only the first {} writes (and stale ones up to as many again) are kept for this chart; {} left out, the checkers saw every one.",
+                            super::trace::MAX_WRITES,
+                            t.writes_dropped
+                        )
+                    } else {
+                        String::new()
+                    }
+                ),
             ));
         }
         body.push_str("</details>\n");
@@ -86,7 +97,7 @@ pub(crate) fn section(run: &Run) -> String {
         )));
     }
     if body.is_empty() {
-        body = page::note("No writes in <code>history.jsonl</code>.");
+        body = page::note("No writes in the history.");
     }
     page::section(
         "fencing",

@@ -78,6 +78,19 @@ struct Plan<'a> {
     all_keys: usize,
     /// Start of the measured window on this backend's clock (where its first chart starts).
     from: u64,
+    /// Holds the trace left out (see `trace::MAX_HOLDS`).
+    dropped: u64,
+}
+
+/// The caption's note when the trace kept only the first holds.
+fn dropped_note(dropped: u64) -> String {
+    if dropped == 0 {
+        return String::new();
+    }
+    format!(
+        " Only the first {} holds of the run are kept for these charts ({dropped} later ones left out); the checkers saw every one.",
+        super::trace::MAX_HOLDS
+    )
 }
 
 /// The section. Every backend's chart shows the same span from the start of its measured
@@ -118,6 +131,7 @@ pub(crate) fn section(run: &Run) -> String {
             keys,
             all_keys: t.keys.len(),
             from,
+            dropped: t.holds_dropped,
         });
     }
     let span = plans
@@ -195,11 +209,12 @@ pub(crate) fn section(run: &Run) -> String {
                 body.push_str(&page::figure(
                     &svg,
                     &format!(
-                        "Key k{key}, {what}: {:.3} s to {:.3} s on this backend's clock ({} holds{}). Bars run from acquire ok to release invoke; at least 2 px wide.",
+                        "Key k{key}, {what}: {:.3} s to {:.3} s on this backend's clock ({} holds{}). Bars run from acquire ok to release invoke; at least 2 px wide.{}",
                         w0 as f64 / 1e9,
                         w1 as f64 / 1e9,
                         bars.len(),
-                        if red > 0 { format!(", <b style=\"color:#d62728\">{red} overlapping</b>") } else { String::new() }
+                        if red > 0 { format!(", <b style=\"color:#d62728\">{red} overlapping</b>") } else { String::new() },
+                        dropped_note(p.dropped)
                     ),
                 ));
             }
@@ -207,7 +222,7 @@ pub(crate) fn section(run: &Run) -> String {
         body.push_str("</details>\n");
     }
     if body.is_empty() {
-        body = page::note("No holds in <code>history.jsonl</code>.");
+        body = page::note("No holds in the history.");
     }
     page::section(
         "holders",

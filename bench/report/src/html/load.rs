@@ -1,11 +1,12 @@
 //! Reading a run directory: `results.json` (typed, and raw for the fields this renderer has no
 //! special view of), `scenario.toml` (verbatim, plus the warm-up and duration that place the
-//! measured window), `history.jsonl` and `histograms/<backend>.<metric>.hdr`.
+//! measured window), the history (`history.jsonl.zst`, or a legacy `history.jsonl`) and `histograms/<backend>.<metric>.hdr`.
 
 use super::trace::Traces;
 use anyhow::Context;
 use hdrhistogram::Histogram;
 use hdrhistogram::serialization::Deserializer;
+use lockbench_core::history;
 use lockbench_results::model::RunResults;
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -53,8 +54,9 @@ impl Run {
                 .map(|d| d.as_nanos() as u64)
         };
 
-        let traces = match File::open(dir.join("history.jsonl")) {
-            Ok(f) => Traces::read(BufReader::with_capacity(1 << 16, f)),
+        let history = history::file::path_in(dir);
+        let traces = match history::file::open(&history, 0) {
+            Ok(r) => Traces::read(r),
             Err(_) => Traces::default(),
         };
 
@@ -76,7 +78,11 @@ impl Run {
             }
         }
         hist_files.sort();
-        let mut files: Vec<String> = ["results.json", "scenario.toml", "history.jsonl"]
+        let history_name = history::file::path_in(dir)
+            .file_name()
+            .map(|n| n.to_string_lossy().to_string())
+            .unwrap_or_default();
+        let mut files: Vec<String> = ["results.json", "scenario.toml", &history_name]
             .into_iter()
             .filter(|f| dir.join(f).exists())
             .map(str::to_string)

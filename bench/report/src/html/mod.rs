@@ -1,7 +1,7 @@
 //! The self-contained HTML report: `report.html` in a run directory, `index.html` over runs.
 //!
 //! The report is a *rendering of the files a run leaves on disk* (`results.json`,
-//! `scenario.toml`, `history.jsonl`, `histograms/*.hdr`), never of the runner's in-memory
+//! `scenario.toml`, `history.jsonl.zst`, `histograms/*.hdr`), never of the runner's in-memory
 //! structs. That keeps it decoupled from the runner and lets `lockbench report <RUN_DIR>`
 //! re-render any old run, including one that was interrupted. It is one file with inline SVG
 //! charts drawn by `plotters` and inline CSS: no JavaScript, no network, no external assets, so
@@ -35,6 +35,7 @@ mod fanout;
 mod fencing;
 mod gantt;
 mod glance;
+mod grants;
 mod index;
 mod load;
 mod overlay;

@@ -49,7 +49,7 @@ fn overlay(run: &Run) -> Option<Overlay> {
     let width = timeline::bucket_ns(span);
     let x_hi = traces
         .iter()
-        .map(|(_, t)| t.grants.last().map(|g| g.0).unwrap_or(0) as f64 / NS)
+        .map(|(_, t)| t.grants.last_t() as f64 / NS)
         .fold(0.001, f64::max);
     let warm = traces
         .iter()

@@ -1,4 +1,4 @@
-//! Throughput and acquire latency over time from `history.jsonl`, with every fault window
+//! Throughput and acquire latency over time from the history, with every fault window
 //! shaded and labelled (as Jepsen draws nemesis regions) and the warm-up greyed.
 //!
 //! Backends run one after another, each on its own clock starting at its first op, and a
@@ -39,30 +39,39 @@ pub(crate) struct Bucket {
 }
 
 pub(crate) fn buckets(t: &Trace, width: u64) -> Vec<Bucket> {
-    let end = t.grants.last().map(|g| g.0).unwrap_or(0);
-    let n = (end / width + 1) as usize;
-    let mut lat: Vec<Vec<u64>> = vec![Vec::new(); n];
-    for &(at, l) in &t.grants {
-        lat[(at / width) as usize].push(l);
-    }
-    lat.into_iter()
+    let end = t.grants.last_t();
+    t.grants
+        .per_bucket(width)
+        .into_iter()
         .enumerate()
-        .filter_map(|(i, mut v)| {
+        .filter_map(|(i, (n, lat))| {
             // The last bucket covers only part of its width: rate over what it covers, and
             // none at all when that is too little to mean anything.
             let covered = (end - i as u64 * width).min(width);
             if covered < width / 4 {
                 return None;
             }
-            v.sort_unstable();
-            let q = |p: f64| v[((v.len() - 1) as f64 * p).round() as usize] as f64 / 1e6;
+            let ms = |v: u64| v as f64 / 1e6;
             Some(Bucket {
                 x: (i as u64 * width + covered / 2) as f64 / NS,
-                rate: v.len() as f64 * NS / covered.max(1) as f64,
-                lat: (!v.is_empty()).then(|| (q(0.5), q(0.99), q(1.0))),
+                rate: n as f64 * NS / covered.max(1) as f64,
+                lat: lat.map(|(a, b, c)| (ms(a), ms(b), ms(c))),
             })
         })
         .collect()
+}
+
+/// The caption's note when the grants were folded into buckets (see [`super::grants`]).
+pub(crate) fn folded_note(t: &Trace) -> String {
+    if t.grants.folded() {
+        format!(
+            " {} acquisitions, over {}: percentiles read from a per-250 ms log histogram (within ~10%); counts and max exact.",
+            t.grants.len(),
+            super::grants::EXACT_CAP
+        )
+    } else {
+        String::new()
+    }
 }
 
 /// The section: one row of two charts per backend with a history.
@@ -76,7 +85,7 @@ pub(crate) fn section(run: &Run) -> String {
         any = true;
         let width = bucket_ns(t.last_t);
         let bs = buckets(t, width);
-        let x_hi = (t.grants.last().map(|g| g.0).unwrap_or(0) as f64 / NS).max(0.001);
+        let x_hi = (t.grants.last_t() as f64 / NS).max(0.001);
         let shades = chart::shades(run.traces.faults_of(&r.backend), 0, NS, 0.0, x_hi);
         let (m0, _) = run.measured_window(t.first_t, t.last_t);
         let warm = m0 as f64 / NS;
@@ -95,7 +104,10 @@ pub(crate) fn section(run: &Run) -> String {
         ));
         body.push_str(&page::figure(
             &lat,
-            "Acquire latency per bucket: p50 (thick), p99 (thin), max (pale); log scale.",
+            &format!(
+                "Acquire latency per bucket: p50 (thick), p99 (thin), max (pale); log scale.{}",
+                folded_note(t)
+            ),
         ));
         body.push_str("</div>\n");
         let faults: Vec<_> = run.traces.faults_of(&r.backend).collect();
@@ -117,9 +129,7 @@ pub(crate) fn section(run: &Run) -> String {
         body.push_str("</details>\n");
     }
     if !any {
-        body.push_str(&page::note(
-            "No acquisitions in <code>history.jsonl</code>.",
-        ));
+        body.push_str(&page::note("No acquisitions in the history."));
     }
     let intro = if run.traces.faults.is_empty() {
         "Per backend (open one), on its own clock; the grey band is the warm-up. This run injected no faults."

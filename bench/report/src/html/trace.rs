@@ -1,15 +1,26 @@
-//! `history.jsonl` turned into what the charts draw: per backend, the acquisitions with their
+//! The history (`history.jsonl.zst`) turned into what the charts draw: per backend, the acquisitions with their
 //! latency, the holds (acquire `ok` to release `invoke`, as the mutual-exclusion checker sees
 //! them) and the fencing writes; plus the fault events of the nemesis.
+//!
+//! Memory is bounded whatever the run's length: grants fold into time buckets past a cap (see
+//! [`super::grants`]); holds and writes are kept up to [`MAX_HOLDS`] and [`MAX_WRITES`] (the
+//! first ones in the file, plus every stale write up to the same cap), and the charts that draw
+//! them say how many were left out.
 //!
 //! Reading is lenient on purpose: a line that is not JSON, or neither an op nor a fault event,
 //! is skipped and counted. History lines carry times in nanoseconds on each backend's own
 //! clock, so series are kept per backend and never compared on one time axis.
 
+use super::grants::Grants;
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::{BTreeSet, HashMap};
 use std::io::BufRead;
+
+/// Holds kept per backend (a Gantt chart draws a few hundred).
+pub(crate) const MAX_HOLDS: usize = 200_000;
+/// Writes kept per backend.
+pub(crate) const MAX_WRITES: usize = 200_000;
 
 /// One history line, every field optional so both ops and fault events (and shapes added
 /// later) deserialize.
@@ -87,11 +98,17 @@ pub(crate) struct FaultWindow {
 pub(crate) struct Trace {
     pub backend: String,
     /// Acquire completions with `ok`: (time of the grant, latency from the invoke) in ns.
-    pub grants: Vec<(u64, u64)>,
-    /// Acquire completions with `fail` or `info`: time.
-    pub failures: Vec<u64>,
+    pub grants: Grants,
+    /// Acquire completions with `fail` or `info`.
+    pub failures: u64,
+    /// The first [`MAX_HOLDS`] holds closed.
     pub holds: Vec<Hold>,
+    /// Holds left out past [`MAX_HOLDS`].
+    pub holds_dropped: u64,
+    /// The first [`MAX_WRITES`] writes with a token, and stale ones up to as many again.
     pub writes: Vec<Write>,
+    /// Writes left out.
+    pub writes_dropped: u64,
     pub keys: BTreeSet<u32>,
     pub first_t: u64,
     pub last_t: u64,
@@ -229,10 +246,10 @@ impl Trace {
             }
             ("acquire", "ok") => {
                 let started = self.pending.remove(&client).unwrap_or(t);
-                self.grants.push((t, t.saturating_sub(started)));
+                self.grants.push(t, t.saturating_sub(started));
                 if let Some(mut h) = self.open.remove(&client) {
                     h.end = t;
-                    self.holds.push(h);
+                    self.hold(h);
                 }
                 self.open.insert(
                     client,
@@ -247,24 +264,31 @@ impl Trace {
             }
             ("acquire", "fail" | "info") => {
                 self.pending.remove(&client);
-                self.failures.push(t);
+                self.failures += 1;
             }
             ("release", "invoke") => {
                 if let Some(mut h) = self.open.remove(&client) {
                     h.end = t;
                     h.released = true;
-                    self.holds.push(h);
+                    self.hold(h);
                 }
             }
             ("write", "ok" | "fail") => {
                 if let Some(token) = l.token {
-                    self.writes.push(Write {
+                    let w = Write {
                         t,
                         key,
                         token,
                         accepted: ty == "ok",
                         stale: l.stale.unwrap_or(false),
-                    });
+                    };
+                    if self.writes.len() < MAX_WRITES
+                        || (w.stale && self.writes.len() < 2 * MAX_WRITES)
+                    {
+                        self.writes.push(w);
+                    } else {
+                        self.writes_dropped += 1;
+                    }
                 }
             }
             ("acquire" | "release" | "renew" | "write", _) => {}
@@ -273,18 +297,27 @@ impl Trace {
         true
     }
 
+    fn hold(&mut self, h: Hold) {
+        if self.holds.len() < MAX_HOLDS {
+            self.holds.push(h);
+        } else {
+            self.holds_dropped += 1;
+        }
+    }
+
     /// Closes holds the history never released (at the last op) and sorts the series.
     fn finish(&mut self) {
         let last = self.last_t;
-        for (_, mut h) in self.open.drain() {
+        let open: Vec<Hold> = self.open.drain().map(|(_, h)| h).collect();
+        for mut h in open {
             h.end = last;
-            self.holds.push(h);
+            self.hold(h);
         }
         self.pending.clear();
         if self.first_t == u64::MAX {
             self.first_t = 0;
         }
-        self.grants.sort_unstable_by_key(|g| g.0);
+        self.grants.finish();
         self.holds.sort_by_key(|h| (h.start, h.client));
         self.writes.sort_by_key(|w| w.t);
     }
@@ -308,7 +341,7 @@ not json
         let tr = Traces::read(text.as_bytes());
         assert_eq!(tr.skipped, 2);
         let b = tr.get("b").unwrap();
-        assert_eq!(b.grants, vec![(30, 20)]);
+        assert_eq!(b.grants.per_bucket(1_000), vec![(1, Some((20, 20, 20)))]);
         assert_eq!(b.holds.len(), 1);
         assert_eq!((b.holds[0].start, b.holds[0].end), (30, 50));
         assert_eq!(b.writes.len(), 1);

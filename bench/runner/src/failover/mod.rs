@@ -32,7 +32,7 @@ use crate::placement::RunEnv;
 use lockbench_chaos::Nemesis;
 use lockbench_core::election::FailoverKnobs;
 use lockbench_core::{
-    ElectionKind, Elector, Endpoints, FaultPhase, History, Removal, RunClock, Scenario,
+    ElectionKind, Elector, Endpoints, FaultPhase, Removal, RunClock, Scenario, Seed, Stream,
 };
 use lockbench_registry::with_elector;
 use lockbench_report::RunDir;
@@ -89,18 +89,17 @@ pub async fn run_election(
         paused: BTreeSet::new(),
         next_id: 1,
         stop: control.stop.subscribe(),
-        rng: rand::SeedableRng::seed_from_u64(scenario.seed ^ 0x524f_554e),
+        rng: Seed(scenario.seed).rng(Stream::FailoverRounds),
     };
     let removals = &scenario.failover.removals;
     let mut server = (removals.contains(&Removal::ServerKill)
         || removals.contains(&Removal::Partition))
     .then(|| {
         env.managed_state().map(|dir| {
-            use rand::SeedableRng;
             lockbench_chaos::ServerNemesis::new(
                 lockbench_cluster::Cluster::new(dir),
                 lockbench_registry::election_group_of(kind),
-                rand_chacha::ChaCha8Rng::seed_from_u64(scenario.seed ^ 0x454c_4543),
+                Seed(scenario.seed).rng(Stream::ServerTargets),
             )
         })
     })
@@ -150,9 +149,11 @@ pub async fn run_election(
         }
     }
     drop(history);
-    let ops = writer.await??;
+    let written = writer.await??;
     outcome?;
-    let figures = lockbench_analysis::failover::check(&History::with_faults(ops, faults));
+    // Elections are a few ops per second: the failover checker reads its history in memory.
+    let history = written.read_in_memory(name, faults)?;
+    let figures = lockbench_analysis::failover::check(&history);
     let mut result = BackendResult::failed(name, &scenario.workload, String::new());
     result.status = if *control.stop.borrow() {
         Status::Interrupted

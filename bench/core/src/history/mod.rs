@@ -9,11 +9,16 @@
 //! observations (who the servers said held each lock, [`ServerObservation`]) are lines with
 //! `"type":"server"`, kept apart the same way.
 
+pub mod file;
+pub mod ordered;
+
 use crate::fault::FaultEvent;
 use crate::op::Op;
 use crate::server_view::{ServerLine, ServerObservation, ServerTag};
+use ordered::{Event, Ordered, Scan};
 use serde::{Deserialize, Serialize};
 use std::io::{self, BufRead, Write};
+use std::path::Path;
 
 /// Ops from all clients, sorted by time (ties broken by client, invocations first), and the
 /// fault events and server observations of the same run, each sorted by time.
@@ -154,6 +159,74 @@ impl History {
             }
         }
         Ok(History::with_faults(ops, faults).with_server(server))
+    }
+}
+
+/// The events of `backend` (every line when `None`) in a history file from byte `offset`, in
+/// file order. A bad last line (torn by a kill) is dropped; a bad line elsewhere is an error.
+pub fn events(
+    path: &Path,
+    offset: u64,
+    backend: Option<&str>,
+) -> io::Result<impl Iterator<Item = io::Result<Event>>> {
+    let backend = backend.map(str::to_string);
+    let mut lines = file::lines(file::open(path, offset)?).peekable();
+    let mut number = 0u64;
+    Ok(std::iter::from_fn(move || {
+        loop {
+            let line = lines.next()?;
+            number += 1;
+            match ordered::parse_line(&line, backend.as_deref()) {
+                Ok(Some(e)) => return Some(Ok(e)),
+                Ok(None) => continue,
+                Err(_) if lines.peek().is_none() => return None,
+                Err(e) => {
+                    return Some(Err(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        format!("history line {number}: {e}"),
+                    )));
+                }
+            }
+        }
+    }))
+}
+
+/// The first pass over `backend`'s lines: its fault events and the ops' lateness.
+pub fn scan(path: &Path, offset: u64, backend: Option<&str>) -> io::Result<Scan> {
+    let mut scan = Scan::default();
+    for e in events(path, offset, backend)? {
+        scan.observe(&e?);
+    }
+    Ok(scan)
+}
+
+/// `backend`'s ops in time order, for a stream whose lateness is at most `window` ns (from
+/// [`scan`], or measured by the writer).
+pub fn ordered_ops(
+    path: &Path,
+    offset: u64,
+    backend: Option<&str>,
+    window: u64,
+) -> io::Result<Ordered<impl Iterator<Item = Op>>> {
+    let ops = events(path, offset, backend)?.filter_map(|e| match e {
+        Ok(Event::Op(op)) => Some(op),
+        _ => None,
+    });
+    Ok(Ordered::new(ops, window))
+}
+
+impl History {
+    /// Reads all of `backend`'s lines of a history file into memory (the in-memory path; the
+    /// streaming one is [`scan`] + [`ordered_ops`]).
+    pub fn read_file(path: &Path, backend: Option<&str>) -> io::Result<History> {
+        let (mut ops, mut faults) = (Vec::new(), Vec::new());
+        for e in events(path, 0, backend)? {
+            match e? {
+                Event::Op(op) => ops.push(op),
+                Event::Fault(f) => faults.push(f),
+            }
+        }
+        Ok(History::with_faults(ops, faults))
     }
 }
 

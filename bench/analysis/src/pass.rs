@@ -1,0 +1,174 @@
+//! One pass over a run's time-ordered history computes every figure of its result.
+//!
+//! The history of a long run does not fit in memory, so the analysis is a single stream
+//! consumer: the run's checkers ([`crate::checker`]), hand-offs, fault-window availability,
+//! stalls and the shared-lock checker are all fed the same ops in time order, with the fault
+//! events merged in by time (a fault event before the ops at its time, as
+//! [`crate::checker::feed_history`] does). Its state is bounded by the clients and keys, plus
+//! the acquisitions inside fault windows, never by the run's length.
+//!
+//! Two sources feed it: an in-memory [`History`] ([`Pass::run_in_memory`], for tests and short
+//! histories) and the history file read back as a stream ([`Pass::run_file`]), ordered as
+//! `lockbench_core::history::ordered` explains. The same code runs on both, and a test requires
+//! the two to agree exactly.
+
+use crate::availability::{self, Availability, Stall, Stalls, Window};
+use crate::checker::{self, CheckerOutcome, CheckerSet};
+use crate::handoff::Handoffs;
+use crate::rwlock::{RwLockChecker, RwLockReport};
+use hdrhistogram::Histogram;
+use lockbench_core::history::ordered::Lateness;
+use lockbench_core::scenario::Workload;
+use lockbench_core::{FaultEvent, History, Nanos, Op, OpF, OpType};
+use std::io;
+use std::path::Path;
+use std::time::Duration;
+
+/// What a pass needs to know besides the history.
+#[derive(Clone, Debug)]
+pub struct Params {
+    /// The workload (which checkers run; shared locks when `read_fraction > 0`).
+    pub workload: Workload,
+    /// The measured window (hand-offs and stalls are counted inside it).
+    pub measure_start: Nanos,
+    /// End of the measured window.
+    pub measure_end: Nanos,
+    /// No-progress alarm threshold.
+    pub stall_alarm: Duration,
+}
+
+/// Every figure the pass computes.
+#[derive(Debug)]
+pub struct Analysed {
+    /// The checkers' outcomes, in the set's order.
+    pub outcomes: Vec<CheckerOutcome>,
+    /// Hand-off latencies, µs.
+    pub handoffs: Histogram<u64>,
+    /// Fault windows with the acquisitions around them (violations not yet attributed).
+    pub windows: Vec<Window>,
+    /// Gaps with no successful acquisition.
+    pub stalls: Vec<Stall>,
+    /// The shared-lock checker's report, for workloads with readers.
+    pub shared_lock: Option<RwLockReport>,
+    /// Successful releases in the whole history (the fan-out figures' denominator).
+    pub releases: u64,
+    /// Ops seen.
+    pub ops: u64,
+}
+
+/// The pass in progress.
+pub struct Pass {
+    checkers: CheckerSet,
+    handoffs: Handoffs,
+    availability: Availability,
+    stalls: Stalls,
+    rwlock: Option<RwLockChecker>,
+    releases: u64,
+    ops: u64,
+}
+
+impl Pass {
+    /// A pass over a history with `faults` (in time order) that ends at `end` (its last op or
+    /// fault event).
+    pub fn new(p: &Params, faults: &[FaultEvent], end: Nanos) -> Pass {
+        Pass {
+            checkers: CheckerSet::new(checker::for_workload(&p.workload)),
+            handoffs: Handoffs::new(p.measure_start, p.measure_end),
+            availability: Availability::new(faults, end),
+            stalls: Stalls::new(p.measure_start, p.measure_end, p.stall_alarm),
+            rwlock: (p.workload.read_fraction > 0.0).then(RwLockChecker::default),
+            releases: 0,
+            ops: 0,
+        }
+    }
+
+    /// Takes the next op.
+    pub fn observe(&mut self, op: &Op) {
+        self.ops += 1;
+        self.checkers.observe(op);
+        self.handoffs.observe(op);
+        self.availability.observe(op);
+        self.stalls.observe(op);
+        if let Some(r) = &mut self.rwlock {
+            r.observe(op);
+        }
+        if op.f == OpF::Release && op.ty == OpType::Ok {
+            self.releases += 1;
+        }
+    }
+
+    /// Takes the next fault event.
+    pub fn fault(&mut self, event: &FaultEvent) {
+        self.checkers.fault(event);
+    }
+
+    /// The figures.
+    pub fn finish(self) -> Analysed {
+        Analysed {
+            outcomes: self.checkers.finish(),
+            handoffs: self.handoffs.finish(),
+            windows: self.availability.finish(),
+            stalls: self.stalls.finish(),
+            shared_lock: self.rwlock.map(RwLockChecker::finish),
+            releases: self.releases,
+            ops: self.ops,
+        }
+    }
+
+    /// Feeds time-ordered `ops` with `faults` (time-ordered) merged in, and finishes.
+    pub fn feed(
+        mut self,
+        ops: impl Iterator<Item = Result<Op, impl std::error::Error>>,
+        faults: &[FaultEvent],
+    ) -> io::Result<Analysed> {
+        let mut faults = faults.iter().peekable();
+        for op in ops {
+            let op = op.map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
+            while let Some(f) = faults.next_if(|f| f.time <= op.time) {
+                self.fault(f);
+            }
+            self.observe(&op);
+        }
+        faults.for_each(|f| self.fault(f));
+        Ok(self.finish())
+    }
+
+    /// The in-memory path.
+    pub fn run_in_memory(p: &Params, history: &History) -> Analysed {
+        let pass = Pass::new(p, history.faults(), availability::end_of(history));
+        let ops = history.ops().iter().map(|op| Ok::<_, io::Error>(*op));
+        pass.feed(ops, history.faults())
+            .expect("in-memory ops cannot fail")
+    }
+
+    /// The streaming path, when the writer measured the stream as it wrote it: `backend`'s ops
+    /// from byte `offset` of the history file, reordered within `lateness.max`.
+    pub fn run_written(
+        p: &Params,
+        path: &Path,
+        offset: u64,
+        backend: Option<&str>,
+        faults: &[FaultEvent],
+        lateness: &Lateness,
+    ) -> io::Result<Analysed> {
+        let mut faults = faults.to_vec();
+        faults.sort_by_key(|f| f.time);
+        let end = lateness
+            .latest()
+            .max(faults.last().map(|f| f.time).unwrap_or_default());
+        let ops = lockbench_core::history::ordered_ops(path, offset, backend, lateness.max)?;
+        Pass::new(p, &faults, end).feed(ops, &faults)
+    }
+
+    /// The streaming path on a history file alone: a first pass finds the fault events and the
+    /// stream's lateness, the second feeds the ordered ops.
+    pub fn run_file(
+        p: &Params,
+        path: &Path,
+        offset: u64,
+        backend: Option<&str>,
+    ) -> io::Result<Analysed> {
+        let scan = lockbench_core::history::scan(path, offset, backend)?;
+        Pass::run_written(p, path, offset, backend, &scan.faults, &scan.lateness)
+    }
+}
