@@ -77,7 +77,7 @@ impl EtcdCandidateBase {
         id: ClientId,
     ) -> Result<Self, BackendError> {
         Ok(EtcdCandidateBase {
-            session: Session::open(&config.endpoints, config.ttl_secs).await?,
+            session: Session::open(&config.endpoints, config.ttl_secs, None).await?,
             id,
         })
     }

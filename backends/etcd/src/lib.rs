@@ -52,6 +52,7 @@ pub mod lease_election;
 pub mod lockapi;
 mod metrics;
 pub mod mutex;
+mod observe;
 pub mod prefix_watch;
 pub mod session;
 pub mod synced;
@@ -192,8 +193,8 @@ impl Backend for EtcdBackend {
         }
     }
 
-    async fn connect(&self, _client: ClientId) -> Result<EtcdClient, BackendError> {
-        let session = Session::open(&self.endpoints, self.ttl_secs).await?;
+    async fn connect(&self, client: ClientId) -> Result<EtcdClient, BackendError> {
+        let session = Session::open(&self.endpoints, self.ttl_secs, Some(client)).await?;
         let recipe = match self.kind {
             BackendKind::EtcdLease => Recipe::Lease {
                 keys: (0..self.keys)
@@ -225,6 +226,21 @@ impl Backend for EtcdBackend {
             source: metrics::SOURCE.to_string(),
             requests: metrics::received_messages(&self.endpoints).await?,
         })
+    }
+
+    async fn observe_server(
+        &self,
+        clock: lockbench_core::RunClock,
+        keys: u32,
+        sink: lockbench_core::ServerSink,
+    ) -> Result<(), String> {
+        let (recipe, tokens) = match self.kind {
+            BackendKind::EtcdLease => ("lease", true),
+            BackendKind::EtcdHerd => ("herd", true),
+            _ => ("lockapi", false),
+        };
+        let dir = format!("{}/{recipe}/", self.prefix);
+        observe::observe(self.endpoints.clone(), dir, keys, tokens, clock, sink).await
     }
 
     fn wakeups(&self) -> Option<Wakeups> {

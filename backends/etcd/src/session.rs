@@ -16,7 +16,8 @@
 //! as Go's client does.
 
 use crate::errors::{CallError, REQUEST_TIMEOUT, classify, timed};
-use etcd_client::{Client, ConnectOptions, LeaseKeepAliveStream, LeaseKeeper};
+use etcd_client::{Client, ConnectOptions, LeaseGrantOptions, LeaseKeepAliveStream, LeaseKeeper};
+use lockbench_core::ClientId;
 use lockbench_core::traits::BackendError;
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -33,6 +34,24 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 /// fail fast; one deadline for both keeps the whole under the 5 s the contract allows (two
 /// budgets of 3 s each made a silent cluster take 6 s).
 const FIRST_REQUEST_TIMEOUT: Duration = Duration::from_millis(3500);
+
+/// The lease id a client asks for: 31 random bits, then the client id in the low 32 bits
+/// (positive, as etcd's ids are). The random part keeps ids unique across runs (a collision
+/// with a live lease fails the grant, and the client fails to connect: about one in 2^31 per
+/// live lease); the low half is what the observer reads back ([`owner_of`]).
+pub fn lease_id(client: ClientId) -> i64 {
+    use std::hash::{BuildHasher, Hasher};
+    let random = std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish();
+    let high = (random >> 33).max(1);
+    ((high << 32) | u64::from(client.0)) as i64
+}
+
+/// The client a lease id chosen by [`lease_id`] names.
+pub fn owner_of(lease: i64) -> ClientId {
+    ClientId(lease as u64 as u32)
+}
 
 /// One extra keep-alive asked for by `renew`: answered with the lease's remaining TTL, or
 /// `None` when the stream failed before the answer came.
@@ -56,7 +75,14 @@ pub(crate) struct Session {
 impl Session {
     /// Connects to `endpoints`, grants a lease of `ttl_secs` and starts the keep-alive task.
     /// Two requests are sent (grant, keep-alive stream open); the caller counts the grant.
-    pub(crate) async fn open(endpoints: &[String], ttl_secs: i64) -> Result<Session, BackendError> {
+    /// With `owner`, the lease id is chosen here: [`lease_id`] of that client, so its lock
+    /// entries (`{dir}{lease id hex}`) name it to the server-side observer; otherwise the
+    /// server picks the id.
+    pub(crate) async fn open(
+        endpoints: &[String],
+        ttl_secs: i64,
+        owner: Option<ClientId>,
+    ) -> Result<Session, BackendError> {
         let unreachable = |reason: String| BackendError::Unreachable {
             endpoint: endpoints.join(","),
             reason,
@@ -77,7 +103,8 @@ impl Session {
                 )));
             }
         };
-        let lease = match tokio::time::timeout_at(deadline, client.lease_grant(ttl_secs, None))
+        let options = owner.map(|c| LeaseGrantOptions::new().with_id(lease_id(c)));
+        let lease = match tokio::time::timeout_at(deadline, client.lease_grant(ttl_secs, options))
             .await
         {
             Ok(Ok(r)) => r.id(),

@@ -37,6 +37,7 @@ mod commandstats;
 mod connect;
 pub mod election;
 mod errors;
+mod observe;
 pub mod pubsub;
 pub mod redlock;
 mod retry;

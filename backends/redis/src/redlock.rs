@@ -184,7 +184,7 @@ impl Backend for RedlockBackend {
             node_timeout: k.node_timeout,
             keys: self.keys.clone(),
             quorum: self.quorum,
-            nonce: Nonce::random(),
+            nonce: Nonce::of(client),
             grants: 0,
             backoff: Backoff::new(self.seed, client, k.retry_delay, k.retry_jitter),
             ttl: k.ttl,
@@ -192,6 +192,17 @@ impl Backend for RedlockBackend {
             drift,
             pending: None,
         })
+    }
+
+    async fn observe_server(
+        &self,
+        clock: lockbench_core::RunClock,
+        keys: u32,
+        sink: lockbench_core::ServerSink,
+    ) -> Result<(), String> {
+        let servers = self.servers.clone();
+        let quorum = self.quorum;
+        crate::observe::observe(servers, self.keys.clone(), keys, quorum, clock, sink).await
     }
 
     async fn server_counters(&self) -> Result<ServerCounters, String> {

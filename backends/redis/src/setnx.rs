@@ -258,7 +258,7 @@ impl Backend for SetNxBackend {
             keys: self.keys.clone(),
             acquire: self.mode.script(),
             release: self.mode.release_script(),
-            nonce: Nonce::random(),
+            nonce: Nonce::of(client),
             grants: 0,
             backoff: Backoff::new(
                 self.seed,
@@ -297,6 +297,21 @@ impl Backend for SetNxBackend {
             source: commandstats::source(self.commands(), servers),
             requests: commandstats::read(servers, self.commands()).await?,
         })
+    }
+
+    async fn observe_server(
+        &self,
+        clock: lockbench_core::RunClock,
+        keys: u32,
+        sink: lockbench_core::ServerSink,
+    ) -> Result<(), String> {
+        if self.sentinels.is_some() {
+            return Err(
+                "redis-sentinel: the primary can change during a run; not observed".to_string(),
+            );
+        }
+        let servers = vec![self.server.clone()];
+        crate::observe::observe(servers, self.keys.clone(), keys, 1, clock, sink).await
     }
 
     fn wakeups(&self) -> Option<Wakeups> {

@@ -1,10 +1,11 @@
 //! The value a client writes into a lock key, and the names of the keys.
 //!
 //! The value must be unique per grant, so that compare-and-delete removes only the grant it was
-//! handed for and never a later one (of this or any other client). It is the client's UUID
-//! (from the OS's random source: it is an identity, not a schedule choice, so it need not be
-//! reproducible) followed by `:` and the client's grant counter. It lives in a fixed-size
-//! array, so making one allocates nothing.
+//! handed for and never a later one (of this or any other client). It is the client's nonce,
+//! 32 hex digits: the client id (8, so the server-side observer can name the holder from the
+//! value, `observe`) and 24 random ones (96 bits of a v4 UUID, from the OS's random source:
+//! an identity, not a schedule choice, so it need not be reproducible), followed by `:` and
+//! the client's grant counter. It lives in a fixed-size array, so making one allocates nothing.
 
 use lockbench_core::KeyId;
 use std::borrow::Cow;
@@ -25,10 +26,11 @@ pub struct LockValue {
 pub(crate) struct Nonce([u8; NONCE]);
 
 impl Nonce {
-    /// A fresh random UUID in lower-case hex.
-    pub(crate) fn random() -> Nonce {
+    /// A fresh nonce for `client`: its id in hex, then random hex digits.
+    pub(crate) fn of(client: lockbench_core::ClientId) -> Nonce {
         let mut hex = [0u8; NONCE];
         uuid::Uuid::new_v4().simple().encode_lower(&mut hex);
+        hex[..8].copy_from_slice(&lockbench_core::server_view::client_hex(client));
         Nonce(hex)
     }
 }
@@ -100,6 +102,17 @@ impl KeyTable {
         }
     }
 
+    /// What every lock key's name starts with (`<prefix>lock:`).
+    pub(crate) fn lock_prefix(&self) -> String {
+        format!("{}lock:", self.prefix)
+    }
+
+    /// The key whose lock key is named `name`.
+    pub(crate) fn key_of(&self, name: &str) -> Option<KeyId> {
+        let index = name.strip_prefix(&self.prefix)?.strip_prefix("lock:")?;
+        index.parse().ok().map(KeyId)
+    }
+
     /// The fencing counter key of `key`.
     pub(crate) fn fence(&self, key: KeyId) -> Cow<'_, str> {
         match self.fence.get(key.0 as usize) {
@@ -140,6 +153,15 @@ mod tests {
     }
 
     #[test]
+    fn a_nonce_starts_with_its_client() {
+        let client = lockbench_core::ClientId(0x2a);
+        let v = LockValue::new(&Nonce::of(client), 3);
+        let parsed = lockbench_core::server_view::parse_client_hex(v.as_bytes());
+        assert_eq!(parsed, Some(client));
+        assert_ne!(Nonce::of(client).0, Nonce::of(client).0);
+    }
+
+    #[test]
     fn keys_beyond_the_table_get_the_same_names() {
         let t = KeyTable::new("p:", 2);
         assert_eq!(t.lock(KeyId(1)), "p:lock:1");
@@ -147,5 +169,8 @@ mod tests {
         assert_eq!(t.fence(KeyId(5)), "p:fence:5");
         assert_eq!(t.channel(KeyId(1)), "p:released:1");
         assert_eq!(t.channel(KeyId(5)), "p:released:5");
+        assert_eq!(t.key_of("p:lock:5"), Some(KeyId(5)));
+        assert_eq!(t.key_of("p:fence:5"), None);
+        assert_eq!(t.lock_prefix(), "p:lock:");
     }
 }

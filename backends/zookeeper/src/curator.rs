@@ -113,6 +113,19 @@ impl Backend for ZkCurator {
     async fn server_counters(&self) -> Result<ServerCounters, String> {
         counters::packets_received(&self.ensemble.members).await
     }
+
+    /// The library's node names carry no client, so the holder is named by its token, the
+    /// lowest node's sequence (the same number [`LockClient::acquire`] hands out).
+    async fn observe_server(
+        &self,
+        clock: lockbench_core::RunClock,
+        keys: u32,
+        sink: lockbench_core::ServerSink,
+    ) -> Result<(), String> {
+        let dir = format!("{}/curator", self.root);
+        let naming = crate::observe::Naming::SequenceToken;
+        crate::observe::observe(&self.ensemble, dir, keys, naming, clock, sink).await
+    }
 }
 
 /// What a zk-curator client keeps about a held lock: which of its held locks it is, and the

@@ -5,8 +5,9 @@
 //! so the herd comparison measures the wait and nothing else.
 //!
 //! Lock node: `{root}/{fair|herd|rwlock}/k{key}/{kind}-{guid}-{sequence}`, created
-//! `EphemeralSequential`, where `guid` is a random UUID per client (per session) and `kind` is
-//! `lock` (zk-fair, zk-herd), or `write` / `read` (zk-rwlock).
+//! `EphemeralSequential`, where `guid` is 32 hex digits per client (per session): the client id
+//! (8 hex digits, so the server-side observer can name the holder, `observe`) and 24 random
+//! ones, and `kind` is `lock` (zk-fair, zk-herd), or `write` / `read` (zk-rwlock).
 //!
 //! **Who blocks whom** (one rule for all three): a node with a lower sequence blocks mine
 //! unless both are `read` nodes. So an exclusive or write node waits for every lower node, and
@@ -65,6 +66,7 @@
 use crate::connect::{self, Ensemble};
 use crate::counters;
 use crate::errors::{acquire_failed, held_call_failed};
+use crate::observe;
 use crate::paths::{self, KeyTable};
 
 use lockbench_core::scenario::ZookeeperKnobs;
@@ -220,7 +222,7 @@ impl Backend for ZkFair {
 
     async fn connect(&self, client: ClientId) -> Result<ZkFairClient, BackendError> {
         let zk = self.ensemble.connect().await?;
-        let guid = uuid::Uuid::new_v4().simple();
+        let guid = guid(client);
         let names = Names {
             exclusive: format!("{}-{guid}-", self.queue.exclusive_name()),
             shared: format!("read-{guid}-"),
@@ -247,6 +249,23 @@ impl Backend for ZkFair {
         counters::packets_received(&self.ensemble.members).await
     }
 
+    async fn observe_server(
+        &self,
+        clock: lockbench_core::RunClock,
+        keys: u32,
+        sink: lockbench_core::ServerSink,
+    ) -> Result<(), String> {
+        if self.queue.shared {
+            return Err(format!(
+                "{}: a shared lock's holders are not one client; not observed",
+                self.queue.kind
+            ));
+        }
+        let dir = format!("{}/{}", self.root, self.queue.dir);
+        let naming = observe::Naming::ClientInName("lock-");
+        observe::observe(&self.ensemble, dir, keys, naming, clock, sink).await
+    }
+
     fn wakeups(&self) -> Option<Wakeups> {
         Some(self.tally.read())
     }
@@ -256,6 +275,17 @@ impl Backend for ZkFair {
             .await
             .map(Some)
     }
+}
+
+/// A client's node-name guid: its id as 8 hex digits, then 24 random hex digits (96 bits from
+/// a v4 UUID), unique across runs and naming the client to whoever lists the queue.
+fn guid(client: ClientId) -> String {
+    let random = uuid::Uuid::new_v4().simple().to_string();
+    let id = lockbench_core::server_view::client_hex(client);
+    let mut guid = String::with_capacity(32);
+    guid.push_str(std::str::from_utf8(&id).expect("hex digits"));
+    guid.push_str(&random[8..]);
+    guid
 }
 
 /// The knobs both ZooKeeper recipes report.

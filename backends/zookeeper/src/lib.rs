@@ -62,6 +62,7 @@ mod curator;
 mod election;
 mod errors;
 mod fair;
+mod observe;
 mod paths;
 
 pub use counters::{SessionPackets, session_packets};

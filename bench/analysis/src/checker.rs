@@ -30,7 +30,7 @@
 //!    streaming-versus-in-memory test if it reads something the others do not.
 
 use lockbench_core::scenario::Workload;
-use lockbench_core::{FaultEvent, History, Nanos, Op};
+use lockbench_core::{FaultEvent, History, Nanos, Op, ServerObservation};
 use serde::{Deserialize, Serialize};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
@@ -134,6 +134,10 @@ pub trait Checker: Send {
     fn observe(&mut self, op: &Op);
     /// One fault event (a nemesis start or stop). Most checkers ignore them.
     fn fault(&mut self, _event: &FaultEvent) {}
+    /// One server-side observation (who the servers said held a lock; runs with
+    /// `observe_server`), delivered before the ops at or after its time. Most checkers ignore
+    /// them.
+    fn server(&mut self, _observation: &ServerObservation) {}
     /// The verdict and figures, after the last op.
     fn finish(self: Box<Self>) -> CheckerOutcome;
 }
@@ -208,6 +212,11 @@ impl CheckerSet {
         self.each(|c| c.fault(event));
     }
 
+    /// Feeds one server-side observation to every running checker.
+    pub fn server(&mut self, observation: &ServerObservation) {
+        self.each(|c| c.server(observation));
+    }
+
     /// Every checker's outcome, in the set's order.
     pub fn finish(self) -> Vec<CheckerOutcome> {
         self.slots
@@ -224,18 +233,29 @@ impl CheckerSet {
     }
 }
 
-/// Feeds `history` (in memory) to `set`: ops and fault events merged by time, a fault event
-/// before the ops at its time.
+/// Feeds `history` (in memory) to `set`: ops, fault events and server observations merged by
+/// time, fault events and then server observations before the ops at their time.
 pub fn feed_history(set: &mut CheckerSet, history: &History) {
     let mut faults = history.faults().iter().peekable();
+    let mut server = history.server().iter().peekable();
     for op in history.ops() {
-        while let Some(f) = faults.next_if(|f| f.time <= op.time) {
-            set.fault(f);
+        loop {
+            let fault = faults.peek().filter(|f| f.time <= op.time).map(|f| f.time);
+            let seen = server.peek().filter(|o| o.time <= op.time).map(|o| o.time);
+            match (fault, seen) {
+                (Some(f), Some(o)) if o < f => set.server(server.next().expect("peeked")),
+                (Some(_), _) => set.fault(faults.next().expect("peeked")),
+                (None, Some(_)) => set.server(server.next().expect("peeked")),
+                (None, None) => break,
+            }
         }
         set.observe(op);
     }
     for f in faults {
         set.fault(f);
+    }
+    for o in server {
+        set.server(o);
     }
 }
 

@@ -25,6 +25,8 @@
 //!   feeding all of the above;
 //! - [`safety`]: all safety checkers together, with one verdict;
 //! - [`attribution`]: which fault window each violation happened in (for the scorecard);
+//! - [`truth`]: server-side truth: how long a client believed it held a lock the servers had
+//!   given to someone else or no one (lost while held), and how long until it learned it;
 //! - [`failover`]: leader elections: time to a new leader and until every candidate saw it,
 //!   split-brain overlap with both epochs, elections per removal.
 #![deny(missing_docs)]
@@ -44,6 +46,7 @@ pub mod pass;
 pub mod release;
 pub mod rwlock;
 pub mod safety;
+pub mod truth;
 
 pub use checker::{Checker, CheckerOutcome, CheckerSet, Finding, Validity};
 pub use safety::Safety;

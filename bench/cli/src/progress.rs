@@ -47,6 +47,13 @@ impl Progress {
             loop {
                 let now = control.acquisitions();
                 b.set_position(started.elapsed().as_millis() as u64);
+                if control.stopped() {
+                    // The clients are done; reading the history back can take minutes on a
+                    // long run, and no grant is expected meanwhile.
+                    b.set_message(format!("{now} acquisitions; analysing the history"));
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    continue;
+                }
                 b.set_message(format!("{now} acquisitions"));
                 if now != last {
                     if alarmed {

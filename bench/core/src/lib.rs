@@ -16,6 +16,8 @@
 //! - [`fault`]: fault verbs on named targets, and the fault events a history records;
 //! - [`traits`]: [`Backend`] (makes clients for one recipe) and [`LockClient`]
 //!   (`acquire` / `release` / `renew`).
+//! - [`server_view`]: who the servers say holds a lock ([`ServerObservation`]), recorded by a
+//!   server-side observer beside the clients' ops;
 //! - [`election`]: leader election for the `failover` workload: [`ElectionKind`], the
 //!   [`Elector`] / [`Candidate`] roles and the `[failover]` knobs.
 //!
@@ -33,6 +35,7 @@ pub mod ids;
 pub mod op;
 pub mod scenario;
 pub mod seed;
+pub mod server_view;
 pub mod sweep;
 pub mod time;
 pub mod traits;
@@ -46,5 +49,6 @@ pub use ids::{BackendKind, ClientId, FencingToken, KeyId};
 pub use op::{ErrorKind, Op, OpF, OpType, Outcome};
 pub use scenario::Scenario;
 pub use seed::{Seed, Stream};
+pub use server_view::{ServerObservation, ServerSink};
 pub use time::{Nanos, RunClock};
 pub use traits::{Backend, BackendInfo, Grant, LockClient, ServerCounters};

@@ -64,6 +64,12 @@ pub struct Scenario {
     /// this long while the run goes.
     #[serde(with = "humantime_serde", default = "default_stall_alarm")]
     pub stall_alarm: Duration,
+    /// Run a server-side observer beside the clients: a watch from its own session that
+    /// records who the servers say holds each lock (`"type":"server"` lines in the history),
+    /// for the lost-while-held and detection-latency figures. Off by default so measured
+    /// figures never include its load; the chaos and fencing scenarios turn it on.
+    #[serde(default)]
+    pub observe_server: bool,
     /// The fault schedule (`[[faults]]` tables), applied by the nemesis while the clients run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub faults: Vec<FaultSpec>,

@@ -7,6 +7,8 @@
 use crate::fanout::{ServerFanout, Wakeups};
 use crate::ids::{BackendKind, ClientId, FencingToken, KeyId};
 use crate::op::Outcome;
+use crate::server_view::ServerSink;
+use crate::time::RunClock;
 use serde::{Deserialize, Serialize};
 use std::future::Future;
 
@@ -151,5 +153,22 @@ pub trait Backend: Send + Sync + 'static {
     /// [`Backend::wakeups`]; `Ok(None)` when the servers cannot count them.
     fn server_fanout(&self) -> impl Future<Output = Result<Option<ServerFanout>, String>> + Send {
         async { Ok(None) }
+    }
+
+    /// The server-side observer: watches, from its own session or connections (never a
+    /// client's, never through a link proxy), who the servers say holds each of keys
+    /// `0..keys`, and sends every change to `sink` stamped with `clock` (see
+    /// [`ServerObservation`](crate::ServerObservation)). Runs until dropped; reconnects by
+    /// itself, sending a `blind` observation while it cannot see. Must not send requests on
+    /// behalf of any client. `Err` at once, saying why, for a recipe without an observer (the
+    /// default).
+    fn observe_server(
+        &self,
+        clock: RunClock,
+        keys: u32,
+        sink: ServerSink,
+    ) -> impl Future<Output = Result<(), String>> + Send {
+        let _ = (clock, keys, sink);
+        async { Err("this recipe has no server-side observer".to_string()) }
     }
 }

@@ -363,6 +363,7 @@ prop_compose! {
         backends in prop::sample::subsequence(BackendKind::ALL.to_vec(), 1..=BackendKind::ALL.len()),
         duration in Just(duration),
         head in (text(), text(), 0..=i64::MAX as u64, dur(5_000), any::<bool>()),
+        observe_server in any::<bool>(),
         tail in (knobs(), nonzero(30_000), nonzero(30_000), sweep()),
         expect in prop::sample::subsequence(BackendKind::ALL.to_vec(), 0..=BackendKind::ALL.len())
             .prop_flat_map(expectations),
@@ -389,6 +390,7 @@ prop_compose! {
             redlock,
             recovery,
             stall_alarm,
+            observe_server,
             faults,
             elections: Vec::new(),
             failover: FailoverKnobs::default(),

@@ -2,9 +2,10 @@
 //!
 //! The model is `lockbench-results` (the shape of `results.json`); the runner assembles it.
 //! This crate renders it: [`table`] for the terminal, [`html`] for `report.html`, [`sizing`]
-//! and [`failover_table`] for the sweep's and the failover workload's tables; [`run_dir`] owns
-//! the files a run leaves behind (`scenario.toml`, `history.jsonl.zst`, histograms,
-//! `results.json`). Measurement and analysis live in other crates; this one only writes and
+//! and [`failover_table`] for the sweep's and the failover workload's tables, [`truth_table`]
+//! for server-side truth; [`run_dir`] owns the files a run leaves behind (`scenario.toml`,
+//! `history.jsonl.zst`, histograms, `results.json`). Measurement and analysis live in other
+//! crates; this one only writes and
 //! renders.
 #![deny(missing_docs)]
 
@@ -13,5 +14,6 @@ pub mod html;
 pub mod run_dir;
 pub mod sizing;
 pub mod table;
+pub mod truth_table;
 
 pub use run_dir::RunDir;

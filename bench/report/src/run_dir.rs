@@ -6,7 +6,8 @@
 //!   see `lockbench_core::history::file`). Lines are in arrival order (time order per client
 //!   chunk; sort by `t` for a global order). An interrupted run keeps every frame written so
 //!   far. Fault events are lines with `"type":"nemesis"` (verb, phase, targets, note, applied),
-//!   on the same clock;
+//!   on the same clock; with `observe_server`, who the servers said held each lock
+//!   are lines with `"type":"server"`;
 //! - `histograms/<backend>.<metric>.hgrm`: HdrHistogram's percentile distribution text, as
 //!   Java's `outputPercentileDistribution(out, 5, 1000.0)` prints it (values in ms; see `hgrm`);
 //! - `histograms/<backend>.<metric>.hdr`: the same histogram, V2-deflate serialized, so
@@ -22,7 +23,8 @@ use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
 use lockbench_core::history::file::FrameWriter;
 use lockbench_core::history::ordered::{Event, Lateness};
 use lockbench_core::history::{self, NemesisLine, NemesisTag};
-use lockbench_core::{FaultEvent, History, Op};
+use lockbench_core::server_view::{ServerLine, ServerTag};
+use lockbench_core::{FaultEvent, History, Op, ServerObservation};
 use lockbench_results::model::RunResults;
 use serde::Serialize;
 use std::fs::{self, File};
@@ -194,7 +196,44 @@ struct FaultLine<'a> {
     line: NemesisLine<&'a FaultEvent>,
 }
 
+/// One server line: a server-side observation tagged with its backend.
+#[derive(Serialize)]
+struct ServerLineOf<'a> {
+    backend: &'a str,
+    #[serde(flatten)]
+    line: ServerLine<&'a ServerObservation>,
+}
+
 impl RunDir {
+    /// Appends server-side observations to the history (`"type":"server"` lines) in one
+    /// frame, so they never interleave with the op writer's frames.
+    pub fn append_server(
+        &self,
+        backend: &str,
+        observations: &[ServerObservation],
+    ) -> anyhow::Result<()> {
+        if observations.is_empty() {
+            return Ok(());
+        }
+        let mut lines = Vec::with_capacity(observations.len() * 64);
+        for observation in observations {
+            serde_json::to_writer(
+                &mut lines,
+                &ServerLineOf {
+                    backend,
+                    line: ServerLine {
+                        kind: ServerTag::Server,
+                        observation,
+                    },
+                },
+            )?;
+            lines.push(b'\n');
+        }
+        let path = self.history_path();
+        history::file::append_frame(&path, &lines)
+            .with_context(|| format!("cannot append to {}", path.display()))
+    }
+
     /// Appends one fault event to the history at once (a `"type":"nemesis"` line in a frame
     /// of its own), so an interrupted run keeps its fault windows too.
     pub fn append_fault(&self, backend: &str, event: &FaultEvent) -> anyhow::Result<()> {

@@ -327,6 +327,10 @@ pub struct BackendResult {
     /// Shared (read/write) lock figures: only when `workload.read_fraction` > 0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shared_lock: Option<lockbench_analysis::rwlock::RwLockReport>,
+    /// Server-side truth (only with `observe_server = true`): lost-while-held episodes and
+    /// how long clients took to learn of them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_truth: Option<ServerTruth>,
     /// The failover workload's figures (only for `workload = failover`; `backend` then names
     /// the election recipe).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -456,6 +460,21 @@ impl SafetyResult {
     }
 }
 
+/// What the server-side observer saw of one backend's run, and what the checker made of it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ServerTruth {
+    /// Why nothing (or not everything) was observed: the recipe has no observer, or it
+    /// stopped; absent when it watched the whole run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// Requests the observer sent that the servers' counters include, taken off
+    /// `requests.server_count` (its sessions' pings, ZooKeeper only, are not).
+    pub observer_requests: u64,
+    /// The figures (`lockbench_analysis::truth`); absent when nothing was observed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub figures: Option<lockbench_analysis::truth::TruthReport>,
+}
+
 impl Percentiles {
     /// Percentiles of a histogram, or `None` when it is empty.
     pub fn of(h: &Histogram<u64>) -> Option<Percentiles> {
@@ -533,6 +552,7 @@ impl BackendResult {
             fanout: None,
             failover: None,
             shared_lock: None,
+            server_truth: None,
         }
     }
 }

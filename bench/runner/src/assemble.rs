@@ -124,8 +124,28 @@ pub fn backend_result(m: Measured<'_>) -> (BackendResult, Histogram<u64>) {
         fanout: None,
         failover: None,
         shared_lock: analysed.shared_lock,
+        server_truth: None,
     };
     (result, handoffs)
+}
+
+/// The `server_truth` figures of a run whose servers were observed: the checker
+/// (`lockbench_analysis::truth`) over `history`, with the observer's note and requests.
+pub fn server_truth(
+    history: &lockbench_core::History,
+    note: Option<String>,
+    observer_requests: u64,
+) -> lockbench_results::model::ServerTruth {
+    let figures = lockbench_analysis::truth::check(history);
+    let note = match (note, &figures) {
+        (None, None) => Some("the observer recorded nothing".to_string()),
+        (note, _) => note,
+    };
+    lockbench_results::model::ServerTruth {
+        note,
+        observer_requests,
+        figures,
+    }
 }
 
 /// The servers' fan-out counters read around a run, and the watch gauge sampled mid-run.

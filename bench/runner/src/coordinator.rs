@@ -160,6 +160,10 @@ pub async fn execute<B: Backend>(
         plan: SlotPlan::of(scenario),
     };
     let sampler = crate::resources::start(cx.kind, env, cx.clock, scenario.duration);
+    let truth = scenario.observe_server.then(|| {
+        let keys = scenario.workload.keys;
+        crate::server_truth::start(&backend, cx.clock, keys, run_dir, cx.kind.name())
+    });
     let resource = Arc::new(FencedResource::new(
         scenario.resource,
         scenario.workload.keys,
@@ -188,6 +192,29 @@ pub async fn execute<B: Backend>(
     let collected = collect(&cx, local.task.take(), workers, window, faults).await?;
     let written = writer.await??;
     let fault_events = event_log.await?;
+    let truth = match truth {
+        Some(running) => Some(running.finish().await),
+        None => None,
+    };
+    // Server-side truth (observed runs only, chaos scenarios of seconds): this backend's ops
+    // read back in time order, with the fault events and the observations, in memory.
+    let truth_history = match &truth {
+        Some(t) => {
+            let ops: Vec<lockbench_core::Op> = lockbench_core::history::ordered_ops(
+                &written.path,
+                written.offset,
+                Some(info.backend.name()),
+                written.lateness.max,
+            )?
+            .collect::<Result<_, _>>()
+            .map_err(|e| anyhow::anyhow!("history out of order: {e:?}"))?;
+            Some(
+                lockbench_core::History::with_faults(ops, fault_events.clone())
+                    .with_server(t.observations.clone()),
+            )
+        }
+        None => None,
+    };
     // The history is read back from disk as a time-ordered stream, never held in memory.
     let params = Params {
         workload: scenario.workload.clone(),
@@ -208,7 +235,10 @@ pub async fn execute<B: Backend>(
         )
     })
     .await??;
-    let after = backend.server_counters().await;
+    let mut after = backend.server_counters().await;
+    if let (Some(t), Ok(after)) = (&truth, &mut after) {
+        after.requests = after.requests.saturating_sub(t.requests);
+    }
     let fanout = match before.wakeups {
         Some(wakeups_before) => Some(assemble::FanoutReadings {
             before: wakeups_before,
@@ -233,6 +263,9 @@ pub async fn execute<B: Backend>(
     });
     if let Some(readings) = &fanout {
         result.fanout = Some(assemble::fanout(readings, releases));
+    }
+    if let (Some(t), Some(history)) = (truth, truth_history) {
+        result.server_truth = Some(assemble::server_truth(&history, t.failed, t.requests));
     }
     result.resources = Some(
         sampler

@@ -29,6 +29,7 @@ pub mod resources;
 pub mod respawn;
 pub mod runner;
 pub mod scale;
+mod server_truth;
 pub mod session;
 pub mod sweep_step;
 

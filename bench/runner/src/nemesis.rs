@@ -299,33 +299,15 @@ impl Nemesis for StandInServerNemesis {
     async fn apply(&mut self, fault: &Fault, clock: &RunClock) -> Vec<FaultEvent> {
         match fault {
             Fault::Pause { targets } => {
-                let servers = match self.servers().await {
-                    Ok(s) => s,
-                    Err(why) => {
-                        return vec![FaultEvent::now(
-                            clock,
-                            "pause",
-                            FaultPhase::Start,
-                            vec![],
-                            why,
-                            false,
-                        )];
-                    }
-                };
-                let chosen = match self.pick(servers, targets) {
+                let chosen = match self.servers().await.and_then(|s| self.pick(s, targets)) {
                     Ok(c) if !c.is_empty() => c,
                     picked => {
                         let why = picked
                             .err()
                             .unwrap_or_else(|| format!("no server matches {targets:?}"));
-                        return vec![FaultEvent::now(
-                            clock,
-                            "pause",
-                            FaultPhase::Start,
-                            vec![],
-                            why,
-                            false,
-                        )];
+                        let event =
+                            FaultEvent::now(clock, "pause", FaultPhase::Start, vec![], why, false);
+                        return vec![event];
                     }
                 };
                 let names: Vec<String> = chosen.iter().map(|s| s.0.clone()).collect();

@@ -139,6 +139,9 @@ fn print_results(results: &RunResults) {
     if let Some(card) = &results.scorecard {
         println!("{}", table::render_scorecard(card));
     }
+    if let Some(truth) = lockbench_report::truth_table::render(results) {
+        println!("{truth}");
+    }
     if let Some(failover) = lockbench_report::failover_table::render(results) {
         println!("{failover}");
     }

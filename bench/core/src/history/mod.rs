@@ -5,24 +5,28 @@
 //! merged here. On disk a history is JSON lines, one [`Op`] per line, so a run that is cut off
 //! still leaves every line written so far readable. Fault events (Jepsen's nemesis ops) are
 //! lines with `"type":"nemesis"` and the [`FaultEvent`] fields; they are kept apart from the
-//! ops in memory so that [`Op`] stays small and `Copy` for the client loop.
+//! ops in memory so that [`Op`] stays small and `Copy` for the client loop. Server-side
+//! observations (who the servers said held each lock, [`ServerObservation`]) are lines with
+//! `"type":"server"`, kept apart the same way.
 
 pub mod file;
 pub mod ordered;
 
 use crate::fault::FaultEvent;
 use crate::op::Op;
+use crate::server_view::{ServerLine, ServerObservation, ServerTag};
 use ordered::{Event, Ordered, Scan};
 use serde::{Deserialize, Serialize};
 use std::io::{self, BufRead, Write};
 use std::path::Path;
 
 /// Ops from all clients, sorted by time (ties broken by client, invocations first), and the
-/// fault events of the same run, sorted by time.
+/// fault events and server observations of the same run, each sorted by time.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct History {
     ops: Vec<Op>,
     faults: Vec<FaultEvent>,
+    server: Vec<ServerObservation>,
 }
 
 /// A fault event as one history line: `{"type":"nemesis","t":..,"fault":..,"phase":..}`.
@@ -55,7 +59,23 @@ impl History {
         // Stable sort: ops of one client recorded at the same instant keep their order.
         ops.sort_by_key(|op| op.time);
         faults.sort_by_key(|f| f.time);
-        History { ops, faults }
+        History {
+            ops,
+            faults,
+            server: Vec::new(),
+        }
+    }
+
+    /// This history with `server` (in any order) as its server-side observations.
+    pub fn with_server(mut self, mut server: Vec<ServerObservation>) -> History {
+        server.sort_by_key(|o| o.time);
+        self.server = server;
+        self
+    }
+
+    /// The server-side observations, in time order (empty when the run observed none).
+    pub fn server(&self) -> &[ServerObservation] {
+        &self.server
     }
 
     /// The ops, in time order.
@@ -91,6 +111,16 @@ impl History {
             )?;
             out.write_all(b"\n")?;
         }
+        for observation in &self.server {
+            serde_json::to_writer(
+                &mut out,
+                &ServerLine {
+                    kind: ServerTag::Server,
+                    observation,
+                },
+            )?;
+            out.write_all(b"\n")?;
+        }
         Ok(())
     }
 
@@ -100,6 +130,7 @@ impl History {
         let lines: Vec<String> = input.lines().collect::<io::Result<_>>()?;
         let mut ops = Vec::with_capacity(lines.len());
         let mut faults = Vec::new();
+        let mut server = Vec::new();
         for (i, line) in lines.iter().enumerate() {
             if line.trim().is_empty() {
                 continue;
@@ -107,6 +138,12 @@ impl History {
             if line.contains("\"nemesis\"") {
                 if let Ok(n) = serde_json::from_str::<NemesisLine<FaultEvent>>(line) {
                     faults.push(n.event);
+                    continue;
+                }
+            }
+            if line.contains("\"server\"") {
+                if let Ok(s) = serde_json::from_str::<ServerLine<ServerObservation>>(line) {
+                    server.push(s.observation);
                     continue;
                 }
             }
@@ -121,7 +158,7 @@ impl History {
                 }
             }
         }
-        Ok(History::with_faults(ops, faults))
+        Ok(History::with_faults(ops, faults).with_server(server))
     }
 }
 
@@ -133,16 +170,22 @@ pub fn events(
     backend: Option<&str>,
 ) -> io::Result<impl Iterator<Item = io::Result<Event>>> {
     let backend = backend.map(str::to_string);
-    let mut lines = file::lines(file::open(path, offset)?).peekable();
+    let mut reader = file::open(path, offset)?;
+    // One buffer for every line: the stream allocates nothing per op.
+    let mut line = Vec::with_capacity(512);
     let mut number = 0u64;
     Ok(std::iter::from_fn(move || {
         loop {
-            let line = lines.next()?;
-            number += 1;
-            match ordered::parse_line(&line, backend.as_deref()) {
+            line.clear();
+            match reader.read_until(b'\n', &mut line) {
+                Ok(0) | Err(_) => return None,
+                Ok(_) => number += 1,
+            }
+            match ordered::parse_line(&String::from_utf8_lossy(&line), backend.as_deref()) {
                 Ok(Some(e)) => return Some(Ok(e)),
                 Ok(None) => continue,
-                Err(_) if lines.peek().is_none() => return None,
+                // A bad last line is one torn by a kill.
+                Err(_) if reader.fill_buf().map_or(true, |b| b.is_empty()) => return None,
                 Err(e) => {
                     return Some(Err(io::Error::new(
                         io::ErrorKind::InvalidData,
@@ -242,6 +285,27 @@ mod tests {
         h.write_jsonl(&mut buf).unwrap();
         let text = String::from_utf8(buf.clone()).unwrap();
         assert!(text.contains("\"type\":\"nemesis\""), "{text}");
+        assert_eq!(History::read_jsonl(buf.as_slice()).unwrap(), h);
+    }
+
+    #[test]
+    fn server_observations_round_trip_as_server_lines() {
+        use crate::{ClientId, KeyId, ServerObservation};
+        let h = History::from_unordered(vec![Op::invoke(
+            Nanos(1),
+            ClientId(0),
+            OpF::Acquire,
+            KeyId(0),
+        )])
+        .with_server(vec![
+            ServerObservation::blind(Nanos(9), KeyId(0)),
+            ServerObservation::holder(Nanos(2), KeyId(0), Some(ClientId(0))),
+        ]);
+        assert_eq!(h.server()[0].time, Nanos(2));
+        let mut buf = Vec::new();
+        h.write_jsonl(&mut buf).unwrap();
+        let text = String::from_utf8(buf.clone()).unwrap();
+        assert!(text.contains("{\"type\":\"server\",\"t\":2,"), "{text}");
         assert_eq!(History::read_jsonl(buf.as_slice()).unwrap(), h);
     }
 

@@ -59,6 +59,10 @@ pub fn parse_line(line: &str, backend: Option<&str>) -> Result<Option<Event>, se
             return Ok(Some(Event::Fault(n.event)));
         }
     }
+    // Server-side observations (`observe_server`) are read by the truth checker's own path.
+    if line.contains("\"type\":\"server\"") {
+        return Ok(None);
+    }
     serde_json::from_str::<Op>(line).map(|op| Some(Event::Op(op)))
 }
 

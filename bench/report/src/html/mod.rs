@@ -14,7 +14,7 @@
 //!
 //! The module list is a map of the page: `load` reads the run directory, `trace` turns the
 //! history into per-backend series, `page` is the layout and CSS, `summary` and `scorecard`
-//! the tables, `failover` the leader-election table, `extras` whatever else `results.json`
+//! the tables, `truth` the server-side truth table, `failover` the leader-election table, `extras` whatever else `results.json`
 //! holds; `glance` the first screen's comparison charts (`spectrum` and `overlay` draw them:
 //! every backend on one chart and one scale), `timeline`, `gantt`, `fencing`, `fairness` and
 //! `fanout` (the herd workload) the per-backend charts (sharing `chart`), `resources` what each
@@ -46,6 +46,7 @@ mod spectrum;
 mod summary;
 mod timeline;
 mod trace;
+mod truth;
 
 use anyhow::Context;
 use std::path::{Path, PathBuf};
@@ -71,6 +72,7 @@ fn render(run: &load::Run) -> String {
     body.push_str(&glance::top(run));
     body.push_str(&summary::table(run));
     body.push_str(&scorecard::section(run));
+    body.push_str(&truth::section(run));
     body.push_str(&failover::section(run));
     body.push_str(&capacity::section(run));
     body.push_str(&glance::more(run));

@@ -23,19 +23,20 @@ pub(crate) const MAX_HOLDS: usize = 200_000;
 pub(crate) const MAX_WRITES: usize = 200_000;
 
 /// One history line, every field optional so both ops and fault events (and shapes added
-/// later) deserialize.
+/// later) deserialize. The identifier fields borrow from the line (lockbench writes them
+/// without escapes), so reading an op allocates nothing.
 #[derive(Deserialize)]
-struct Line {
-    #[serde(default)]
-    backend: Option<String>,
+struct Line<'a> {
+    #[serde(default, borrow)]
+    backend: Option<&'a str>,
     #[serde(default)]
     t: Option<u64>,
     #[serde(default)]
     client: Option<u32>,
-    #[serde(default, rename = "type")]
-    ty: Option<String>,
-    #[serde(default)]
-    f: Option<String>,
+    #[serde(default, rename = "type", borrow)]
+    ty: Option<&'a str>,
+    #[serde(default, borrow)]
+    f: Option<&'a str>,
     #[serde(default)]
     key: Option<u32>,
     #[serde(default)]
@@ -44,8 +45,8 @@ struct Line {
     stale: Option<bool>,
     #[serde(default)]
     fault: Option<Value>,
-    #[serde(default)]
-    phase: Option<String>,
+    #[serde(default, borrow)]
+    phase: Option<&'a str>,
     #[serde(default)]
     targets: Option<Value>,
     #[serde(default)]
@@ -140,12 +141,19 @@ impl Traces {
             .filter(move |f| f.backend.as_deref().is_none_or(|b| b == backend))
     }
 
-    /// Reads a JSON-lines history.
-    pub fn read(input: impl BufRead) -> Traces {
+    /// Reads a JSON-lines history (one line buffer reused, string fields borrowed from it:
+    /// an hour-long history is hundreds of millions of lines).
+    pub fn read(mut input: impl BufRead) -> Traces {
         let mut traces = Traces::default();
         let mut index: HashMap<String, usize> = HashMap::new();
-        for line in input.lines() {
-            let Ok(line) = line else { break };
+        let mut buf = Vec::with_capacity(512);
+        loop {
+            buf.clear();
+            match input.read_until(b'\n', &mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+            let line = String::from_utf8_lossy(&buf);
             if line.trim().is_empty() {
                 continue;
             }
@@ -153,19 +161,23 @@ impl Traces {
                 traces.skipped += 1;
                 continue;
             };
-            if l.fault.is_some() || l.ty.as_deref() == Some("nemesis") {
+            if l.fault.is_some() || l.ty == Some("nemesis") {
                 traces.fault(l);
                 continue;
             }
-            let backend = l.backend.clone().unwrap_or_else(|| "(unnamed)".into());
-            let i = *index.entry(backend.clone()).or_insert_with(|| {
-                traces.backends.push(Trace {
-                    backend,
-                    first_t: u64::MAX,
-                    ..Trace::default()
-                });
-                traces.backends.len() - 1
-            });
+            let backend = l.backend.unwrap_or("(unnamed)");
+            let i = match index.get(backend) {
+                Some(i) => *i,
+                None => {
+                    index.insert(backend.to_string(), traces.backends.len());
+                    traces.backends.push(Trace {
+                        backend: backend.to_string(),
+                        first_t: u64::MAX,
+                        ..Trace::default()
+                    });
+                    traces.backends.len() - 1
+                }
+            };
             if !traces.backends[i].op(&l) {
                 traces.skipped += 1;
             }
@@ -188,7 +200,7 @@ impl Traces {
                 .and_then(Value::as_str)
                 .unwrap_or("fault")
                 .to_string(),
-            _ => l.f.clone().unwrap_or_else(|| "fault".into()),
+            _ => l.f.unwrap_or("fault").to_string(),
         };
         let list: Vec<String> = match &l.targets {
             Some(Value::Array(a)) => a
@@ -205,10 +217,13 @@ impl Traces {
         };
         let targets = list.join(", ");
         let label = lockbench_core::fault_label(&fault, &list);
-        match l.phase.as_deref() {
+        match l.phase {
             Some("stop") => {
                 let open = self.faults.iter_mut().rev().find(|w| {
-                    w.end.is_none() && w.fault == fault && w.backend == l.backend && w.start <= t
+                    w.end.is_none()
+                        && w.fault == fault
+                        && w.backend.as_deref() == l.backend
+                        && w.start <= t
                 });
                 match open {
                     Some(w) => w.end = Some(t),
@@ -216,7 +231,7 @@ impl Traces {
                 }
             }
             phase => self.faults.push(FaultWindow {
-                backend: l.backend,
+                backend: l.backend.map(str::to_string),
                 fault,
                 targets,
                 label,
@@ -240,7 +255,7 @@ impl Trace {
         self.first_t = self.first_t.min(t);
         self.last_t = self.last_t.max(t);
         self.keys.insert(key);
-        match (f.as_str(), ty.as_str()) {
+        match (*f, *ty) {
             ("acquire", "invoke") => {
                 self.pending.insert(client, t);
             }
@@ -279,7 +294,7 @@ impl Trace {
                         t,
                         key,
                         token,
-                        accepted: ty == "ok",
+                        accepted: *ty == "ok",
                         stale: l.stale.unwrap_or(false),
                     };
                     if self.writes.len() < MAX_WRITES
