@@ -2,7 +2,7 @@
 //! without stopping the cluster.
 
 use crate::firewall;
-use crate::server_nemesis::proc_state;
+use crate::site::proc_state;
 use lockbench_cluster::Cluster;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
@@ -16,7 +16,9 @@ pub async fn cleanup(cluster: &Cluster) -> anyhow::Result<Vec<String>> {
     let mut done = Vec::new();
     if let Some(net) = cluster.network() {
         let net2 = net.clone();
-        let flushed = tokio::task::spawn_blocking(move || firewall::flush_all(&net2)).await??;
+        let flushed =
+            tokio::task::spawn_blocking(move || firewall::flush_all(net2.existing_hosts()))
+                .await??;
         if !flushed.is_empty() {
             done.push(format!("flushed firewall rules in {}", flushed.join(", ")));
         }

@@ -7,8 +7,9 @@
 //! TTL, `PEXPIRE` it to `PTTL - D`, or `DEL` it when that is `<= 0`. Keys without a TTL (the
 //! fencing counters) are left alone. Results name it an emulation.
 
+use crate::Reach;
 use crate::probe;
-use lockbench_cluster::{ServerSpec, Topology};
+use lockbench_cluster::ServerSpec;
 use std::time::Duration;
 
 const SCRIPT: &str = r#"
@@ -36,12 +37,12 @@ return {shortened, deleted}
 
 /// Shortens every TTL on `spec` by `by`; returns (keys shortened, keys deleted).
 pub(crate) async fn jump(
-    topo: &Topology,
+    reach: &dyn Reach,
     spec: &ServerSpec,
     by: Duration,
 ) -> anyhow::Result<(i64, i64)> {
     let ms = by.as_millis().max(1).to_string();
-    let r = probe::redis_eval(topo, spec, SCRIPT, &[ms]).await?;
+    let r = probe::redis_eval(reach, spec, SCRIPT, &[ms]).await?;
     match r.as_slice() {
         [s, d] => Ok((*s, *d)),
         other => anyhow::bail!("unexpected reply {other:?}"),

@@ -21,9 +21,9 @@
 //! new primary at once (`REPLICAOF`; Sentinel would, but ~10 s later), and waits until it
 //! reports `role:slave`, so the pair is whole again for the next run. Needs the `netns` topology (the cut is an iptables rule).
 
-use crate::probe;
+use crate::{Reach, probe};
 use anyhow::{anyhow, bail};
-use lockbench_cluster::{Group, SERVERS, ServerSpec, Topology};
+use lockbench_cluster::{Group, SERVERS, ServerSpec};
 use std::time::{Duration, Instant};
 
 /// How many lock keys (`*lock:*`) `spec` holds, and its grant count (the sum of
@@ -50,16 +50,17 @@ return {n, sum}
 
 /// The current primary of the failover pair, by the first Sentinel that answers.
 pub(crate) async fn primary(
-    topo: &Topology,
+    reach: &dyn Reach,
     pair: &[&'static ServerSpec],
 ) -> anyhow::Result<String> {
     for s in SERVERS.iter().filter(|s| s.group == Group::Sentinel) {
-        let Some(addr) = lockbench_cluster::sentinel::primary(&topo.endpoint(s)).await else {
+        let Some(addr) = lockbench_cluster::sentinel::primary(&reach.topology().endpoint(s)).await
+        else {
             continue;
         };
         return pair
             .iter()
-            .find(|p| topo.endpoint(p) == addr)
+            .find(|p| reach.topology().endpoint(p) == addr)
             .map(|p| p.name.to_string())
             .ok_or_else(|| anyhow!("Sentinel {} names {addr}, not a server of the pair", s.name));
     }
@@ -67,8 +68,8 @@ pub(crate) async fn primary(
 }
 
 /// How many lock keys `spec` holds right now, and how many grants it has made.
-pub(crate) async fn locks(topo: &Topology, spec: &ServerSpec) -> anyhow::Result<(i64, i64)> {
-    match probe::redis_eval(topo, spec, LOCKS, &[]).await?.as_slice() {
+pub(crate) async fn locks(reach: &dyn Reach, spec: &ServerSpec) -> anyhow::Result<(i64, i64)> {
+    match probe::redis_eval(reach, spec, LOCKS, &[]).await?.as_slice() {
         [locks, grants] => Ok((*locks, *grants)),
         other => Err(anyhow!("unexpected reply {other:?}")),
     }
@@ -77,14 +78,14 @@ pub(crate) async fn locks(topo: &Topology, spec: &ServerSpec) -> anyhow::Result<
 /// Waits until `spec` has made more than `seen` grants; returns how long it took, or `None`
 /// after `budget`.
 pub(crate) async fn next_grant(
-    topo: &Topology,
+    reach: &dyn Reach,
     spec: &ServerSpec,
     seen: i64,
     budget: Duration,
 ) -> Option<Duration> {
     let start = Instant::now();
     while start.elapsed() < budget {
-        if locks(topo, spec).await.is_ok_and(|(_, n)| n > seen) {
+        if locks(reach, spec).await.is_ok_and(|(_, n)| n > seen) {
             return Some(start.elapsed());
         }
         tokio::time::sleep(Duration::from_millis(2)).await;
@@ -94,20 +95,21 @@ pub(crate) async fn next_grant(
 
 /// `REPLICAOF <primary>` on `spec`.
 pub(crate) async fn replicate(
-    topo: &Topology,
+    reach: &dyn Reach,
     spec: &ServerSpec,
     primary: &ServerSpec,
 ) -> anyhow::Result<()> {
     let (ip, port) = (
-        topo.ip(primary).to_string(),
-        topo.client_port(primary).to_string(),
+        reach.topology().ip(primary).to_string(),
+        reach.topology().client_port(primary).to_string(),
     );
     let request = format!(
         "*3\r\n$9\r\nREPLICAOF\r\n${}\r\n{ip}\r\n${}\r\n{port}\r\n",
         ip.len(),
         port.len()
     );
-    let reply = probe::exchange(topo, spec, request.into_bytes(), |r| r.ends_with(b"\r\n")).await?;
+    let reply =
+        probe::exchange(reach, spec, request.into_bytes(), |r| r.ends_with(b"\r\n")).await?;
     if reply.starts_with(b"+OK") {
         Ok(())
     } else {
@@ -116,9 +118,9 @@ pub(crate) async fn replicate(
 }
 
 /// `spec`'s replication role (`master` / `slave`), from `INFO replication`.
-pub(crate) async fn role(topo: &Topology, spec: &ServerSpec) -> Option<String> {
+pub(crate) async fn role(reach: &dyn Reach, spec: &ServerSpec) -> Option<String> {
     let request = b"*2\r\n$4\r\nINFO\r\n$11\r\nreplication\r\n".to_vec();
-    let reply = probe::exchange(topo, spec, request, bulk_complete)
+    let reply = probe::exchange(reach, spec, request, bulk_complete)
         .await
         .ok()?;
     let text = String::from_utf8_lossy(&reply);
@@ -128,10 +130,10 @@ pub(crate) async fn role(topo: &Topology, spec: &ServerSpec) -> Option<String> {
 }
 
 /// Waits until `spec` reports `role:slave` (Sentinel has made it a replica).
-pub(crate) async fn wait_replica(topo: &Topology, spec: &ServerSpec, budget: Duration) -> bool {
+pub(crate) async fn wait_replica(reach: &dyn Reach, spec: &ServerSpec, budget: Duration) -> bool {
     let start = Instant::now();
     while start.elapsed() < budget {
-        if role(topo, spec).await.as_deref() == Some("slave") {
+        if role(reach, spec).await.as_deref() == Some("slave") {
             return true;
         }
         tokio::time::sleep(Duration::from_millis(200)).await;

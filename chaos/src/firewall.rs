@@ -1,36 +1,33 @@
 //! Applying a grudge with iptables *inside* the hosts' namespaces, and flushing it.
 //!
-//! For every host with a namespace (servers and client hosts) and every peer it holds a
-//! grudge against: `iptables -w -A INPUT -s <peer address> -j DROP` in that namespace. The
-//! coordinator has no namespace of its own (it runs in the root namespace, whose firewall is
-//! never touched): a grudge *against* it is a rule on the other side dropping the bridge
-//! address, which is where its packets come from. Heal = `iptables -F INPUT` in every host.
+//! For every host with a namespace (servers and client hosts: the managed cluster's named
+//! namespaces, or containers' namespaces) and every peer it holds a grudge against:
+//! `iptables -w -A INPUT -s <peer address> -j DROP` in that namespace. The coordinator has no
+//! namespace of its own (it runs in the root namespace, whose firewall is never touched): a
+//! grudge *against* it is a rule on the other side dropping the address its packets come from
+//! (the bridge's). Heal = `iptables -F INPUT` in every host.
 
-use crate::grudge::{COORDINATOR, Grudge};
+use crate::grudge::Grudge;
 use anyhow::Context;
-use lockbench_cluster::{Host, Network};
+use lockbench_cluster::Host;
 use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
 
-/// Adds DROP rules for `grudge`; returns the number of rules added.
+/// Adds DROP rules for `grudge` inside `hosts` (a host missing there, like the coordinator,
+/// gets no rules: its side is enforced by its peers'), dropping the peers' `addrs` (the
+/// coordinator's included, under [`COORDINATOR`]); returns the number of rules added.
 pub(crate) fn apply(
-    net: &Network,
     hosts: &BTreeMap<String, Host>,
+    addrs: &BTreeMap<String, Ipv4Addr>,
     grudge: &Grudge,
 ) -> anyhow::Result<usize> {
     let mut rules = 0;
     for (host, peers) in grudge {
         let Some(h) = hosts.get(host) else {
-            continue; // the coordinator: its side is enforced by the peers' rules
+            continue;
         };
         for peer in peers {
-            let addr = if peer == COORDINATOR {
-                net.config().bridge_addr()
-            } else {
-                hosts
-                    .get(peer)
-                    .with_context(|| format!("no host {peer}"))?
-                    .addr
-            };
+            let addr = addrs.get(peer).with_context(|| format!("no host {peer}"))?;
             h.iptables(&["-A", "INPUT", "-s", &addr.to_string(), "-j", "DROP"])?;
             rules += 1;
         }
@@ -38,11 +35,10 @@ pub(crate) fn apply(
     Ok(rules)
 }
 
-/// Flushes the INPUT chain of every existing host of the network; returns the hosts that
-/// had rules.
-pub(crate) fn flush_all(net: &Network) -> anyhow::Result<Vec<String>> {
+/// Flushes the INPUT chain of each of `hosts` that has rules; returns those hosts' names.
+pub(crate) fn flush_all(hosts: Vec<Host>) -> anyhow::Result<Vec<String>> {
     let mut flushed = Vec::new();
-    for h in net.existing_hosts() {
+    for h in hosts {
         if h.has_firewall_rules(Some("INPUT")) {
             h.iptables(&["-F", "INPUT"])?;
             flushed.push(h.name);

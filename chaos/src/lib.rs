@@ -31,8 +31,12 @@
 //!   its own proxy to each server and rewrites the client's endpoints; [`LinkNemesis`] applies
 //!   the faults. [`LinkProxy`] alone is the API for capping one backend link (latency).
 //! - **The proxy speaks Toxiproxy's HTTP API** ([`ToxiproxyApi`], served by `lockbench
-//!   proxy`), so in compose mode it can run in its own container and any Toxiproxy client
-//!   can drive it.
+//!   proxy --api`), so a proxy of its own (in a container, say) can be driven by any
+//!   Toxiproxy client. Runs on the compose cluster use the in-process proxies, as managed
+//!   runs do (the same hop at the same place, so results stay comparable).
+//! - **Where servers run is a [`Site`]**: the managed cluster's namespaces ([`Managed`]) or
+//!   docker-compose.yml's containers (the compose crate's); the [`ServerNemesis`] is written
+//!   once over it.
 //!
 //! In the loopback topology (not root, or no namespaces) pauses, kills, restarts, clock
 //! jumps and proxied link faults work; partitions and the iptables black-hole are returned
@@ -50,6 +54,7 @@ mod link_proxy;
 mod link_toxic;
 mod probe;
 mod server_nemesis;
+mod site;
 mod targets;
 pub mod toxiproxy_api;
 
@@ -60,6 +65,7 @@ pub use link_proxy::LinkProxy;
 pub use link_toxic::{Stream, Toxic, ToxicKind};
 pub use lockbench_cluster::{Group, Host, NetConfig, Network, Topology};
 pub use server_nemesis::ServerNemesis;
+pub use site::{Managed, Reach, Site};
 pub use targets::{choose, leader, needs_leader, resolve};
 pub use toxiproxy_api::ToxiproxyApi;
 

@@ -10,8 +10,8 @@
 //! links in the note; `heal` removes every toxic and closes the windows with the same verb and
 //! targets.
 
-use crate::{LinkProxies, Nemesis, targets};
-use lockbench_cluster::{Cluster, Group, ServerSpec, Topology};
+use crate::{LinkProxies, Managed, Nemesis, Reach, targets};
+use lockbench_cluster::{Cluster, Group, ServerSpec};
 use lockbench_core::{Fault, FaultEvent, FaultPhase, RunClock, Targets};
 use rand::RngCore;
 use std::sync::Arc;
@@ -20,7 +20,7 @@ use std::time::Duration;
 /// Applies link faults to the proxies of one run.
 pub struct LinkNemesis {
     proxies: Arc<LinkProxies>,
-    topo: Topology,
+    reach: Box<dyn Reach>,
     servers: Vec<&'static ServerSpec>,
     rng: Box<dyn RngCore + Send>,
     /// Open windows: (verb, targets).
@@ -41,14 +41,22 @@ impl LinkNemesis {
         group: Group,
         rng: impl RngCore + Send + 'static,
     ) -> LinkNemesis {
+        let site = Managed::new(cluster.clone());
+        let servers = site.servers(group);
+        LinkNemesis::on(proxies, site, servers, rng)
+    }
+
+    /// A nemesis over `proxies` to `servers`, which `reach` locates (for `leader`).
+    pub fn on(
+        proxies: Arc<LinkProxies>,
+        reach: impl Reach + 'static,
+        servers: Vec<&'static ServerSpec>,
+        rng: impl RngCore + Send + 'static,
+    ) -> LinkNemesis {
         LinkNemesis {
             proxies,
-            topo: cluster.topology(),
-            servers: cluster
-                .servers()
-                .into_iter()
-                .filter(|s| s.group == group)
-                .collect(),
+            reach: Box::new(reach),
+            servers,
             rng: Box::new(rng),
             windows: Vec::new(),
         }
@@ -80,8 +88,8 @@ impl LinkNemesis {
                 Ok((s, c))
             }
             other => {
-                let s =
-                    targets::resolve(other, &self.topo, &self.servers, &[], &mut *self.rng).await?;
+                let s = targets::resolve(other, &*self.reach, &self.servers, &[], &mut *self.rng)
+                    .await?;
                 Ok((s, Vec::new()))
             }
         }

@@ -4,10 +4,12 @@
 //! Why inside: a partition drops the coordinator's packets at isolated servers, yet the
 //! nemesis must still ask them who leads, or shorten their keys' TTLs. From inside the host
 //! the connection goes over its loopback to its own address, which no `-s <peer>` rule drops.
-//! In the loopback topology the same call simply connects from here.
+//! In the loopback topology the same call simply connects from here. A container's host is
+//! its network namespace (`/proc/<pid>/ns/net`), entered the same way.
 
+use crate::Reach;
 use anyhow::{Context, anyhow, bail};
-use lockbench_cluster::{Network, ServerSpec, Topology};
+use lockbench_cluster::ServerSpec;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
@@ -17,15 +19,13 @@ pub(crate) const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Sends `request` to `spec`'s client port and reads until EOF or `done(reply)`.
 pub(crate) async fn exchange(
-    topo: &Topology,
+    reach: &dyn Reach,
     spec: &ServerSpec,
     request: Vec<u8>,
     done: fn(&[u8]) -> bool,
 ) -> anyhow::Result<Vec<u8>> {
-    let addr = topo.client_addr(spec);
-    let host = topo
-        .net()
-        .map(|cfg| Network::new(cfg.clone()).server_host(spec));
+    let addr = reach.topology().client_addr(spec);
+    let host = reach.server_host(spec);
     tokio::task::spawn_blocking(move || match host {
         Some(host) => host
             .run_inside(move || blocking_exchange(addr, &request, done))
@@ -59,8 +59,11 @@ fn blocking_exchange(
 }
 
 /// ZooKeeper's `srvr` mode (`leader`, `follower`), `None` when not serving.
-pub(crate) async fn zk_mode(topo: &Topology, spec: &ServerSpec) -> anyhow::Result<Option<String>> {
-    let reply = exchange(topo, spec, b"srvr".to_vec(), |_| false).await?;
+pub(crate) async fn zk_mode(
+    reach: &dyn Reach,
+    spec: &ServerSpec,
+) -> anyhow::Result<Option<String>> {
+    let reply = exchange(reach, spec, b"srvr".to_vec(), |_| false).await?;
     Ok(String::from_utf8_lossy(&reply)
         .lines()
         .find_map(|l| l.strip_prefix("Mode: "))
@@ -69,13 +72,13 @@ pub(crate) async fn zk_mode(topo: &Topology, spec: &ServerSpec) -> anyhow::Resul
 
 /// `true` when this etcd member is the leader, from `POST /v3/maintenance/status` (the gRPC
 /// gateway's JSON form of the Maintenance Status API): `header.member_id == leader`.
-pub(crate) async fn etcd_is_leader(topo: &Topology, spec: &ServerSpec) -> anyhow::Result<bool> {
-    let addr = topo.client_addr(spec);
+pub(crate) async fn etcd_is_leader(reach: &dyn Reach, spec: &ServerSpec) -> anyhow::Result<bool> {
+    let addr = reach.topology().client_addr(spec);
     let request = format!(
         "POST /v3/maintenance/status HTTP/1.0\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
          Content-Length: 2\r\n\r\n{{}}"
     );
-    let reply = exchange(topo, spec, request.into_bytes(), |_| false).await?;
+    let reply = exchange(reach, spec, request.into_bytes(), |_| false).await?;
     let text = String::from_utf8_lossy(&reply);
     let (head, body) = text
         .split_once("\r\n\r\n")
@@ -95,7 +98,7 @@ pub(crate) async fn etcd_is_leader(topo: &Topology, spec: &ServerSpec) -> anyhow
 /// Runs a Lua script with no keys and integer arguments on a Redis server; returns the
 /// integers of its (array or integer) reply.
 pub(crate) async fn redis_eval(
-    topo: &Topology,
+    reach: &dyn Reach,
     spec: &ServerSpec,
     script: &str,
     args: &[String],
@@ -108,7 +111,7 @@ pub(crate) async fn redis_eval(
         request.extend_from_slice(p);
         request.extend_from_slice(b"\r\n");
     }
-    let reply = exchange(topo, spec, request, resp_complete).await?;
+    let reply = exchange(reach, spec, request, resp_complete).await?;
     let text = String::from_utf8_lossy(&reply);
     if let Some(err) = text.strip_prefix('-') {
         bail!("redis: {}", err.trim());

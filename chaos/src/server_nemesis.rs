@@ -1,5 +1,6 @@
 //! [`ServerNemesis`]: faults on the servers of one backend's system (and on client hosts,
-//! for partitions and pauses), in either topology.
+//! for partitions and pauses), in either topology of the managed cluster or on
+//! docker-compose.yml's containers: it is written once over a [`Site`] (see `site.rs`).
 //!
 //! Events name fault *windows*: `fault` is the verb that opened the window (`partition`,
 //! `link-blackhole`, `pause`, `kill`, `clock-jump`), `phase` says whether this event opened
@@ -8,33 +9,34 @@
 //! (partitions and link faults in the loopback topology, leader of Redlock, link delay).
 
 use crate::grudge::{self, COORDINATOR, Hosts};
+use crate::site::{Managed, Site};
 use crate::{Nemesis, clock, failover, firewall, targets};
-use lockbench_cluster::{Cluster, Group, Host, Network, ServerSpec, System, Topology};
+use lockbench_cluster::{Cluster, Group, Host, ServerSpec, System, Topology};
 use lockbench_core::{Fault, FaultEvent, FaultPhase, PartitionSpec, RunClock, Targets};
-use nix::sys::signal::{Signal, kill};
-use nix::unistd::Pid;
 use rand::RngCore;
 use rand::seq::SliceRandom;
 use std::collections::{BTreeMap, BTreeSet};
+use std::future::Future;
+use std::net::Ipv4Addr;
 use std::time::{Duration, Instant};
 
-/// Applies faults to the servers of one system of the managed cluster (ZooKeeper, etcd, the
-/// standalone Redis, or the Redlock servers) and to the project's client hosts.
+/// Applies faults to the servers of one system (ZooKeeper, etcd, the standalone Redis, the
+/// Redlock servers, the failover pair) of a [`Site`] and to its client hosts.
 ///
 /// - `partition` / `link-blackhole` / `heal`: iptables DROP rules inside the namespaces (see
 ///   [`crate::grudge`] for where clients stand in each split); netns topology only.
 /// - `pause` / `resume`: SIGSTOP / SIGCONT of the server process, or of every process in a
-///   client host named in `Nodes`. `resume` with any target other than `Nodes` resumes
+///   client host named in `Nodes` (a container: `docker pause` / `docker unpause`). `resume` with any target other than `Nodes` resumes
 ///   everything this nemesis paused (the leader it paused is no longer the leader).
-/// - `kill` / `start`: SIGKILL; restart through [`Cluster::start_server`] with the same data
-///   directory (Redis has no persistence: it comes back empty). `start` with any target other
+/// - `kill` / `start`: SIGKILL; restart through [`Cluster::start_server`] (a container:
+///   `docker start`) with the same data directory (Redis has no persistence: it comes back
+///   empty). `start` with any target other
 ///   than `Nodes` restarts everything this nemesis killed.
 /// - `clock-jump`: the Redis TTL emulation (`clock.rs`: every TTL shortened by the jump), on
 ///   Redis servers only.
 /// - `link-delay`: not available (reported as not applied).
-pub struct ServerNemesis {
-    cluster: Cluster,
-    topo: Topology,
+pub struct ServerNemesis<S: Site = Managed> {
+    site: S,
     servers: Vec<&'static ServerSpec>,
     rng: Box<dyn RngCore + Send>,
     /// Open partition-like windows: (verb, targets).
@@ -43,7 +45,7 @@ pub struct ServerNemesis {
     killed: BTreeSet<String>,
 }
 
-impl ServerNemesis {
+impl ServerNemesis<Managed> {
     /// A nemesis for the servers of `group` in `cluster` (which must be up), drawing its
     /// seeded choices (`one`, `minority`, `halves`, ...) from `rng`.
     pub fn new(
@@ -51,15 +53,21 @@ impl ServerNemesis {
         group: Group,
         rng: impl RngCore + Send + 'static,
     ) -> ServerNemesis {
-        let topo = cluster.topology();
-        let servers = cluster
-            .servers()
-            .into_iter()
-            .filter(|s| s.group == group)
-            .collect();
+        let site = Managed::new(cluster);
+        let servers = site.servers(group);
+        ServerNemesis::on(site, servers, rng)
+    }
+}
+
+impl<S: Site> ServerNemesis<S> {
+    /// A nemesis for `servers` (one system's) of `site`, drawing its seeded choices from `rng`.
+    pub fn on(
+        site: S,
+        servers: Vec<&'static ServerSpec>,
+        rng: impl RngCore + Send + 'static,
+    ) -> ServerNemesis<S> {
         ServerNemesis {
-            cluster,
-            topo,
+            site,
             servers,
             rng: Box::new(rng),
             windows: Vec::new(),
@@ -68,9 +76,9 @@ impl ServerNemesis {
         }
     }
 
-    /// The topology the cluster runs in.
+    /// The topology the servers run in.
     pub fn topology(&self) -> &Topology {
-        &self.topo
+        self.site.topology()
     }
 
     /// The names of the servers this nemesis acts on.
@@ -80,7 +88,7 @@ impl ServerNemesis {
 
     /// The current leader (ZooKeeper, etcd; the standalone Redis server is its own primary).
     pub async fn leader(&self) -> anyhow::Result<String> {
-        targets::leader(&self.topo, &self.servers).await
+        targets::leader(&self.site, &self.servers).await
     }
 
     /// Resolves targets now (the same resolution faults use).
@@ -90,15 +98,36 @@ impl ServerNemesis {
             .into_iter()
             .map(|h| h.name)
             .collect::<Vec<_>>();
-        targets::resolve(t, &self.topo, &self.servers, &clients, &mut *self.rng).await
-    }
-
-    fn network(&self) -> Option<Network> {
-        self.topo.net().cloned().map(Network::new)
+        targets::resolve(t, &self.site, &self.servers, &clients, &mut *self.rng).await
     }
 
     fn client_hosts(&self) -> Vec<Host> {
-        self.network().map(|n| n.client_hosts()).unwrap_or_default()
+        self.site.client_hosts()
+    }
+
+    /// Where the rules go (the servers' and client hosts' namespaces that can be entered now:
+    /// a container that does not run has none) and every host's address, the coordinator's
+    /// included.
+    fn hosts(
+        &self,
+        coordinator: Ipv4Addr,
+        clients: Vec<Host>,
+    ) -> (BTreeMap<String, Host>, BTreeMap<String, Ipv4Addr>) {
+        let mut hosts = BTreeMap::new();
+        let mut addrs = BTreeMap::from([(COORDINATOR.to_string(), coordinator)]);
+        for s in &self.servers {
+            if let std::net::IpAddr::V4(ip) = self.site.topology().ip(s) {
+                addrs.insert(s.name.to_string(), ip);
+            }
+            if let Some(h) = self.site.server_host(s) {
+                hosts.insert(s.name.to_string(), h);
+            }
+        }
+        for h in clients {
+            addrs.insert(h.name.clone(), h.addr);
+            hosts.insert(h.name.clone(), h);
+        }
+        (hosts, addrs)
     }
 
     fn spec(&self, name: &str) -> Option<&'static ServerSpec> {
@@ -106,7 +135,7 @@ impl ServerNemesis {
     }
 
     async fn partition(&mut self, split: &PartitionSpec, clock: &RunClock) -> FaultEvent {
-        let Some(net) = self.network() else {
+        let Some(coordinator) = self.site.coordinator_addr() else {
             return not_applied(clock, "partition", vec![], unavailable("partitions"));
         };
         let clients = self.client_hosts();
@@ -137,18 +166,15 @@ impl ServerNemesis {
             }
             _ => servers.clone(),
         };
-        let mut by_name: BTreeMap<String, Host> = self
-            .servers
-            .iter()
-            .map(|s| (s.name.to_string(), net.server_host(s)))
-            .collect();
-        by_name.extend(clients.into_iter().map(|h| (h.name.clone(), h)));
+        let (by_name, addrs) = self.hosts(coordinator, clients);
+        let missing = self.not_entered(&by_name);
         let pairs = grudge::cut_pairs(&g);
-        let net2 = net.clone();
+        let lost = self.cut_from_coordinator(&g);
         let applied =
-            tokio::task::spawn_blocking(move || firewall::apply(&net2, &by_name, &g)).await;
+            tokio::task::spawn_blocking(move || firewall::apply(&by_name, &addrs, &g)).await;
         let mut note = format!(
-            "iptables DROP inside the hosts, cut: {}",
+            "iptables DROP inside {}, cut: {}",
+            self.site.hosts_are(),
             pairs
                 .iter()
                 .map(|(a, b)| format!("{a}-x-{b}"))
@@ -162,15 +188,20 @@ impl ServerNemesis {
         }
         match applied {
             Ok(Ok(rules)) => {
-                note = format!(
-                    "{note} ({rules} rules; coordinator = {})",
-                    net.config().bridge_addr()
+                note = format!("{note} ({rules} rules; coordinator = {coordinator}){missing}");
+                let event = FaultEvent::now(
+                    clock,
+                    "partition",
+                    FaultPhase::Start,
+                    targets.clone(),
+                    note,
+                    true,
                 );
-                self.windows.push(("partition", targets.clone()));
-                FaultEvent::now(clock, "partition", FaultPhase::Start, targets, note, true)
+                self.windows.push(("partition", targets));
+                self.verify_cut(event, lost).await
             }
             Ok(Err(e)) => {
-                let _ = firewall::flush_all(&net);
+                let _ = self.flush().await;
                 not_applied(
                     clock,
                     "partition",
@@ -183,7 +214,7 @@ impl ServerNemesis {
     }
 
     async fn blackhole(&mut self, t: &Targets, clock: &RunClock) -> FaultEvent {
-        let Some(net) = self.network() else {
+        let Some(coordinator) = self.site.coordinator_addr() else {
             return not_applied(clock, "link-blackhole", vec![], unavailable("link faults"));
         };
         let targets = match self.resolve(t).await {
@@ -192,11 +223,6 @@ impl ServerNemesis {
         };
         let clients = self.client_hosts();
         let mut g = grudge::Grudge::new();
-        let mut hosts: BTreeMap<String, Host> = self
-            .servers
-            .iter()
-            .map(|s| (s.name.to_string(), net.server_host(s)))
-            .collect();
         for name in &targets {
             let peers = g.entry(name.clone()).or_default();
             if self.spec(name).is_some() {
@@ -208,28 +234,31 @@ impl ServerNemesis {
                 peers.extend(self.server_names());
             }
         }
-        hosts.extend(clients.into_iter().map(|h| (h.name.clone(), h)));
-        let net2 = net.clone();
-        match tokio::task::spawn_blocking(move || firewall::apply(&net2, &hosts, &g)).await {
+        let (hosts, addrs) = self.hosts(coordinator, clients);
+        let missing = self.not_entered(&hosts);
+        let inside = self.site.hosts_are();
+        let lost = self.cut_from_coordinator(&g);
+        match tokio::task::spawn_blocking(move || firewall::apply(&hosts, &addrs, &g)).await {
             Ok(Ok(rules)) => {
                 self.windows.push(("link-blackhole", targets.clone()));
                 let note = format!(
-                    "iptables DROP inside the targets' hosts ({rules} rules): a server target \
-                     drops every client's packets (client hosts and the coordinator), a client \
-                     host drops every server's; connections stay open, nothing arrives; not \
-                     through a proxy"
+                    "iptables DROP inside the targets' namespaces ({inside}; {rules} rules): a \
+                     server target drops every client's packets (client hosts and the \
+                     coordinator, {coordinator}), a client host drops every server's; \
+                     connections stay open, nothing arrives; not through a proxy{missing}"
                 );
-                FaultEvent::now(
+                let event = FaultEvent::now(
                     clock,
                     "link-blackhole",
                     FaultPhase::Start,
                     targets,
                     note,
                     true,
-                )
+                );
+                self.verify_cut(event, lost).await
             }
             Ok(Err(e)) => {
-                let _ = firewall::flush_all(&net);
+                let _ = self.flush().await;
                 not_applied(
                     clock,
                     "link-blackhole",
@@ -241,8 +270,84 @@ impl ServerNemesis {
         }
     }
 
+    /// The servers that `g` cuts off from the coordinator (they drop its packets).
+    fn cut_from_coordinator(&self, g: &grudge::Grudge) -> Vec<&'static ServerSpec> {
+        self.servers
+            .iter()
+            .copied()
+            .filter(|s| g.get(s.name).is_some_and(|p| p.contains(COORDINATOR)))
+            .collect()
+    }
+
+    /// Checks from here (the coordinator) that every server in `lost` has stopped answering:
+    /// a TCP connect to its client port must not complete within [`CUT_CHECK`] (a listening
+    /// server's kernel accepts in well under a millisecond, paused or not). A server that
+    /// still accepts makes `event` not applied, loudly, with the rules flushed and its window
+    /// closed (the schedule's heal then has nothing to close).
+    async fn verify_cut(
+        &mut self,
+        mut event: FaultEvent,
+        lost: Vec<&'static ServerSpec>,
+    ) -> FaultEvent {
+        let checks = lost.iter().copied().map(|s| {
+            let addr = self.site.topology().client_addr(s);
+            async move {
+                let connected =
+                    tokio::time::timeout(CUT_CHECK, tokio::net::TcpStream::connect(addr)).await;
+                (s.name, matches!(connected, Ok(Ok(_))))
+            }
+        });
+        let reached: Vec<&str> = futures_join(checks)
+            .await
+            .into_iter()
+            .filter_map(|(name, reached)| reached.then_some(name))
+            .collect();
+        if lost.is_empty() {
+            return event;
+        }
+        if reached.is_empty() {
+            event.note.push_str(&format!(
+                "; checked: {} no longer accept(s) the coordinator's connections",
+                lost.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
+            ));
+            return event;
+        }
+        self.windows
+            .retain(|(v, t)| !(*v == event.fault && t == &event.targets));
+        let _ = self.flush().await;
+        event.applied = false;
+        event.note = format!(
+            "NOT APPLIED: the rules were added, yet {} still accept(s) the coordinator's \
+             connections (rules flushed again): {}",
+            reached.join(", "),
+            event.note
+        );
+        event
+    }
+
+    /// ` (not running, so no rules inside: zk2)` for servers whose namespace cannot be entered.
+    fn not_entered(&self, hosts: &BTreeMap<String, Host>) -> String {
+        let missing: Vec<&str> = self
+            .servers
+            .iter()
+            .map(|s| s.name)
+            .filter(|n| !hosts.contains_key(*n))
+            .collect();
+        if missing.is_empty() {
+            String::new()
+        } else {
+            format!(" (not running, so no rules inside: {})", missing.join(", "))
+        }
+    }
+
+    /// Flushes every host's INPUT chain; returns the hosts that had rules.
+    async fn flush(&mut self) -> anyhow::Result<Vec<String>> {
+        let hosts = self.site.all_hosts();
+        tokio::task::spawn_blocking(move || firewall::flush_all(hosts)).await?
+    }
+
     async fn heal(&mut self, clock: &RunClock) -> Vec<FaultEvent> {
-        let Some(net) = self.network() else {
+        if self.site.coordinator_addr().is_none() {
             let windows = std::mem::take(&mut self.windows);
             if windows.is_empty() {
                 return vec![not_applied(
@@ -257,12 +362,10 @@ impl ServerNemesis {
                 .map(|(v, t)| not_applied(clock, v, t, unavailable("partitions")))
                 .collect();
         };
-        let flushed = tokio::task::spawn_blocking(move || firewall::flush_all(&net)).await;
-        let (ok, note) = match flushed {
-            Ok(Ok(hosts)) if hosts.is_empty() => (true, NO_RULES.to_string()),
-            Ok(Ok(hosts)) => (true, format!("iptables -F INPUT in {}", hosts.join(","))),
-            Ok(Err(e)) => (false, format!("flush failed: {e:#}")),
-            Err(e) => (false, e.to_string()),
+        let (ok, note) = match self.flush().await {
+            Ok(hosts) if hosts.is_empty() => (true, NO_RULES.to_string()),
+            Ok(hosts) => (true, format!("iptables -F INPUT in {}", hosts.join(","))),
+            Err(e) => (false, format!("flush failed: {e:#}")),
         };
         let windows = std::mem::take(&mut self.windows);
         let mut rejoined = BTreeMap::new();
@@ -312,7 +415,7 @@ impl ServerNemesis {
         let promoted_in = Instant::now();
         let mut promoted = None;
         while promoted_in.elapsed() < Duration::from_secs(20) {
-            match failover::primary(&self.topo, &self.servers).await {
+            match failover::primary(&self.site, &self.servers).await {
                 Ok(p) if p != name => {
                     promoted = Some(p);
                     break;
@@ -324,26 +427,20 @@ impl ServerNemesis {
             Some(p) => format!("Sentinel had promoted {p}; "),
             None => "Sentinel promoted NO replica within 20 s; ".to_string(),
         };
-        if self.cluster.server_pid(name).is_none() {
-            // Another process's `up` (a test suite's other tests share the cluster) may restart
-            // it between the check and the start: then it runs, and only the replica step is
-            // left.
-            if let Err(e) = self.cluster.start_server(name).await {
-                if self.cluster.server_pid(name).is_none() {
-                    return (false, format!("{name}: restart FAILED: {e:#}"));
-                }
-                tracing::warn!(server = name, "restarted by another process meanwhile");
+        if !self.site.is_running(name) {
+            if let Err(e) = self.site.start(name).await {
+                return (false, format!("{name}: restart FAILED: {e:#}"));
             }
             // Make it a replica at once: Sentinel would, but only ~10 s later, and until then
             // the pair has two primaries.
             if let Some(new) = promoted.as_deref().and_then(|p| self.spec(p)) {
-                let _ = failover::replicate(&self.topo, spec, new).await;
+                let _ = failover::replicate(&self.site, spec, new).await;
             }
         }
         let promoted = promoted_note;
         self.killed.remove(name);
         let start = Instant::now();
-        if failover::wait_replica(&self.topo, spec, Duration::from_secs(20)).await {
+        if failover::wait_replica(&self.site, spec, Duration::from_secs(20)).await {
             (
                 true,
                 format!(
@@ -374,10 +471,10 @@ impl ServerNemesis {
                     .into(),
             );
         }
-        let Some(net) = self.network() else {
+        let Some(coordinator) = self.site.coordinator_addr() else {
             return not_applied(clock, FAILOVER, vec![], unavailable("redis-failover"));
         };
-        let primary = match failover::primary(&self.topo, &self.servers).await {
+        let primary = match failover::primary(&self.site, &self.servers).await {
             Ok(p) => p,
             Err(e) => return not_applied(clock, FAILOVER, vec![], format!("{e:#}")),
         };
@@ -390,11 +487,7 @@ impl ServerNemesis {
         g.entry(replica.clone())
             .or_default()
             .insert(primary.clone());
-        let hosts: BTreeMap<String, Host> = self
-            .servers
-            .iter()
-            .map(|s| (s.name.to_string(), net.server_host(s)))
-            .collect();
+        let (hosts, addrs) = self.hosts(coordinator, Vec::new());
         let rspec = self.spec(&replica).expect("replica is of the pair");
         // Cut while the lock is free on both nodes (see failover.rs), retrying until then.
         let started = Instant::now();
@@ -403,23 +496,24 @@ impl ServerNemesis {
         while started.elapsed() < GRANT_BUDGET {
             // Free on the primary (one round trip: the free moment may be short); the replica
             // is checked once the cut is in place.
-            match failover::locks(&self.topo, pspec).await {
+            match failover::locks(&self.site, pspec).await {
                 Ok((0, grants)) => seen = grants,
                 _ => {
                     tokio::time::sleep(Duration::from_millis(1)).await;
                     continue;
                 }
             }
-            let (net2, hosts2, g2) = (net.clone(), hosts.clone(), g.clone());
-            match tokio::task::spawn_blocking(move || firewall::apply(&net2, &hosts2, &g2)).await {
+            let (hosts2, addrs2, g2) = (hosts.clone(), addrs.clone(), g.clone());
+            match tokio::task::spawn_blocking(move || firewall::apply(&hosts2, &addrs2, &g2)).await
+            {
                 Ok(Ok(_)) => {}
                 Ok(Err(e)) => {
-                    let _ = firewall::flush_all(&net);
+                    let _ = self.flush().await;
                     return not_applied(clock, FAILOVER, vec![primary], format!("iptables: {e:#}"));
                 }
                 Err(e) => return not_applied(clock, FAILOVER, vec![primary], e.to_string()),
             }
-            if failover::locks(&self.topo, rspec)
+            if failover::locks(&self.site, rspec)
                 .await
                 .is_ok_and(|(n, _)| n == 0)
             {
@@ -427,12 +521,10 @@ impl ServerNemesis {
                 break;
             }
             // A grant replicated in between: undo the cut and wait for the next free moment.
-            let net2 = net.clone();
-            let _ = tokio::task::spawn_blocking(move || firewall::flush_all(&net2)).await;
+            let _ = self.flush().await;
         }
         if !free_at_cut {
-            let net2 = net.clone();
-            let _ = tokio::task::spawn_blocking(move || firewall::flush_all(&net2)).await;
+            let _ = self.flush().await;
             return not_applied(
                 clock,
                 FAILOVER,
@@ -444,16 +536,18 @@ impl ServerNemesis {
                 ),
             );
         }
-        let waited = failover::next_grant(&self.topo, pspec, seen, GRANT_BUDGET).await;
-        let Some(pid) = self.cluster.server_pid(&primary) else {
-            return not_applied(
-                clock,
-                FAILOVER,
-                vec![primary],
-                "the primary is not running".into(),
-            );
+        let waited = failover::next_grant(&self.site, pspec, seen, GRANT_BUDGET).await;
+        let killed = match self.site.kill(&primary).await {
+            Ok(note) => note,
+            Err(_) => {
+                return not_applied(
+                    clock,
+                    FAILOVER,
+                    vec![primary],
+                    "the primary is not running".into(),
+                );
+            }
         };
-        let _ = kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
         let killed_at = FaultEvent::now(
             clock,
             FAILOVER,
@@ -462,7 +556,6 @@ impl ServerNemesis {
             String::new(),
             true,
         );
-        wait_dead(pid).await;
         self.killed.insert(primary.clone());
         self.windows.push((FAILOVER, vec![primary.clone()]));
         let when = match waited {
@@ -475,8 +568,8 @@ impl ServerNemesis {
             None => format!("after {GRANT_BUDGET:?} with NO new grant (no client was granted)"),
         };
         let note = format!(
-            "replication cut ({replica} drops {primary}), then SIGKILL of primary {primary} \
-             (pid {pid}) {when}, before the key could reach {replica}; Sentinel promotes {replica}"
+            "replication cut ({replica} drops {primary}), then {killed} (the primary) {when}, \
+             before the key could reach {replica}; Sentinel promotes {replica}"
         );
         FaultEvent {
             targets: vec![primary],
@@ -485,7 +578,7 @@ impl ServerNemesis {
         }
     }
 
-    /// SIGSTOP / SIGCONT of servers and client hosts.
+    /// SIGSTOP / SIGCONT (`docker pause` / `unpause`) of servers and client hosts.
     async fn signal(&mut self, t: &Targets, stop: bool, clock: &RunClock) -> FaultEvent {
         let (verb, phase) = (
             "pause",
@@ -503,30 +596,23 @@ impl ServerNemesis {
                 Err(e) => return not_applied(clock, verb, vec![], format!("{e:#}")),
             }
         };
-        let sig = if stop {
-            Signal::SIGSTOP
-        } else {
-            Signal::SIGCONT
-        };
         let mut done = Vec::new();
         let mut missing = Vec::new();
         for name in &names {
-            let pids = self.pids_of(name);
-            if pids.is_empty() {
-                missing.push(name.clone());
-                continue;
+            match self.site.pause(name, stop).await {
+                Ok(note) => done.push(note),
+                Err(why) => {
+                    missing.push(why);
+                    continue;
+                }
             }
-            for &pid in &pids {
-                let _ = kill(Pid::from_raw(pid as i32), sig);
-            }
-            done.push(format!("{name} (pid {})", join(&pids)));
             if stop {
                 self.paused.insert(name.clone());
             } else {
                 self.paused.remove(name);
             }
         }
-        let mut note = format!("{sig:?} {}", done.join(", "));
+        let mut note = done.join(", ");
         if !missing.is_empty() {
             note.push_str(&format!("; not running: {}", missing.join(", ")));
         }
@@ -538,17 +624,6 @@ impl ServerNemesis {
             note,
             !done.is_empty() || missing.is_empty(),
         )
-    }
-
-    fn pids_of(&self, name: &str) -> Vec<u32> {
-        if self.spec(name).is_some() {
-            return self.cluster.server_pid(name).into_iter().collect();
-        }
-        self.client_hosts()
-            .into_iter()
-            .find(|h| h.name == name)
-            .map(|h| h.pids())
-            .unwrap_or_default()
     }
 
     async fn kill(&mut self, t: &Targets, clock: &RunClock) -> FaultEvent {
@@ -566,15 +641,13 @@ impl ServerNemesis {
         }
         let mut done = Vec::new();
         for name in &names {
-            if let Some(pid) = self.cluster.server_pid(name) {
-                let _ = kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
-                wait_dead(pid).await;
-                done.push(format!("{name} (pid {pid})"));
+            if let Ok(note) = self.site.kill(name).await {
+                done.push(note);
                 self.killed.insert(name.clone());
                 self.paused.remove(name);
             }
         }
-        let note = format!("SIGKILL {}", done.join(", "));
+        let note = done.join(", ");
         FaultEvent::now(
             clock,
             "kill",
@@ -593,23 +666,18 @@ impl ServerNemesis {
         let mut done = Vec::new();
         let mut failed = Vec::new();
         for name in &names {
-            let Some(spec) = self.spec(name) else {
+            if self.spec(name).is_none() {
                 failed.push(format!("{name}: not a server of this system"));
                 continue;
-            };
-            if self.cluster.server_pid(name).is_some() {
+            }
+            if self.site.is_running(name) {
                 self.killed.remove(name);
                 continue; // already running
             }
-            match self.cluster.start_server(name).await {
-                Ok(pid) => {
+            match self.site.start(name).await {
+                Ok(note) => {
                     self.killed.remove(name);
-                    let how = if spec.system == System::Redis {
-                        "restarted EMPTY (Redis runs without persistence)"
-                    } else {
-                        "restarted with its data directory"
-                    };
-                    done.push(format!("{name} (pid {pid}) {how}"));
+                    done.push(note);
                 }
                 Err(e) => failed.push(format!("{name}: {e:#}")),
             }
@@ -644,7 +712,7 @@ impl ServerNemesis {
                     format!("{name}: the clock-jump emulation exists for Redis servers only"),
                 );
             };
-            match clock::jump(&self.topo, spec, by).await {
+            match clock::jump(&self.site, spec, by).await {
                 Ok((s, d)) => parts.push(format!("{name}: {s} keys' PTTL shortened, {d} expired")),
                 Err(e) => {
                     ok = false;
@@ -661,7 +729,7 @@ impl ServerNemesis {
     }
 }
 
-impl Nemesis for ServerNemesis {
+impl<S: Site> Nemesis for ServerNemesis<S> {
     async fn apply(&mut self, fault: &Fault, clock: &RunClock) -> Vec<FaultEvent> {
         match fault {
             Fault::Partition { split } => vec![self.partition(split, clock).await],
@@ -698,22 +766,20 @@ impl Nemesis for ServerNemesis {
 
     async fn heal_all(&mut self, clock: &RunClock) -> Vec<FaultEvent> {
         let mut events = Vec::new();
-        if self.network().is_some() || !self.windows.is_empty() {
+        if self.site.coordinator_addr().is_some() || !self.windows.is_empty() {
             events.extend(self.heal(clock).await);
         }
         // Everything stopped, whoever stopped it (a crashed earlier run included).
         for s in &self.servers {
-            if let Some(pid) = self.cluster.server_pid(s.name) {
-                if proc_state(pid) == Some('T') {
-                    self.paused.insert(s.name.to_string());
-                }
+            if self.site.is_paused(s.name) {
+                self.paused.insert(s.name.to_string());
             }
         }
         if !self.paused.is_empty() {
             events.push(self.signal(&Targets::All, false, clock).await);
         }
         for s in &self.servers {
-            if self.cluster.server_pid(s.name).is_none() {
+            if !self.site.is_running(s.name) {
                 self.killed.insert(s.name.to_string());
             }
         }
@@ -725,6 +791,23 @@ impl Nemesis for ServerNemesis {
 }
 
 const NO_RULES: &str = "no rules were in effect";
+/// How long a connect to a server that a fault cut off from the coordinator must stay
+/// unanswered for the cut to count as effective.
+const CUT_CHECK: Duration = Duration::from_millis(300);
+
+/// Awaits every future, concurrently.
+async fn futures_join<T: Send + 'static>(
+    futures: impl Iterator<Item = impl Future<Output = T> + Send + 'static>,
+) -> Vec<T> {
+    let handles: Vec<_> = futures.map(tokio::spawn).collect();
+    let mut out = Vec::new();
+    for h in handles {
+        if let Ok(t) = h.await {
+            out.push(t);
+        }
+    }
+    out
+}
 /// The verb of the Redis failover fault.
 const FAILOVER: &str = "redis-failover";
 /// How long `redis-failover` waits for the primary's next grant.
@@ -739,26 +822,4 @@ fn unavailable(what: &str) -> String {
 
 fn not_applied(clock: &RunClock, fault: &str, targets: Vec<String>, why: String) -> FaultEvent {
     FaultEvent::now(clock, fault, FaultPhase::Start, targets, why, false)
-}
-
-fn join(pids: &[u32]) -> String {
-    pids.iter()
-        .map(|p| p.to_string())
-        .collect::<Vec<_>>()
-        .join(",")
-}
-
-/// The one-letter state of a process (`T` = stopped), `None` when gone.
-pub(crate) fn proc_state(pid: u32) -> Option<char> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    stat.rsplit_once(')')?.1.trim_start().chars().next()
-}
-
-async fn wait_dead(pid: u32) {
-    let start = Instant::now();
-    while proc_state(pid).is_some_and(|s| s != 'Z' && s != 'X')
-        && start.elapsed() < Duration::from_secs(10)
-    {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }

@@ -2,9 +2,9 @@
 //! leader is asked for (ZooKeeper `srvr`, etcd's maintenance status), seeded choices draw from
 //! the nemesis's RNG, and the result is a list of host names in server order.
 
-use crate::probe;
+use crate::{Reach, probe};
 use anyhow::{anyhow, bail};
-use lockbench_cluster::{Group, ServerSpec, Topology};
+use lockbench_cluster::{Group, ServerSpec};
 use lockbench_core::Targets;
 use rand::RngCore;
 use rand::seq::SliceRandom;
@@ -12,7 +12,7 @@ use rand::seq::SliceRandom;
 /// The current leader among `servers`: ZooKeeper's member in `Mode: leader`, etcd's member
 /// whose id is the leader id, the standalone Redis server (it is the primary). Errors for
 /// Redlock (independent servers have no leader) and when no single leader answers.
-pub async fn leader(topo: &Topology, servers: &[&'static ServerSpec]) -> anyhow::Result<String> {
+pub async fn leader(reach: &dyn Reach, servers: &[&'static ServerSpec]) -> anyhow::Result<String> {
     let group = servers
         .first()
         .map(|s| s.group)
@@ -21,20 +21,20 @@ pub async fn leader(topo: &Topology, servers: &[&'static ServerSpec]) -> anyhow:
     match group {
         Group::Zookeeper => {
             for s in servers {
-                if probe::zk_mode(topo, s).await.ok().flatten().as_deref() == Some("leader") {
+                if probe::zk_mode(reach, s).await.ok().flatten().as_deref() == Some("leader") {
                     leaders.push(s.name);
                 }
             }
         }
         Group::Etcd => {
             for s in servers {
-                if probe::etcd_is_leader(topo, s).await.unwrap_or(false) {
+                if probe::etcd_is_leader(reach, s).await.unwrap_or(false) {
                     leaders.push(s.name);
                 }
             }
         }
         Group::Redis if servers.len() == 1 => leaders.push(servers[0].name),
-        Group::Failover => return crate::failover::primary(topo, servers).await,
+        Group::Failover => return crate::failover::primary(reach, servers).await,
         Group::Sentinel => bail!("Sentinels have no leader (the failover pair has a primary)"),
         Group::Redis | Group::Redlock => {
             bail!("independent Redis servers have no leader")
@@ -54,14 +54,14 @@ pub async fn leader(topo: &Topology, servers: &[&'static ServerSpec]) -> anyhow:
 /// looked up only when `targets` needs it, then [`choose`] decides.
 pub async fn resolve(
     targets: &Targets,
-    topo: &Topology,
+    reach: &dyn Reach,
     servers: &[&'static ServerSpec],
     clients: &[String],
     rng: &mut (dyn RngCore + Send),
 ) -> anyhow::Result<Vec<String>> {
     let names: Vec<String> = servers.iter().map(|s| s.name.to_string()).collect();
     let leader = if needs_leader(targets) {
-        Some(leader(topo, servers).await?)
+        Some(leader(reach, servers).await?)
     } else {
         None
     };

@@ -1,7 +1,7 @@
 //! The Docker flow end to end, on a real Docker Engine (CI's machines run one; no registry):
 //! build the server image (cached), bring docker-compose.yml up (it returns once every server
 //! is healthy), run the quick suite on all six lock backends against it, apply one fault of
-//! every kind compose mode applies and check that it took effect, then `down -v` and check that
+//! every kind compose mode applies and check that it took effect (`compose_faults`), then `down -v` and check that
 //! nothing is left: no container, network or volume, no firewall rule for the compose network.
 //!
 //! A machine without a Docker Engine fails this test; it never skips. It owns the containers
@@ -9,12 +9,11 @@
 //! because it is heavy: scripts/test runs it in its first phase (`--run-ignored only`).
 
 mod common;
+mod compose_faults;
 
-use lockbench_chaos::{Group, Nemesis};
-use lockbench_core::{Fault, PartitionSpec, RunClock, Targets};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -63,34 +62,6 @@ fn compose_rules(bridge: &str) -> Vec<String> {
         .filter(|l| l.contains("10.78.0.") || (!bridge.is_empty() && l.contains(bridge)))
         .map(str::to_string)
         .collect()
-}
-
-/// `PING` to a Redis server: `true` when `+PONG` comes back within a second.
-async fn pings(addr: &str) -> bool {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let exchange = async {
-        let mut s = tokio::net::TcpStream::connect(addr).await?;
-        s.write_all(b"PING\r\n").await?;
-        let mut buf = [0u8; 7];
-        s.read_exact(&mut buf).await?;
-        Ok::<_, std::io::Error>(buf.starts_with(b"+PONG"))
-    };
-    matches!(
-        tokio::time::timeout(Duration::from_secs(1), exchange).await,
-        Ok(Ok(true))
-    )
-}
-
-/// Waits up to 15 s for `addr` to answer `PING`.
-async fn pings_again(addr: &str) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while Instant::now() < deadline {
-        if pings(addr).await {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    false
 }
 
 /// `down -v` when dropped, so a failing test leaves nothing running.
@@ -178,80 +149,10 @@ fn compose_cluster_runs_the_quick_suite_and_faults_and_leaves_nothing() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 
-    // One fault of every kind compose mode applies, each checked from where lockbench runs.
+    // One fault of every kind compose mode applies, each checked where its effect shows.
     let rt = tokio::runtime::Runtime::new().unwrap();
-    rt.block_on(async {
-        let e = lockbench_compose::endpoints();
-        let (r1, r2, r3) = (&e.redlock[0], &e.redlock[1], &e.redlock[2]);
-        let clock = RunClock::start();
-        let mut nemesis = lockbench_compose::ComposeNemesis::new(Group::Redlock, 1);
-        let nodes = |n: &str| Targets::Nodes(vec![n.to_string()]);
-        let mut apply = async |f: Fault| {
-            let events = nemesis.apply(&f, &clock).await;
-            assert!(
-                !events.is_empty() && events.iter().all(|e| e.applied),
-                "{f:?}: {events:?}"
-            );
-        };
-        assert!(pings(r1).await && pings(r2).await && pings(r3).await);
-
-        apply(Fault::Pause {
-            targets: nodes("redlock1"),
-        })
-        .await;
-        assert!(!pings(r1).await, "a paused server ({r1}) still answers");
-        apply(Fault::Resume {
-            targets: nodes("redlock1"),
-        })
-        .await;
-        assert!(pings_again(r1).await, "{r1} does not answer after resume");
-
-        apply(Fault::Kill {
-            targets: nodes("redlock2"),
-        })
-        .await;
-        let running = docker(&[
-            "inspect",
-            "--format",
-            "{{.State.Running}}",
-            "lockbench-redlock2",
-        ]);
-        assert_eq!(running.trim(), "false", "a killed container still runs");
-        assert!(!pings(r2).await, "a killed server ({r2}) still answers");
-        apply(Fault::Start {
-            targets: nodes("redlock2"),
-        })
-        .await;
-        assert!(pings_again(r2).await, "{r2} does not answer after start");
-
-        apply(Fault::Partition {
-            split: PartitionSpec::Isolate(nodes("redlock3")),
-        })
-        .await;
-        assert!(!pings(r3).await, "an isolated server ({r3}) is reachable");
-        apply(Fault::Heal).await;
-        assert!(
-            pings_again(r3).await,
-            "{r3} is unreachable after heal (reconnected with another address?)"
-        );
-
-        // What compose mode cannot apply yet is said, loudly.
-        let events = nemesis
-            .apply(
-                &Fault::LinkDelay {
-                    targets: Targets::All,
-                    latency: Duration::from_millis(50),
-                    jitter: Duration::ZERO,
-                },
-                &clock,
-            )
-            .await;
-        assert!(
-            events
-                .iter()
-                .all(|e| !e.applied && e.note.contains("NOT APPLIED")),
-            "{events:?}"
-        );
+    timed("every fault kind, checked", || {
+        rt.block_on(compose_faults::every_fault_takes_effect())
     });
 
     timed("compose down -v", || ok(&mut compose(&["down", "-v"])));

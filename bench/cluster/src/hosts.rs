@@ -186,17 +186,24 @@ fn parse_subnet(s: &str) -> anyhow::Result<(Ipv4Addr, u8)> {
 pub struct Host {
     /// The host's name (`zk1`, `client2`).
     pub name: String,
-    /// Its namespace (`lb-zk1`).
+    /// Its namespace: a name under `/run/netns` (`lb-zk1`), or the absolute path of a
+    /// namespace file (`/proc/<pid>/ns/net`: a container's, which has no name).
     pub netns: String,
     /// Its address.
     pub addr: Ipv4Addr,
 }
 
 impl Host {
-    /// A command that runs `program` inside this host (`ip netns exec <netns> <program>`;
-    /// `ip` execs the program, so the child's pid is the program's). Add arguments, stdio
-    /// and so on as usual; `tokio::process::Command::from` makes it async.
+    /// A command that runs `program` inside this host (`ip netns exec <netns> <program>`, or
+    /// `nsenter --net=<path> <program>` for a namespace given by path; both exec the program,
+    /// so the child's pid is the program's). Add arguments, stdio and so on as usual;
+    /// `tokio::process::Command::from` makes it async.
     pub fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
+        if self.netns.starts_with('/') {
+            let mut cmd = Command::new("nsenter");
+            cmd.arg(format!("--net={}", self.netns)).arg(program);
+            return cmd;
+        }
         let mut cmd = Command::new("ip");
         cmd.args(["netns", "exec", &self.netns]).arg(program);
         cmd
@@ -565,6 +572,7 @@ pub(crate) fn probe(cfg: &NetConfig) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A namespace's file: `/run/netns/<name>`, or the path itself when given one.
 fn netns_path(ns: &str) -> PathBuf {
     Path::new("/run/netns").join(ns)
 }

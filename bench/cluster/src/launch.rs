@@ -23,7 +23,7 @@ pub struct Site<'a> {
     /// Addresses and ports of every member, as peers and clients reach them.
     pub topology: &'a Topology,
     /// The address the server listens on (its host's address; `0.0.0.0` in a container,
-    /// whose address comes and goes with `docker network disconnect`).
+    /// which has one address, the container's).
     pub bind: IpAddr,
     /// The server's own directory; its data is in `data/` below it.
     pub root: PathBuf,

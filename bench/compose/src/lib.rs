@@ -17,26 +17,46 @@
 //! - **Ready means healthy.** Every service has a healthcheck (the managed cluster's notion of
 //!   healthy, asked inside the container); [`wait_healthy`] asks the same from where lockbench
 //!   runs, bounded, naming the server and address that is not.
-//! - **Faults are data first.** [`plan`] turns a [`Fault`](lockbench_core::Fault) into
-//!   [`Action`]s (`docker` command lines) without side effects, and is unit-tested as command
-//!   lines. [`ComposeNemesis`] executes a plan and reports it like every nemesis: a fault it
-//!   cannot express here is an event with `applied = false` and a note, never skipped silently.
+//! - **Faults are the managed cluster's.** The containers are a chaos [`Site`](lockbench_chaos::Site)
+//!   ([`Containers`]), so compose runs use the managed [`ServerNemesis`] itself: the same
+//!   target resolution (leader and followers from the same probes, the same seeded choices),
+//!   the same grudge per split (iptables DROP rules inside each container's network
+//!   namespace, never in the root namespace), the same Redis failover and clock-jump
+//!   emulation; only pause, kill and start are Docker's, each checked against Docker's state.
+//! - **Link faults go through the coordinator's own proxies**, as in managed mode (the
+//!   runner's `links.rs`): the same in-process [`LinkProxy`](lockbench_chaos::LinkProxy) code
+//!   at the same place (the root namespace, next to the clients), so a `link-delay` costs the
+//!   same hop in both modes and results stay comparable. A proxy container (`lockbench proxy
+//!   --api`, Toxiproxy's HTTP API) would add a container network hop and a second process only
+//!   compose runs pay for.
 //!
 //! | verb | compose mode |
 //! |---|---|
 //! | `pause` / `resume` | `docker pause` / `docker unpause lockbench-<server>` |
 //! | `kill` / `start` | `docker kill --signal KILL` / `docker start` |
-//! | `partition` (isolate, halves) | `docker network disconnect lockbench lockbench-<server>`; `heal` reconnects it with its address |
-//! | `link-delay`, `link-blackhole`, `partition` (clients-off) | `applied = false`: they need a link proxy container (not built yet) |
-//! | `clock-jump`, `redis-failover`, leader/followers targets, other partition shapes | `applied = false` |
+//! | `partition` (every split), `link-blackhole` without link proxies | iptables DROP in the containers' namespaces (`nsenter --net=/proc/<pid>/ns/net`), flushed on `heal` |
+//! | `link-delay`, `link-blackhole` with link proxies | toxics on the coordinator's in-process proxies |
+//! | `redis-failover` | the replica's namespace drops the primary, `docker kill` of the primary after its next grant; heal: `docker start`, `REPLICAOF` |
+//! | `clock-jump` | the Redis TTL emulation, as in managed mode |
+//! | faults on client hosts (`client<N>`, `isolate = "holder"`) | `applied = false`: clients run in the root namespace |
 #![deny(missing_docs)]
 
 pub mod file;
 mod health;
-mod nemesis;
-mod plan;
+mod site;
 
 pub use file::{NETWORK, container, endpoints, topology};
 pub use health::{bench_cluster, detect, wait_healthy};
-pub use nemesis::ComposeNemesis;
-pub use plan::{Action, plan, servers};
+pub use site::Containers;
+
+use lockbench_chaos::{Group, ServerNemesis};
+
+/// The server nemesis of the compose cluster.
+pub type ComposeNemesis = ServerNemesis<Containers>;
+
+/// A nemesis for `group`'s containers, drawing its seeded choices from `rng`.
+pub fn nemesis(group: Group, rng: impl rand::RngCore + Send + 'static) -> ComposeNemesis {
+    let site = Containers::new();
+    let servers = site.servers(group);
+    ServerNemesis::on(site, servers, rng)
+}

@@ -3,15 +3,16 @@
 //!
 //! Why one value: what a run can do to its servers follows from this choice alone, so the
 //! choice hands out the server nemesis ([`ClusterChoice::server_nemesis`]): the chaos crate's
-//! on the managed cluster (namespaces, iptables, signals, restarts), Docker's on compose, and
-//! on an external cluster a stand-in that reports every server fault as not applied. Before,
+//! on the managed cluster (namespaces, iptables, signals, restarts), the same one on compose's
+//! containers (their namespaces, Docker's pause/kill/start), and on an external cluster a
+//! stand-in that reports every server fault as not applied; and the link nemesis over the
+//! run's own proxies ([`ClusterChoice::link_nemesis`]) on both clusters lockbench reaches. Before,
 //! three `match`es in the coordinator each spawned their own copy of the fault schedule.
 
 use crate::nemesis::StandInServerNemesis;
 use anyhow::Context;
-use lockbench_chaos::{LinkNemesis, LinkProxies, Nemesis, ServerNemesis};
+use lockbench_chaos::{LinkNemesis, LinkProxies, Nemesis, Reach, ServerNemesis};
 use lockbench_cluster::Cluster;
-use lockbench_compose::ComposeNemesis;
 
 use lockbench_core::{BackendKind, Endpoints, Fault, FaultEvent, RunClock, Seed, Stream};
 use std::path::{Path, PathBuf};
@@ -94,22 +95,19 @@ impl ClusterChoice {
         }
     }
 
-    /// The nemesis for `kind`'s servers on this cluster; its target choices draw from `seed`.
+    /// The nemesis for `kind`'s servers on this cluster; its target choices draw from `seed`
+    /// (the same choices on both clusters).
     pub fn server_nemesis(&self, kind: BackendKind, seed: u64) -> ServerSide {
         let group = lockbench_registry::group_of(kind);
+        let rng = Seed(seed).rng(Stream::ServerTargets);
         match self {
             // The chaos crate's server nemesis: partitions in the namespaces, pause,
-            // kill/start, clock jump.
-            ClusterChoice::Managed(dir) => ServerSide::Managed(ServerNemesis::new(
-                Cluster::new(dir.clone()),
-                group,
-                Seed(seed).rng(Stream::ServerTargets),
-            )),
-            // Docker pause/kill/network disconnect and Toxiproxy.
-            ClusterChoice::Compose => ServerSide::Compose(ComposeNemesis::new(
-                group,
-                Seed(seed).stream(Stream::ServerTargets),
-            )),
+            // kill/start, clock jump, Redis failover.
+            ClusterChoice::Managed(dir) => {
+                ServerSide::Managed(ServerNemesis::new(Cluster::new(dir.clone()), group, rng))
+            }
+            // The same nemesis on the containers (their namespaces; Docker pause/kill/start).
+            ClusterChoice::Compose => ServerSide::Compose(lockbench_compose::nemesis(group, rng)),
             // Only what needs no access to the cluster's machines.
             ClusterChoice::External(_) => {
                 ServerSide::StandIn(StandInServerNemesis::new(kind, None, seed))
@@ -117,21 +115,53 @@ impl ClusterChoice {
         }
     }
 
-    /// The nemesis of the run's link proxies to `kind`'s servers (managed cluster only: on
-    /// the others a run has no proxies of its own).
+    /// The nemesis of the run's link proxies to `kind`'s servers (managed and compose
+    /// clusters: an external cluster's run has no proxies of its own).
     pub fn link_nemesis(
         &self,
         proxies: Arc<LinkProxies>,
         kind: BackendKind,
         seed: u64,
     ) -> Option<LinkNemesis> {
-        let dir = self.managed_state()?;
-        Some(LinkNemesis::new(
-            proxies,
-            &Cluster::new(dir.to_path_buf()),
-            lockbench_registry::group_of(kind),
-            Seed(seed).rng(Stream::LinkTargets),
-        ))
+        let group = lockbench_registry::group_of(kind);
+        let rng = Seed(seed).rng(Stream::LinkTargets);
+        match self {
+            ClusterChoice::Managed(dir) => Some(LinkNemesis::new(
+                proxies,
+                &Cluster::new(dir.to_path_buf()),
+                group,
+                rng,
+            )),
+            ClusterChoice::Compose => {
+                let site = lockbench_compose::Containers::new();
+                let servers = site.servers(group);
+                Some(LinkNemesis::on(proxies, site, servers, rng))
+            }
+            ClusterChoice::External(_) => None,
+        }
+    }
+
+    /// The servers of `kind` a run's link proxies stand in front of: (name, endpoint as the
+    /// clients write it); `None` on an external cluster.
+    pub fn proxied_servers(&self, kind: BackendKind) -> Option<Vec<(String, String)>> {
+        let group = lockbench_registry::group_of(kind);
+        let (topo, servers) = match self {
+            ClusterChoice::Managed(dir) => {
+                let site = lockbench_chaos::Managed::new(Cluster::new(dir.clone()));
+                (site.topology().clone(), site.servers(group))
+            }
+            ClusterChoice::Compose => {
+                let site = lockbench_compose::Containers::new();
+                (site.topology().clone(), site.servers(group))
+            }
+            ClusterChoice::External(_) => return None,
+        };
+        Some(
+            servers
+                .into_iter()
+                .map(|s| (s.name.to_string(), topo.endpoint(s)))
+                .collect(),
+        )
     }
 }
 
@@ -140,7 +170,7 @@ pub enum ServerSide {
     /// The managed cluster's.
     Managed(ServerNemesis),
     /// docker-compose.yml's.
-    Compose(ComposeNemesis),
+    Compose(lockbench_compose::ComposeNemesis),
     /// An external cluster's stand-in.
     StandIn(StandInServerNemesis),
 }

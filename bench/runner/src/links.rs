@@ -1,5 +1,5 @@
 //! Link proxies for one backend's run: started when the fault schedule has link faults
-//! (`link-delay`, `link-blackhole`) on the managed cluster, so every client (the in-process
+//! (`link-delay`, `link-blackhole`) on the managed or the compose cluster, so every client (the in-process
 //! slots as `coordinator`, each worker process as `client<N>`) reaches the backend's servers
 //! through its own in-process proxy ([`lockbench_chaos::LinkProxies`]) and the link nemesis can
 //! slow or cut exactly the links a fault names. Runs without link faults connect directly, as
@@ -22,8 +22,9 @@ pub fn has_link_faults(scenario: &Scenario) -> bool {
 }
 
 /// The run's proxies to `kind`'s servers, or `None` when the run needs none (no link fault,
-/// or not the managed cluster: compose runs use their Toxiproxy container, an external
-/// cluster's link faults are reported as not applied).
+/// or an external cluster, whose link faults are reported as not applied). On compose they
+/// run here too, in front of the containers: the same proxy at the same place as in managed
+/// mode, so link faults cost the same in both.
 pub fn proxies_for(
     kind: BackendKind,
     scenario: &Scenario,
@@ -33,7 +34,7 @@ pub fn proxies_for(
     if !has_link_faults(scenario) {
         return None;
     }
-    let dir = env.managed_state()?;
+    let servers = env.cluster.proxied_servers(kind)?;
     let isolates_clients = scenario.faults.iter().any(|f| {
         matches!(
             &f.fault,
@@ -50,9 +51,5 @@ pub fn proxies_for(
              client's server links in this run",
         );
     }
-    Some(LinkProxies::for_cluster(
-        &lockbench_cluster::Cluster::new(dir),
-        lockbench_registry::group_of(kind),
-        env.bind,
-    ))
+    Some(LinkProxies::new(env.bind, servers))
 }

@@ -1,7 +1,7 @@
 //! [`ToxiproxyApi`]: Toxiproxy's HTTP API over lockbench's own [`LinkProxy`]s.
 //!
-//! Why: in compose mode the link proxy runs in its own container, so something must drive it
-//! over the network. Toxiproxy's server cannot be installed here and the `noxious` port
+//! Why: a link proxy that runs on its own (`lockbench proxy --api`, for instance in a container
+//! next to the servers) must be driven over the network. Toxiproxy's server cannot be installed here and the `noxious` port
 //! leaves Nagle on (see [`crate::LinkProxy`]), but Toxiproxy's API is what every chaos tool
 //! already speaks. Serving that API over [`LinkProxy`] lets any Toxiproxy client (the
 //! `toxiproxy_rust` crate, `toxiproxy-cli`, Shopify's Ruby and Go clients) create proxies and

@@ -1,0 +1,211 @@
+//! Where a nemesis's servers run ([`Site`]): the managed cluster's processes in network
+//! namespaces ([`Managed`]), or docker-compose.yml's containers (the compose crate's site).
+//!
+//! Why a trait: every fault that is *data* (which servers, which split, who drops whose
+//! packets, which member leads, when the failover's primary made its grant) is the same in
+//! both places; only a handful of primitives differ: how a server is stopped, killed and
+//! started, which network namespace is its host (a named `/run/netns` entry, or a container's
+//! `/proc/<pid>/ns/net`), and which address the coordinator's packets come from. So the
+//! [`ServerNemesis`](crate::ServerNemesis) is written once over a `Site`, and a split gives
+//! the same DROP rules, in the same namespaces' INPUT chains, in both modes.
+//!
+//! [`Reach`] is the part probes and target resolution need (object safe, shared with the
+//! [`LinkNemesis`](crate::LinkNemesis)); [`Site`] adds the process operations.
+
+use lockbench_cluster::{Cluster, Group, Host, Network, ServerSpec, System, Topology};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use std::future::Future;
+use std::net::Ipv4Addr;
+use std::time::{Duration, Instant};
+
+/// How to reach the servers: their addresses, and their hosts from inside.
+pub trait Reach: Send + Sync {
+    /// The servers' addresses and ports.
+    fn topology(&self) -> &Topology;
+
+    /// The network namespace server `spec` runs in, to probe it from inside (a partition may
+    /// drop the coordinator's packets) and to put firewall rules in. `None` when the servers
+    /// share one namespace (the loopback topology: no partitions).
+    fn server_host(&self, spec: &ServerSpec) -> Option<Host>;
+
+    /// The address the coordinator's packets (and its in-process clients') come from at the
+    /// servers; `None` without hosts.
+    fn coordinator_addr(&self) -> Option<Ipv4Addr>;
+}
+
+/// A place servers run, with the process operations faults need.
+pub trait Site: Reach + 'static {
+    /// What the firewall rules are applied inside, for notes ("the hosts", "the containers'
+    /// network namespaces").
+    fn hosts_are(&self) -> &'static str;
+
+    /// The client hosts (their own namespaces) that exist now.
+    fn client_hosts(&self) -> Vec<Host>;
+
+    /// Every host whose firewall a heal must flush (every server's, every client host's).
+    fn all_hosts(&self) -> Vec<Host>;
+
+    /// `true` while server `name` runs (paused or not).
+    fn is_running(&self, name: &str) -> bool;
+
+    /// `true` while server `name` is paused (whoever paused it).
+    fn is_paused(&self, name: &str) -> bool;
+
+    /// Stops (`stop`) or resumes server or client host `name`; `Ok` is the note (what was
+    /// done to what), `Err` says it is not running.
+    fn pause(&self, name: &str, stop: bool) -> impl Future<Output = Result<String, String>> + Send;
+
+    /// Kills server `name` at once (SIGKILL) and returns when it is dead; `Ok` is the note,
+    /// `Err` says it was not running.
+    fn kill(&self, name: &str) -> impl Future<Output = Result<String, String>> + Send;
+
+    /// Starts server `name` again with its data; `Ok` is the note.
+    fn start(&self, name: &str) -> impl Future<Output = anyhow::Result<String>> + Send;
+}
+
+/// The managed cluster: servers are processes in their namespaces (or on loopback).
+#[derive(Clone)]
+pub struct Managed {
+    cluster: Cluster,
+    topo: Topology,
+}
+
+impl Managed {
+    /// The site of `cluster` (which must be up: its recorded topology is read now).
+    pub fn new(cluster: Cluster) -> Managed {
+        let topo = cluster.topology();
+        Managed { cluster, topo }
+    }
+
+    /// The cluster.
+    pub fn cluster(&self) -> &Cluster {
+        &self.cluster
+    }
+
+    /// The servers of `group` in the cluster.
+    pub fn servers(&self, group: Group) -> Vec<&'static ServerSpec> {
+        self.cluster
+            .servers()
+            .into_iter()
+            .filter(|s| s.group == group)
+            .collect()
+    }
+
+    fn network(&self) -> Option<Network> {
+        self.topo.net().cloned().map(Network::new)
+    }
+
+    fn pids_of(&self, name: &str) -> Vec<u32> {
+        if ServerSpec::by_name(name).is_some() {
+            return self.cluster.server_pid(name).into_iter().collect();
+        }
+        self.client_hosts()
+            .into_iter()
+            .find(|h| h.name == name)
+            .map(|h| h.pids())
+            .unwrap_or_default()
+    }
+}
+
+impl Reach for Managed {
+    fn topology(&self) -> &Topology {
+        &self.topo
+    }
+
+    fn server_host(&self, spec: &ServerSpec) -> Option<Host> {
+        self.network().map(|n| n.server_host(spec))
+    }
+
+    fn coordinator_addr(&self) -> Option<Ipv4Addr> {
+        self.topo.net().map(|c| c.bridge_addr())
+    }
+}
+
+impl Site for Managed {
+    fn hosts_are(&self) -> &'static str {
+        "the hosts"
+    }
+
+    fn client_hosts(&self) -> Vec<Host> {
+        self.network().map(|n| n.client_hosts()).unwrap_or_default()
+    }
+
+    fn all_hosts(&self) -> Vec<Host> {
+        self.network()
+            .map(|n| n.existing_hosts())
+            .unwrap_or_default()
+    }
+
+    fn is_running(&self, name: &str) -> bool {
+        self.cluster.server_pid(name).is_some()
+    }
+
+    fn is_paused(&self, name: &str) -> bool {
+        self.cluster
+            .server_pid(name)
+            .is_some_and(|p| proc_state(p) == Some('T'))
+    }
+
+    async fn pause(&self, name: &str, stop: bool) -> Result<String, String> {
+        let pids = self.pids_of(name);
+        if pids.is_empty() {
+            return Err(name.to_string());
+        }
+        let sig = if stop {
+            Signal::SIGSTOP
+        } else {
+            Signal::SIGCONT
+        };
+        for &pid in &pids {
+            let _ = kill(Pid::from_raw(pid as i32), sig);
+        }
+        let pids: Vec<String> = pids.iter().map(|p| p.to_string()).collect();
+        Ok(format!("{sig:?} {name} (pid {})", pids.join(",")))
+    }
+
+    async fn kill(&self, name: &str) -> Result<String, String> {
+        let pid = self
+            .cluster
+            .server_pid(name)
+            .ok_or_else(|| name.to_string())?;
+        let _ = kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
+        wait_dead(pid).await;
+        Ok(format!("SIGKILL {name} (pid {pid})"))
+    }
+
+    async fn start(&self, name: &str) -> anyhow::Result<String> {
+        let pid = match self.cluster.start_server(name).await {
+            Ok(pid) => pid,
+            // Another process's `up` (a test suite's other tests share the cluster) may have
+            // restarted it between the check and the start.
+            Err(e) => match self.cluster.server_pid(name) {
+                Some(pid) => {
+                    tracing::warn!(server = name, "restarted by another process meanwhile");
+                    pid
+                }
+                None => return Err(e),
+            },
+        };
+        let how = match ServerSpec::by_name(name).map(|s| s.system) {
+            Some(System::Redis) => "restarted EMPTY (Redis runs without persistence)",
+            _ => "restarted with its data directory",
+        };
+        Ok(format!("{name} (pid {pid}) {how}"))
+    }
+}
+
+/// The one-letter state of a process (`T` = stopped), `None` when gone.
+pub(crate) fn proc_state(pid: u32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(')')?.1.trim_start().chars().next()
+}
+
+async fn wait_dead(pid: u32) {
+    let start = Instant::now();
+    while proc_state(pid).is_some_and(|s| s != 'Z' && s != 'X')
+        && start.elapsed() < Duration::from_secs(10)
+    {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
