@@ -200,16 +200,24 @@ pub fn open(path: &Path, offset: u64) -> io::Result<BufReader<Reader>> {
 }
 
 /// The lines of a history file, lossily decoded, op lines expanded to absolute `t` and
-/// `token` ([`Chain::expand`]).
+/// `token` ([`Chain::expand`]) and the format line (which describes the compact lines) left
+/// out: the text of a history written before the compact lines.
 pub fn lines(reader: BufReader<Reader>) -> impl Iterator<Item = String> {
     let mut reader = reader;
     let mut buf = Vec::with_capacity(256);
     let mut chain = Chain::default();
     std::iter::from_fn(move || {
-        buf.clear();
-        match reader.read_until(b'\n', &mut buf) {
-            Ok(0) | Err(_) => None,
-            Ok(_) => Some(chain.expand(&String::from_utf8_lossy(&buf))),
+        loop {
+            buf.clear();
+            match reader.read_until(b'\n', &mut buf) {
+                Ok(0) | Err(_) => return None,
+                Ok(_) => {
+                    let line = String::from_utf8_lossy(&buf);
+                    if !compact::is_format_line(&line) {
+                        return Some(chain.expand(&line));
+                    }
+                }
+            }
         }
     })
 }
@@ -248,6 +256,44 @@ mod tests {
             text.lines().count() >= 1001,
             "the whole frames are still there"
         );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn lines_expand_compact_ops_in_every_frame_and_leave_out_the_format_line() {
+        use crate::{ClientId, KeyId, Nanos, OpF};
+        let dir = std::env::temp_dir().join(format!("lb-compact-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(FILE_NAME);
+        let _ = std::fs::remove_file(&path);
+        let mut w = FrameWriter::append(&path).unwrap();
+        let ops: Vec<Op> = (0..6)
+            .map(|i| Op::invoke(Nanos(1_000 + 7 * i), ClientId(1), OpF::Acquire, KeyId(0)))
+            .collect();
+        for (i, op) in ops.iter().enumerate() {
+            w.push_op(op, Some("b"));
+            if i == 2 {
+                w.flush().unwrap();
+                append_frame(&path, b"{\"type\":\"nemesis\",\"t\":5}\n").unwrap();
+            }
+        }
+        drop(w);
+        let text: Vec<String> = lines(open(&path, 0).unwrap()).collect();
+        let mut want: Vec<String> = ops
+            .iter()
+            .map(|op| {
+                let mut line = Vec::new();
+                op.write_json_line(Some("b"), &mut line);
+                String::from_utf8(line).unwrap()
+            })
+            .collect();
+        want.insert(3, "{\"type\":\"nemesis\",\"t\":5}\n".to_string());
+        assert_eq!(text, want);
+        let raw = std::fs::read(&path).unwrap();
+        let raw = zstd::stream::decode_all(raw.as_slice()).unwrap();
+        let raw = String::from_utf8(raw).unwrap();
+        assert!(raw.lines().next().unwrap().contains("\"type\":\"format\""));
+        assert_eq!(raw.matches("\"dt\":7,").count(), 4, "{raw}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
