@@ -445,6 +445,12 @@ impl WorkerProcess {
         })
     }
 
+    /// Signals go to `pid` from now on: the worker itself when the spawned command is not
+    /// (`docker run`, whose container's process the worker is).
+    pub fn set_pid(&mut self, pid: nix::unistd::Pid) {
+        self.handle.pid = pid;
+    }
+
     /// A handle for signals and commands.
     pub fn handle(&self) -> WorkerHandle {
         self.handle.clone()

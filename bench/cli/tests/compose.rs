@@ -1,7 +1,8 @@
 //! The Docker flow end to end, on a real Docker Engine (CI's machines run one; no registry):
 //! build the server image (cached), bring docker-compose.yml up (it returns once every server
 //! is healthy), run the quick suite on all six lock backends against it, apply one fault of
-//! every kind compose mode applies and check that it took effect (`compose_faults`), then `down -v` and check that
+//! every kind compose mode applies and check that it took effect (`compose_faults`), run
+//! client workers as containers and fault them (`compose_clients`), then `down -v` and check that
 //! nothing is left: no container, network or volume, no firewall rule for the compose network.
 //!
 //! A machine without a Docker Engine fails this test; it never skips. It owns the containers
@@ -9,6 +10,7 @@
 //! because it is heavy: scripts/test runs it in its first phase (`--run-ignored only`).
 
 mod common;
+mod compose_clients;
 mod compose_faults;
 
 use std::path::{Path, PathBuf};
@@ -153,6 +155,13 @@ fn compose_cluster_runs_the_quick_suite_and_faults_and_leaves_nothing() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     timed("every fault kind, checked", || {
         rt.block_on(compose_faults::every_fault_takes_effect())
+    });
+    // Clients as containers: a host of their own for faults, and the fencing holder in one.
+    timed("a client container's isolate and pause, checked", || {
+        rt.block_on(compose_clients::a_client_container_is_a_host_of_its_own())
+    });
+    timed("lockbench run fencing --cluster compose (holder in a container)", || {
+        compose_clients::fencing_holder_runs_in_a_container()
     });
 
     timed("compose down -v", || ok(&mut compose(&["down", "-v"])));

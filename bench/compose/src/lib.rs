@@ -38,9 +38,10 @@
 //! | `link-delay`, `link-blackhole` with link proxies | toxics on the coordinator's in-process proxies |
 //! | `redis-failover` | the replica's namespace drops the primary, `docker kill` of the primary after its next grant; heal: `docker start`, `REPLICAOF` |
 //! | `clock-jump` | the Redis TTL emulation, as in managed mode |
-//! | faults on client hosts (`client<N>`, `isolate = "holder"`) | `applied = false`: clients run in the root namespace |
+//! | faults on client hosts (`client<N>`, `isolate = "holder"`) | the worker's container `lockbench-client<N>` ([`clients`]): SIGSTOP/SIGKILL of its process by the coordinator, iptables in its namespace |
 #![deny(missing_docs)]
 
+pub mod clients;
 pub mod file;
 mod health;
 mod site;

@@ -392,11 +392,13 @@ async fn start_workers(
             resource: service.as_ref().expect("service when workers").addr(),
             count_elsewhere: plan.count_across.is_some(),
         };
-        let cmd = cx.env.worker_command(slot)?;
+        let cmd = cx.env.worker_command(slot).await?;
         let name = worker_name(slot);
-        let worker = WorkerProcess::spawn(name.clone(), cmd, &job, sinks.clone())
+        let mut worker = WorkerProcess::spawn(name.clone(), cmd, &job, sinks.clone())
             .await
             .with_context(|| format!("cannot start worker process {name}"))?;
+        let pid = cx.env.worker_commands().pid(slot, worker.handle().pid).await?;
+        worker.set_pid(pid);
         running.push(worker);
         jobs.insert(slot, job);
     }
