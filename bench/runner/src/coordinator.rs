@@ -398,7 +398,7 @@ async fn start_workers(
             .await
             .with_context(|| format!("cannot start worker process {name}"))?;
         let pid = cx.env.worker_commands().pid(slot, worker.handle().pid).await?;
-        worker.set_pid(pid);
+        worker.set_pid(pid, cx.env.worker_commands().container(slot));
         running.push(worker);
         jobs.insert(slot, job);
     }

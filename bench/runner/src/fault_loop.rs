@@ -123,8 +123,8 @@ async fn pause_holder(
             vec![holder.name.clone()],
             match &stopped {
                 Ok(()) => format!(
-                    "SIGSTOP pid {} right after its grant of {} (client {}, token {token}), before its write, for {}",
-                    holder.pid,
+                    "SIGSTOP {} right after its grant of {} (client {}, token {token}), before its write, for {}",
+                    holder.process(),
                     g.key,
                     g.client,
                     humantime::format_duration(pause)
@@ -147,8 +147,8 @@ async fn pause_holder(
             FaultPhase::Stop,
             vec![holder.name.clone()],
             format!(
-                "SIGCONT pid {}; it now writes with token {token}",
-                holder.pid
+                "SIGCONT {}; it now writes with token {token}",
+                holder.process()
             ),
             resumed.is_ok(),
         ));

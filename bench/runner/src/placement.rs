@@ -216,6 +216,14 @@ impl WorkerCommands {
         Ok(cmd)
     }
 
+    /// The container the worker of `slot` runs in (compose), `None` elsewhere.
+    pub fn container(&self, slot: u32) -> Option<String> {
+        match self.place {
+            Place::Containers => Some(lockbench_compose::container(&worker_name(slot))),
+            _ => None,
+        }
+    }
+
     /// The pid to signal for the worker of `slot`, whose command was started as `spawned`:
     /// `spawned` itself, except on compose, where that is the `docker` client and the worker
     /// is its container's process (waited for until the container runs).

@@ -58,7 +58,7 @@ impl Respawner {
             .pid(slot, worker.handle().pid)
             .await
             .map_err(|e| format!("restarted {name}: {e:#}"))?;
-        worker.set_pid(pid);
+        worker.set_pid(pid, self.commands.container(slot));
         match tokio::time::timeout(READY_BUDGET, worker.ready()).await {
             Ok(Ok(())) => {}
             Ok(Err(e)) => return Err(format!("restarted {name} failed: {e}")),
