@@ -160,9 +160,10 @@ fn compose_cluster_runs_the_quick_suite_and_faults_and_leaves_nothing() {
     timed("a client container's isolate and pause, checked", || {
         rt.block_on(compose_clients::a_client_container_is_a_host_of_its_own())
     });
-    timed("lockbench run fencing --cluster compose (holder in a container)", || {
-        compose_clients::fencing_holder_runs_in_a_container()
-    });
+    timed(
+        "lockbench run fencing --cluster compose (holder in a container)",
+        compose_clients::fencing_holder_runs_in_a_container,
+    );
 
     timed("compose down -v", || ok(&mut compose(&["down", "-v"])));
     let left = docker(&["ps", "-a", "-q", "--filter", "name=^lockbench-"]);

@@ -77,7 +77,14 @@ pub fn command(n: u32, exe: &Path) -> Command {
         .arg("-v")
         .arg(format!("{}:{BINARY}:ro", exe.display()))
         // Passed on from the coordinator's environment when set there.
-        .args(["-e", "LOCKBENCH_LOG", "-e", "RUST_LOG", "-e", "RUST_BACKTRACE"])
+        .args([
+            "-e",
+            "LOCKBENCH_LOG",
+            "-e",
+            "RUST_LOG",
+            "-e",
+            "RUST_BACKTRACE",
+        ])
         .args(["--entrypoint", BINARY, &image()]);
     cmd
 }
@@ -144,14 +151,23 @@ pub async fn host_pid(n: u32) -> Result<u32, String> {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    Err(format!("{name} did not start within {START_BUDGET:?}: {last}"))
+    Err(format!(
+        "{name} did not start within {START_BUDGET:?}: {last}"
+    ))
 }
 
 /// The running client containers as hosts (their network namespaces), by index.
 pub fn hosts() -> Vec<Host> {
     let filter = format!("label={LABEL}");
     let Ok(out) = Command::new("docker")
-        .args(["ps", "-q", "--filter", &filter, "--filter", "status=running"])
+        .args([
+            "ps",
+            "-q",
+            "--filter",
+            &filter,
+            "--filter",
+            "status=running",
+        ])
         .args(["--filter", "status=paused"])
         .output()
     else {

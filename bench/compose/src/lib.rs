@@ -25,7 +25,8 @@
 //!   emulation; only pause, kill and start are Docker's, each checked against Docker's state.
 //! - **Link faults go through the coordinator's own proxies**, as in managed mode (the
 //!   runner's `links.rs`): the same in-process [`LinkProxy`](lockbench_chaos::LinkProxy) code
-//!   at the same place (the root namespace, next to the clients), so a `link-delay` costs the
+//!   at the same place (the coordinator, on the bridge's address; client containers reach it
+//!   as managed client hosts do), so a `link-delay` costs the
 //!   same hop in both modes and results stay comparable. A proxy container (`lockbench proxy
 //!   --api`, Toxiproxy's HTTP API) would add a container network hop and a second process only
 //!   compose runs pay for.

@@ -397,7 +397,11 @@ async fn start_workers(
         let mut worker = WorkerProcess::spawn(name.clone(), cmd, &job, sinks.clone())
             .await
             .with_context(|| format!("cannot start worker process {name}"))?;
-        let pid = cx.env.worker_commands().pid(slot, worker.handle().pid).await?;
+        let pid = cx
+            .env
+            .worker_commands()
+            .pid(slot, worker.handle().pid)
+            .await?;
         worker.set_pid(pid, cx.env.worker_commands().container(slot));
         running.push(worker);
         jobs.insert(slot, job);

@@ -35,7 +35,9 @@ pub async fn a_client_container_is_a_host_of_its_own() {
     let exe = std::path::Path::new(env!("CARGO_BIN_EXE_lockbench"));
     lockbench_compose::clients::remove(1).await;
     let mut cmd = lockbench_compose::clients::command(1, exe);
-    cmd.arg("worker").stdin(Stdio::piped()).stdout(Stdio::null());
+    cmd.arg("worker")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null());
     let mut worker = cmd.spawn().expect("docker run a client container");
     let pid = lockbench_compose::clients::host_pid(1).await.unwrap();
     assert!(pid > 1, "client container pid {pid}");
