@@ -66,10 +66,22 @@ fn compose_rules(bridge: &str) -> Vec<String> {
         .collect()
 }
 
-/// `down -v` when dropped, so a failing test leaves nothing running.
+/// `down -v` when dropped, so a failing test leaves nothing running (client containers first:
+/// the network cannot be removed while one is attached).
 struct Down;
 impl Drop for Down {
     fn drop(&mut self) {
+        let filter = format!("label={}", lockbench_compose::clients::LABEL);
+        if let Ok(out) = Command::new("docker")
+            .args(["ps", "-aq", "--filter", &filter])
+            .output()
+        {
+            let ids = String::from_utf8_lossy(&out.stdout);
+            let ids: Vec<&str> = ids.split_whitespace().collect();
+            if !ids.is_empty() {
+                let _ = Command::new("docker").args(["rm", "-f"]).args(&ids).output();
+            }
+        }
         let _ = compose(&["down", "-v"]).output();
     }
 }
