@@ -10,7 +10,7 @@
 //! and the netns topology, as CI has; it FAILS saying why otherwise (never skips), unless
 //! `LOCKBENCH_ALLOW_NO_ROOT=1`.
 
-mod common;
+use crate::common;
 
 use serde_json::Value;
 use std::path::PathBuf;
@@ -326,7 +326,7 @@ fn link_delay_slows_exactly_the_targeted_clients_link_until_heal() {
 }
 
 /// The built-in `redis-failover` scenario.
-const FAILOVER: &str = include_str!("../../../scenarios/redis-failover.toml");
+const FAILOVER: &str = include_str!("../../../../scenarios/redis-failover.toml");
 
 /// Issue 3's Redis failover: the replica's replication link is cut, the primary is SIGKILLed
 /// right after its next grant, Sentinel promotes the replica, which grants the same lock to
