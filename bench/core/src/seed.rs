@@ -52,9 +52,11 @@ impl Seed {
     }
 
     /// The seed of repetition `k` (1-based) of `lockbench run --repeat`: the first is the
-    /// scenario's own seed, each further one the next integer.
+    /// scenario's own seed, each further one the next integer, wrapping to 0 past
+    /// `i64::MAX` (the largest seed a saved `scenario.toml` can hold: TOML integers are i64).
     pub fn repetition(self, k: u32) -> Seed {
-        Seed(self.0.wrapping_add(u64::from(k).saturating_sub(1)))
+        let next = self.0.wrapping_add(u64::from(k).saturating_sub(1));
+        Seed(next & i64::MAX as u64)
     }
 }
 
@@ -85,6 +87,7 @@ mod tests {
     fn repetitions_count_up_from_the_seed() {
         assert_eq!(Seed(7).repetition(1), Seed(7));
         assert_eq!(Seed(7).repetition(3), Seed(9));
-        assert_eq!(Seed(u64::MAX).repetition(2), Seed(0));
+        assert_eq!(Seed(i64::MAX as u64).repetition(2), Seed(0));
+        assert_eq!(Seed(i64::MAX as u64 - 1).repetition(3), Seed(0));
     }
 }

@@ -154,9 +154,7 @@ impl ClientNemesis {
                 keep.push((names, pids));
                 continue;
             }
-            let ok = pids
-                .iter()
-                .all(|p| nix::sys::signal::kill(*p, Signal::SIGCONT).is_ok());
+            let ok = signal_all(&pids, Signal::SIGCONT);
             out.push(FaultEvent::now(
                 clock,
                 "pause",
@@ -312,9 +310,7 @@ impl Nemesis for StandInServerNemesis {
                 };
                 let names: Vec<String> = chosen.iter().map(|s| s.0.clone()).collect();
                 let pids: Vec<Pid> = chosen.iter().map(|s| s.1).collect();
-                let ok = pids
-                    .iter()
-                    .all(|p| nix::sys::signal::kill(*p, Signal::SIGSTOP).is_ok());
+                let ok = signal_all(&pids, Signal::SIGSTOP);
                 self.paused.push((names.clone(), pids.clone()));
                 vec![FaultEvent::now(
                     clock,
@@ -342,9 +338,7 @@ impl Nemesis for StandInServerNemesis {
         self.paused
             .drain(..)
             .map(|(names, pids)| {
-                let ok = pids
-                    .iter()
-                    .all(|p| nix::sys::signal::kill(*p, Signal::SIGCONT).is_ok());
+                let ok = signal_all(&pids, Signal::SIGCONT);
                 FaultEvent::now(
                     clock,
                     "pause",
@@ -371,6 +365,12 @@ pub struct Composite<S> {
     /// Owns link faults when the run's clients go through link proxies (then `link-delay` and
     /// `link-blackhole` are toxics on the proxies, and `heal` clears them too).
     pub links: Option<lockbench_chaos::LinkNemesis>,
+}
+
+/// Sends `signal` to every process in `pids`; `true` when every one was delivered.
+fn signal_all(pids: &[Pid], signal: Signal) -> bool {
+    pids.iter()
+        .all(|p| nix::sys::signal::kill(*p, signal).is_ok())
 }
 
 fn fault_targets(fault: &Fault) -> Option<&Targets> {

@@ -26,7 +26,7 @@ fn every_backend_excludes_with_8_clients_on_one_key_and_the_results_are_complete
     );
     assert!(out.status.success(), "{}", text(&out));
     let r = results(&out_dir);
-    assert_eq!(r["schema_version"], 1);
+    assert_eq!(r["schema_version"], 2);
     assert_eq!(r["complete"], true);
     for system in ["zookeeper", "etcd", "redis"] {
         assert!(

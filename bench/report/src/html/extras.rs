@@ -19,6 +19,7 @@ const KNOWN_TOP: &[&str] = &[
     "results",
     "scorecard",
     "capacity",
+    "expectations",
 ];
 
 /// Per-result fields the summary, recipe table and charts already show.

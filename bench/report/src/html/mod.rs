@@ -28,6 +28,7 @@
 
 mod capacity;
 mod chart;
+mod expectations;
 mod extras;
 mod failover;
 mod fairness;
@@ -71,6 +72,7 @@ fn render(run: &load::Run) -> String {
     body.push_str(&summary::header(run));
     body.push_str(&glance::top(run));
     body.push_str(&summary::table(run));
+    body.push_str(&expectations::section(run));
     body.push_str(&scorecard::section(run));
     body.push_str(&truth::section(run));
     body.push_str(&failover::section(run));

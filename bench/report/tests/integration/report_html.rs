@@ -148,7 +148,12 @@ pub(crate) fn synthetic_run(parent: &Path, name: &str, started: &str, overlap: b
             {"backend": good, "fault": "pause", "runs": 1, "not_applied": 0, "violations": {}, "stayed_available": true},
             {"backend": bad, "fault": "pause", "runs": 1, "not_applied": 0, "violations": {"mutex": 1}, "stayed_available": true}
         ]},
-        "failover": [{"backend": bad, "promoted_after_ms": 1234.5}]
+        "failover": [{"backend": bad, "promoted_after_ms": 1234.5}],
+        "expectations": [
+            {"backend": good, "expect": "safe", "outcome": "met", "measured": "valid"},
+            {"backend": bad, "expect": "safe", "implicit": true, "outcome": "failed",
+             "measured": "invalid: 1 overlap"}
+        ]
     });
     std::fs::write(
         dir.join("results.json"),
@@ -223,6 +228,14 @@ fn the_report_has_every_section_with_charts_and_no_external_reference() {
     ] {
         assert!(html.contains(&format!("href=\"{f}\"")), "no link to {f}");
     }
+    // The expectations, as `run` judged them (they set its exit code).
+    let expectations = section(&html, "expectations");
+    assert!(
+        expectations.contains("1 met, 1 failed, 0 unknown")
+            && expectations.contains("FAILED")
+            && expectations.contains("invalid: 1 overlap"),
+        "{expectations}"
+    );
     // Generic rendering of fields without a dedicated view, and the fault window.
     assert!(section(&html, "scorecard").contains("UNSAFE: 1 mutex"));
     assert!(
