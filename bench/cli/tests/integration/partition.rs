@@ -313,6 +313,13 @@ fn link_delay_slows_exactly_the_targeted_clients_link_until_heal() {
     // results.json shows the window, applied.
     let results: Value =
         serde_json::from_str(&std::fs::read_to_string(run.join("results.json")).unwrap()).unwrap();
+    // The servers' own request counters are read after the run through the same link proxies
+    // the coordinator's client uses: they must still be up then, or the cross-check is lost.
+    let requests = &results["results"][0]["requests"];
+    assert!(
+        requests["server_counted"].as_u64().is_some_and(|n| n > 0),
+        "no server-side request count after a link-delay run: {requests}"
+    );
     let windows = &results["results"][0]["fault_windows"];
     assert!(
         windows
