@@ -188,7 +188,7 @@ fn write_arrival_order(path: &Path, clients: &[Vec<Op>], chunk: usize, faults: &
             let take = if i == 0 { chunk * 4 } else { chunk };
             let end = (cursors[i] + take).min(clients[i].len());
             for op in &clients[i][cursors[i]..end] {
-                op.write_json_line(Some("hand"), w.buffer());
+                w.push_op(op, Some("hand"));
             }
             cursors[i] = end;
         }

@@ -2,7 +2,8 @@
 //!
 //! - `scenario.toml`: the scenario exactly as run, every default filled in, seed included;
 //! - `history.jsonl.zst`: every op of every backend, one JSON object per line with a `backend`
-//!   field, as zstd frames appended while the run goes (`zstdcat history.jsonl.zst | head`;
+//!   field (times and tokens relative to the line before: `lockbench_core::history::compact`),
+//!   as zstd frames appended while the run goes (`zstdcat history.jsonl.zst | head`;
 //!   see `lockbench_core::history::file`). Lines are in arrival order (time order per client
 //!   chunk; sort by `t` for a global order). An interrupted run keeps every frame written so
 //!   far. Fault events are lines with `"type":"nemesis"` (verb, phase, targets, note, applied),
@@ -166,9 +167,8 @@ impl RunDir {
                 ));
                 match next {
                     Ok(Some(chunk)) => {
-                        let buf = out.buffer();
                         for op in &chunk {
-                            op.write_json_line(Some(backend), buf);
+                            out.push_op(op, Some(backend));
                             lateness.observe(op.time);
                         }
                     }

@@ -543,6 +543,9 @@ fn open_window(cx: &Ctx<'_>, workers: &[WorkerProcess], start: Nanos) -> Window 
 struct Collected {
     output: lockbench_workloads::RunOutput,
     holder_pauses: u64,
+    /// The link proxies (link-fault runs): the coordinator's backend reaches the servers
+    /// through them, so they stay up until its counters are read after the run.
+    _links: Option<Arc<lockbench_chaos::LinkProxies>>,
 }
 
 /// Collection: waits for the end, stops the fault loop, finishes every worker (restarted ones
@@ -585,7 +588,7 @@ async fn collect(
         None => false,
     };
     drop(workers.service);
-    drop(faults);
+    let links = faults.into_links();
     let clock = cx.clock;
     let mut run_window = local_output.unwrap_or_else(|| lockbench_workloads::RunOutput {
         workers: Vec::new(),
@@ -611,6 +614,7 @@ async fn collect(
     Ok(Collected {
         output: merge_outputs(parts, &run_window),
         holder_pauses,
+        _links: links,
     })
 }
 

@@ -9,6 +9,7 @@
 //! observations (who the servers said held each lock, [`ServerObservation`]) are lines with
 //! `"type":"server"`, kept apart the same way.
 
+pub mod compact;
 pub mod file;
 pub mod ordered;
 
@@ -131,6 +132,7 @@ impl History {
         let mut ops = Vec::with_capacity(lines.len());
         let mut faults = Vec::new();
         let mut server = Vec::new();
+        let mut chain = compact::Chain::default();
         for (i, line) in lines.iter().enumerate() {
             if line.trim().is_empty() {
                 continue;
@@ -147,8 +149,11 @@ impl History {
                     continue;
                 }
             }
-            match serde_json::from_str::<Op>(line) {
-                Ok(op) => ops.push(op),
+            if compact::is_format_line(line) {
+                continue;
+            }
+            match chain.parse_op(line) {
+                Ok((_, op)) => ops.push(op),
                 Err(_) if i + 1 == lines.len() => break,
                 Err(e) => {
                     return Err(io::Error::new(
@@ -174,6 +179,7 @@ pub fn events(
     // One buffer for every line: the stream allocates nothing per op.
     let mut line = Vec::with_capacity(512);
     let mut number = 0u64;
+    let mut chain = compact::Chain::default();
     Ok(std::iter::from_fn(move || {
         loop {
             line.clear();
@@ -181,7 +187,11 @@ pub fn events(
                 Ok(0) | Err(_) => return None,
                 Ok(_) => number += 1,
             }
-            match ordered::parse_line(&String::from_utf8_lossy(&line), backend.as_deref()) {
+            match ordered::parse_line(
+                &String::from_utf8_lossy(&line),
+                backend.as_deref(),
+                &mut chain,
+            ) {
                 Ok(Some(e)) => return Some(Ok(e)),
                 Ok(None) => continue,
                 // A bad last line is one torn by a kill.

@@ -27,6 +27,7 @@
 
 use crate::fault::FaultEvent;
 use crate::history::NemesisLine;
+use crate::history::compact::{self, Chain};
 use crate::op::Op;
 use crate::time::Nanos;
 use std::cmp::{Ordering, Reverse};
@@ -41,10 +42,15 @@ pub enum Event {
     Fault(FaultEvent),
 }
 
-/// Parses one history line; `Ok(None)` for a blank line. A line of another backend (its
-/// `"backend"` field, which the writer puts first, is not `backend`) is skipped as `Ok(None)`
-/// when `backend` is given.
-pub fn parse_line(line: &str, backend: Option<&str>) -> Result<Option<Event>, serde_json::Error> {
+/// Parses one history line; `Ok(None)` for a blank line and the format line. A line of
+/// another backend (its `"backend"` field, which the writer puts first, is not `backend`) is
+/// skipped as `Ok(None)` when `backend` is given. `chain` is the compact encoding's state
+/// ([`super::compact`]): one per reader, fed every line of the backend in file order.
+pub fn parse_line(
+    line: &str,
+    backend: Option<&str>,
+    chain: &mut Chain,
+) -> Result<Option<Event>, serde_json::Error> {
     let line = line.trim_end();
     if line.trim().is_empty() {
         return Ok(None);
@@ -60,10 +66,10 @@ pub fn parse_line(line: &str, backend: Option<&str>) -> Result<Option<Event>, se
         }
     }
     // Server-side observations (`observe_server`) are read by the truth checker's own path.
-    if line.contains("\"type\":\"server\"") {
+    if line.contains("\"type\":\"server\"") || compact::is_format_line(line) {
         return Ok(None);
     }
-    serde_json::from_str::<Op>(line).map(|op| Some(Event::Op(op)))
+    chain.parse_op(line).map(|(_, op)| Some(Event::Op(op)))
 }
 
 /// The running measure of a stream's lateness (see the module docs).
@@ -263,11 +269,12 @@ mod tests {
             r#"{"backend":"redis-setnx","t":1,"client":0,"type":"invoke","f":"acquire","key":0}"#;
         let b =
             r#"{"backend":"redis-setnx-x","t":1,"client":0,"type":"invoke","f":"acquire","key":0}"#;
+        let c = &mut Chain::default();
         assert!(matches!(
-            parse_line(a, Some("redis-setnx")),
+            parse_line(a, Some("redis-setnx"), c),
             Ok(Some(Event::Op(_)))
         ));
-        assert_eq!(parse_line(b, Some("redis-setnx")).unwrap(), None);
-        assert!(matches!(parse_line(b, None), Ok(Some(Event::Op(_)))));
+        assert_eq!(parse_line(b, Some("redis-setnx"), c).unwrap(), None);
+        assert!(matches!(parse_line(b, None, c), Ok(Some(Event::Op(_)))));
     }
 }

@@ -12,6 +12,7 @@
 //! clock, so series are kept per backend and never compared on one time axis.
 
 use super::grants::Grants;
+use lockbench_core::history::compact::{self, Chain};
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::{BTreeSet, HashMap};
@@ -31,6 +32,11 @@ struct Line<'a> {
     backend: Option<&'a str>,
     #[serde(default)]
     t: Option<u64>,
+    /// The compact encoding's relative time and token (`lockbench_core::history::compact`).
+    #[serde(default)]
+    dt: Option<i64>,
+    #[serde(default)]
+    dk: Option<i64>,
     #[serde(default)]
     client: Option<u32>,
     #[serde(default, rename = "type", borrow)]
@@ -147,6 +153,7 @@ impl Traces {
         let mut traces = Traces::default();
         let mut index: HashMap<String, usize> = HashMap::new();
         let mut buf = Vec::with_capacity(512);
+        let mut chain = Chain::default();
         loop {
             buf.clear();
             match input.read_until(b'\n', &mut buf) {
@@ -154,10 +161,11 @@ impl Traces {
                 Ok(_) => {}
             }
             let line = String::from_utf8_lossy(&buf);
-            if line.trim().is_empty() {
+            // The format line says in words what `dt` and `dk` are (strings, not numbers).
+            if line.trim().is_empty() || compact::is_format_line(&line) {
                 continue;
             }
-            let Ok(l) = serde_json::from_str::<Line>(&line) else {
+            let Ok(mut l) = serde_json::from_str::<Line>(&line) else {
                 traces.skipped += 1;
                 continue;
             };
@@ -165,6 +173,8 @@ impl Traces {
                 traces.fault(l);
                 continue;
             }
+            l.t = chain.time(l.t, l.dt);
+            l.token = chain.token(l.token, l.dk);
             let backend = l.backend.unwrap_or("(unnamed)");
             let i = match index.get(backend) {
                 Some(i) => *i,
@@ -363,5 +373,24 @@ not json
         assert_eq!(tr.faults.len(), 1);
         assert_eq!(tr.faults[0].end, Some(60));
         assert_eq!(tr.faults_of("b").count(), 1);
+    }
+
+    #[test]
+    fn compact_lines_read_as_their_absolute_values() {
+        let text = r#"{"backend":"b","type":"format","history":2,"dt":"..","dk":".."}
+{"backend":"b","t":10,"client":1,"type":"invoke","f":"acquire","key":0}
+{"backend":"b","dt":20,"client":1,"type":"ok","f":"acquire","key":0,"token":7}
+{"backend":"b","dt":1,"client":1,"type":"ok","f":"write","key":0,"dk":0,"stale":false}
+{"t":35,"fault":"pause","phase":"start","targets":["client1"],"note":"SIGSTOP","applied":true}
+{"backend":"b","t":50,"client":1,"type":"invoke","f":"release","key":0}
+{"backend":"b","dt":-5,"client":2,"type":"ok","f":"write","key":0,"token":9,"stale":true}
+"#;
+        let tr = Traces::read(text.as_bytes());
+        assert_eq!(tr.skipped, 0);
+        let b = tr.get("b").unwrap();
+        assert_eq!(b.grants.per_bucket(1_000), vec![(1, Some((20, 20, 20)))]);
+        assert_eq!((b.holds[0].start, b.holds[0].end), (30, 50));
+        let w: Vec<(u64, u64)> = b.writes.iter().map(|w| (w.t, w.token)).collect();
+        assert_eq!(w, vec![(31, 7), (45, 9)]);
     }
 }

@@ -9,7 +9,7 @@
 //! named `lockbench-*`, so it refuses to start while a compose cluster exists. `#[ignore]`d
 //! because it is heavy: scripts/test runs it in its first phase (`--run-ignored only`).
 
-mod common;
+use crate::common;
 mod compose_clients;
 mod compose_faults;
 
