@@ -79,7 +79,10 @@ impl Drop for Down {
             let ids = String::from_utf8_lossy(&out.stdout);
             let ids: Vec<&str> = ids.split_whitespace().collect();
             if !ids.is_empty() {
-                let _ = Command::new("docker").args(["rm", "-f"]).args(&ids).output();
+                let _ = Command::new("docker")
+                    .args(["rm", "-f"])
+                    .args(&ids)
+                    .output();
             }
         }
         let _ = compose(&["down", "-v"]).output();
