@@ -166,6 +166,7 @@ impl<S: Site> ServerNemesis<S> {
             }
             _ => servers.clone(),
         };
+        let cut_clients = self.cut_clients(&g, &clients);
         let (by_name, addrs) = self.hosts(coordinator, clients);
         let missing = self.not_entered(&by_name);
         let pairs = grudge::cut_pairs(&g);
@@ -198,7 +199,8 @@ impl<S: Site> ServerNemesis<S> {
                     true,
                 );
                 self.windows.push(("partition", targets));
-                self.verify_cut(event, lost).await
+                let event = self.verify_cut(event, lost).await;
+                self.verify_clients_cut(event, cut_clients).await
             }
             Ok(Err(e)) => {
                 let _ = self.flush().await;
@@ -234,6 +236,7 @@ impl<S: Site> ServerNemesis<S> {
                 peers.extend(self.server_names());
             }
         }
+        let cut_clients = self.cut_clients(&g, &clients);
         let (hosts, addrs) = self.hosts(coordinator, clients);
         let missing = self.not_entered(&hosts);
         let inside = self.site.hosts_are();
@@ -255,7 +258,8 @@ impl<S: Site> ServerNemesis<S> {
                     note,
                     true,
                 );
-                self.verify_cut(event, lost).await
+                let event = self.verify_cut(event, lost).await;
+                self.verify_clients_cut(event, cut_clients).await
             }
             Ok(Err(e)) => {
                 let _ = self.flush().await;
@@ -319,6 +323,77 @@ impl<S: Site> ServerNemesis<S> {
         event.note = format!(
             "NOT APPLIED: the rules were added, yet {} still accept(s) the coordinator's \
              connections (rules flushed again): {}",
+            reached.join(", "),
+            event.note
+        );
+        event
+    }
+
+    /// The client hosts that `g` cuts from servers, each with the servers (name, client
+    /// address) it must no longer reach.
+    fn cut_clients(&self, g: &grudge::Grudge, clients: &[Host]) -> Vec<(Host, Vec<ServerAddr>)> {
+        clients
+            .iter()
+            .filter_map(|h| {
+                let drops = g.get(&h.name)?;
+                let servers: Vec<ServerAddr> = self
+                    .servers
+                    .iter()
+                    .filter(|s| drops.contains(s.name))
+                    .map(|s| (s.name, self.site.topology().client_addr(s)))
+                    .collect();
+                (!servers.is_empty()).then(|| (h.clone(), servers))
+            })
+            .collect()
+    }
+
+    /// Checks from inside each client host in `cut` (a client container, a managed client
+    /// host) that no server it lost accepts its connections within [`CUT_CHECK`]. A server
+    /// still reached makes `event` not applied, loudly, as [`Self::verify_cut`] does.
+    async fn verify_clients_cut(
+        &mut self,
+        mut event: FaultEvent,
+        cut: Vec<(Host, Vec<ServerAddr>)>,
+    ) -> FaultEvent {
+        if cut.is_empty() || !event.applied {
+            return event;
+        }
+        let mut checks = Vec::new();
+        for (host, servers) in &cut {
+            for &(name, addr) in servers {
+                let host = host.clone();
+                checks.push(async move {
+                    let from = host.name.clone();
+                    let reached = tokio::task::spawn_blocking(move || {
+                        host.run_inside(move || {
+                            std::net::TcpStream::connect_timeout(&addr, CUT_CHECK).is_ok()
+                        })
+                    })
+                    .await;
+                    (from, name, !matches!(reached, Ok(Ok(false))))
+                });
+            }
+        }
+        let reached: Vec<String> = futures_join(checks.into_iter())
+            .await
+            .into_iter()
+            .filter_map(|(host, name, reached)| reached.then(|| format!("{host}->{name}")))
+            .collect();
+        let hosts: Vec<&str> = cut.iter().map(|(h, _)| h.name.as_str()).collect();
+        if reached.is_empty() {
+            event.note.push_str(&format!(
+                "; checked: {} reach(es) none of the servers it lost",
+                hosts.join(", ")
+            ));
+            return event;
+        }
+        self.windows
+            .retain(|(v, t)| !(*v == event.fault && t == &event.targets));
+        let _ = self.flush().await;
+        event.applied = false;
+        event.note = format!(
+            "NOT APPLIED: the rules were added, yet from inside the client hosts {} still \
+             connect(s) (rules flushed again): {}",
             reached.join(", "),
             event.note
         );
@@ -794,6 +869,9 @@ const NO_RULES: &str = "no rules were in effect";
 /// How long a connect to a server that a fault cut off from the coordinator must stay
 /// unanswered for the cut to count as effective.
 const CUT_CHECK: Duration = Duration::from_millis(300);
+
+/// A server's name and client address.
+type ServerAddr = (&'static str, std::net::SocketAddr);
 
 /// Awaits every future, concurrently.
 async fn futures_join<T: Send + 'static>(

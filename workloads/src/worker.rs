@@ -346,6 +346,8 @@ pub struct WorkerHandle {
     pub slots: Vec<u32>,
     /// Its pid in the coordinator's pid namespace.
     pub pid: nix::unistd::Pid,
+    /// The container it runs in (compose mode's client containers), for notes.
+    pub container: Option<String>,
     commands: mpsc::UnboundedSender<ToWorker>,
 }
 
@@ -358,6 +360,14 @@ impl WorkerHandle {
     /// Sends a signal (SIGSTOP, SIGCONT, SIGKILL).
     pub fn signal(&self, sig: nix::sys::signal::Signal) -> nix::Result<()> {
         nix::sys::signal::kill(self.pid, sig)
+    }
+
+    /// `pid 123`, or `pid 123 (container lockbench-client1)`, for notes.
+    pub fn process(&self) -> String {
+        match &self.container {
+            Some(c) => format!("pid {} (container {c})", self.pid),
+            None => format!("pid {}", self.pid),
+        }
     }
 }
 
@@ -434,6 +444,7 @@ impl WorkerProcess {
                 name: name.clone(),
                 slots: job.slots.clone(),
                 pid,
+                container: None,
                 commands,
             },
             name,
@@ -443,6 +454,14 @@ impl WorkerProcess {
             ready: Some(ready_rx),
             reader: Some(reader),
         })
+    }
+
+    /// Signals go to `pid` from now on: the worker itself when the spawned command is not
+    /// (`docker run`, whose container's process the worker is).
+    /// `container` is where it runs, for notes.
+    pub fn set_pid(&mut self, pid: nix::unistd::Pid, container: Option<String>) {
+        self.handle.pid = pid;
+        self.handle.container = container;
     }
 
     /// A handle for signals and commands.

@@ -18,7 +18,7 @@
 use crate::errors::timed;
 use crate::session::owner_of;
 use etcd_client::{Client, ConnectOptions, EventType, GetOptions, WatchOptions};
-use lockbench_core::{ClientId, FencingToken, KeyId, RunClock, ServerObservation, ServerSink};
+use lockbench_core::{ClientId, FencingToken, HolderRecorder, RunClock, ServerSink};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -26,9 +26,6 @@ use std::time::Duration;
 const PROBE: Duration = Duration::from_millis(500);
 /// A stream that answers nothing for this long is treated as lost.
 const SILENCE: Duration = Duration::from_millis(1500);
-
-/// The state recorded for one key.
-type Seen = (Option<ClientId>, Option<FencingToken>, bool);
 
 /// Watches `{dir}k{key}/` for keys `0..keys` until dropped. `tokens`: the lowest create
 /// revision is the recipe's fencing token (etcd-lease, etcd-herd).
@@ -42,17 +39,15 @@ pub(crate) async fn observe(
 ) -> Result<(), String> {
     let mut view = View {
         entries: vec![BTreeMap::new(); keys as usize],
-        seen: vec![None; keys as usize],
         dir,
         tokens,
-        clock,
-        sink,
+        recorder: HolderRecorder::new(keys, clock, sink),
     };
     loop {
         if let Err(e) = view.follow(&endpoints).await {
             tracing::warn!(error = %e, "etcd observer: lost its view; reconnecting");
         }
-        view.blind_all();
+        view.recorder.blind_all();
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
@@ -61,11 +56,9 @@ pub(crate) async fn observe(
 struct View {
     /// Per key: create revision → (entry name, its owner).
     entries: Vec<BTreeMap<i64, (String, Option<ClientId>)>>,
-    seen: Vec<Option<Seen>>,
     dir: String,
     tokens: bool,
-    clock: RunClock,
-    sink: ServerSink,
+    recorder: HolderRecorder,
 }
 
 impl View {
@@ -77,7 +70,7 @@ impl View {
         let mut client = timed(Client::connect(endpoints, Some(options)))
             .await
             .map_err(|e| format!("connect: {:?}", e.kind))?;
-        self.sink.sent(1);
+        self.recorder.sent(1);
         let listed = timed(client.get(self.dir.clone(), Some(GetOptions::new().with_prefix())))
             .await
             .map_err(|e| format!("get: {:?}", e.kind))?;
@@ -94,7 +87,7 @@ impl View {
         let watch = WatchOptions::new()
             .with_prefix()
             .with_start_revision(revision + 1);
-        self.sink.sent(1);
+        self.recorder.sent(1);
         let mut stream = timed(client.watch(self.dir.clone(), Some(watch)))
             .await
             .map_err(|e| format!("watch: {:?}", e.kind))?;
@@ -130,7 +123,7 @@ impl View {
                     if last_answer.elapsed() > SILENCE {
                         return Err(format!("no answer on the watch stream for {SILENCE:?}"));
                     }
-                    self.sink.sent(1);
+                    self.recorder.sent(1);
                     if let Err(e) = stream.request_progress().await {
                         return Err(format!("progress request: {e}"));
                     }
@@ -155,34 +148,14 @@ impl View {
     }
 
     fn emit(&mut self, key: usize) {
-        let state = match self.entries[key].first_key_value() {
+        let (owner, token) = match self.entries[key].first_key_value() {
             Some((revision, (_, owner))) => (
                 *owner,
                 self.tokens.then_some(FencingToken(*revision as u64)),
-                false,
             ),
-            None => (None, None, false),
+            None => (None, None),
         };
-        self.record(key, state);
-    }
-
-    fn blind_all(&mut self) {
-        for key in 0..self.seen.len() {
-            self.record(key, (None, None, true));
-        }
-    }
-
-    fn record(&mut self, key: usize, state: Seen) {
-        if self.seen[key] == Some(state) {
-            return;
-        }
-        self.seen[key] = Some(state);
-        let (holder, token, blind) = state;
-        self.sink.record(ServerObservation {
-            token,
-            blind,
-            ..ServerObservation::holder(self.clock.now(), KeyId(key as u32), holder)
-        });
+        self.recorder.holder(key, owner, token);
     }
 }
 

@@ -503,33 +503,13 @@ impl ZkFairClient {
                 }
                 Err(e) => return acquire_failed(&e),
             };
-            let mut own = false;
-            // The nearest node that blocks mine, and an older node of my own session if any.
-            let mut blocker: Option<(i64, &str)> = None;
-            let mut older_own: Option<&str> = None;
-            for name in &children {
-                let Some(s) = paths::sequence_of(name) else {
-                    continue;
-                };
-                if s == sequence {
-                    own = name.starts_with(node.name_prefix);
-                } else if s < sequence {
-                    if names.is_mine(name) {
-                        older_own = Some(name);
-                    }
-                    let blocks = !(shared && is_read(name));
-                    if blocks && blocker.is_none_or(|(p, _)| s > p) {
-                        blocker = Some((s, name));
-                    }
-                }
-            }
+            let Queued {
+                own,
+                blocker,
+                older_own,
+            } = Queued::scan(&children, sequence, node.name_prefix, names, shared);
             if !own {
-                if !zk.state().is_terminated() {
-                    tracing::warn!(client = %id, key = %key, sequence, recipe = %queue.kind,
-                        "zookeeper: own lock node vanished while queued (deleted from outside?)");
-                    return Outcome::Fail(ErrorKind::Other);
-                }
-                return Outcome::Fail(ErrorKind::SessionExpired);
+                return vanished(zk, id, key, sequence, queue);
             }
             // A wake-up is wasted when its re-check still finds a blocking node.
             if blocker.is_some() && reacting {
@@ -554,12 +534,11 @@ impl ZkFairClient {
             if let Some(name) = older_own {
                 // An older node of this very session (a create that took effect although its
                 // answer was lost, ZOOKEEPER-22): waiting on it would wait forever.
-                scratch.clear();
-                scratch.push_str(&paths.parent);
-                scratch.push('/');
-                scratch.push_str(name);
                 *requests += 1;
-                match zk.delete(scratch, None).await {
+                match zk
+                    .delete(child_path(scratch, &paths.parent, name), None)
+                    .await
+                {
                     Ok(()) | Err(zk::Error::NoNode) | Err(zk::Error::ConnectionLoss) => {
                         if children_watcher.is_none() {
                             continue;
@@ -572,15 +551,14 @@ impl ZkFairClient {
                 Some(watcher) => watcher.changed().await,
                 None => {
                     let (_, name) = blocker.expect("checked above");
-                    scratch.clear();
-                    scratch.push_str(&paths.parent);
-                    scratch.push('/');
-                    scratch.push_str(name);
                     *requests += 1;
                     if reacting {
                         tally.request();
                     }
-                    match zk.get_and_watch_data(scratch).await {
+                    match zk
+                        .get_and_watch_data(child_path(scratch, &paths.parent, name))
+                        .await
+                    {
                         Err(zk::Error::NoNode) => continue,
                         Err(zk::Error::ConnectionLoss) => {
                             if lost_connection() {
@@ -618,6 +596,75 @@ impl ZkFairClient {
         write_sequence(scratch, handle.sequence);
         scratch
     }
+}
+
+/// What one listing of a key's queue says about this client's node (sequence `sequence`).
+struct Queued<'a> {
+    /// The node is still there.
+    own: bool,
+    /// The nearest older node that blocks it (any node, or for a shared node a write node).
+    blocker: Option<(i64, &'a str)>,
+    /// An older node of this very session, if any.
+    older_own: Option<&'a str>,
+}
+
+impl<'a> Queued<'a> {
+    fn scan(
+        children: &'a [String],
+        sequence: i64,
+        name_prefix: &str,
+        names: &Names,
+        shared: bool,
+    ) -> Queued<'a> {
+        let mut queued = Queued {
+            own: false,
+            blocker: None,
+            older_own: None,
+        };
+        for name in children {
+            let Some(s) = paths::sequence_of(name) else {
+                continue;
+            };
+            if s == sequence {
+                queued.own = name.starts_with(name_prefix);
+            } else if s < sequence {
+                if names.is_mine(name) {
+                    queued.older_own = Some(name);
+                }
+                let blocks = !(shared && is_read(name));
+                if blocks && queued.blocker.is_none_or(|(p, _)| s > p) {
+                    queued.blocker = Some((s, name));
+                }
+            }
+        }
+        queued
+    }
+}
+
+/// The outcome when this client's queued node is gone: its session ended, or someone deleted
+/// it from outside (logged: the lock's queue is no longer what this client believes).
+fn vanished<T>(
+    zk: &zk::Client,
+    id: &ClientId,
+    key: KeyId,
+    sequence: i64,
+    queue: &Queue,
+) -> Outcome<T> {
+    if !zk.state().is_terminated() {
+        tracing::warn!(client = %id, key = %key, sequence, recipe = %queue.kind,
+            "zookeeper: own lock node vanished while queued (deleted from outside?)");
+        return Outcome::Fail(ErrorKind::Other);
+    }
+    Outcome::Fail(ErrorKind::SessionExpired)
+}
+
+/// `{parent}/{name}`, written into `scratch`.
+fn child_path<'s>(scratch: &'s mut String, parent: &str, name: &str) -> &'s str {
+    scratch.clear();
+    scratch.push_str(parent);
+    scratch.push('/');
+    scratch.push_str(name);
+    scratch
 }
 
 /// Where a create goes and how its name starts.

@@ -18,7 +18,7 @@
 use crate::connect::Ensemble;
 use crate::paths;
 use lockbench_core::server_view::parse_client_hex;
-use lockbench_core::{ClientId, FencingToken, KeyId, RunClock, ServerObservation, ServerSink};
+use lockbench_core::{ClientId, FencingToken, HolderRecorder, RunClock, ServerSink};
 use std::collections::BTreeMap;
 use std::time::Duration;
 use zookeeper_client as zk;
@@ -48,9 +48,6 @@ impl Naming {
     }
 }
 
-/// The state recorded for one key (what is compared to suppress repeats).
-type Seen = (Option<ClientId>, Option<FencingToken>, bool);
-
 /// Watches `{dir}/k{key}` for keys `0..keys` until dropped.
 pub(crate) async fn observe(
     ensemble: &Ensemble,
@@ -68,33 +65,31 @@ pub(crate) async fn observe(
     };
     let mut view = View {
         queues: vec![BTreeMap::new(); keys as usize],
-        seen: vec![None; keys as usize],
         naming,
-        clock,
-        sink,
+        recorder: HolderRecorder::new(keys, clock, sink),
     };
     loop {
         let zk = match ensemble.connect().await {
             Ok(zk) => zk,
             Err(e) => {
                 tracing::warn!(error = %e, "zookeeper observer: no session; retrying");
-                view.blind_all();
+                view.recorder.blind_all();
                 tokio::time::sleep(Duration::from_millis(200)).await;
                 continue;
             }
         };
-        view.sink.sent(1);
+        view.recorder.sent(1);
         let mut watcher = match zk.watch(&dir, zk::AddWatchMode::PersistentRecursive).await {
             Ok(w) => w,
             Err(e) => {
                 tracing::warn!(error = %e, "zookeeper observer: addWatch failed; retrying");
-                view.blind_all();
+                view.recorder.blind_all();
                 tokio::time::sleep(Duration::from_millis(200)).await;
                 continue;
             }
         };
         if view.list_all(&zk, &dir).await.is_err() {
-            view.blind_all();
+            view.recorder.blind_all();
             continue;
         }
         loop {
@@ -107,7 +102,7 @@ pub(crate) async fn observe(
                     if event.session_state == zk::SessionState::Disconnected
                         || event.session_state.is_terminated() =>
                 {
-                    view.blind_all();
+                    view.recorder.blind_all();
                     break;
                 }
                 zk::EventType::NodeCreated | zk::EventType::NodeDeleted => {
@@ -136,16 +131,14 @@ fn split<'a>(dir: &str, path: &'a str) -> Option<(u32, &'a str)> {
 /// Every key's queue (sequence → node name) and what was last recorded for it.
 struct View {
     queues: Vec<BTreeMap<i64, String>>,
-    seen: Vec<Option<Seen>>,
     naming: Naming,
-    clock: RunClock,
-    sink: ServerSink,
+    recorder: HolderRecorder,
 }
 
 impl View {
     async fn list_all(&mut self, zk: &zk::Client, dir: &str) -> Result<(), zk::Error> {
         for key in 0..self.queues.len() {
-            self.sink.sent(1);
+            self.recorder.sent(1);
             let children = match zk.list_children(&format!("{dir}/k{key}")).await {
                 Ok(children) => children,
                 Err(zk::Error::NoNode) => Vec::new(),
@@ -179,26 +172,7 @@ impl View {
             Some((sequence, name)) => self.naming.holder(name, *sequence),
             None => (None, None),
         };
-        self.record(key, (holder, token, false));
-    }
-
-    fn blind_all(&mut self) {
-        for key in 0..self.seen.len() {
-            self.record(key, (None, None, true));
-        }
-    }
-
-    fn record(&mut self, key: usize, state: Seen) {
-        if self.seen[key] == Some(state) {
-            return;
-        }
-        self.seen[key] = Some(state);
-        let (holder, token, blind) = state;
-        self.sink.record(ServerObservation {
-            token,
-            blind,
-            ..ServerObservation::holder(self.clock.now(), KeyId(key as u32), holder)
-        });
+        self.recorder.holder(key, holder, token);
     }
 }
 

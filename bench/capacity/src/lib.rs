@@ -4,8 +4,10 @@
 //! Why a crate of its own: the search is pure logic over step results and is unit-tested on
 //! synthetic steps ([`knee`]); the grid of `--vary` values is data ([`grid`]); sampling CPU and
 //! memory from `/proc` ([`sampler`], [`procfs`]) and judging whether the generator saturated
-//! ([`saturation`]) are needed by every run, not only by sweeps. None of it knows how a step is
-//! run: the command line runs steps with the normal coordinator and feeds the figures back.
+//! ([`saturation`]) are needed by every run, not only by sweeps; a grid point's record and the
+//! sizing row it makes are bookkeeping over finished steps ([`point`]). None of it knows how a
+//! step is run: the runner (`lockbench_runner::sweep_point`) runs steps with the normal
+//! coordinator and feeds the figures back.
 //!
 //! Why this search: a closed-loop probe gives the rate N clients can drive at all; open-loop
 //! steps then ramp geometrically from half of it (so the first bracket is found in a couple of
@@ -19,6 +21,7 @@
 
 pub mod grid;
 pub mod knee;
+pub mod point;
 pub mod procfs;
 pub mod sampler;
 pub mod saturation;

@@ -5,6 +5,7 @@
 
 use crate::progress::Progress;
 use lockbench_core::FaultEvent;
+use lockbench_results::capacity::SweepStep;
 use lockbench_results::{BackendResult, Status};
 use lockbench_runner::{Observer, Started, UnitKind};
 use std::sync::Mutex;
@@ -137,4 +138,41 @@ impl Observer for Console {
     fn warning(&self, text: &str) {
         eprintln!("lockbench: warning: {text}");
     }
+
+    fn sweep_step(&self, backend: &str, point: &str, step: &SweepStep, again: bool) {
+        eprintln!("{}", line(backend, point, step));
+        if again {
+            eprintln!("  (lockbench was the limit in that step: running it once more)");
+        }
+    }
+}
+
+/// One sweep step's progress line for the terminal.
+fn line(backend: &str, point: &str, s: &SweepStep) -> String {
+    let offered = s
+        .offered_per_s
+        .map(|r| format!("offered {r:>8.0}/s"))
+        .unwrap_or_else(|| "closed loop     ".into());
+    let verdict = match (s.offered_per_s, s.sustained) {
+        (None, _) => "probe".to_string(),
+        (_, true) => "sustained".into(),
+        (_, false) => format!("NOT sustained: {}", s.reasons.join("; ")),
+    };
+    format!(
+        "  {backend} {point} {:<6} {offered} -> {:>8.0}/s  p99 {:>8} ms (uncorrected {:>7} ms)  lockbench CPU {:>3.0}%{}  {verdict}",
+        s.phase,
+        s.achieved_per_s,
+        s.p99_ms
+            .map(|v| format!("{v:.1}"))
+            .unwrap_or_else(|| "-".into()),
+        s.p99_service_ms
+            .map(|v| format!("{v:.1}"))
+            .unwrap_or_else(|| "-".into()),
+        s.generator_cpu_percent.unwrap_or(0.0),
+        if s.generator_bound {
+            " GENERATOR-BOUND"
+        } else {
+            ""
+        },
+    )
 }

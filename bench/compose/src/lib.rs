@@ -25,7 +25,8 @@
 //!   emulation; only pause, kill and start are Docker's, each checked against Docker's state.
 //! - **Link faults go through the coordinator's own proxies**, as in managed mode (the
 //!   runner's `links.rs`): the same in-process [`LinkProxy`](lockbench_chaos::LinkProxy) code
-//!   at the same place (the root namespace, next to the clients), so a `link-delay` costs the
+//!   at the same place (the coordinator, on the bridge's address; client containers reach it
+//!   as managed client hosts do), so a `link-delay` costs the
 //!   same hop in both modes and results stay comparable. A proxy container (`lockbench proxy
 //!   --api`, Toxiproxy's HTTP API) would add a container network hop and a second process only
 //!   compose runs pay for.
@@ -38,9 +39,10 @@
 //! | `link-delay`, `link-blackhole` with link proxies | toxics on the coordinator's in-process proxies |
 //! | `redis-failover` | the replica's namespace drops the primary, `docker kill` of the primary after its next grant; heal: `docker start`, `REPLICAOF` |
 //! | `clock-jump` | the Redis TTL emulation, as in managed mode |
-//! | faults on client hosts (`client<N>`, `isolate = "holder"`) | `applied = false`: clients run in the root namespace |
+//! | faults on client hosts (`client<N>`, `isolate = "holder"`) | the worker's container `lockbench-client<N>` ([`clients`]): SIGSTOP/SIGKILL of its process by the coordinator, iptables in its namespace |
 #![deny(missing_docs)]
 
+pub mod clients;
 pub mod file;
 mod health;
 mod site;

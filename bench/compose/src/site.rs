@@ -11,8 +11,9 @@
 //!   restarts gets a fresh namespace, without rules (managed namespaces outlive their server:
 //!   a server killed and restarted inside a partition stays cut off there, here it does not).
 //! - **The coordinator is the compose bridge's address** (`.1` of the compose subnet): what
-//!   lockbench's own clients and the worker processes (all in the root namespace) come from.
-//!   There are no client hosts, so faults on `client<N>` are reported as not applied.
+//!   lockbench's own in-process clients come from. Worker processes run in client containers
+//!   (`lockbench-client<N>`, [`crate::clients`]), which are this site's client hosts: a
+//!   partition of `client<N>` puts its rules inside that container's namespace.
 //! - **pause / kill / start are Docker's** (`docker pause`: the cgroup freezer, every process
 //!   of the container; `docker kill --signal KILL`; `docker start`), each checked against
 //!   Docker's state afterwards: a verb whose effect Docker does not show is an error, reported
@@ -149,11 +150,13 @@ impl Site for Containers {
     }
 
     fn client_hosts(&self) -> Vec<Host> {
-        Vec::new()
+        crate::clients::hosts()
     }
 
     fn all_hosts(&self) -> Vec<Host> {
-        SERVERS.iter().filter_map(|s| self.server_host(s)).collect()
+        let mut hosts: Vec<Host> = SERVERS.iter().filter_map(|s| self.server_host(s)).collect();
+        hosts.extend(crate::clients::hosts());
+        hosts
     }
 
     fn is_running(&self, name: &str) -> bool {
@@ -165,10 +168,8 @@ impl Site for Containers {
     }
 
     async fn pause(&self, name: &str, stop: bool) -> Result<String, String> {
-        if ServerSpec::by_name(name).is_none() {
-            return Err(format!(
-                "{name} (clients run in the root namespace in compose mode, not in containers)"
-            ));
+        if ServerSpec::by_name(name).is_none() && !self.is_running(name) {
+            return Err(format!("{name} (no such server or client container runs)"));
         }
         let verb = if stop { "pause" } else { "unpause" };
         let c = container(name);

@@ -49,6 +49,6 @@ pub use ids::{BackendKind, ClientId, FencingToken, KeyId};
 pub use op::{ErrorKind, Op, OpF, OpType, Outcome};
 pub use scenario::Scenario;
 pub use seed::{Seed, Stream};
-pub use server_view::{ServerObservation, ServerSink};
+pub use server_view::{HolderRecorder, ServerObservation, ServerSink};
 pub use time::{Nanos, RunClock};
 pub use traits::{Backend, BackendInfo, Grant, LockClient, ServerCounters};

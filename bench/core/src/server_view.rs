@@ -14,7 +14,7 @@
 //! is absent when nobody holds the lock (or the holder cannot be named, then `token` is there).
 
 use crate::ids::{ClientId, FencingToken, KeyId};
-use crate::time::Nanos;
+use crate::time::{Nanos, RunClock};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -118,6 +118,61 @@ impl ServerSink {
     }
 }
 
+/// What was last recorded for one key: holder, token, blind.
+type Seen = (Option<ClientId>, Option<FencingToken>, bool);
+
+/// The front of a [`ServerSink`] for observers that are *pushed* every change (ZooKeeper and
+/// etcd watches): it records a key's state only when it differs from the last one recorded for
+/// that key, stamped with the run's clock, so a re-listing after a reconnect or an event that
+/// does not change the holder adds no line.
+#[derive(Debug)]
+pub struct HolderRecorder {
+    seen: Vec<Option<Seen>>,
+    clock: RunClock,
+    sink: ServerSink,
+}
+
+impl HolderRecorder {
+    /// A recorder for keys `0..keys`, with nothing recorded yet.
+    pub fn new(keys: u32, clock: RunClock, sink: ServerSink) -> HolderRecorder {
+        HolderRecorder {
+            seen: vec![None; keys as usize],
+            clock,
+            sink,
+        }
+    }
+
+    /// The servers now name `holder` (by client) and `token` for `key` (both `None`: nobody).
+    pub fn holder(&mut self, key: usize, holder: Option<ClientId>, token: Option<FencingToken>) {
+        self.record(key, (holder, token, false));
+    }
+
+    /// The observer lost its view: every key is blind until it is seen again.
+    pub fn blind_all(&mut self) {
+        for key in 0..self.seen.len() {
+            self.record(key, (None, None, true));
+        }
+    }
+
+    /// Counts `n` requests the observer sent (see [`ServerSink::sent`]).
+    pub fn sent(&self, n: u64) {
+        self.sink.sent(n);
+    }
+
+    fn record(&mut self, key: usize, state: Seen) {
+        if self.seen[key] == Some(state) {
+            return;
+        }
+        self.seen[key] = Some(state);
+        let (holder, token, blind) = state;
+        self.sink.record(ServerObservation {
+            token,
+            blind,
+            ..ServerObservation::holder(self.clock.now(), KeyId(key as u32), holder)
+        });
+    }
+}
+
 impl std::fmt::Debug for ServerSink {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ServerSink")
@@ -176,6 +231,36 @@ mod tests {
         assert_eq!(&client_hex(ClientId(0x1a)), b"0000001a");
         assert_eq!(parse_client_hex(b"123"), None);
         assert_eq!(parse_client_hex(b"zzzzzzzz"), None);
+    }
+
+    #[test]
+    fn the_recorder_records_each_keys_changes_only() {
+        let lines = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let out = lines.clone();
+        let sink = ServerSink::new(move |o| out.lock().unwrap().push(o));
+        let mut r = HolderRecorder::new(2, RunClock::start(), sink);
+        r.holder(0, Some(ClientId(1)), None);
+        r.holder(0, Some(ClientId(1)), None);
+        r.holder(1, None, Some(FencingToken(7)));
+        r.blind_all();
+        r.blind_all();
+        r.holder(0, Some(ClientId(1)), None);
+        let got: Vec<_> = lines
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|o| (o.key.0, o.holder, o.token, o.blind))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (0, Some(ClientId(1)), None, false),
+                (1, None, Some(FencingToken(7)), false),
+                (0, None, None, true),
+                (1, None, None, true),
+                (0, Some(ClientId(1)), None, false),
+            ]
+        );
     }
 
     #[test]

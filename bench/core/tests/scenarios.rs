@@ -540,6 +540,18 @@ fn every_builtin_scenario_carries_its_expectations() {
             }
             "chaos-full" => assert!(has("redlock", "damaged"), "{path}"),
             "redis-failover" => assert!(has("redis-sentinel", "violated"), "{path}"),
+            "soak" => {
+                // Its kills restart the single, unpersisted Redis empty: tokens are reused.
+                let single_redis = ["redis-setnx", "redis-pubsub"];
+                for b in &units {
+                    let kind = if single_redis.contains(&b.as_str()) {
+                        "violated"
+                    } else {
+                        "safe"
+                    };
+                    assert!(has(b, kind), "{path}: {b} should be {kind}");
+                }
+            }
             _ => assert!(units.iter().all(|b| has(b, "safe")), "{path}"),
         }
     }

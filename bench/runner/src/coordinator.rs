@@ -15,10 +15,14 @@ use crate::assemble::{self, CounterReadings, Measured};
 use crate::observer::Observer;
 use crate::placement::{RunEnv, worker_name};
 use anyhow::Context;
-use lockbench_analysis::pass::{Params, Pass};
+use lockbench_analysis::pass::{Analysed, Params, Pass};
 use lockbench_core::scenario::{Processes, WorkloadKind};
-use lockbench_core::{Backend, Endpoints, FaultEvent, Nanos, RunClock, Scenario};
+use lockbench_core::{
+    Backend, BackendKind, Endpoints, FaultEvent, History, Nanos, RunClock, Scenario,
+    ServerObservation,
+};
 use lockbench_report::RunDir;
+use lockbench_report::run_dir::Written;
 use lockbench_results::BackendResult;
 use lockbench_results::model::FencingRun;
 use lockbench_workloads::worker::{ToWorker, WorkerHandle, merge_outputs};
@@ -196,45 +200,16 @@ pub async fn execute<B: Backend>(
         Some(running) => Some(running.finish().await),
         None => None,
     };
-    // Server-side truth (observed runs only, chaos scenarios of seconds): this backend's ops
-    // read back in time order, with the fault events and the observations, in memory.
     let truth_history = match &truth {
-        Some(t) => {
-            let ops: Vec<lockbench_core::Op> = lockbench_core::history::ordered_ops(
-                &written.path,
-                written.offset,
-                Some(info.backend.name()),
-                written.lateness.max,
-            )?
-            .collect::<Result<_, _>>()
-            .map_err(|e| anyhow::anyhow!("history out of order: {e:?}"))?;
-            Some(
-                lockbench_core::History::with_faults(ops, fault_events.clone())
-                    .with_server(t.observations.clone()),
-            )
-        }
+        Some(t) => Some(truth_history(
+            &written,
+            info.backend.name(),
+            &fault_events,
+            &t.observations,
+        )?),
         None => None,
     };
-    // The history is read back from disk as a time-ordered stream, never held in memory.
-    let params = Params {
-        workload: scenario.workload.clone(),
-        measure_start: collected.output.measure_start,
-        measure_end: collected.output.measure_end,
-        stall_alarm: scenario.stall_alarm,
-    };
-    let name = info.backend.name();
-    let analysed = tokio::task::spawn_blocking(move || {
-        let w = &written;
-        Pass::run_written(
-            &params,
-            &w.path,
-            w.offset,
-            Some(name),
-            &fault_events,
-            &w.lateness,
-        )
-    })
-    .await??;
+    let analysed = analyse(scenario, &collected.output, written, cx.kind, fault_events).await?;
     let mut after = backend.server_counters().await;
     if let (Some(t), Ok(after)) = (&truth, &mut after) {
         after.requests = after.requests.saturating_sub(t.requests);
@@ -284,6 +259,55 @@ pub async fn execute<B: Backend>(
     run_dir.write_histogram(name, "acquire-service", &collected.output.acquire_service())?;
     run_dir.write_histogram(name, "handoff", &handoffs)?;
     Ok(result)
+}
+
+/// Server-side truth (observed runs only, chaos scenarios of seconds): backend `name`'s ops
+/// read back in time order, with the fault events and the observations, in memory.
+fn truth_history(
+    written: &Written,
+    name: &str,
+    fault_events: &[FaultEvent],
+    observations: &[ServerObservation],
+) -> anyhow::Result<History> {
+    let ops: Vec<lockbench_core::Op> = lockbench_core::history::ordered_ops(
+        &written.path,
+        written.offset,
+        Some(name),
+        written.lateness.max,
+    )?
+    .collect::<Result<_, _>>()
+    .map_err(|e| anyhow::anyhow!("history out of order: {e:?}"))?;
+    Ok(History::with_faults(ops, fault_events.to_vec()).with_server(observations.to_vec()))
+}
+
+/// The analysis pass over the written history: read back from disk as a time-ordered stream,
+/// never held in memory.
+async fn analyse(
+    scenario: &Scenario,
+    output: &lockbench_workloads::RunOutput,
+    written: Written,
+    kind: BackendKind,
+    fault_events: Vec<FaultEvent>,
+) -> anyhow::Result<Analysed> {
+    let params = Params {
+        workload: scenario.workload.clone(),
+        measure_start: output.measure_start,
+        measure_end: output.measure_end,
+        stall_alarm: scenario.stall_alarm,
+    };
+    let name = kind.name();
+    Ok(tokio::task::spawn_blocking(move || {
+        let w = &written;
+        Pass::run_written(
+            &params,
+            &w.path,
+            w.offset,
+            Some(name),
+            &fault_events,
+            &w.lateness,
+        )
+    })
+    .await??)
 }
 
 /// The backend's counters read before the run (request counters; with the herd workload,
@@ -392,11 +416,17 @@ async fn start_workers(
             resource: service.as_ref().expect("service when workers").addr(),
             count_elsewhere: plan.count_across.is_some(),
         };
-        let cmd = cx.env.worker_command(slot)?;
+        let cmd = cx.env.worker_command(slot).await?;
         let name = worker_name(slot);
-        let worker = WorkerProcess::spawn(name.clone(), cmd, &job, sinks.clone())
+        let mut worker = WorkerProcess::spawn(name.clone(), cmd, &job, sinks.clone())
             .await
             .with_context(|| format!("cannot start worker process {name}"))?;
+        let pid = cx
+            .env
+            .worker_commands()
+            .pid(slot, worker.handle().pid)
+            .await?;
+        worker.set_pid(pid, cx.env.worker_commands().container(slot));
         running.push(worker);
         jobs.insert(slot, job);
     }
@@ -537,6 +567,9 @@ fn open_window(cx: &Ctx<'_>, workers: &[WorkerProcess], start: Nanos) -> Window 
 struct Collected {
     output: lockbench_workloads::RunOutput,
     holder_pauses: u64,
+    /// The link proxies (link-fault runs): the coordinator's backend reaches the servers
+    /// through them, so they stay up until its counters are read after the run.
+    _links: Option<Arc<lockbench_chaos::LinkProxies>>,
 }
 
 /// Collection: waits for the end, stops the fault loop, finishes every worker (restarted ones
@@ -579,7 +612,7 @@ async fn collect(
         None => false,
     };
     drop(workers.service);
-    drop(faults);
+    let links = faults.into_links();
     let clock = cx.clock;
     let mut run_window = local_output.unwrap_or_else(|| lockbench_workloads::RunOutput {
         workers: Vec::new(),
@@ -605,6 +638,7 @@ async fn collect(
     Ok(Collected {
         output: merge_outputs(parts, &run_window),
         holder_pauses,
+        _links: links,
     })
 }
 

@@ -16,7 +16,9 @@ use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 
 /// The fault loop's tasks while the run goes on. Holds the link proxies: they stay up until
-/// this is dropped, after every worker has finished.
+/// [`Running::into_links`]' value is dropped, after every worker has finished and the
+/// coordinator's own client (whose endpoints are proxy addresses) has read the servers'
+/// counters through them.
 pub(crate) struct Running {
     pauses: Option<tokio::task::JoinHandle<u64>>,
     schedule: Option<tokio::task::JoinHandle<()>>,
@@ -24,6 +26,11 @@ pub(crate) struct Running {
 }
 
 impl Running {
+    /// The link proxies, to be kept as long as anything still talks through them.
+    pub(crate) fn into_links(self) -> Option<Arc<lockbench_chaos::LinkProxies>> {
+        self._links
+    }
+
     /// Waits for both tasks (the run's stop flag is set); returns the holder pauses applied.
     pub(crate) async fn finish(&mut self) -> u64 {
         let holder_pauses = match self.pauses.take() {
@@ -123,8 +130,8 @@ async fn pause_holder(
             vec![holder.name.clone()],
             match &stopped {
                 Ok(()) => format!(
-                    "SIGSTOP pid {} right after its grant of {} (client {}, token {token}), before its write, for {}",
-                    holder.pid,
+                    "SIGSTOP {} right after its grant of {} (client {}, token {token}), before its write, for {}",
+                    holder.process(),
                     g.key,
                     g.client,
                     humantime::format_duration(pause)
@@ -147,8 +154,8 @@ async fn pause_holder(
             FaultPhase::Stop,
             vec![holder.name.clone()],
             format!(
-                "SIGCONT pid {}; it now writes with token {token}",
-                holder.pid
+                "SIGCONT {}; it now writes with token {token}",
+                holder.process()
             ),
             resumed.is_ok(),
         ));

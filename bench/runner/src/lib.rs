@@ -31,6 +31,7 @@ pub mod runner;
 pub mod scale;
 mod server_truth;
 pub mod session;
+pub mod sweep_point;
 pub mod sweep_step;
 
 pub use cluster_choice::{ClusterChoice, ServerSide};

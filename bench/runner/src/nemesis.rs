@@ -72,13 +72,16 @@ impl ClientNemesis {
             .cloned()
             .collect();
         let ok = victims.iter().all(|w| w.signal(Signal::SIGKILL).is_ok());
-        let pids: Vec<Pid> = victims.iter().map(|w| w.pid).collect();
+        let procs: Vec<String> = victims.iter().map(|w| w.process()).collect();
         let mut out = vec![FaultEvent::now(
             clock,
             "kill",
             FaultPhase::Start,
             names.clone(),
-            format!("SIGKILL of worker pid(s) {pids:?} (their unsent stats are lost)"),
+            format!(
+                "SIGKILL of worker {} (their unsent stats are lost)",
+                procs.join(", ")
+            ),
             ok,
         )];
         self.paused
@@ -177,7 +180,8 @@ impl Nemesis for ClientNemesis {
                     let names: Vec<String> = ws.iter().map(|w| w.name.clone()).collect();
                     let pids: Vec<Pid> = ws.iter().map(|w| w.pid).collect();
                     let ok = ws.iter().all(|w| w.signal(Signal::SIGSTOP).is_ok());
-                    let note = format!("SIGSTOP of worker pid(s) {pids:?}");
+                    let procs: Vec<String> = ws.iter().map(|w| w.process()).collect();
+                    let note = format!("SIGSTOP of worker {}", procs.join(", "));
                     self.paused.push((names.clone(), pids));
                     vec![FaultEvent::now(
                         clock,

@@ -9,6 +9,7 @@
 
 use lockbench_core::{FaultEvent, Scenario};
 use lockbench_results::BackendResult;
+use lockbench_results::capacity::SweepStep;
 use lockbench_workloads::RunControl;
 use std::time::Duration;
 
@@ -52,6 +53,10 @@ pub trait Observer: Send + Sync {
 
     /// Something went wrong that does not stop the run (a worker's problems, a lossy set-up).
     fn warning(&self, _text: &str) {}
+
+    /// A sweep step of `backend` at grid point `point` finished; `again`: it failed while
+    /// lockbench was the limit and runs once more.
+    fn sweep_step(&self, _backend: &str, _point: &str, _step: &SweepStep, _again: bool) {}
 }
 
 /// An observer that shows nothing (tests, benches).

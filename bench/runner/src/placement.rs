@@ -10,6 +10,14 @@
 //! topology (not root, or `LOCKBENCH_TOPOLOGY=loopback`) and for external clusters, workers
 //! run in the root namespace and the service binds 127.0.0.1, as before.
 //!
+//! On docker-compose.yml's cluster, worker `client<N>` runs in container `lockbench-client<N>`
+//! on the compose network (`10.78.0.(100+N)`, [`lockbench_compose::clients`]), and the service
+//! binds the compose bridge's address (`10.78.0.1`). The coordinator signals the worker by its
+//! host pid (the container's only process), found once the container runs
+//! ([`WorkerCommands::pid`]). The run removes every client container at its start (what a
+//! `kill -9` left) and at its end ([`RunEnv::finish`]). One such run at a time: a second one
+//! would take the first one's container names.
+//!
 //! A run that applies faults or places workers on the managed cluster holds the cluster's
 //! fault-run lock throughout (`Cluster::fault_lock`): client host names are fixed per network
 //! and a heal flushes every host's rules, so two such runs at once would undo each other. On
@@ -23,6 +31,7 @@ use anyhow::Context;
 use lockbench_cluster::{Cluster, ClusterLock, Network, Topology};
 use lockbench_core::Scenario;
 use lockbench_core::scenario::{Processes, WorkloadKind};
+use nix::unistd::Pid;
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::process::Command;
@@ -35,10 +44,21 @@ pub struct RunEnv {
     pub bind: IpAddr,
     /// The servers the run uses (the server nemesis acts on them).
     pub cluster: ClusterChoice,
-    /// The network whose client hosts the workers run in (`netns` topology only).
-    network: Option<Network>,
+    /// Where the workers run.
+    place: Place,
     /// Held for the whole run when it applies faults or starts workers on the managed cluster.
     _fault_lock: Option<ClusterLock>,
+}
+
+/// Where worker processes run.
+#[derive(Clone)]
+enum Place {
+    /// Child processes in the root namespace.
+    Here,
+    /// In the client hosts of this managed network (`netns` topology).
+    Hosts(Network),
+    /// In client containers on the compose network.
+    Containers,
 }
 
 /// The name of the worker running slot `slot` (0-based), which is also its client host's name.
@@ -61,9 +81,32 @@ impl RunEnv {
         RunEnv {
             bind: IpAddr::from([127, 0, 0, 1]),
             cluster,
-            network: None,
+            place: Place::Here,
             _fault_lock: None,
         }
+    }
+
+    /// The environment for a run of `scenario` on docker-compose.yml's cluster: client
+    /// containers when it starts workers (after removing any an earlier run left), the
+    /// in-process clients' environment otherwise.
+    pub async fn compose(scenario: &Scenario) -> anyhow::Result<RunEnv> {
+        let mut env = RunEnv::loopback(ClusterChoice::Compose);
+        if !uses_workers(scenario) {
+            return Ok(env);
+        }
+        let left = lockbench_compose::clients::remove_all()
+            .await
+            .map_err(anyhow::Error::msg)
+            .context("cannot remove the client containers an earlier run left")?;
+        if !left.is_empty() {
+            eprintln!(
+                "lockbench: left behind by an earlier run: client containers {}",
+                left.join(", ")
+            );
+        }
+        env.bind = IpAddr::V4(lockbench_compose::clients::gateway());
+        env.place = Place::Containers;
+        Ok(env)
     }
 
     /// The environment for a run of `scenario` on the managed cluster in `state_dir`: client
@@ -94,7 +137,7 @@ impl RunEnv {
         env._fault_lock = Some(lock);
         if let Topology::Netns(cfg) = cluster.topology() {
             env.bind = IpAddr::V4(cfg.bridge_addr());
-            env.network = Some(Network::new(cfg));
+            env.place = Place::Hosts(Network::new(cfg));
         }
         Ok(env)
     }
@@ -106,29 +149,35 @@ impl RunEnv {
 
     /// Where workers run, for the log: `client hosts on lb-br0` or `root namespace`.
     pub fn describe(&self) -> String {
-        match &self.network {
-            Some(net) => format!(
+        match &self.place {
+            Place::Hosts(net) => format!(
                 "client hosts {}client<N> on {} ({}), resource service on {}",
                 net.config().prefix,
                 net.config().bridge(),
                 net.config().cidr(),
                 self.bind
             ),
-            None => format!("the root namespace, resource service on {}", self.bind),
+            Place::Containers => format!(
+                "client containers lockbench-client<N> on the {} network, resource service on {}",
+                lockbench_compose::NETWORK,
+                self.bind
+            ),
+            Place::Here => format!("the root namespace, resource service on {}", self.bind),
         }
     }
 
     /// The `lockbench worker` command for slot `slot`: inside client host `client<slot+1>`
-    /// (created if missing) in the `netns` topology, else a plain child process.
-    pub fn worker_command(&self, slot: u32) -> anyhow::Result<Command> {
-        self.worker_commands().command(slot)
+    /// (created if missing) in the `netns` topology, in client container `client<slot+1>` on
+    /// compose, else a plain child process.
+    pub async fn worker_command(&self, slot: u32) -> anyhow::Result<Command> {
+        self.worker_commands().command(slot).await
     }
 
     /// What makes worker commands, detached from the environment (for a task that restarts
     /// killed workers while the run goes on).
     pub fn worker_commands(&self) -> WorkerCommands {
         WorkerCommands {
-            network: self.network.clone(),
+            place: self.place.clone(),
         }
     }
 }
@@ -136,27 +185,56 @@ impl RunEnv {
 /// Makes `lockbench worker` command lines (see [`RunEnv::worker_command`]).
 #[derive(Clone)]
 pub struct WorkerCommands {
-    network: Option<Network>,
+    place: Place,
 }
 
 impl WorkerCommands {
-    /// The `lockbench worker` command for slot `slot`.
-    pub fn command(&self, slot: u32) -> anyhow::Result<Command> {
+    /// The `lockbench worker` command for slot `slot` (on compose: `docker run`, after
+    /// removing a container of the same name, a killed worker's).
+    pub async fn command(&self, slot: u32) -> anyhow::Result<Command> {
+        if let Place::Containers = self.place {
+            let exe = std::env::current_exe().context("cannot find the lockbench binary")?;
+            lockbench_compose::clients::remove(slot + 1).await;
+            let mut cmd = lockbench_compose::clients::command(slot + 1, &exe);
+            cmd.arg("worker");
+            return Ok(cmd);
+        }
         // This very binary through /proc: still the right one if the file was replaced or
         // deleted since the run started (a rebuild during a long run).
         let exe = PathBuf::from(format!("/proc/{}/exe", std::process::id()));
         if !exe.exists() {
             anyhow::bail!("cannot find the lockbench binary at {}", exe.display());
         }
-        let mut cmd = match &self.network {
-            Some(net) => net
+        let mut cmd = match &self.place {
+            Place::Hosts(net) => net
                 .client_host(slot + 1)
                 .with_context(|| format!("cannot create client host {}", worker_name(slot)))?
                 .command(exe),
-            None => Command::new(exe),
+            _ => Command::new(exe),
         };
         cmd.arg("worker");
         Ok(cmd)
+    }
+
+    /// The container the worker of `slot` runs in (compose), `None` elsewhere.
+    pub fn container(&self, slot: u32) -> Option<String> {
+        match self.place {
+            Place::Containers => Some(lockbench_compose::container(&worker_name(slot))),
+            _ => None,
+        }
+    }
+
+    /// The pid to signal for the worker of `slot`, whose command was started as `spawned`:
+    /// `spawned` itself, except on compose, where that is the `docker` client and the worker
+    /// is its container's process (waited for until the container runs).
+    pub async fn pid(&self, slot: u32, spawned: Pid) -> anyhow::Result<Pid> {
+        match self.place {
+            Place::Containers => lockbench_compose::clients::host_pid(slot + 1)
+                .await
+                .map(|p| Pid::from_raw(p as i32))
+                .map_err(anyhow::Error::msg),
+            _ => Ok(spawned),
+        }
     }
 }
 
@@ -164,7 +242,20 @@ impl RunEnv {
     /// Removes the run's client hosts (and anything still running in them). Call once, at the
     /// end of the run; releases the fault-run lock.
     pub async fn finish(self) {
-        if let Some(net) = self.network.clone() {
+        if let Place::Containers = self.place {
+            match lockbench_compose::clients::remove_all().await {
+                Ok(removed) if !removed.is_empty() => {
+                    tracing::info!(?removed, "client containers removed")
+                }
+                Ok(_) => {}
+                Err(e) => eprintln!(
+                    "warning: could not remove the client containers: {e} \
+                     (`docker rm -f $(docker ps -aq --filter label={})`)",
+                    lockbench_compose::clients::LABEL
+                ),
+            }
+        }
+        if let Place::Hosts(net) = self.place.clone() {
             match tokio::task::spawn_blocking(move || net.remove_client_hosts()).await {
                 Ok(Ok(removed)) if !removed.is_empty() => {
                     tracing::info!(?removed, "client hosts removed")

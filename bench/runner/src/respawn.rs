@@ -45,10 +45,20 @@ impl Respawner {
             .get(&slot)
             .ok_or_else(|| format!("slot {slot} has no worker job"))?;
         let name = worker_name(slot);
-        let cmd = self.commands.command(slot).map_err(|e| format!("{e:#}"))?;
+        let cmd = self
+            .commands
+            .command(slot)
+            .await
+            .map_err(|e| format!("{e:#}"))?;
         let mut worker = WorkerProcess::spawn(name.clone(), cmd, job, self.sinks.clone())
             .await
             .map_err(|e| format!("cannot restart {name}: {e}"))?;
+        let pid = self
+            .commands
+            .pid(slot, worker.handle().pid)
+            .await
+            .map_err(|e| format!("restarted {name}: {e:#}"))?;
+        worker.set_pid(pid, self.commands.container(slot));
         match tokio::time::timeout(READY_BUDGET, worker.ready()).await {
             Ok(Ok(())) => {}
             Ok(Err(e)) => return Err(format!("restarted {name} failed: {e}")),

@@ -31,6 +31,7 @@ impl Servers {
         let label = cluster.label();
         let env = match &cluster {
             ClusterChoice::Managed(dir) => RunEnv::managed(dir.clone(), scenario).await?,
+            ClusterChoice::Compose => RunEnv::compose(scenario).await?,
             _ => RunEnv::loopback(cluster),
         };
         Ok(Servers {

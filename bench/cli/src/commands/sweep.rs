@@ -6,22 +6,20 @@
 use super::run::load_named_scenario;
 use crate::cli::SweepArgs;
 use crate::console::Console;
-use lockbench_capacity::{Objective, Search, grid};
+use lockbench_capacity::point::PointOf;
+use lockbench_capacity::{Objective, grid};
 use lockbench_core::Scenario;
 use lockbench_core::sweep::{Rates, SweepSpec, parse_vary};
 use lockbench_report::{RunDir, sizing};
-use lockbench_results::capacity::{Capacity, SizingRow, SizingVerdict, SweepPoint, SweepStep};
-use lockbench_results::{BackendResult, Status};
-use lockbench_runner::sweep_step::{self, StepContext};
+use lockbench_results::capacity::{Capacity, SizingVerdict, SweepPoint};
+use lockbench_runner::sweep_point;
+use lockbench_runner::sweep_step::StepContext;
 use lockbench_runner::{ClusterChoice, Runner, Servers};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
-
-/// How many generator-bound failed steps a grid point may run again.
-const RETRIES_PER_POINT: u32 = 2;
 
 /// Runs a sweep.
 pub async fn run(args: SweepArgs, state_dir: PathBuf) -> anyhow::Result<ExitCode> {
@@ -158,9 +156,14 @@ async fn sweep(
                 objective,
                 header: &results,
             };
-            let found = search_point(&ctx, spec, kind, pi, &label).await?;
+            let found = sweep_point::search(&ctx, spec, kind, pi, &label).await?;
             let values: BTreeMap<String, String> = point.iter().cloned().collect();
-            let row = sizing_row(&found, kind, values.clone(), scenario);
+            let row = found.sizing_row(PointOf {
+                backend: kind.name(),
+                point: values.clone(),
+                clients: scenario.workload.clients,
+                keys: scenario.workload.keys,
+            });
             eprintln!(
                 "lockbench: {} {label}: {} acq/s ({})",
                 kind.name(),
@@ -203,181 +206,4 @@ async fn sweep(
         .as_ref()
         .is_some_and(|c| c.sizing.iter().any(|r| r.verdict == SizingVerdict::Error));
     Ok(super::exit_code(was_interrupted, any_error))
-}
-
-/// One grid point's search: every step run, the results at each sustained rate, and why it
-/// stopped early (an error, Ctrl-C).
-struct PointSearch {
-    search: Search,
-    steps: Vec<SweepStep>,
-    knee_results: Vec<(Option<f64>, BackendResult)>,
-    stopped: Option<Stopped>,
-}
-
-/// Why a grid point's search stopped before its end.
-enum Stopped {
-    /// Ctrl-C.
-    Interrupted,
-    /// A step could not run: the step's reasons.
-    Error(String),
-}
-
-/// Runs the offered-rate search of one grid point, step by step.
-async fn search_point(
-    ctx: &StepContext<'_>,
-    spec: &SweepSpec,
-    kind: lockbench_core::BackendKind,
-    pi: usize,
-    label: &str,
-) -> anyhow::Result<PointSearch> {
-    let interrupted = || ctx.runner.interrupted();
-    let mut search = match &spec.rates {
-        Rates::List(l) => Search::listed(l.clone(), spec.max_steps),
-        Rates::Auto(_) => Search::auto(spec.resolution, spec.max_steps),
-    };
-    let mut steps: Vec<SweepStep> = Vec::new();
-    let mut knee_results: Vec<(Option<f64>, BackendResult)> = Vec::new();
-    let mut stopped = None;
-    let mut retries = RETRIES_PER_POINT;
-    while let Some((phase, rate)) = search.next() {
-        if interrupted() {
-            break;
-        }
-        let (step, result) = loop {
-            let id = format!("{}-p{pi}-{:02}", kind.name(), steps.len());
-            let (step, result) = sweep_step::run(ctx, kind, &id, phase, rate).await?;
-            eprintln!("{}", line(kind.name(), label, &step));
-            // A failure while lockbench was the limit says little about the backend:
-            // run that rate once more (the machine may be busy with something else).
-            let again = rate.is_some()
-                && !step.sustained
-                && step.generator_bound
-                && retries > 0
-                && result.status != Status::Error
-                && !interrupted();
-            if !again {
-                break (step, result);
-            }
-            retries -= 1;
-            eprintln!("  (lockbench was the limit in that step: running it once more)");
-            steps.push(step);
-        };
-        if interrupted() {
-            // Cut short by Ctrl-C: kept, but it says nothing about the backend.
-            stopped = Some(Stopped::Interrupted);
-            steps.push(step);
-            break;
-        }
-        if result.status == Status::Error {
-            stopped = Some(Stopped::Error(step.reasons.join("; ")));
-            steps.push(step);
-            break;
-        }
-        match rate {
-            None => search.record_probe(step.achieved_per_s),
-            Some(r) => search.record(r, step.sustained, step.generator_bound),
-        }
-        knee_results.push((rate, result));
-        steps.push(step);
-    }
-    Ok(PointSearch {
-        search,
-        steps,
-        knee_results,
-        stopped,
-    })
-}
-
-/// The sizing table's row for one grid point: the knee, its verdict and why.
-fn sizing_row(
-    found: &PointSearch,
-    kind: lockbench_core::BackendKind,
-    point: BTreeMap<String, String>,
-    scenario: &Scenario,
-) -> SizingRow {
-    let steps = &found.steps;
-    let knee = found.search.knee();
-    let at = |rate: Option<f64>| {
-        // The last step at that rate (an earlier one may have been run again).
-        rate.and_then(|r| steps.iter().rev().find(|s| s.offered_per_s == Some(r)))
-    };
-    let knee_step = at(knee.rate);
-    let verdict = match &found.stopped {
-        Some(Stopped::Interrupted) => SizingVerdict::Interrupted,
-        Some(Stopped::Error(_)) => SizingVerdict::Error,
-        None => knee.verdict,
-    };
-    let note = match (&found.stopped, verdict) {
-        (Some(Stopped::Interrupted), _) => "interrupted".into(),
-        (Some(Stopped::Error(e)), _) => e.clone(),
-        (None, SizingVerdict::GeneratorBound) => {
-            // The step that bounds the knee: the failure above it, else the top one.
-            let bound = at(knee.failed).or_else(|| {
-                steps
-                    .iter()
-                    .filter(|s| s.offered_per_s.is_some())
-                    .max_by(|a, b| {
-                        a.offered_per_s
-                            .partial_cmp(&b.offered_per_s)
-                            .expect("rates are finite")
-                    })
-            });
-            format!(
-                "lockbench was the limit, so the rate is a lower bound: at {:.0}/s {}",
-                bound.and_then(|s| s.offered_per_s).unwrap_or(0.0),
-                bound
-                    .map(|s| s.generator_notes.join("; "))
-                    .unwrap_or_default()
-            )
-        }
-        (None, SizingVerdict::NotReached) => {
-            "every rate tried was sustained: a lower bound (raise --max-steps or the clients)"
-                .into()
-        }
-        (None, SizingVerdict::None) => "not even the lowest rate tried was sustained".into(),
-        _ => at(knee.failed)
-            .map(|s| format!("above it: {}", s.reasons.join("; ")))
-            .unwrap_or_default(),
-    };
-    SizingRow {
-        backend: kind.name().into(),
-        point,
-        clients: scenario.workload.clients,
-        keys: scenario.workload.keys,
-        verdict,
-        max_rate_per_s: knee.rate,
-        first_failed_rate_per_s: knee.failed,
-        knee: knee_step.cloned(),
-        note,
-    }
-}
-
-/// One progress line for the terminal.
-fn line(backend: &str, point: &str, s: &SweepStep) -> String {
-    let offered = s
-        .offered_per_s
-        .map(|r| format!("offered {r:>8.0}/s"))
-        .unwrap_or_else(|| "closed loop     ".into());
-    let verdict = match (s.offered_per_s, s.sustained) {
-        (None, _) => "probe".to_string(),
-        (_, true) => "sustained".into(),
-        (_, false) => format!("NOT sustained: {}", s.reasons.join("; ")),
-    };
-    format!(
-        "  {backend} {point} {:<6} {offered} -> {:>8.0}/s  p99 {:>8} ms (uncorrected {:>7} ms)  lockbench CPU {:>3.0}%{}  {verdict}",
-        s.phase,
-        s.achieved_per_s,
-        s.p99_ms
-            .map(|v| format!("{v:.1}"))
-            .unwrap_or_else(|| "-".into()),
-        s.p99_service_ms
-            .map(|v| format!("{v:.1}"))
-            .unwrap_or_else(|| "-".into()),
-        s.generator_cpu_percent.unwrap_or(0.0),
-        if s.generator_bound {
-            " GENERATOR-BOUND"
-        } else {
-            ""
-        },
-    )
 }

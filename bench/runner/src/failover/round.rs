@@ -125,15 +125,16 @@ impl Run<'_> {
             clock_origin: self.clock.monotonic_origin(),
         };
         let host = worker_name(slot);
-        let mut cmd = self.env.worker_command(slot)?;
+        let mut cmd = self.env.worker_command(slot).await?;
         if std::env::var_os("LOCKBENCH_LOG").is_none() {
             // The ZooKeeper client warns on every failed reconnect while a server is down
             // (server-kill); the removal events already say what happened.
             cmd.env("LOCKBENCH_LOG", "warn,zookeeper_client=error");
         }
-        let p = CandidateProcess::spawn(host.clone(), cmd, &job, self.events_tx.clone())
+        let mut p = CandidateProcess::spawn(host.clone(), cmd, &job, self.events_tx.clone())
             .await
             .with_context(|| format!("cannot start candidate {id} on {host}"))?;
+        p.pid = self.env.worker_commands().pid(slot, p.pid).await?;
         self.slots.insert(slot, p);
         let ok = self
             .wait_until(READY_BUDGET, |r| {

@@ -8,9 +8,7 @@
 //! on the same lock names (tests run in parallel) would have clients with the same ids. Bounds
 //! are generous: a loaded 2-core machine is slow, not wrong.
 
-mod common;
-
-use common::{result_of, results, run_quietly, text};
+use crate::common::{result_of, results, run_quietly, text};
 use serde_json::Value;
 
 /// One backend of each family, plus the second recipe of ZooKeeper and etcd (whose holders

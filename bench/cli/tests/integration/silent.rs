@@ -7,9 +7,9 @@
 //!
 //! No managed cluster is needed: the endpoints are this test's own loopback listeners.
 
-mod common;
+use crate::common;
 
-use common::{result_of, results, text};
+use crate::common::{result_of, results, text};
 use std::net::TcpListener;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

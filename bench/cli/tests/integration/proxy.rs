@@ -1,6 +1,6 @@
 //! `lockbench proxy`: the binary serves Toxiproxy's API with the proxies of its `--config`,
 //! forwards through them, and exits 0 on SIGTERM with every port closed. (The API itself is
-//! tested against a real Redis with a Toxiproxy client in `chaos/tests/toxiproxy.rs`.)
+//! tested against a real Redis with a Toxiproxy client in `chaos/tests/integration/toxiproxy.rs`.)
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};

@@ -3,9 +3,9 @@
 //! Runs use `--cluster external:FILE` with the managed cluster's endpoints, so a test never
 //! starts or stops servers that other tests are using, and `--out` into a fresh directory.
 
-mod common;
+use crate::common;
 
-use common::{result_of, results, text};
+use crate::common::{result_of, results, text};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 

@@ -2,14 +2,11 @@
 //! `redis-pubsub` and `redlock`, proof that `redis-broken-nonx` is broken, Redlock's quorum rules, and the
 //! server-side request counter.
 //!
-//! Servers come from the managed cluster (`lockbench_cluster::for_tests`). For a quick loop
-//! against servers started by hand, set `LOCKBENCH_TEST_REDIS=host:port` and
-//! `LOCKBENCH_TEST_REDLOCK=host:port,...` instead.
-//!
-//! Tests run concurrently against the same servers, so each uses its own key prefix; the
-//! counter tests, which need the servers to themselves, take [`EXCLUSIVE`] for writing while
-//! every other test holds it for reading.
+//! Servers come from [`endpoints`]. Tests run concurrently against the same servers, so each
+//! uses its own key prefix; the counter tests, which need the servers to themselves, take
+//! [`EXCLUSIVE`] for writing while every other test holds it for reading.
 
+use crate::{EXCLUSIVE, endpoints};
 use lockbench_conformance as conformance;
 use lockbench_core::scenario::{RedisKnobs, RedlockKnobs};
 use lockbench_core::traits::BackendError;
@@ -18,27 +15,10 @@ use lockbench_redis::{RedlockBackend, SetMode, SetNxBackend};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
-use tokio::sync::RwLock;
-
-static EXCLUSIVE: RwLock<()> = RwLock::const_new(());
 
 const KEYS: u32 = 16;
 const SEED: u64 = 42;
 const UNREACHABLE: &str = "127.0.0.1:1";
-
-async fn endpoints() -> Endpoints {
-    match (
-        std::env::var("LOCKBENCH_TEST_REDIS"),
-        std::env::var("LOCKBENCH_TEST_REDLOCK"),
-    ) {
-        (Ok(redis), Ok(redlock)) => Endpoints {
-            redis: vec![redis],
-            redlock: redlock.split(',').map(str::to_string).collect(),
-            ..Endpoints::default()
-        },
-        _ => lockbench_cluster::for_tests().await,
-    }
-}
 
 fn redis_knobs(test: &str, ttl: Duration) -> RedisKnobs {
     RedisKnobs {

@@ -1,7 +1,5 @@
 //! Helpers shared by the `lockbench` binary's end-to-end tests.
 
-#![allow(dead_code)] // each test binary uses its own subset
-
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Output;

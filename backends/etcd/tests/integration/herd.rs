@@ -6,24 +6,21 @@
 //! so it is a lower bound here).
 
 use lockbench_conformance::fanout;
-use lockbench_core::scenario::EtcdKnobs;
 use lockbench_core::{BackendKind, Endpoints};
 use lockbench_etcd::EtcdBackend;
 use std::time::Duration;
 
+use crate::{cluster, knobs};
+
 const WAITERS: u32 = 20;
 
 fn backend(kind: BackendKind, endpoints: &Endpoints, test: &str) -> EtcdBackend {
-    let knobs = EtcdKnobs {
-        lease_ttl: Duration::from_secs(10),
-        prefix: format!("/lockbench-test/{test}/{}", std::process::id()),
-    };
-    EtcdBackend::new(kind, endpoints, &knobs, 1, 1).expect("backend")
+    EtcdBackend::new(kind, endpoints, &knobs(test, Duration::from_secs(10)), 1, 1).expect("backend")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn revision_ordered_wait_wakes_one_waiter_per_release() {
-    let eps = lockbench_cluster::for_tests().await;
+    let eps = cluster().await;
     let b = backend(BackendKind::EtcdLease, &eps, "herd-lease");
     let c = fanout::cascade(&b, WAITERS, |_| 1).await;
     eprintln!("etcd-lease: {c:?}");
@@ -42,7 +39,7 @@ async fn revision_ordered_wait_wakes_one_waiter_per_release() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prefix_watch_wakes_every_waiter_per_release() {
-    let eps = lockbench_cluster::for_tests().await;
+    let eps = cluster().await;
     let b = backend(BackendKind::EtcdHerd, &eps, "herd-herd");
     let c = fanout::cascade(&b, WAITERS, |queued| queued).await;
     eprintln!("etcd-herd: {c:?}");

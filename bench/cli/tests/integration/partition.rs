@@ -10,7 +10,7 @@
 //! and the netns topology, as CI has; it FAILS saying why otherwise (never skips), unless
 //! `LOCKBENCH_ALLOW_NO_ROOT=1`.
 
-mod common;
+use crate::common;
 
 use serde_json::Value;
 use std::path::PathBuf;
@@ -313,6 +313,13 @@ fn link_delay_slows_exactly_the_targeted_clients_link_until_heal() {
     // results.json shows the window, applied.
     let results: Value =
         serde_json::from_str(&std::fs::read_to_string(run.join("results.json")).unwrap()).unwrap();
+    // The servers' own request counters are read after the run through the same link proxies
+    // the coordinator's client uses: they must still be up then, or the cross-check is lost.
+    let requests = &results["results"][0]["requests"];
+    assert!(
+        requests["server_counted"].as_u64().is_some_and(|n| n > 0),
+        "no server-side request count after a link-delay run: {requests}"
+    );
     let windows = &results["results"][0]["fault_windows"];
     assert!(
         windows
@@ -326,7 +333,7 @@ fn link_delay_slows_exactly_the_targeted_clients_link_until_heal() {
 }
 
 /// The built-in `redis-failover` scenario.
-const FAILOVER: &str = include_str!("../../../scenarios/redis-failover.toml");
+const FAILOVER: &str = include_str!("../../../../scenarios/redis-failover.toml");
 
 /// Issue 3's Redis failover: the replica's replication link is cut, the primary is SIGKILLed
 /// right after its next grant, Sentinel promotes the replica, which grants the same lock to

@@ -2,7 +2,6 @@
 //! history with a deliberate overlap, a stale write and a fault window, plus `results.json`
 //! with fields the renderer has no dedicated view for.
 
-#[path = "report_html/chromium.rs"]
 mod chromium;
 
 use hdrhistogram::Histogram;

@@ -8,9 +8,9 @@
 //! lockbench. Run it under `flock /tmp/lb-heavy.lock` with the other tests that build
 //! networks.
 
-mod common;
+use crate::common;
 
-use common::{result_of, results, text};
+use crate::common::{result_of, results, text};
 use serde_json::Value;
 use std::process::{Command, Output};
 

@@ -15,24 +15,17 @@
 //! make the count depend on timing).
 
 use lockbench_conformance::fanout;
-use lockbench_core::scenario::ZookeeperKnobs;
 use lockbench_core::{Backend, ClientId, Endpoints, KeyId, LockClient, Wakeups};
 use lockbench_zookeeper::{Queue, ZkFair, session_packets};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
+
+use crate::{endpoints, knobs};
 
 const WAITERS: u32 = 20;
 
-fn knobs(test: &str) -> ZookeeperKnobs {
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    ZookeeperKnobs {
-        session_timeout: Duration::from_secs(10),
-        root: format!("/lockbench-test/{test}-{}-{nanos}", std::process::id()),
-    }
-}
+/// A ZooKeeper session that outlives every wait of a cascade.
+const SESSION: Duration = Duration::from_secs(10);
 
 /// Sum over `sids` of the servers' `sent - received` packets (notifications sent to them),
 /// and whether any of them has a request the server has not answered yet.
@@ -178,8 +171,8 @@ async fn cascade<B: Backend>(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn predecessor_watch_wakes_one_waiter_per_release() {
-    let eps = lockbench_cluster::for_tests().await;
-    let b = ZkFair::new(&eps, &knobs("herd-fair"), 1, 1).unwrap();
+    let eps = endpoints().await;
+    let b = ZkFair::new(&eps, &knobs("herd-fair", SESSION), 1, 1).unwrap();
     let c = cascade(b, &eps, |c| c.session_id(), |_| 1).await;
     eprintln!("zk-fair: {c:?}");
     // The holder's release and each waiter's but the last wake exactly one waiter.
@@ -201,8 +194,8 @@ async fn predecessor_watch_wakes_one_waiter_per_release() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn children_watch_wakes_every_waiter_per_release() {
-    let eps = lockbench_cluster::for_tests().await;
-    let b = ZkFair::new(&eps, &knobs("herd-herd"), 1, 1)
+    let eps = endpoints().await;
+    let b = ZkFair::new(&eps, &knobs("herd-herd", SESSION), 1, 1)
         .unwrap()
         .with_queue(Queue::HERD);
     let c = cascade(b, &eps, |c| c.session_id(), |queued| queued).await;

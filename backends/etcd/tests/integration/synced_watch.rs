@@ -12,12 +12,13 @@
 //! succeed. No timing is asserted (a loaded 2-core machine makes any bound either flaky or
 //! meaningless); the hand-off times are printed.
 
-use lockbench_core::scenario::EtcdKnobs;
 use lockbench_core::{Backend, BackendKind, ClientId, KeyId, LockClient, Outcome};
 use lockbench_etcd::EtcdBackend;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
+
+use crate::{cluster, knobs};
 
 // One caught watch proves the check is alive; the rate of the race varies with the machine's
 // load (seen: 3 in 100 hand-offs at load 20, 2 in 400 at load 10), hence the generous cap.
@@ -29,12 +30,9 @@ const WATCHES_PER_STREAM: usize = 100;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unsynced_watch_race_is_caught_under_a_write_storm() {
-    let endpoints = lockbench_cluster::for_tests().await;
-    let prefix = format!("/lockbench-test/synced/{}", std::process::id());
-    let knobs = EtcdKnobs {
-        lease_ttl: Duration::from_secs(10),
-        prefix: prefix.clone(),
-    };
+    let endpoints = cluster().await;
+    let knobs = knobs("synced", Duration::from_secs(10));
+    let prefix = knobs.prefix.clone();
     let b = EtcdBackend::new(BackendKind::EtcdLease, &endpoints, &knobs, 1, 1).expect("backend");
     let stop = Arc::new(AtomicBool::new(false));
     let mut storm = Vec::new();

@@ -7,27 +7,11 @@ use lockbench_core::scenario::ZookeeperKnobs;
 use lockbench_core::traits::BackendError;
 use lockbench_core::{Backend, ClientId, Endpoints, ErrorKind, KeyId, LockClient, Outcome};
 use lockbench_zookeeper::{Notifications, Queue, ZkCurator, ZkFair};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
 use zookeeper_client as zk;
 
-const TEST_ROOT: &str = "/lockbench-test";
-
-async fn endpoints() -> Endpoints {
-    lockbench_cluster::for_tests().await
-}
-
-/// Knobs with a root no other test (or earlier run) uses.
-fn knobs(test: &str, session_timeout: Duration) -> ZookeeperKnobs {
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    ZookeeperKnobs {
-        session_timeout,
-        root: format!("{TEST_ROOT}/{test}-{}-{nanos}", std::process::id()),
-    }
-}
+use crate::{endpoints, knobs};
 
 fn short() -> Duration {
     Duration::from_secs(4)

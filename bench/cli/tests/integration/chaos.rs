@@ -6,9 +6,9 @@
 //! starts or stops servers other tests use. Short TTLs and session timeouts keep them fast;
 //! every wait polls with a generous upper bound (a loaded 2-core machine is slow, not wrong).
 
-mod common;
+use crate::common;
 
-use common::{external_cluster, result_of, results, text};
+use crate::common::{external_cluster, result_of, results, text};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

@@ -62,9 +62,9 @@ async fn pings_again(name: &str) -> bool {
     false
 }
 
-/// `true` when a TCP connect from inside `from`'s container to server `to` completes within
+/// `true` when a TCP connect from inside `from`'s container (a server's or a client's) to server `to` completes within
 /// half a second.
-fn reaches(from: &str, to: &str) -> bool {
+pub fn reaches(from: &str, to: &str) -> bool {
     let pid = super::docker(&[
         "inspect",
         "--format",
@@ -83,7 +83,7 @@ fn reaches(from: &str, to: &str) -> bool {
     .unwrap()
 }
 
-fn state(name: &str) -> String {
+pub fn state(name: &str) -> String {
     super::docker(&[
         "inspect",
         "--format",

@@ -10,6 +10,8 @@ use lockbench_core::{
 use lockbench_etcd::EtcdBackend;
 use std::time::Duration;
 
+use crate::{cluster, knobs};
+
 const RECIPES: [BackendKind; 3] = [
     BackendKind::EtcdLease,
     BackendKind::EtcdLockapi,
@@ -18,17 +20,9 @@ const RECIPES: [BackendKind; 3] = [
 /// The shortest lease etcd grants with its default election timeout (1.5 s, rounded up).
 const SHORT_TTL: Duration = Duration::from_secs(2);
 
-async fn cluster() -> Endpoints {
-    lockbench_cluster::for_tests().await
-}
-
 /// A backend on its own prefix (tests run concurrently on one cluster).
 fn backend(kind: BackendKind, endpoints: &Endpoints, test: &str, ttl: Duration) -> EtcdBackend {
-    let knobs = EtcdKnobs {
-        lease_ttl: ttl,
-        prefix: format!("/lockbench-test/{test}/{}", std::process::id()),
-    };
-    EtcdBackend::new(kind, endpoints, &knobs, 16, 1).expect("backend")
+    EtcdBackend::new(kind, endpoints, &knobs(test, ttl), 16, 1).expect("backend")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -182,10 +176,7 @@ async fn request_counts_are_as_documented_and_servers_see_them() {
 async fn election_resign_hands_over_quickly() {
     let endpoints = cluster().await;
     let ttl = Duration::from_secs(10);
-    let knobs = EtcdKnobs {
-        lease_ttl: ttl,
-        prefix: format!("/lockbench-test/election/{}", std::process::id()),
-    };
+    let knobs = knobs("election", ttl);
     let api = lockbench_etcd::EtcdElection::new(&endpoints, &knobs, "api").expect("etcd-election");
     conformance::election::resign_hands_over(&api, ttl).await;
     let lease = lockbench_etcd::EtcdLeaseElection::new(&endpoints, &knobs, "lease")

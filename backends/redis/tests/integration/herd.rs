@@ -10,10 +10,12 @@ use lockbench_core::{Backend, ClientId, KeyId, LockClient, Outcome};
 use lockbench_redis::{SetMode, SetNxBackend};
 use std::time::Duration;
 
+use crate::{EXCLUSIVE, endpoints};
+
 const WAITERS: u32 = 20;
 
 async fn backend(test: &str) -> SetNxBackend {
-    let eps = lockbench_cluster::for_tests().await;
+    let eps = endpoints().await;
     let knobs = RedisKnobs {
         ttl: Duration::from_secs(10),
         prefix: format!("lockbench-test:{test}:{}:", std::process::id()),
@@ -24,6 +26,7 @@ async fn backend(test: &str) -> SetNxBackend {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pubsub_wakes_every_subscribed_waiter_per_release() {
+    let _shared = EXCLUSIVE.read().await;
     let b = backend("herd-pubsub").await.with_pubsub();
     let publish_before = b.command_calls(&["publish"]).await.unwrap();
     let c = fanout::cascade(&b, WAITERS, |queued| queued).await;
@@ -44,6 +47,7 @@ async fn pubsub_wakes_every_subscribed_waiter_per_release() {
 /// request; the server's `evalsha` count matches the client's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn polling_reports_retries_as_wakeups() {
+    let _shared = EXCLUSIVE.read().await;
     let b = backend("herd-poll").await;
     let mut holder = b.connect(ClientId(0)).await.unwrap();
     let mut waiter = b.connect(ClientId(1)).await.unwrap();

@@ -7,9 +7,9 @@
 //! Redis's global command counts, and because a test here stops its server. The runs reach it
 //! with `--cluster external:FILE`. Torn down at the end, also when the test fails.
 
-mod common;
+use crate::common;
 
-use common::{result_of, results, text};
+use crate::common::{result_of, results, text};
 use lockbench_chaos::{Group, NetConfig, ServerNemesis, Topology};
 use lockbench_cluster::Cluster;
 use lockbench_core::{Fault, RunClock, Targets};

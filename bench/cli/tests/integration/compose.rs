@@ -1,14 +1,16 @@
 //! The Docker flow end to end, on a real Docker Engine (CI's machines run one; no registry):
 //! build the server image (cached), bring docker-compose.yml up (it returns once every server
 //! is healthy), run the quick suite on all six lock backends against it, apply one fault of
-//! every kind compose mode applies and check that it took effect (`compose_faults`), then `down -v` and check that
+//! every kind compose mode applies and check that it took effect (`compose_faults`), run
+//! client workers as containers and fault them (`compose_clients`), then `down -v` and check that
 //! nothing is left: no container, network or volume, no firewall rule for the compose network.
 //!
 //! A machine without a Docker Engine fails this test; it never skips. It owns the containers
 //! named `lockbench-*`, so it refuses to start while a compose cluster exists. `#[ignore]`d
 //! because it is heavy: scripts/test runs it in its first phase (`--run-ignored only`).
 
-mod common;
+use crate::common;
+mod compose_clients;
 mod compose_faults;
 
 use std::path::{Path, PathBuf};
@@ -64,10 +66,25 @@ fn compose_rules(bridge: &str) -> Vec<String> {
         .collect()
 }
 
-/// `down -v` when dropped, so a failing test leaves nothing running.
+/// `down -v` when dropped, so a failing test leaves nothing running (client containers first:
+/// the network cannot be removed while one is attached).
 struct Down;
 impl Drop for Down {
     fn drop(&mut self) {
+        let filter = format!("label={}", lockbench_compose::clients::LABEL);
+        if let Ok(out) = Command::new("docker")
+            .args(["ps", "-aq", "--filter", &filter])
+            .output()
+        {
+            let ids = String::from_utf8_lossy(&out.stdout);
+            let ids: Vec<&str> = ids.split_whitespace().collect();
+            if !ids.is_empty() {
+                let _ = Command::new("docker")
+                    .args(["rm", "-f"])
+                    .args(&ids)
+                    .output();
+            }
+        }
         let _ = compose(&["down", "-v"]).output();
     }
 }
@@ -154,6 +171,14 @@ fn compose_cluster_runs_the_quick_suite_and_faults_and_leaves_nothing() {
     timed("every fault kind, checked", || {
         rt.block_on(compose_faults::every_fault_takes_effect())
     });
+    // Clients as containers: a host of their own for faults, and the fencing holder in one.
+    timed("a client container's isolate and pause, checked", || {
+        rt.block_on(compose_clients::a_client_container_is_a_host_of_its_own())
+    });
+    timed(
+        "lockbench run fencing --cluster compose (holder in a container)",
+        compose_clients::fencing_holder_runs_in_a_container,
+    );
 
     timed("compose down -v", || ok(&mut compose(&["down", "-v"])));
     let left = docker(&["ps", "-a", "-q", "--filter", "name=^lockbench-"]);

@@ -6,9 +6,9 @@
 //! Runs use `--cluster external:FILE` with the managed cluster's endpoints, so the test never
 //! starts or stops servers other tests use (candidates then run in the root namespace).
 
-mod common;
+use crate::common;
 
-use common::{result_of, results, text};
+use crate::common::{result_of, results, text};
 
 /// The session timeout the run asks for.
 const SESSION_TIMEOUT_MS: f64 = 2000.0;

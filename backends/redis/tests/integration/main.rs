@@ -1,0 +1,34 @@
+//! lockbench-redis's integration tests against real Redis servers, one test binary
+//! (`redis`: the recipes' contract and counters; `herd`: notification fan-out).
+//!
+//! Servers come from the managed cluster (`lockbench_cluster::for_tests`). For a quick loop
+//! against servers started by hand, set `LOCKBENCH_TEST_REDIS=host:port` and
+//! `LOCKBENCH_TEST_REDLOCK=host:port,...` instead.
+
+mod herd;
+mod redis;
+
+use lockbench_core::Endpoints;
+use tokio::sync::RwLock;
+
+/// Tests that compare the server's `INFO commandstats` (server-wide) with one client's own
+/// count take this for writing; every other test that sends commands holds it for reading.
+/// (Under nextest every test is its own process and the `redis-commandstats` test group keeps
+/// them apart instead; this covers `cargo test`, where they share one.)
+pub static EXCLUSIVE: RwLock<()> = RwLock::const_new(());
+
+/// The servers under test: `LOCKBENCH_TEST_REDIS`/`LOCKBENCH_TEST_REDLOCK` if both are set,
+/// else the managed cluster.
+pub async fn endpoints() -> Endpoints {
+    match (
+        std::env::var("LOCKBENCH_TEST_REDIS"),
+        std::env::var("LOCKBENCH_TEST_REDLOCK"),
+    ) {
+        (Ok(redis), Ok(redlock)) => Endpoints {
+            redis: vec![redis],
+            redlock: redlock.split(',').map(str::to_string).collect(),
+            ..Endpoints::default()
+        },
+        _ => lockbench_cluster::for_tests().await,
+    }
+}

@@ -1,0 +1,6 @@
+//! lockbench-chaos's integration tests, one test binary: `faults` (fault verbs against real
+//! servers in private network namespaces) and `toxiproxy` (the Toxiproxy-compatible API driven
+//! by an independent client).
+
+mod faults;
+mod toxiproxy;
