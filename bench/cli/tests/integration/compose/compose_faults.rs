@@ -121,33 +121,44 @@ pub async fn every_fault_takes_effect() {
     for s in REDLOCK {
         assert!(pings(s).await, "{s} does not answer before the faults");
     }
+    pause_and_kill(&mut n, &clock).await;
+    partitions(&mut n, &clock).await;
+    blackhole_and_clock_jump(&mut n, &clock).await;
+    assert!(n.heal_all(&clock).await.iter().all(|e| e.applied));
 
+    leader_targets(&clock).await;
+    link_delay_through_the_proxy(&clock).await;
+    redis_failover(&clock).await;
+}
+
+/// Pause and resume, kill and start, on one Redlock server each.
+async fn pause_and_kill(n: &mut ComposeNemesis, clock: &RunClock) {
     apply(
-        &mut n,
+        n,
         Fault::Pause {
             targets: nodes(&["redlock1"]),
         },
-        &clock,
+        clock,
     )
     .await;
     assert_eq!(state("redlock1"), "true true");
     assert!(!pings("redlock1").await, "a paused server still answers");
     apply(
-        &mut n,
+        n,
         Fault::Resume {
             targets: nodes(&["redlock1"]),
         },
-        &clock,
+        clock,
     )
     .await;
     assert!(pings_again("redlock1").await, "no answer after resume");
 
     apply(
-        &mut n,
+        n,
         Fault::Kill {
             targets: nodes(&["redlock2"]),
         },
-        &clock,
+        clock,
     )
     .await;
     assert_eq!(
@@ -157,18 +168,21 @@ pub async fn every_fault_takes_effect() {
     );
     assert!(!pings("redlock2").await, "a killed server still answers");
     apply(
-        &mut n,
+        n,
         Fault::Start {
             targets: nodes(&["redlock2"]),
         },
-        &clock,
+        clock,
     )
     .await;
     assert!(pings_again("redlock2").await, "no answer after start");
+}
 
+/// Every partition shape on the Redlock servers, each healed.
+async fn partitions(n: &mut ComposeNemesis, clock: &RunClock) {
     // isolate: cut from the clients and from the other servers.
     let split = PartitionSpec::Isolate(nodes(&["redlock3"]));
-    apply(&mut n, Fault::Partition { split }, &clock).await;
+    apply(n, Fault::Partition { split }, clock).await;
     assert!(
         !pings("redlock3").await,
         "an isolated server answers the clients"
@@ -178,7 +192,7 @@ pub async fn every_fault_takes_effect() {
         "a server outside the isolation is cut off"
     );
     assert!(!reaches("redlock1", "redlock3") && !reaches("redlock3", "redlock1"));
-    heal(&mut n, &clock, &["redlock3"]).await;
+    heal(n, clock, &["redlock3"]).await;
     assert!(
         reaches("redlock1", "redlock3"),
         "servers still cut after heal"
@@ -187,11 +201,11 @@ pub async fn every_fault_takes_effect() {
     // halves: a group split; the minority still sees itself, the clients stay with the
     // majority.
     let ev = apply(
-        &mut n,
+        n,
         Fault::Partition {
             split: PartitionSpec::Halves,
         },
-        &clock,
+        clock,
     )
     .await;
     let minority: Vec<&str> = ev[0].targets.iter().map(String::as_str).collect();
@@ -217,12 +231,12 @@ pub async fn every_fault_takes_effect() {
         !reaches(minority[0], majority[0]),
         "the halves still see each other"
     );
-    heal(&mut n, &clock, &REDLOCK).await;
+    heal(n, clock, &REDLOCK).await;
 
     // redlock-overlap: asymmetric for the clients (the coordinator is on side A = 1,2,3);
     // servers keep seeing each other.
     let split = PartitionSpec::RedlockOverlap;
-    apply(&mut n, Fault::Partition { split }, &clock).await;
+    apply(n, Fault::Partition { split }, clock).await;
     for s in ["redlock1", "redlock2", "redlock3"] {
         assert!(
             pings(s).await,
@@ -236,11 +250,11 @@ pub async fn every_fault_takes_effect() {
         reaches("redlock5", "redlock1"),
         "servers are cut from each other"
     );
-    heal(&mut n, &clock, &REDLOCK).await;
+    heal(n, clock, &REDLOCK).await;
 
     // clients-off: every server cut from the clients, not from each other.
     let split = PartitionSpec::ClientsOff;
-    apply(&mut n, Fault::Partition { split }, &clock).await;
+    apply(n, Fault::Partition { split }, clock).await;
     for s in REDLOCK {
         assert!(!pings(s).await, "{s} answers with the clients cut off");
     }
@@ -248,11 +262,14 @@ pub async fn every_fault_takes_effect() {
         reaches("redlock1", "redlock2"),
         "servers are cut from each other"
     );
-    heal(&mut n, &clock, &REDLOCK).await;
+    heal(n, clock, &REDLOCK).await;
+}
 
+/// The iptables black hole and the clock jump on redlock1.
+async fn blackhole_and_clock_jump(n: &mut ComposeNemesis, clock: &RunClock) {
     // link-blackhole without link proxies: the target drops every client's packets.
     let targets = nodes(&["redlock1"]);
-    apply(&mut n, Fault::LinkBlackhole { targets }, &clock).await;
+    apply(n, Fault::LinkBlackhole { targets }, clock).await;
     assert!(
         !pings("redlock1").await,
         "a black-holed server answers the clients"
@@ -261,7 +278,7 @@ pub async fn every_fault_takes_effect() {
         reaches("redlock2", "redlock1"),
         "the black hole cut a server link"
     );
-    heal(&mut n, &clock, &["redlock1"]).await;
+    heal(n, clock, &["redlock1"]).await;
 
     // clock-jump: the TTL emulation, as in managed mode.
     let r1 = addr("redlock1");
@@ -269,18 +286,13 @@ pub async fn every_fault_takes_effect() {
     assert_eq!(set.as_deref(), Some("+OK"));
     let by = Duration::from_secs(30);
     let targets = nodes(&["redlock1"]);
-    apply(&mut n, Fault::ClockJump { targets, by }, &clock).await;
+    apply(n, Fault::ClockJump { targets, by }, clock).await;
     let pttl = redis(&r1, &["PTTL", "compose-test:ttl"]).await.unwrap();
     let pttl: i64 = pttl.trim_start_matches(':').parse().unwrap();
     assert!(
         (0..=30_000).contains(&pttl),
         "PTTL {pttl} after a 30 s jump"
     );
-    assert!(n.heal_all(&clock).await.iter().all(|e| e.applied));
-
-    leader_targets(&clock).await;
-    link_delay_through_the_proxy(&clock).await;
-    redis_failover(&clock).await;
 }
 
 /// `leader` resolves by the managed cluster's probes, here inside the containers.
