@@ -220,6 +220,12 @@ impl Op {
             out.extend_from_slice(b",\"token\":");
             out.extend_from_slice(num.format(t.0).as_bytes());
         }
+        self.write_json_tail(out);
+    }
+
+    /// The end of the op's JSON line, shared by the absolute and the compact history format:
+    /// `error` and `stale` when present, the closing brace and the newline.
+    pub(crate) fn write_json_tail(&self, out: &mut Vec<u8>) {
         if let Some(e) = self.error {
             out.extend_from_slice(b",\"error\":\"");
             out.extend_from_slice(e.name().as_bytes());

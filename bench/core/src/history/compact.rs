@@ -205,19 +205,7 @@ impl Chain {
             }
             self.token = Some(t.0);
         }
-        if let Some(e) = op.error {
-            out.extend_from_slice(b",\"error\":\"");
-            out.extend_from_slice(e.name().as_bytes());
-            out.push(b'"');
-        }
-        if let Some(stale) = op.stale {
-            out.extend_from_slice(if stale {
-                b",\"stale\":true"
-            } else {
-                b",\"stale\":false"
-            });
-        }
-        out.extend_from_slice(b"}\n");
+        op.write_json_tail(out);
     }
 }
 
