@@ -32,13 +32,13 @@ use std::collections::BTreeMap;
 /// The name that stands for every backend (or election recipe) of the run.
 pub const ALL: &str = "all";
 
-/// The `[expect]` table of a scenario.
+/// The `[expect]` table of a scenario. Every field may be left out (`#[serde(default)]` on the
+/// struct: an empty list or map).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct Expectations {
     /// Backends whose safety verdict must be `valid`.
     #[serde(
-        default,
         skip_serializing_if = "Vec::is_empty",
         deserialize_with = "one_or_many"
     )]
@@ -46,7 +46,6 @@ pub struct Expectations {
     /// Backends whose safety verdict must be `invalid` (a broken recipe, a fault that must break
     /// it): the proof that the checkers are alive.
     #[serde(
-        default,
         skip_serializing_if = "Vec::is_empty",
         deserialize_with = "one_or_many"
     )]
@@ -54,7 +53,6 @@ pub struct Expectations {
     /// Backends whose fencing must be seen working: at least one stale write or write after the
     /// lock was lost happened, and the resource rejected every one.
     #[serde(
-        default,
         skip_serializing_if = "Vec::is_empty",
         deserialize_with = "one_or_many"
     )]
@@ -62,14 +60,13 @@ pub struct Expectations {
     /// Backends that must show damage: at least one stale write or write after the lock was
     /// lost that the resource accepted.
     #[serde(
-        default,
         skip_serializing_if = "Vec::is_empty",
         deserialize_with = "one_or_many"
     )]
     pub damaged: Vec<String>,
     /// Lowest acceptable measured acquisitions/s, by backend (`all` for every backend without
     /// its own entry).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub min_throughput: BTreeMap<String, f64>,
 }
 

@@ -191,6 +191,16 @@ impl OpF {
     }
 }
 
+/// A number of an op line as written: absolute (`t`, `token`), or the difference from the
+/// previous line's (`dt`, `dk`: the compact history format, [`crate::history::compact`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum LineNum {
+    /// The value itself.
+    Absolute(u64),
+    /// The value minus the previous line's.
+    Relative(i64),
+}
+
 impl Op {
     /// Appends this op as one JSON line (with a leading `"backend"` field when given) to `out`.
     ///
@@ -198,16 +208,23 @@ impl Op {
     /// encodes every op of a run while the run is going, on the same two cores as the clients
     /// and servers, so this is the one serializer whose cost shows up in the results.
     pub fn write_json_line(&self, backend: Option<&str>, out: &mut Vec<u8>) {
+        let token = self.token.map(|t| LineNum::Absolute(t.0));
+        self.write_json_line_as(backend, LineNum::Absolute(self.time.0), token, out);
+    }
+
+    /// Appends this op as one JSON line with its time and token written as `time` and `token`
+    /// (absolute or relative): the one writer of an op line, for the absolute format
+    /// ([`Op::write_json_line`]) and the compact one alike.
+    pub(crate) fn write_json_line_as(
+        &self,
+        backend: Option<&str>,
+        time: LineNum,
+        token: Option<LineNum>,
+        out: &mut Vec<u8>,
+    ) {
         let mut num = itoa::Buffer::new();
-        out.push(b'{');
-        if let Some(b) = backend {
-            // Backend names are fixed kebab-case identifiers: nothing to escape.
-            out.extend_from_slice(b"\"backend\":\"");
-            out.extend_from_slice(b.as_bytes());
-            out.extend_from_slice(b"\",");
-        }
-        out.extend_from_slice(b"\"t\":");
-        out.extend_from_slice(num.format(self.time.0).as_bytes());
+        write_line_start(backend, out);
+        write_num(out, &mut num, (b"\"t\":", b"\"dt\":"), time);
         out.extend_from_slice(b",\"client\":");
         out.extend_from_slice(num.format(self.client.0).as_bytes());
         out.extend_from_slice(b",\"type\":\"");
@@ -216,16 +233,9 @@ impl Op {
         out.extend_from_slice(self.f.name().as_bytes());
         out.extend_from_slice(b"\",\"key\":");
         out.extend_from_slice(num.format(self.key.0).as_bytes());
-        if let Some(t) = self.token {
-            out.extend_from_slice(b",\"token\":");
-            out.extend_from_slice(num.format(t.0).as_bytes());
+        if let Some(token) = token {
+            write_num(out, &mut num, (b",\"token\":", b",\"dk\":"), token);
         }
-        self.write_json_tail(out);
-    }
-
-    /// The end of the op's JSON line, shared by the absolute and the compact history format:
-    /// `error` and `stale` when present, the closing brace and the newline.
-    pub(crate) fn write_json_tail(&self, out: &mut Vec<u8>) {
         if let Some(e) = self.error {
             out.extend_from_slice(b",\"error\":\"");
             out.extend_from_slice(e.name().as_bytes());
@@ -274,6 +284,33 @@ impl Op {
             token,
             error,
             stale: None,
+        }
+    }
+}
+
+/// `{` and, when given, the `"backend"` field: how every history line of a backend starts (op
+/// lines and the compact format's `"type":"format"` line).
+pub(crate) fn write_line_start(backend: Option<&str>, out: &mut Vec<u8>) {
+    out.push(b'{');
+    if let Some(b) = backend {
+        // Backend names are fixed kebab-case identifiers: nothing to escape.
+        out.extend_from_slice(b"\"backend\":\"");
+        out.extend_from_slice(b.as_bytes());
+        out.extend_from_slice(b"\",");
+    }
+}
+
+/// Writes `n` after the field name (with its separator) that fits it: `names.0` for an
+/// absolute value, `names.1` for a relative one.
+fn write_num(out: &mut Vec<u8>, num: &mut itoa::Buffer, names: (&[u8], &[u8]), n: LineNum) {
+    match n {
+        LineNum::Absolute(v) => {
+            out.extend_from_slice(names.0);
+            out.extend_from_slice(num.format(v).as_bytes());
+        }
+        LineNum::Relative(d) => {
+            out.extend_from_slice(names.1);
+            out.extend_from_slice(num.format(d).as_bytes());
         }
     }
 }

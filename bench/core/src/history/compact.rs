@@ -39,7 +39,7 @@
 //! ```
 
 use crate::ids::{ClientId, FencingToken, KeyId};
-use crate::op::{ErrorKind, Op, OpF, OpType};
+use crate::op::{ErrorKind, LineNum, Op, OpF, OpType, write_line_start};
 use crate::time::Nanos;
 use serde::Deserialize;
 
@@ -50,12 +50,7 @@ const FORMAT: &str = "\"type\":\"format\",\"history\":2,\
 
 /// Appends the `"type":"format"` line that opens a writer's lines.
 pub fn write_format_line(backend: Option<&str>, out: &mut Vec<u8>) {
-    out.push(b'{');
-    if let Some(b) = backend {
-        out.extend_from_slice(b"\"backend\":\"");
-        out.extend_from_slice(b.as_bytes());
-        out.extend_from_slice(b"\",");
-    }
+    write_line_start(backend, out);
     out.extend_from_slice(FORMAT.as_bytes());
 }
 
@@ -165,47 +160,17 @@ impl Chain {
     /// Written without serde: the history writer encodes every op of a run while the run is
     /// going, on the same cores as the clients and servers.
     pub fn write_op(&mut self, op: &Op, backend: Option<&str>, out: &mut Vec<u8>) {
-        let mut num = itoa::Buffer::new();
-        out.push(b'{');
-        if let Some(b) = backend {
-            // Backend names are fixed kebab-case identifiers: nothing to escape.
-            out.extend_from_slice(b"\"backend\":\"");
-            out.extend_from_slice(b.as_bytes());
-            out.extend_from_slice(b"\",");
-        }
-        match self.t {
-            Some(prev) => {
-                out.extend_from_slice(b"\"dt\":");
-                out.extend_from_slice(num.format(op.time.0.wrapping_sub(prev) as i64).as_bytes());
-            }
-            None => {
-                out.extend_from_slice(b"\"t\":");
-                out.extend_from_slice(num.format(op.time.0).as_bytes());
-            }
-        }
-        self.t = Some(op.time.0);
-        out.extend_from_slice(b",\"client\":");
-        out.extend_from_slice(num.format(op.client.0).as_bytes());
-        out.extend_from_slice(b",\"type\":\"");
-        out.extend_from_slice(op.ty.name().as_bytes());
-        out.extend_from_slice(b"\",\"f\":\"");
-        out.extend_from_slice(op.f.name().as_bytes());
-        out.extend_from_slice(b"\",\"key\":");
-        out.extend_from_slice(num.format(op.key.0).as_bytes());
-        if let Some(t) = op.token {
-            match self.token {
-                Some(prev) => {
-                    out.extend_from_slice(b",\"dk\":");
-                    out.extend_from_slice(num.format(t.0.wrapping_sub(prev) as i64).as_bytes());
-                }
-                None => {
-                    out.extend_from_slice(b",\"token\":");
-                    out.extend_from_slice(num.format(t.0).as_bytes());
-                }
-            }
-            self.token = Some(t.0);
-        }
-        op.write_json_tail(out);
+        let time = relative(self.t.replace(op.time.0), op.time.0);
+        let token = op.token.map(|t| relative(self.token.replace(t.0), t.0));
+        op.write_json_line_as(backend, time, token, out);
+    }
+}
+
+/// `value` relative to `prev`, or absolute when there is no previous value.
+fn relative(prev: Option<u64>, value: u64) -> LineNum {
+    match prev {
+        Some(prev) => LineNum::Relative(value.wrapping_sub(prev) as i64),
+        None => LineNum::Absolute(value),
     }
 }
 
@@ -294,5 +259,28 @@ mod tests {
             .parse_op("{\"dt\":5,\"client\":0,\"type\":\"invoke\",\"f\":\"acquire\",\"key\":0}")
             .unwrap_err();
         assert!(err.to_string().contains("dt with no t"), "{err}");
+    }
+
+    /// The compact lines to the byte (histories are compared as text): every field in its
+    /// place, `t`/`dt` and `token`/`dk` as the chain says, `error` and `stale` last.
+    #[test]
+    fn compact_lines_are_written_to_the_byte() {
+        let mut enc = Chain::default();
+        let mut text = Vec::new();
+        write_format_line(Some("redlock"), &mut text);
+        for op in ops() {
+            enc.write_op(&op, Some("redlock"), &mut text);
+        }
+        let format = format!("{{\"backend\":\"redlock\",{}", FORMAT.trim_end());
+        let expected = [
+            format.as_str(),
+            "{\"backend\":\"redlock\",\"t\":1000000,\"client\":2,\"type\":\"invoke\",\"f\":\"acquire\",\"key\":0}",
+            "{\"backend\":\"redlock\",\"dt\":500,\"client\":2,\"type\":\"ok\",\"f\":\"acquire\",\"key\":0,\"token\":9}",
+            "{\"backend\":\"redlock\",\"dt\":400,\"client\":2,\"type\":\"ok\",\"f\":\"write\",\"key\":0,\"dk\":-11,\"stale\":false}",
+            "{\"backend\":\"redlock\",\"dt\":-1000890,\"client\":5,\"type\":\"info\",\"f\":\"acquire\",\"key\":3,\"dk\":5,\"error\":\"timeout\"}",
+        ];
+        let text = String::from_utf8(text).unwrap();
+        assert_eq!(text.lines().collect::<Vec<_>>(), expected);
+        assert!(text.ends_with("}\n"));
     }
 }
