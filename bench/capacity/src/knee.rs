@@ -87,6 +87,20 @@ impl Phase {
     }
 }
 
+/// How lockbench itself fared in an open-loop step (from the step's resources).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Generator {
+    /// It kept up: the step measured the backend.
+    KeptUp,
+    /// It was at its limit (CPU, or timers firing late), but that alone cannot explain the
+    /// step's miss (the p99 exceeds the objective by more than the timers' lag, or the rate
+    /// fell behind while only the timers were late).
+    Limited,
+    /// It was at its limit and that could explain the step's outcome (for a failed step: its
+    /// failure).
+    Explains,
+}
+
 /// The search's state.
 #[derive(Clone, Debug)]
 pub struct Search {
@@ -96,8 +110,8 @@ pub struct Search {
     sustained: Option<f64>,
     /// Lowest failed rate so far.
     failed: Option<f64>,
-    /// (rate, sustained, generator-bound) of every open-loop step.
-    history: Vec<(f64, bool, bool)>,
+    /// (rate, sustained, how lockbench fared) of every open-loop step.
+    history: Vec<(f64, bool, Generator)>,
     steps: u32,
     max_steps: u32,
     resolution: f64,
@@ -193,11 +207,10 @@ impl Search {
         });
     }
 
-    /// Records an open-loop step at `rate`; `generator_bound`: lockbench being the limit
-    /// could explain the step (for a failed step: its failure).
-    pub fn record(&mut self, rate: f64, sustained: bool, generator_bound: bool) {
+    /// Records an open-loop step at `rate`: whether it was sustained and how lockbench fared.
+    pub fn record(&mut self, rate: f64, sustained: bool, generator: Generator) {
         self.steps += 1;
-        self.history.push((rate, sustained, generator_bound));
+        self.history.push((rate, sustained, generator));
         if sustained {
             self.sustained = Some(self.sustained.map_or(rate, |s| s.max(rate)));
         } else {
@@ -205,27 +218,54 @@ impl Search {
         }
     }
 
+    /// How lockbench fared at `rate` (`None`: no step there).
+    fn generator_at(&self, rate: Option<f64>) -> Option<Generator> {
+        let r = rate?;
+        self.history
+            .iter()
+            .rev()
+            .find(|&&(x, _, _)| x == r)
+            .map(|&(_, _, g)| g)
+    }
+
+    /// lockbench was at its limit in every step that decides the knee: the knee step and the
+    /// failure above it, or, when nothing was sustained, every step run. Nothing then was
+    /// measured with lockbench keeping up, so the failure is no more the backend's than the
+    /// machine's, even when the timers' lag alone does not cover it (a starved machine delays
+    /// every wake-up of an acquire, not only its start).
+    pub fn limited_throughout(&self) -> bool {
+        let limited = |g: Option<Generator>| g.is_some_and(|g| g != Generator::KeptUp);
+        match self.sustained {
+            Some(s) => {
+                limited(self.generator_at(Some(s))) && limited(self.generator_at(self.failed))
+            }
+            None => {
+                !self.history.is_empty() && self.history.iter().all(|&(_, _, g)| limited(Some(g)))
+            }
+        }
+    }
+
     /// The knee so far: the highest sustained rate, and whether it can be trusted.
     pub fn knee(&self) -> Knee {
-        let gen_at = |rate: Option<f64>| {
-            rate.is_some_and(|r| self.history.iter().any(|&(x, _, g)| x == r && g))
-        };
         let top = self
             .history
             .iter()
             .map(|&(r, _, _)| r)
             .max_by(f64::total_cmp);
         // What bounds the knee is the failure above it (or, when nothing failed, the top
-        // step): a sustained step is sustained whoever was busy.
+        // step): a sustained step is sustained whoever was busy. That failure is lockbench's
+        // when lockbench could explain it, or when lockbench was at its limit in every step
+        // deciding the knee.
         let verdict = if self.history.is_empty() {
             SizingVerdict::None
         } else if self.failed.is_none() {
-            if gen_at(top) {
-                SizingVerdict::GeneratorBound
-            } else {
-                SizingVerdict::NotReached
+            match self.generator_at(top) {
+                Some(Generator::KeptUp) | None => SizingVerdict::NotReached,
+                Some(_) => SizingVerdict::GeneratorBound,
             }
-        } else if gen_at(self.failed) {
+        } else if self.generator_at(self.failed) == Some(Generator::Explains)
+            || self.limited_throughout()
+        {
             SizingVerdict::GeneratorBound
         } else if self.sustained.is_none() {
             SizingVerdict::None
@@ -255,7 +295,12 @@ mod tests {
                 }
                 Some(r) => {
                     rates.push(r);
-                    search.record(r, r <= cap, r > gen_bound_above);
+                    let generator = if r > gen_bound_above {
+                        Generator::Explains
+                    } else {
+                        Generator::KeptUp
+                    };
+                    search.record(r, r <= cap, generator);
                 }
             }
         }
@@ -302,12 +347,59 @@ mod tests {
         // Saturated at the sustained steps but not at the failure above: it was sustained.
         let mut s = Search::auto(0.5, 20);
         s.record_probe(100.0);
-        s.record(50.0, true, true);
-        s.record(100.0, false, false);
+        s.record(50.0, true, Generator::Explains);
+        s.record(100.0, false, Generator::KeptUp);
         assert_eq!(s.knee().verdict, SizingVerdict::Ok);
         // Nothing failed and the top step was saturated: not the backend's ceiling.
         let (knee, _) = run(Search::auto(0.1, 20), f64::MAX, 100.0, 300.0);
         assert_eq!(knee.verdict, SizingVerdict::GeneratorBound);
+    }
+
+    /// Timers 70-500 ms late in every step (a machine at load 12-34): the failure above the
+    /// knee missed the objective by more than the lag, so the lag alone does not explain it,
+    /// yet nothing deciding the knee was measured with lockbench keeping up.
+    #[test]
+    fn a_knee_measured_with_lockbench_at_its_limit_throughout_is_not_ok() {
+        let search = |steps: &[(f64, bool, Generator)]| {
+            let mut s = Search::auto(0.5, 20);
+            s.record_probe(40.0);
+            for &(r, sustained, g) in steps {
+                s.record(r, sustained, g);
+            }
+            s
+        };
+        use Generator::{Explains, KeptUp, Limited};
+        let starved = search(&[(20.0, true, Explains), (40.0, false, Limited)]);
+        assert!(starved.limited_throughout());
+        assert_eq!(starved.knee().verdict, SizingVerdict::GeneratorBound);
+        assert_eq!(
+            starved.knee().rate,
+            Some(20.0),
+            "still the highest sustained"
+        );
+        // lockbench kept up at the knee, or at the failure above it: the knee is the backend's.
+        for steps in [
+            [(20.0, true, KeptUp), (40.0, false, Limited)],
+            [(20.0, true, Explains), (40.0, false, KeptUp)],
+        ] {
+            assert_eq!(
+                search(&steps).knee().verdict,
+                SizingVerdict::Ok,
+                "{steps:?}"
+            );
+        }
+        // Only the steps deciding the knee count: a starved step below it does not.
+        let below = search(&[
+            (10.0, true, Explains),
+            (20.0, true, KeptUp),
+            (40.0, false, Limited),
+        ]);
+        assert_eq!(below.knee().verdict, SizingVerdict::Ok);
+        // Nothing sustained, lockbench at its limit in every step: not "none".
+        let none = search(&[(20.0, false, Limited), (10.0, false, Limited)]);
+        assert_eq!(none.knee().verdict, SizingVerdict::GeneratorBound);
+        let none = search(&[(20.0, false, Limited), (10.0, false, KeptUp)]);
+        assert_eq!(none.knee().verdict, SizingVerdict::None);
     }
 
     #[test]

@@ -26,5 +26,5 @@ pub mod procfs;
 pub mod sampler;
 pub mod saturation;
 
-pub use knee::{Knee, Objective, Phase, Search, StepFigures};
+pub use knee::{Generator, Knee, Objective, Phase, Search, StepFigures};
 pub use sampler::{Sampler, Watched};

@@ -4,7 +4,7 @@
 //! Pure bookkeeping over finished steps (the engine runs them), so the row's verdict and note
 //! are decided in one place, next to the search that chose the rates.
 
-use crate::Search;
+use crate::{Generator, Search};
 use lockbench_results::BackendResult;
 use lockbench_results::capacity::{SizingRow, SizingVerdict, SweepStep};
 use std::collections::BTreeMap;
@@ -52,6 +52,19 @@ pub fn worth_again(rate: Option<f64>, step: &SweepStep, errored: bool, retries: 
     rate.is_some() && !step.sustained && step.generator_bound && retries > 0 && !errored
 }
 
+/// How lockbench fared in `step`: `generator_bound` says whether that could explain the
+/// step's outcome; the notes, whether lockbench was at its limit at all (a failed step's
+/// `generator_bound` is narrower than its resources' flag, see `saturation::explains_miss`).
+pub fn generator(step: &SweepStep) -> Generator {
+    if step.generator_bound {
+        Generator::Explains
+    } else if !step.generator_notes.is_empty() {
+        Generator::Limited
+    } else {
+        Generator::KeptUp
+    }
+}
+
 impl PointSearch {
     /// A search with nothing run yet.
     pub fn new(search: Search) -> PointSearch {
@@ -60,6 +73,15 @@ impl PointSearch {
             steps: Vec::new(),
             knee_results: Vec::new(),
             stopped: None,
+        }
+    }
+
+    /// Records a finished step in the search: the probe's throughput, or an open-loop step's
+    /// outcome and how lockbench fared in it.
+    pub fn record(&mut self, rate: Option<f64>, step: &SweepStep) {
+        match rate {
+            None => self.search.record_probe(step.achieved_per_s),
+            Some(r) => self.search.record(r, step.sustained, generator(step)),
         }
     }
 
@@ -107,8 +129,13 @@ impl PointSearch {
                                 .expect("rates are finite")
                         })
                 });
+                let knee_step = if self.search.limited_throughout() && knee.rate.is_some() {
+                    " (and at the knee)"
+                } else {
+                    ""
+                };
                 format!(
-                    "lockbench was the limit, so the rate is a lower bound: at {:.0}/s {}",
+                    "lockbench was the limit, so the rate is a lower bound: at {:.0}/s{knee_step} {}",
                     bound.and_then(|s| s.offered_per_s).unwrap_or(0.0),
                     bound
                         .map(|s| s.generator_notes.join("; "))
@@ -185,5 +212,51 @@ mod tests {
             ..bound.clone()
         };
         assert!(!worth_again(Some(10.0), &backend_bound, false, 1));
+    }
+
+    /// Every step had lockbench at its limit (timers 300 ms late), and the failed step's p99
+    /// exceeded the objective by more than that lag: its `generator_bound` is false, its notes
+    /// are not. The row said `ok` before.
+    #[test]
+    fn a_point_with_lockbench_at_its_limit_in_every_step_is_generator_bound() {
+        let lag =
+            "lockbench's timers fired 300.0 ms late (p99): the pacer could not keep its schedule";
+        let step = |rate: Option<f64>, sustained: bool, generator_bound: bool| SweepStep {
+            offered_per_s: rate,
+            achieved_per_s: rate.unwrap_or(40.0),
+            sustained,
+            generator_bound,
+            generator_notes: vec![lag.into()],
+            reasons: if sustained {
+                Vec::new()
+            } else {
+                vec!["p99 900.0 ms > objective 300.0 ms".into()]
+            },
+            ..SweepStep::default()
+        };
+        let mut found = PointSearch::new(Search::listed(vec![20.0, 40.0], 4));
+        for (rate, sustained, bound) in [(20.0, true, true), (40.0, false, false)] {
+            let s = step(Some(rate), sustained, bound);
+            found.record(Some(rate), &s);
+            found.steps.push(s);
+        }
+        let row = found.sizing_row(of());
+        assert_eq!(row.verdict, SizingVerdict::GeneratorBound, "{}", row.note);
+        assert_eq!(row.max_rate_per_s, Some(20.0));
+        assert!(
+            row.note.contains("at 40/s (and at the knee)") && row.note.contains("300.0 ms late"),
+            "{}",
+            row.note
+        );
+        // The same steps with lockbench keeping up at the knee: the backend's knee.
+        let mut found = PointSearch::new(Search::listed(vec![20.0, 40.0], 4));
+        let kept_up = SweepStep {
+            generator_bound: false,
+            generator_notes: Vec::new(),
+            ..step(Some(20.0), true, false)
+        };
+        found.record(Some(20.0), &kept_up);
+        found.record(Some(40.0), &step(Some(40.0), false, false));
+        assert_eq!(found.sizing_row(of()).verdict, SizingVerdict::Ok);
     }
 }

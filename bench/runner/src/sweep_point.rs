@@ -53,10 +53,7 @@ pub async fn search(
             found.steps.push(step);
             break;
         }
-        match rate {
-            None => found.search.record_probe(step.achieved_per_s),
-            Some(r) => found.search.record(r, step.sustained, step.generator_bound),
-        }
+        found.record(rate, &step);
         found.knee_results.push((rate, result));
         found.steps.push(step);
     }
