@@ -1,4 +1,6 @@
-//! `etcd-lockapi`: the server-side v3 Lock API (`v3lockpb.Lock/Unlock`) on this client's lease.
+//! `etcd-lockapi`: the server-side v3 Lock API (`v3lockpb.Lock`) on this client's lease,
+//! released by a KV `Delete` of the key it granted (what the server's `Unlock` does; below: why
+//! not `Unlock`).
 //!
 //! The server runs Go's `concurrency.Mutex` for us (`etcdserver/api/v3lock/lock.go`): one
 //! `Lock` RPC blocks until granted, so the client sends 1 request per acquisition however long
@@ -16,11 +18,19 @@
 //! deleted, and that deletion itself created a revision above the earlier grant's header
 //! revision (which was read while the entry still existed).
 //!
-//! Release: `Unlock(key)`. The server's `Unlock` is a plain `Delete` whose answer does not say
-//! whether the key still existed, so a lost lock is reported (`LockLost`) only when the
-//! session's keep-alive has already seen the lease die (within `ttl / 3` of its death).
+//! Release: a KV `Delete` of the key the server created, not `Unlock`. The server's `Unlock`
+//! is that same `Delete` (`v3lock/lock.go`: `ls.c.Delete(ctx, req.Key)`), but it answers only
+//! the header, so it cannot tell a release from a no-op: when the lease expired while the
+//! holder held the lock (the holder was paused, or cut off), the key went with the lease,
+//! `Unlock` deleted nothing and reported success, and the release checker counted a release of
+//! a lock already granted to another client (`foreign_release`), which this recipe cannot
+//! make: each holder's key is its own (`{name}/{lease id hex}`). The `Delete` answers how many
+//! keys it removed, so a release that removed nothing is `fail lock-lost`, at once, not only
+//! after the keep-alive has seen the lease die. Same one request per release, and the same one
+//! message in etcd's `grpc_server_msg_received_total`, so requests per acquisition stay 2
+//! (`Lock` + `Delete`) on both sides of the cross-check.
 
-use crate::errors::{CallError, timed};
+use crate::errors::CallError;
 use crate::session::Session;
 use etcd_client::LockOptions;
 
@@ -42,13 +52,12 @@ pub(crate) async fn acquire(
     Ok((resp.key().to_vec(), token))
 }
 
-/// Releases the lock held under `key`. `Ok(false)` when the lease was already known dead.
+/// Releases the lock held under `key`. `Ok(false)` when the key was already gone (the lease
+/// expired or was revoked): the lock had been lost.
 pub(crate) async fn release(
     session: &mut Session,
     key: &[u8],
     requests: &mut u64,
 ) -> Result<bool, CallError> {
-    *requests += 1;
-    timed(session.client.unlock(key.to_vec())).await?;
-    Ok(!session.lease_dead())
+    crate::mutex::delete_own(session, key.to_vec(), requests).await
 }

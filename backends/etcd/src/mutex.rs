@@ -185,7 +185,17 @@ pub(crate) async fn release(
     k: &LeaseKey,
     requests: &mut u64,
 ) -> Result<bool, CallError> {
+    delete_own(session, k.mine.clone(), requests).await
+}
+
+/// Deletes `key`, an entry only this client's lease ever holds: `Ok(true)` when it removed it,
+/// `Ok(false)` when it was already gone (with the lease). One request.
+pub(crate) async fn delete_own(
+    session: &mut Session,
+    key: Vec<u8>,
+    requests: &mut u64,
+) -> Result<bool, CallError> {
     *requests += 1;
-    let resp = timed(session.client.delete(k.mine.clone(), None)).await?;
+    let resp = timed(session.client.delete(key, None)).await?;
     Ok(resp.deleted() == 1)
 }

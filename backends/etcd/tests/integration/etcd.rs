@@ -98,6 +98,19 @@ fn empty_endpoint_list_is_a_config_error_naming_etcd() {
     assert!(err.to_string().contains("etcd"), "{err}");
 }
 
+/// Revokes the lease of the one lock entry under `b`'s prefix, from another connection.
+async fn revoke_the_holders_lease(outsider: &mut etcd_client::Client, b: &EtcdBackend) {
+    let prefix = format!("{}/", b.info().knobs[1].1);
+    let opts = etcd_client::GetOptions::new().with_prefix();
+    let found = outsider.get(prefix, Some(opts)).await.expect("get");
+    let kind = b.info().backend;
+    assert_eq!(found.kvs().len(), 1, "{kind}: one lock entry expected");
+    outsider
+        .lease_revoke(found.kvs()[0].lease())
+        .await
+        .expect("revoke");
+}
+
 /// The lease is revoked behind the holder's back (what expiry does, without the wait); its
 /// release must say the lock was lost.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -113,15 +126,8 @@ async fn release_after_lease_revoked_reports_lock_lost() {
             Outcome::Ok(g) => g,
             other => panic!("{kind}: acquire: {other:?}"),
         };
-        let prefix = format!("{}/", b.info().knobs[1].1);
-        let opts = etcd_client::GetOptions::new().with_prefix();
-        let found = outsider.get(prefix, Some(opts)).await.expect("get");
-        assert_eq!(found.kvs().len(), 1, "{kind}: one lock entry expected");
-        outsider
-            .lease_revoke(found.kvs()[0].lease())
-            .await
-            .expect("revoke");
-        // The Lock API's release learns of the death from the keep-alive (every ttl / 3).
+        revoke_the_holders_lease(&mut outsider, &b).await;
+        // After the keep-alive (every ttl / 3) has seen the lease die too.
         tokio::time::sleep(SHORT_TTL).await;
         match client.release(grant).await {
             Outcome::Fail(ErrorKind::LockLost) => {}
@@ -131,17 +137,63 @@ async fn release_after_lease_revoked_reports_lock_lost() {
     }
 }
 
-/// The etcd-lease recipe's request count matches its documented cost, and the servers'
-/// counter moves at least as much as the client's own count.
+/// The same, without waiting for the keep-alive: a lease long enough that no ping comes
+/// between the revoke and the release (the first is due after `ttl / 3` = 10 s). The release
+/// itself must find the lock gone. etcd-lockapi's `Unlock` answered success here (it deletes
+/// nothing and answers only a header), and the release checker then counted a
+/// `foreign_release`; its release is now a `Delete` whose count says so. A normal release by a
+/// client whose lease lives still succeeds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn release_right_after_lease_revoked_reports_lock_lost() {
+    let endpoints = cluster().await;
+    let mut outsider = etcd_client::Client::connect(&endpoints.etcd, None)
+        .await
+        .expect("outsider");
+    let ttl = Duration::from_secs(30);
+    for kind in RECIPES {
+        let b = backend(kind, &endpoints, "revoked-at-once", ttl);
+        let mut lost = b.connect(ClientId(0)).await.expect("connect");
+        let mut alive = b.connect(ClientId(1)).await.expect("connect");
+        let Outcome::Ok(grant) = lost.acquire(KeyId(3)).await else {
+            panic!("{kind}: acquire")
+        };
+        revoke_the_holders_lease(&mut outsider, &b).await;
+        let sent = lost.requests_sent().unwrap();
+        match lost.release(grant).await {
+            Outcome::Fail(ErrorKind::LockLost) => {}
+            other => panic!("{kind}: release right after revoke: {other:?}"),
+        }
+        assert_eq!(
+            lost.requests_sent().unwrap() - sent,
+            1,
+            "{kind}: one request"
+        );
+        // The other client takes the same lock and releases it normally.
+        let Outcome::Ok(grant) = alive.acquire(KeyId(3)).await else {
+            panic!("{kind}: acquire after the revoke")
+        };
+        match alive.release(grant).await {
+            Outcome::Ok(()) => {}
+            other => panic!("{kind}: a normal release: {other:?}"),
+        }
+        lost.close().await;
+        alive.close().await;
+    }
+}
+
+/// The lease recipes' request counts match their documented cost (acquire uncontended: one
+/// txn, or one `Lock`; release: one delete), and the servers' counter moves at least as much
+/// as the client's own count.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn request_counts_are_as_documented_and_servers_see_them() {
     let endpoints = cluster().await;
-    let b = backend(
-        BackendKind::EtcdLease,
-        &endpoints,
-        "counts",
-        Duration::from_secs(5),
-    );
+    for kind in [BackendKind::EtcdLease, BackendKind::EtcdLockapi] {
+        request_counts(kind, &endpoints).await;
+    }
+}
+
+async fn request_counts(kind: BackendKind, endpoints: &Endpoints) {
+    let b = backend(kind, endpoints, "counts", Duration::from_secs(5));
     let before = b.server_counters().await.expect("counters");
     assert!(before.source.contains("grpc_server_msg_received_total"));
     let mut client = b.connect(ClientId(0)).await.expect("connect");
@@ -152,20 +204,20 @@ async fn request_counts_are_as_documented_and_servers_see_them() {
     assert_eq!(
         client.requests_sent().unwrap() - sent0,
         1,
-        "uncontended acquire is one txn"
+        "{kind}: uncontended acquire is one request"
     );
     assert!(client.release(g).await.is_ok());
     assert_eq!(
         client.requests_sent().unwrap() - sent0,
         2,
-        "release is one delete"
+        "{kind}: release is one delete"
     );
     let sent = client.requests_sent().unwrap();
     client.close().await;
     let after = b.server_counters().await.expect("counters");
     assert!(
         after.requests - before.requests >= sent,
-        "servers counted {} messages, client sent {sent}",
+        "{kind}: servers counted {} messages, client sent {sent}",
         after.requests - before.requests
     );
 }
