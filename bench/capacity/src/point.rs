@@ -129,8 +129,8 @@ impl PointSearch {
                                 .expect("rates are finite")
                         })
                 });
-                let knee_step = if self.search.limited_throughout() && knee.rate.is_some() {
-                    " (and at the knee)"
+                let knee_step = if self.search.machine_limited() && knee.rate.is_some() {
+                    " (and at a sustained rate below it)"
                 } else {
                     ""
                 };
@@ -244,11 +244,13 @@ mod tests {
         assert_eq!(row.verdict, SizingVerdict::GeneratorBound, "{}", row.note);
         assert_eq!(row.max_rate_per_s, Some(20.0));
         assert!(
-            row.note.contains("at 40/s (and at the knee)") && row.note.contains("300.0 ms late"),
+            row.note
+                .contains("at 40/s (and at a sustained rate below it)")
+                && row.note.contains("300.0 ms late"),
             "{}",
             row.note
         );
-        // The same steps with lockbench keeping up at the knee: the backend's knee.
+        // The same steps with lockbench keeping up at the sustained one: the backend's knee.
         let mut found = PointSearch::new(Search::listed(vec![20.0, 40.0], 4));
         let kept_up = SweepStep {
             generator_bound: false,

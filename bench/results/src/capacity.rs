@@ -57,8 +57,8 @@ pub enum SizingVerdict {
     /// The knee is the backend's: the failure above it was not lockbench's doing.
     Ok,
     /// lockbench being the limit could explain the failure above the knee (or the top step
-    /// when none failed), or lockbench was at its limit both at the knee step and at the
-    /// failure above it (every step, when none was sustained): the rate is only a lower bound.
+    /// when none failed), or lockbench was at its limit at the failure above the knee and at a
+    /// sustained step (every step, when none was sustained): the rate is only a lower bound.
     GeneratorBound,
     /// Every rate tried was sustained: a lower bound.
     NotReached,
