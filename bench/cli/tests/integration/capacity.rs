@@ -103,6 +103,72 @@ retry_delay = "1ms"
 retry_jitter = "1ms"
 "#;
 
+/// lockbench's timers firing later than this (p99, ms) mark a result generator-bound
+/// (`lockbench_capacity::saturation::LAG_MS`).
+const LAG_MS: f64 = 10.0;
+
+/// The timers' p99 lag of a result, when it is above [`LAG_MS`]: the machine starved lockbench.
+fn starved(res: &Value) -> Option<f64> {
+    res["resources"]["timer_lag_p99_ms"]
+        .as_f64()
+        .filter(|&lag| lag > LAG_MS)
+}
+
+/// The closed-loop cap on `scenario` (runs `dir/{tag}-N`), measured again (up to 3 times)
+/// while the machine starved lockbench; with the lag of the last try when it never stopped.
+/// A cap measured unstarved is the lock's: at most one 20 ms hold at a time (plus release and
+/// hand-off).
+fn closed_loop_cap(dir: &Path, tag: &str, scenario: &Path, cluster: &str) -> (f64, Option<f64>) {
+    let mut last = (0.0, None);
+    for attempt in 0..3 {
+        let r = run_into(dir, &format!("{tag}-{attempt}"), scenario, cluster);
+        let res = result_of(&r, "redis-setnx");
+        last = (res["throughput_per_s"].as_f64().unwrap(), starved(res));
+        match last.1 {
+            None => break,
+            Some(lag) => eprintln!("{tag} {attempt}: timers {lag:.0} ms late: again"),
+        }
+    }
+    if last.1.is_none() {
+        assert!(
+            (35.0..=50.0).contains(&last.0),
+            "closed-loop {:.1}/s: not bounded by the 20 ms hold (1/hold = 50/s)",
+            last.0
+        );
+    }
+    last
+}
+
+/// A `generator-bound` knee is accepted only from measured lag: the failure above the knee and
+/// at least one sustained step (every step when none was sustained) have their timers' p99 lag
+/// above [`LAG_MS`] in their own results.json.
+fn assert_starved_by_lag(sweep: &Path, row: &Value, steps: &[Value]) {
+    let lag_of = |s: &Value| {
+        let step = results(&sweep.join(s["run_dir"].as_str().unwrap()));
+        starved(result_of(&step, "redis-setnx"))
+    };
+    let open_loop = || steps.iter().filter(|s| !s["offered_per_s"].is_null());
+    if row["max_rate_per_s"].is_null() {
+        assert!(open_loop().all(|s| lag_of(s).is_some()), "{row}");
+        return;
+    }
+    let failed = &row["first_failed_rate_per_s"];
+    let failure = steps.iter().rev().find(|s| s["offered_per_s"] == *failed);
+    assert!(
+        failure.is_some_and(|s| lag_of(s).is_some()),
+        "generator-bound without measured timer lag at the failure above the knee: {row}"
+    );
+    assert!(
+        open_loop().any(|s| s["sustained"] == true && lag_of(s).is_some()),
+        "generator-bound without measured timer lag at a sustained step: {row}"
+    );
+}
+
+/// Under heavy machine load (load average 12-34: timers 70-500 ms late) the knee is measured on
+/// a starved machine. nextest runs this test with no other test beside it
+/// (`.config/nextest.toml`), and the sweep then says so itself: a knee whose failure above it
+/// and a sustained step had lockbench's timers late is `generator-bound`, which passes here
+/// only when that lag was measured; an `ok` knee must be within 10% of the cap.
 #[test]
 fn the_knee_of_a_lock_capped_by_its_hold_time_is_within_10_percent_of_the_cap() {
     let dir = common::scratch("capacity", "knee");
@@ -110,14 +176,7 @@ fn the_knee_of_a_lock_capped_by_its_hold_time_is_within_10_percent_of_the_cap() 
     let scenario = write_scenario(&dir, CAPPED);
 
     // The cap, measured: a closed loop with 8 clients keeps the lock busy all the time.
-    let r = run_into(&dir, "closed", &scenario, &redis.arg);
-    let res = result_of(&r, "redis-setnx");
-    let cap = res["throughput_per_s"].as_f64().unwrap();
-    // It is the lock's cap: at most one 20 ms hold at a time (plus release and hand-off).
-    assert!(
-        (35.0..=50.0).contains(&cap),
-        "closed-loop {cap:.1}/s: not bounded by the 20 ms hold (1/hold = 50/s)"
-    );
+    let (cap, cap_lag) = closed_loop_cap(&dir, "closed", &scenario, &redis.arg);
 
     let sweep = dir.join("sweep");
     let out = lockbench(&[
@@ -143,17 +202,47 @@ fn the_knee_of_a_lock_capped_by_its_hold_time_is_within_10_percent_of_the_cap() 
     assert!(stdout.contains("Capacity at p99 <= 300 ms"), "{stdout}");
     let r = results(&sweep);
     let row = &r["capacity"]["sizing"][0];
-    let knee = row["max_rate_per_s"]
-        .as_f64()
-        .unwrap_or_else(|| panic!("no knee: {row}"));
-    assert!(
-        (knee - cap).abs() <= 0.10 * cap,
-        "knee {knee:.1}/s vs cap {cap:.1}/s ({}); steps: {}",
-        row["verdict"],
-        r["capacity"]["points"][0]["steps"]
-    );
-    // Every step is kept, with both latencies, and the knee's step is the result.
     let steps = r["capacity"]["points"][0]["steps"].as_array().unwrap();
+    match row["verdict"].as_str() {
+        Some("generator-bound") => {
+            assert_starved_by_lag(&sweep, row, steps);
+            // A starved machine only lowers the knee: never above the 20 ms hold's 50/s.
+            let knee = row["max_rate_per_s"].as_f64().unwrap_or(0.0);
+            assert!(knee <= 55.0, "knee {knee:.1}/s above 1/hold = 50/s: {row}");
+            assert!(
+                stdout.contains("generator-bound") && stdout.contains("lockbench was the limit"),
+                "{stdout}"
+            );
+            eprintln!("the machine starved lockbench (measured timer lag): {row}");
+        }
+        Some("ok") => {
+            // The sweep ran unstarved but the cap did not: measure it again, now.
+            let (cap, cap_lag) = match cap_lag {
+                Some(_) => closed_loop_cap(&dir, "closed-after", &scenario, &redis.arg),
+                None => (cap, None),
+            };
+            let lag = cap_lag.map(|l| format!("{l:.0} ms")).unwrap_or_default();
+            assert!(
+                cap_lag.is_none(),
+                "an `ok` knee, but every closed-loop run of the cap had timers {lag} late"
+            );
+            let knee = row["max_rate_per_s"]
+                .as_f64()
+                .unwrap_or_else(|| panic!("no knee: {row}"));
+            assert!(
+                (knee - cap).abs() <= 0.10 * cap,
+                "knee {knee:.1}/s vs cap {cap:.1}/s ({}); steps: {}",
+                row["verdict"],
+                r["capacity"]["points"][0]["steps"]
+            );
+            assert_eq!(
+                result_of(&r, "redis-setnx")["offered_rate_per_s"].as_f64(),
+                Some(knee)
+            );
+        }
+        _ => panic!("verdict {}: {row}; steps: {steps:?}", row["verdict"]),
+    }
+    // Every step is kept, with both latencies.
     assert!(steps.len() >= 3);
     for s in steps {
         assert!(
@@ -167,10 +256,6 @@ fn the_knee_of_a_lock_capped_by_its_hold_time_is_within_10_percent_of_the_cap() 
             "{s}"
         );
     }
-    assert_eq!(
-        result_of(&r, "redis-setnx")["offered_rate_per_s"].as_f64(),
-        Some(knee)
-    );
     assert!(
         std::fs::read_to_string(sweep.join("report.html"))
             .unwrap()
