@@ -124,12 +124,12 @@ impl Cluster {
         lock::lock(&self.state_dir).await
     }
 
-    /// Takes the fault-run lock (`<state>/faults.lock`), waiting for another fault run to end:
+    /// The fault-run lock's file (`<state>/faults.lock`, taken with [`crate::lock_path`]):
     /// runs that apply faults or put workers on client hosts hold it throughout, so they
     /// never heal, partition or remove each other's client hosts. Independent of the cluster
     /// lock (`up`/`down` do not wait for it).
-    pub async fn fault_lock(&self) -> anyhow::Result<ClusterLock> {
-        lock::lock_file(&self.state_dir, "faults.lock").await
+    pub fn fault_lock_file(&self) -> PathBuf {
+        self.state_dir.join("faults.lock")
     }
 
     /// Brings every server up and healthy, under the cluster lock. Idempotent: healthy servers

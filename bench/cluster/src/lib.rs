@@ -69,7 +69,7 @@ pub use cluster::{Cluster, UpReport, endpoints};
 pub use hosts::{Host, NetConfig, Network};
 pub use install::{ensure_installed, missing as missing_packages};
 pub use launch::{Launch, Site};
-pub use lock::ClusterLock;
+pub use lock::{ClusterLock, holder as lock_holder, lock_path, try_lock_path};
 pub use spec::{Group, SERVERS, ServerSpec, System};
 pub use state_dir::default_state_dir;
 pub use topology::Topology;

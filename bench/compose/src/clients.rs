@@ -25,11 +25,16 @@
 //!   once), which stops the worker. Every container carries the [`LABEL`], and the run removes
 //!   them all at its end ([`remove_all`]) and before it starts (after a `kill -9` that left a
 //!   paused one behind).
+//! - **One such run at a time on a machine.** Container names and addresses are the Docker
+//!   Engine's, one set per machine whatever the state directory, so a second run would take
+//!   the first one's containers (and remove them as leftovers). A run with client containers
+//!   or faults holds [`lock_file`] throughout (`flock`, as the managed cluster's fault-run
+//!   lock; the kernel releases it when the run dies, even by `kill -9`).
 
 use crate::file::{IMAGE, NETWORK, container, topology};
 use lockbench_chaos::Host;
 use std::net::Ipv4Addr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -41,6 +46,20 @@ const CLIENT_BASE: u32 = 100;
 const BINARY: &str = "/usr/local/bin/lockbench";
 /// How long a started container gets to show its process.
 const START_BUDGET: Duration = Duration::from_secs(30);
+
+/// The compose runs' lock: `/run/lock/lockbench-compose.lock` (else in the temp directory),
+/// one per machine as the containers' names are. Held by a run with client containers or
+/// faults for its whole length ([`lockbench_cluster::lock_path`]); a run that finds it free
+/// may remove what a dead run left.
+pub fn lock_file() -> PathBuf {
+    let run_lock = Path::new("/run/lock");
+    let dir = if run_lock.is_dir() {
+        run_lock.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    };
+    dir.join("lockbench-compose.lock")
+}
 
 /// The address of client container `client<n>` (1-based).
 pub fn address(n: u32) -> Ipv4Addr {

@@ -14,14 +14,16 @@
 //! on the compose network (`10.78.0.(100+N)`, [`lockbench_compose::clients`]), and the service
 //! binds the compose bridge's address (`10.78.0.1`). The coordinator signals the worker by its
 //! host pid (the container's only process), found once the container runs
-//! ([`WorkerCommands::pid`]). The run removes every client container at its start (what a
-//! `kill -9` left) and at its end ([`RunEnv::finish`]). One such run at a time: a second one
-//! would take the first one's container names.
+//! ([`WorkerCommands::pid`]). One such run at a time: a second one would take the first one's
+//! container names, so a compose run with workers or faults holds the compose lock throughout
+//! (`lockbench_compose::clients::lock_file`, one per machine as Docker's names are), waiting
+//! for the run that has it and naming it. Once it has the lock, it removes the client
+//! containers a dead run left (a `kill -9`), and the run's own at its end ([`RunEnv::finish`]).
 //!
 //! A run that applies faults or places workers on the managed cluster holds the cluster's
-//! fault-run lock throughout (`Cluster::fault_lock`): client host names are fixed per network
-//! and a heal flushes every host's rules, so two such runs at once would undo each other. On
-//! taking the lock it first undoes what a crashed (`kill -9`) run may have left
+//! fault-run lock throughout (`Cluster::fault_lock_file`): client host names are fixed per
+//! network and a heal flushes every host's rules, so two such runs at once would undo each
+//! other. On taking the lock it first undoes what a crashed (`kill -9`) run may have left
 //! ([`lockbench_chaos::cleanup`]: firewall rules, stopped servers, client hosts with their
 //! processes), and [`RunEnv::finish`] removes the run's client hosts at the end, whatever
 //! happened. `lockbench down` removes them too, with the rest of the network.
@@ -33,9 +35,8 @@ use lockbench_core::Scenario;
 use lockbench_core::scenario::{Processes, WorkloadKind};
 use nix::unistd::Pid;
 use std::net::IpAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Duration;
 
 /// Where the run happens: how to start a worker, where the resource service listens.
 pub struct RunEnv {
@@ -46,7 +47,8 @@ pub struct RunEnv {
     pub cluster: ClusterChoice,
     /// Where the workers run.
     place: Place,
-    /// Held for the whole run when it applies faults or starts workers on the managed cluster.
+    /// Held for the whole run when it applies faults or starts workers: the managed cluster's
+    /// fault-run lock, or the compose lock.
     _fault_lock: Option<ClusterLock>,
 }
 
@@ -87,25 +89,26 @@ impl RunEnv {
     }
 
     /// The environment for a run of `scenario` on docker-compose.yml's cluster: client
-    /// containers when it starts workers (after removing any an earlier run left), the
-    /// in-process clients' environment otherwise.
+    /// containers when it starts workers, the in-process clients' environment otherwise. A run
+    /// with workers or faults holds the compose lock throughout (waiting, and saying for whom,
+    /// while another run has it) and removes the client containers a dead run left.
     pub async fn compose(scenario: &Scenario) -> anyhow::Result<RunEnv> {
+        RunEnv::compose_locked_by(scenario, &lockbench_compose::clients::lock_file()).await
+    }
+
+    /// [`RunEnv::compose`] with the compose lock at `lock`.
+    async fn compose_locked_by(scenario: &Scenario, lock: &Path) -> anyhow::Result<RunEnv> {
         let mut env = RunEnv::loopback(ClusterChoice::Compose);
-        if !uses_workers(scenario) {
+        if scenario.faults.is_empty() && !uses_workers(scenario) {
             return Ok(env);
         }
-        let left = lockbench_compose::clients::remove_all()
-            .await
-            .map_err(anyhow::Error::msg)
-            .context("cannot remove the client containers an earlier run left")?;
-        if !left.is_empty() {
-            eprintln!(
-                "lockbench: left behind by an earlier run: client containers {}",
-                left.join(", ")
-            );
+        env._fault_lock =
+            Some(run_lock(lock, "the compose cluster's client containers and faults").await?);
+        remove_left_containers().await?;
+        if uses_workers(scenario) {
+            env.bind = IpAddr::V4(lockbench_compose::clients::gateway());
+            env.place = Place::Containers;
         }
-        env.bind = IpAddr::V4(lockbench_compose::clients::gateway());
-        env.place = Place::Containers;
         Ok(env)
     }
 
@@ -118,16 +121,11 @@ impl RunEnv {
         if scenario.faults.is_empty() && !uses_workers(scenario) {
             return Ok(env);
         }
-        let lock = match tokio::time::timeout(Duration::from_secs(1), cluster.fault_lock()).await {
-            Ok(lock) => lock?,
-            Err(_) => {
-                eprintln!(
-                    "lockbench: another run with faults or worker processes is using the managed \
-                     cluster; waiting for it to end"
-                );
-                cluster.fault_lock().await?
-            }
-        };
+        let lock = run_lock(
+            &cluster.fault_lock_file(),
+            "the managed cluster's client hosts and faults",
+        )
+        .await?;
         for line in lockbench_chaos::cleanup(&cluster)
             .await
             .context("cannot undo what an earlier run left behind")?
@@ -238,6 +236,43 @@ impl WorkerCommands {
     }
 }
 
+/// Takes the run lock at `path`, waiting for the run that holds it and naming it (`what`: what
+/// the lock guards).
+async fn run_lock(path: &Path, what: &str) -> anyhow::Result<ClusterLock> {
+    if let Some(lock) = lockbench_cluster::try_lock_path(path)? {
+        return Ok(lock);
+    }
+    eprintln!("lockbench: {}", waiting_for(path, what));
+    lockbench_cluster::lock_path(path).await
+}
+
+/// What a run says while it waits for the run lock at `path`.
+fn waiting_for(path: &Path, what: &str) -> String {
+    let who = lockbench_cluster::lock_holder(path)
+        .map(|note| format!("another run, {note},"))
+        .unwrap_or_else(|| "another run".into());
+    format!(
+        "{who} is using {what} (it holds {}); waiting for it to end",
+        path.display()
+    )
+}
+
+/// Removes the client containers a dead compose run left (a `kill -9` while its worker was
+/// stopped or paused), saying which. Call with the compose lock held or checked free.
+async fn remove_left_containers() -> anyhow::Result<()> {
+    let left = lockbench_compose::clients::remove_all()
+        .await
+        .map_err(anyhow::Error::msg)
+        .context("cannot remove the client containers an earlier run left")?;
+    if !left.is_empty() {
+        eprintln!(
+            "lockbench: left behind by an earlier run: client containers {}",
+            left.join(", ")
+        );
+    }
+    Ok(())
+}
+
 impl RunEnv {
     /// Removes the run's client hosts (and anything still running in them). Call once, at the
     /// end of the run; releases the fault-run lock.
@@ -267,5 +302,62 @@ impl RunEnv {
                 Err(e) => eprintln!("warning: could not remove the client hosts: {e}"),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn scenario(faults: bool) -> Scenario {
+        let mut text = "name = \"t\"\nbackends = [\"zk-fair\"]\nduration = \"5s\"\n\
+                        [workload]\nclients = 2\nkeys = 1\n"
+            .to_string();
+        if faults {
+            text.push_str("[[faults]]\nfault = \"pause\"\ntargets = \"leader\"\nat = \"1s\"\n");
+        }
+        Scenario::load("t", &text, &[]).unwrap()
+    }
+
+    /// A compose run with faults waits for the run that holds the compose lock, naming it,
+    /// before it touches any container; a run with neither faults nor workers does not wait
+    /// (and leaves a live run's containers alone).
+    #[tokio::test]
+    async fn a_compose_run_with_faults_waits_for_the_one_holding_the_lock() {
+        let dir =
+            std::env::temp_dir().join(format!("lockbench-compose-lock-{}", std::process::id()));
+        let path = dir.join("compose.lock");
+        let other = lockbench_cluster::lock_path(&path).await.unwrap();
+        let said = waiting_for(&path, "the compose cluster's client containers and faults");
+        assert!(
+            said.starts_with(&format!("another run, pid {} (", std::process::id())),
+            "{said}"
+        );
+        assert!(said.contains(&path.display().to_string()), "{said}");
+
+        let faulty = scenario(true);
+        let waiting = tokio::spawn({
+            let path = path.clone();
+            async move { RunEnv::compose_locked_by(&faulty, &path).await.map(|_| ()) }
+        });
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(
+            !waiting.is_finished(),
+            "started while another run held the lock"
+        );
+        waiting.abort();
+
+        let plain = tokio::time::timeout(
+            Duration::from_secs(5),
+            RunEnv::compose_locked_by(&scenario(false), &path),
+        )
+        .await
+        .expect("a run without faults or workers does not wait")
+        .unwrap();
+        assert!(plain._fault_lock.is_none());
+        assert!(lockbench_cluster::try_lock_path(&path).unwrap().is_none());
+        drop(other);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -28,10 +28,12 @@ fn client_containers() -> Vec<String> {
         .collect()
 }
 
-/// A worker container `client1` that waits for its job (it reads stdin), as a run starts it;
-/// isolated and paused through the compose nemesis, each effect checked from inside it and
-/// in Docker's state.
+/// A worker container `client1` that waits for its job (it reads stdin), as a run starts it
+/// (holding the compose lock, as a run does); isolated and paused through the compose
+/// nemesis, each effect checked from inside it and in Docker's state.
 pub async fn a_client_container_is_a_host_of_its_own() {
+    let lock = lockbench_compose::clients::lock_file();
+    let _lock = lockbench_cluster::lock_path(&lock).await.unwrap();
     let exe = std::path::Path::new(env!("CARGO_BIN_EXE_lockbench"));
     lockbench_compose::clients::remove(1).await;
     let mut cmd = lockbench_compose::clients::command(1, exe);
