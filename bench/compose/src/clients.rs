@@ -23,8 +23,10 @@
 //! - **Nothing outlives the run.** `docker run --rm`; the `docker` client is the coordinator's
 //!   child with `PR_SET_PDEATHSIG`, and the container's stdin closes when it dies (`-i` attaches
 //!   once), which stops the worker. Every container carries the [`LABEL`], and the run removes
-//!   them all at its end ([`remove_all`]) and before it starts (after a `kill -9` that left a
-//!   paused one behind).
+//!   them all at its end ([`remove_all`]). A worker that is stopped (SIGSTOP) or paused when
+//!   the coordinator dies by `kill -9` never reads that end of file, so its container stays:
+//!   the next compose run removes it before it starts (`docker rm -f` kills a stopped
+//!   process and unpauses a paused container first), whatever its scenario.
 //! - **One such run at a time on a machine.** Container names and addresses are the Docker
 //!   Engine's, one set per machine whatever the state directory, so a second run would take
 //!   the first one's containers (and remove them as leftovers). A run with client containers

@@ -17,8 +17,10 @@
 //! ([`WorkerCommands::pid`]). One such run at a time: a second one would take the first one's
 //! container names, so a compose run with workers or faults holds the compose lock throughout
 //! (`lockbench_compose::clients::lock_file`, one per machine as Docker's names are), waiting
-//! for the run that has it and naming it. Once it has the lock, it removes the client
-//! containers a dead run left (a `kill -9`), and the run's own at its end ([`RunEnv::finish`]).
+//! for the run that has it and naming it. The client containers a dead run left (a `kill -9`
+//! while its worker was stopped, which then never sees its stdin close) are removed when the
+//! next compose run starts, by any compose run that finds the lock free; the run's own are
+//! removed at its end ([`RunEnv::finish`]).
 //!
 //! A run that applies faults or places workers on the managed cluster holds the cluster's
 //! fault-run lock throughout (`Cluster::fault_lock_file`): client host names are fixed per
@@ -91,7 +93,7 @@ impl RunEnv {
     /// The environment for a run of `scenario` on docker-compose.yml's cluster: client
     /// containers when it starts workers, the in-process clients' environment otherwise. A run
     /// with workers or faults holds the compose lock throughout (waiting, and saying for whom,
-    /// while another run has it) and removes the client containers a dead run left.
+    /// while another run has it); the client containers a dead run left are removed.
     pub async fn compose(scenario: &Scenario) -> anyhow::Result<RunEnv> {
         RunEnv::compose_locked_by(scenario, &lockbench_compose::clients::lock_file()).await
     }
@@ -100,6 +102,13 @@ impl RunEnv {
     async fn compose_locked_by(scenario: &Scenario, lock: &Path) -> anyhow::Result<RunEnv> {
         let mut env = RunEnv::loopback(ClusterChoice::Compose);
         if scenario.faults.is_empty() && !uses_workers(scenario) {
+            // Leftovers are removed only when no run holds the lock: a live run's containers
+            // are not leftovers.
+            if let Some(_free) = lockbench_cluster::try_lock_path(lock)? {
+                if let Err(e) = remove_left_containers().await {
+                    eprintln!("warning: {e:#}");
+                }
+            }
             return Ok(env);
         }
         env._fault_lock =
