@@ -25,6 +25,7 @@ pub mod point;
 pub mod procfs;
 pub mod sampler;
 pub mod saturation;
+pub mod timer_lag;
 
 pub use knee::{Generator, Knee, Objective, Phase, Search, StepFigures};
 pub use sampler::{Sampler, Watched};

@@ -5,10 +5,12 @@
 //! It runs as two tasks on lockbench's own runtime: one reads `/proc` every interval (a few
 //! small files per process: negligible next to the clients), one sleeps 5 ms at a time and
 //! records how late each wake-up was (the pacer sleeps on the same timers, so this is the
-//! pacer's lag).
+//! pacer's lag), in memory that does not grow with the run ([`crate::timer_lag`]).
 
 use crate::procfs;
 use crate::saturation;
+use crate::timer_lag::LagRecord;
+use hdrhistogram::Histogram;
 use lockbench_core::{Nanos, RunClock};
 use lockbench_results::resources::{ProcessUsage, ResourceUsage};
 use std::collections::BTreeMap;
@@ -38,8 +40,10 @@ pub fn interval_for(measured: Duration) -> Duration {
 /// A running sampler; [`Sampler::finish`] stops it and summarises.
 pub struct Sampler {
     stop: watch::Sender<bool>,
+    /// The measured window's start, once known (the lag probe folds older samples after it).
+    from: watch::Sender<Option<Nanos>>,
     proc_task: JoinHandle<Samples>,
-    lag_task: JoinHandle<Vec<(Nanos, u64)>>,
+    lag_task: JoinHandle<LagRecord>,
     interval: Duration,
     clock: RunClock,
 }
@@ -83,9 +87,11 @@ impl Sampler {
         let mut prune = not_ours;
         prune.extend(servers.iter().map(|w| w.pid));
         let proc_task = tokio::spawn(sample(servers, prune, interval, clock, rx.clone()));
-        let lag_task = tokio::spawn(probe_lag(clock, rx));
+        let (from, from_rx) = watch::channel(None);
+        let lag_task = tokio::spawn(probe_lag(clock, rx, from_rx));
         Sampler {
             stop,
+            from,
             proc_task,
             lag_task,
             interval,
@@ -93,12 +99,22 @@ impl Sampler {
         }
     }
 
+    /// Says where the measured window starts, so that the lag probe can fold its older samples
+    /// into a histogram instead of keeping them all (see [`crate::timer_lag`]). Call it as
+    /// soon as the window is known, and [`Sampler::finish`] soon after it ends.
+    pub fn measure_from(&self, from: Nanos) {
+        self.from.send_replace(Some(from));
+    }
+
     /// Stops sampling and summarises over the measured window `[from, to]` on the run clock.
     pub async fn finish(mut self, from: Nanos, to: Nanos) -> ResourceUsage {
         self.stop.send_replace(true);
         let samples = (&mut self.proc_task).await.unwrap_or_default();
-        let lags = (&mut self.lag_task).await.unwrap_or_default();
-        summarise(samples, lags, self.interval, from, to)
+        let lags = match (&mut self.lag_task).await {
+            Ok(record) => record.window(from, to),
+            Err(_) => LagRecord::new().window(from, to),
+        };
+        summarise(samples, &lags, self.interval, from, to)
     }
 
     /// The run clock the samples are timed on.
@@ -207,8 +223,12 @@ async fn sample(
     out
 }
 
-async fn probe_lag(clock: RunClock, mut stop: watch::Receiver<bool>) -> Vec<(Nanos, u64)> {
-    let mut lags = Vec::with_capacity(4096);
+async fn probe_lag(
+    clock: RunClock,
+    mut stop: watch::Receiver<bool>,
+    from: watch::Receiver<Option<Nanos>>,
+) -> LagRecord {
+    let mut lags = LagRecord::new();
     loop {
         let asked = Instant::now();
         tokio::select! {
@@ -216,14 +236,17 @@ async fn probe_lag(clock: RunClock, mut stop: watch::Receiver<bool>) -> Vec<(Nan
             _ = stop.wait_for(|s| *s) => break,
         }
         let late = asked.elapsed().saturating_sub(LAG_PROBE);
-        lags.push((clock.now(), late.as_micros() as u64));
+        if let Some(from) = *from.borrow() {
+            lags.measure_from(from);
+        }
+        lags.push(clock.now(), late.as_micros() as u64);
     }
     lags
 }
 
 fn summarise(
     s: Samples,
-    mut lags: Vec<(Nanos, u64)>,
+    lags: &Histogram<u64>,
     interval: Duration,
     from: Nanos,
     to: Nanos,
@@ -266,15 +289,7 @@ fn summarise(
         processes.push(usage(name, "server", series));
     }
     let machine: Vec<f64> = inside.iter().map(|&i| round1(s.machine[i])).collect();
-    lags.retain(|&(t, _)| t >= from && t <= to);
-    let mut lag_us: Vec<u64> = lags.into_iter().map(|(_, l)| l).collect();
-    lag_us.sort_unstable();
-    let pick = |q: f64| {
-        (!lag_us.is_empty()).then(|| {
-            let i = ((lag_us.len() as f64 * q).ceil() as usize).clamp(1, lag_us.len()) - 1;
-            round1(lag_us[i] as f64 / 1e3)
-        })
-    };
+    let pick = |q: f64| (!lags.is_empty()).then(|| round1(lags.value_at_quantile(q) as f64 / 1e3));
     let mut u = ResourceUsage {
         interval_ms: interval.as_millis() as u64,
         cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),

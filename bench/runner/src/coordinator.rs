@@ -177,6 +177,7 @@ pub async fn execute<B: Backend>(
     let mut local = start_local(&cx, &backend, resource, history_tx);
     let start = start_barrier(&cx, &mut workers.running, &mut local).await?;
     let window = open_window(&cx, &workers.running, start);
+    sampler.measure_from(window.measure_start);
     let mid_run = before.wakeups.is_some().then(|| {
         // The herd workload: sample the servers' watch gauge in the middle of the measured
         // window, when every client is queued or holding.
@@ -194,6 +195,11 @@ pub async fn execute<B: Backend>(
         crate::fault_loop::start(&cx, &mut workers, &window, links, holder_pause, &events_tx);
     drop(events_tx);
     let collected = collect(&cx, local.task.take(), workers, window, faults).await?;
+    // Stopped before the analysis: its figures are the measured window's (the timer-lag probe
+    // is exact only when stopped soon after the window ends, see `lockbench_capacity::timer_lag`).
+    let resources = sampler
+        .finish(collected.output.measure_start, collected.output.measure_end)
+        .await;
     let written = writer.await??;
     let fault_events = event_log.await?;
     let truth = match truth {
@@ -242,11 +248,7 @@ pub async fn execute<B: Backend>(
     if let (Some(t), Some(history)) = (truth, truth_history) {
         result.server_truth = Some(assemble::server_truth(&history, t.failed, t.requests));
     }
-    result.resources = Some(
-        sampler
-            .finish(collected.output.measure_start, collected.output.measure_end)
-            .await,
-    );
+    result.resources = Some(resources);
     if cx.plan.fencing {
         result.fencing = Some(FencingRun {
             pause_ms: holder_pause.as_secs_f64() * 1e3,
