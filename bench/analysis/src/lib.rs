@@ -23,6 +23,8 @@
 //!   to the first acquisition after a fault ends, and stalls (no progress for too long);
 //! - [`pass`]: one pass over the time-ordered history (in memory or streamed from disk)
 //!   feeding all of the above;
+//! - [`horizon`]: a history cut off mid-run (no end line) is judged only up to the last time
+//!   every client's ops are known to be in it, and says so;
 //! - [`safety`]: all safety checkers together, with one verdict;
 //! - [`attribution`]: which fault window each violation happened in (for the scorecard);
 //! - [`truth`]: server-side truth: how long a client believed it held a lock the servers had
@@ -40,6 +42,7 @@ pub mod fencing;
 pub mod fencing_audit;
 pub mod granted;
 pub mod handoff;
+pub mod horizon;
 pub mod lost;
 pub mod mutex;
 pub mod pass;

@@ -11,13 +11,17 @@
 //! histories) and the history file read back as a stream ([`Pass::run_file`]), ordered as
 //! `lockbench_core::history::ordered` explains. The same code runs on both, and a test requires
 //! the two to agree exactly.
+//!
+//! A history without an end line (cut off, or written before end lines) is judged only up to
+//! its horizon, and says so in an outcome of its own: [`crate::horizon`].
 
 use crate::availability::{self, Availability, Stall, Stalls, Window};
 use crate::checker::{self, CheckerOutcome, CheckerSet};
 use crate::handoff::Handoffs;
+use crate::horizon::{self, Horizon};
 use crate::rwlock::{RwLockChecker, RwLockReport};
 use hdrhistogram::Histogram;
-use lockbench_core::history::ordered::Lateness;
+use lockbench_core::history::ordered::{Lateness, Reach};
 use lockbench_core::scenario::Workload;
 use lockbench_core::{FaultEvent, History, Nanos, Op, OpF, OpType};
 use std::io;
@@ -40,7 +44,8 @@ pub struct Params {
 /// Every figure the pass computes.
 #[derive(Debug)]
 pub struct Analysed {
-    /// The checkers' outcomes, in the set's order.
+    /// The checkers' outcomes, in the set's order; for a cut-off history, followed by the
+    /// [`horizon::NAME`] outcome saying what was not judged.
     pub outcomes: Vec<CheckerOutcome>,
     /// Hand-off latencies, µs.
     pub handoffs: Histogram<u64>,
@@ -52,7 +57,7 @@ pub struct Analysed {
     pub shared_lock: Option<RwLockReport>,
     /// Successful releases in the whole history (the fan-out figures' denominator).
     pub releases: u64,
-    /// Ops seen.
+    /// Ops read, judged or not.
     pub ops: u64,
 }
 
@@ -65,20 +70,30 @@ pub struct Pass {
     rwlock: Option<RwLockChecker>,
     releases: u64,
     ops: u64,
+    /// The fault events still to feed, in time order.
+    faults: Vec<FaultEvent>,
+    /// For a cut-off history: where judging stops.
+    horizon: Option<Horizon>,
 }
 
 impl Pass {
     /// A pass over a history with `faults` (in time order) that ends at `end` (its last op or
-    /// fault event).
-    pub fn new(p: &Params, faults: &[FaultEvent], end: Nanos) -> Pass {
+    /// fault event); a cut-off one is judged before `horizon` only.
+    pub fn new(p: &Params, faults: &[FaultEvent], end: Nanos, horizon: Option<Nanos>) -> Pass {
+        let judged = horizon.map_or(faults.len(), |h| faults.partition_point(|f| f.time < h));
+        let (faults, later) = faults.split_at(judged);
+        let horizon = horizon.map(|h| Horizon::new(h, later.len() as u64));
+        let until = |t: Nanos| horizon.map_or(t, |h| h.clamp(t));
         Pass {
             checkers: CheckerSet::new(checker::for_workload(&p.workload)),
-            handoffs: Handoffs::new(p.measure_start, p.measure_end),
-            availability: Availability::new(faults, end),
-            stalls: Stalls::new(p.measure_start, p.measure_end, p.stall_alarm),
+            handoffs: Handoffs::new(p.measure_start, until(p.measure_end)),
+            availability: Availability::new(faults, until(end)),
+            stalls: Stalls::new(p.measure_start, until(p.measure_end), p.stall_alarm),
             rwlock: (p.workload.read_fraction > 0.0).then(RwLockChecker::default),
             releases: 0,
             ops: 0,
+            faults: faults.to_vec(),
+            horizon,
         }
     }
 
@@ -104,8 +119,10 @@ impl Pass {
 
     /// The figures.
     pub fn finish(self) -> Analysed {
+        let mut outcomes = self.checkers.finish();
+        outcomes.extend(self.horizon.map(|h| h.outcome()));
         Analysed {
-            outcomes: self.checkers.finish(),
+            outcomes,
             handoffs: self.handoffs.finish(),
             windows: self.availability.finish(),
             stalls: self.stalls.finish(),
@@ -115,15 +132,20 @@ impl Pass {
         }
     }
 
-    /// Feeds time-ordered `ops` with `faults` (time-ordered) merged in, and finishes.
+    /// Feeds time-ordered `ops` with the pass's fault events merged in, and finishes. Ops at
+    /// or after the horizon are counted, not judged.
     pub fn feed(
         mut self,
         ops: impl Iterator<Item = Result<Op, impl std::error::Error>>,
-        faults: &[FaultEvent],
     ) -> io::Result<Analysed> {
-        let mut faults = faults.iter().peekable();
+        let all = std::mem::take(&mut self.faults);
+        let mut faults = all.iter().peekable();
         for op in ops {
             let op = op.map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
+            if self.horizon.as_mut().is_some_and(|h| h.skips(&op)) {
+                self.ops += 1;
+                continue;
+            }
             while let Some(f) = faults.next_if(|f| f.time <= op.time) {
                 self.fault(f);
             }
@@ -133,16 +155,22 @@ impl Pass {
         Ok(self.finish())
     }
 
-    /// The in-memory path.
+    /// The in-memory path; a history read from a file without an end line is judged up to its
+    /// horizon.
     pub fn run_in_memory(p: &Params, history: &History) -> Analysed {
-        let pass = Pass::new(p, history.faults(), availability::end_of(history));
+        let horizon = history.is_cut_off().then(|| {
+            let mut reach = Reach::default();
+            history.ops().iter().for_each(|op| reach.observe(op));
+            horizon::of(&reach, p.workload.clients)
+        });
+        let pass = Pass::new(p, history.faults(), availability::end_of(history), horizon);
         let ops = history.ops().iter().map(|op| Ok::<_, io::Error>(*op));
-        pass.feed(ops, history.faults())
-            .expect("in-memory ops cannot fail")
+        pass.feed(ops).expect("in-memory ops cannot fail")
     }
 
     /// The streaming path, when the writer measured the stream as it wrote it: `backend`'s ops
-    /// from byte `offset` of the history file, reordered within `lateness.max`.
+    /// from byte `offset` of the history file, reordered within `lateness.max`; judged before
+    /// `horizon` only when the history was cut off (`None`: complete).
     pub fn run_written(
         p: &Params,
         path: &Path,
@@ -150,6 +178,7 @@ impl Pass {
         backend: Option<&str>,
         faults: &[FaultEvent],
         lateness: &Lateness,
+        horizon: Option<Nanos>,
     ) -> io::Result<Analysed> {
         let mut faults = faults.to_vec();
         faults.sort_by_key(|f| f.time);
@@ -157,11 +186,12 @@ impl Pass {
             .latest()
             .max(faults.last().map(|f| f.time).unwrap_or_default());
         let ops = lockbench_core::history::ordered_ops(path, offset, backend, lateness.max)?;
-        Pass::new(p, &faults, end).feed(ops, &faults)
+        Pass::new(p, &faults, end, horizon).feed(ops)
     }
 
-    /// The streaming path on a history file alone: a first pass finds the fault events and the
-    /// stream's lateness, the second feeds the ordered ops.
+    /// The streaming path on a history file alone: a first pass finds the fault events, the
+    /// stream's lateness and, without an end line, the horizon; the second feeds the ordered
+    /// ops.
     pub fn run_file(
         p: &Params,
         path: &Path,
@@ -169,6 +199,11 @@ impl Pass {
         backend: Option<&str>,
     ) -> io::Result<Analysed> {
         let scan = lockbench_core::history::scan(path, offset, backend)?;
-        Pass::run_written(p, path, offset, backend, &scan.faults, &scan.lateness)
+        let horizon = scan
+            .end
+            .is_none()
+            .then(|| horizon::of(&scan.reach, p.workload.clients));
+        let (faults, lateness) = (&scan.faults, &scan.lateness);
+        Pass::run_written(p, path, offset, backend, faults, lateness, horizon)
     }
 }

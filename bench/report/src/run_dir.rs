@@ -8,7 +8,9 @@
 //!   chunk; sort by `t` for a global order). An interrupted run keeps every frame written so
 //!   far. Fault events are lines with `"type":"nemesis"` (verb, phase, targets, note, applied),
 //!   on the same clock; with `observe_server`, who the servers said held each lock
-//!   are lines with `"type":"server"`;
+//!   are lines with `"type":"server"`; a backend whose run finished normally has a
+//!   `"type":"end"` line after its last op ([`Written::write_end`]), so a reader can tell a
+//!   complete history from one cut off (`lockbench_core::history`);
 //! - `histograms/<backend>.<metric>.hgrm`: HdrHistogram's percentile distribution text, as
 //!   Java's `outputPercentileDistribution(out, 5, 1000.0)` prints it (values in ms; see `hgrm`);
 //! - `histograms/<backend>.<metric>.hdr`: the same histogram, V2-deflate serialized, so
@@ -61,6 +63,18 @@ impl Written {
             }
         }
         Ok(History::with_faults(ops, faults))
+    }
+
+    /// Appends the backend's end line (`lockbench_core::history::End`), in a frame of its own
+    /// after the writer's last: call it once the run finished normally and the writer is done,
+    /// never after an error, so that a history without it reads as cut off.
+    pub fn write_end(&self, backend: &str) -> anyhow::Result<()> {
+        let end = lockbench_core::history::End {
+            time: self.lateness.latest(),
+            ops: self.lateness.ops,
+        };
+        history::file::append_frame(&self.path, &end.line(Some(backend)))
+            .with_context(|| format!("cannot append to {}", self.path.display()))
     }
 }
 

@@ -201,6 +201,8 @@ pub async fn execute<B: Backend>(
         .finish(collected.output.measure_start, collected.output.measure_end)
         .await;
     let written = writer.await??;
+    // Every client stopped and every op is written: the history is complete.
+    written.write_end(info.backend.name())?;
     let fault_events = event_log.await?;
     let truth = match truth {
         Some(running) => Some(running.finish().await),
@@ -300,6 +302,7 @@ async fn analyse(
     let name = kind.name();
     Ok(tokio::task::spawn_blocking(move || {
         let w = &written;
+        // Complete (its end line is written): no horizon.
         Pass::run_written(
             &params,
             &w.path,
@@ -307,6 +310,7 @@ async fn analyse(
             Some(name),
             &fault_events,
             &w.lateness,
+            None,
         )
     })
     .await??)

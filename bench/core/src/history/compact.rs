@@ -26,7 +26,8 @@
 //! own, a reader that starts at any frame boundary (one backend's offset) is right, and
 //! fault and server lines, which are frames of their own with absolute `t`, never break a
 //! chain. Old histories (every line absolute) read the same way: they simply never use `dt`
-//! or `dk`. Each writer's first line is a `"type":"format"` line saying this in words; readers
+//! or `dk`. Each writer's first line is a `"type":"format"` line saying this in words (and,
+//! since `"history":3`, that a finished run ends with an end line, [`super::End`]); readers
 //! skip it.
 //!
 //! With standard tools, absolute values are a running sum (README, "History files"):
@@ -44,9 +45,10 @@ use crate::time::Nanos;
 use serde::Deserialize;
 
 /// What a writer's first line says about the encoding (after the optional `backend`).
-const FORMAT: &str = "\"type\":\"format\",\"history\":2,\
+const FORMAT: &str = "\"type\":\"format\",\"history\":3,\
 \"dt\":\"ns since the previous op line of the same zstd frame (a frame's first op line has t, ns on the run's clock)\",\
-\"dk\":\"fencing token minus the previous token of the same frame (a frame's first token is written as token)\"}\n";
+\"dk\":\"fencing token minus the previous token of the same frame (a frame's first token is written as token)\",\
+\"end\":\"a backend whose run finished normally has a type end line after its last op; without one its history was cut off\"}\n";
 
 /// Appends the `"type":"format"` line that opens a writer's lines.
 pub fn write_format_line(backend: Option<&str>, out: &mut Vec<u8>) {

@@ -8,6 +8,12 @@
 //! ops in memory so that [`Op`] stays small and `Copy` for the client loop. Server-side
 //! observations (who the servers said held each lock, [`ServerObservation`]) are lines with
 //! `"type":"server"`, kept apart the same way.
+//!
+//! A backend whose run finished normally (every client stopped and every op written) has one
+//! more line after its last op: `{"backend":..,"type":"end","t":..,"ops":..}` ([`End`]). A
+//! history without it was cut off (disk full, `kill -9`, a crash) or written before end lines
+//! existed: its tail may miss some clients' last ops while holding other clients' later ones,
+//! so the analysis judges it only up to its horizon (`lockbench_analysis::horizon`).
 
 pub mod compact;
 pub mod file;
@@ -16,6 +22,7 @@ pub mod ordered;
 use crate::fault::FaultEvent;
 use crate::op::Op;
 use crate::server_view::{ServerLine, ServerObservation, ServerTag};
+use crate::time::Nanos;
 use ordered::{Event, Ordered, Scan};
 use serde::{Deserialize, Serialize};
 use std::io::{self, BufRead, Write};
@@ -28,6 +35,37 @@ pub struct History {
     ops: Vec<Op>,
     faults: Vec<FaultEvent>,
     server: Vec<ServerObservation>,
+    /// Read from a file without an end line (see the module docs).
+    cut_off: bool,
+}
+
+/// The end line: what a backend's history writer had written when its run finished normally.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct End {
+    /// The latest op time written, ns on the run's clock.
+    #[serde(rename = "t")]
+    pub time: Nanos,
+    /// Op lines written.
+    pub ops: u64,
+}
+
+impl End {
+    /// The end line, with `backend` first as on every line of a run directory's history.
+    pub fn line(&self, backend: Option<&str>) -> Vec<u8> {
+        let backend = backend
+            .map(|b| format!("\"backend\":\"{b}\","))
+            .unwrap_or_default();
+        format!(
+            "{{{backend}\"type\":\"end\",\"t\":{},\"ops\":{}}}\n",
+            self.time.0, self.ops
+        )
+        .into_bytes()
+    }
+
+    /// `true` for an end line.
+    pub fn is_line(line: &str) -> bool {
+        line.contains("\"type\":\"end\"")
+    }
 }
 
 /// A fault event as one history line: `{"type":"nemesis","t":..,"fault":..,"phase":..}`.
@@ -64,7 +102,20 @@ impl History {
             ops,
             faults,
             server: Vec::new(),
+            cut_off: false,
         }
+    }
+
+    /// This history marked as cut off (`true`: read from a file without an end line).
+    pub fn with_cut_off(mut self, cut_off: bool) -> History {
+        self.cut_off = cut_off;
+        self
+    }
+
+    /// `true` when the history was read from a file without an end line: it may miss some
+    /// clients' last ops (see the module docs).
+    pub fn is_cut_off(&self) -> bool {
+        self.cut_off
     }
 
     /// This history with `server` (in any order) as its server-side observations.
@@ -126,7 +177,8 @@ impl History {
     }
 
     /// Reads a JSON-lines history. A torn last line (the writer was killed mid-line) is
-    /// ignored; any other bad line is an error naming its line number.
+    /// ignored; any other bad line is an error naming its line number. End lines are skipped:
+    /// text read this way counts as complete ([`History::read_file`] tells).
     pub fn read_jsonl(input: impl BufRead) -> io::Result<History> {
         let lines: Vec<String> = input.lines().collect::<io::Result<_>>()?;
         let mut ops = Vec::with_capacity(lines.len());
@@ -149,7 +201,7 @@ impl History {
                     continue;
                 }
             }
-            if compact::is_format_line(line) {
+            if compact::is_format_line(line) || End::is_line(line) {
                 continue;
             }
             match chain.parse_op(line) {
@@ -233,16 +285,17 @@ pub fn ordered_ops(
 
 impl History {
     /// Reads all of `backend`'s lines of a history file into memory (the in-memory path; the
-    /// streaming one is [`scan`] + [`ordered_ops`]).
+    /// streaming one is [`scan`] + [`ordered_ops`]); cut off when the backend has no end line.
     pub fn read_file(path: &Path, backend: Option<&str>) -> io::Result<History> {
-        let (mut ops, mut faults) = (Vec::new(), Vec::new());
+        let (mut ops, mut faults, mut ended) = (Vec::new(), Vec::new(), false);
         for e in events(path, 0, backend)? {
             match e? {
                 Event::Op(op) => ops.push(op),
                 Event::Fault(f) => faults.push(f),
+                Event::End(_) => ended = true,
             }
         }
-        Ok(History::with_faults(ops, faults))
+        Ok(History::with_faults(ops, faults).with_cut_off(!ended))
     }
 }
 

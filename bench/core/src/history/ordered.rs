@@ -23,15 +23,18 @@
 //! [`TooLate`] rather than silently reordering.
 //!
 //! Fault events are few (one per fault start or stop): they are collected up front (by the
-//! runner as they happen, or by [`Scan`]) and merged in by the consumer.
+//! runner as they happen, or by [`Scan`]) and merged in by the consumer. So is whether the
+//! backend's lines end with an end line ([`End`]), and how far each client's ops reach
+//! ([`Reach`]): what the analysis needs to judge a history that was cut off.
 
 use crate::fault::FaultEvent;
-use crate::history::NemesisLine;
 use crate::history::compact::{self, Chain};
-use crate::op::Op;
+use crate::history::{End, NemesisLine};
+use crate::ids::ClientId;
+use crate::op::{Op, OpF};
 use crate::time::Nanos;
 use std::cmp::{Ordering, Reverse};
-use std::collections::BinaryHeap;
+use std::collections::{BTreeMap, BinaryHeap};
 
 /// One history line.
 #[derive(Clone, Debug, PartialEq)]
@@ -40,6 +43,8 @@ pub enum Event {
     Op(Op),
     /// A fault event.
     Fault(FaultEvent),
+    /// The end line: the backend's run finished normally.
+    End(End),
 }
 
 /// Parses one history line; `Ok(None)` for a blank line and the format line. A line of
@@ -64,6 +69,9 @@ pub fn parse_line(
         if let Ok(n) = serde_json::from_str::<NemesisLine<FaultEvent>>(line) {
             return Ok(Some(Event::Fault(n.event)));
         }
+    }
+    if End::is_line(line) {
+        return serde_json::from_str(line).map(|e| Some(Event::End(e)));
     }
     // Server-side observations (`observe_server`) are read by the truth checker's own path.
     if line.contains("\"type\":\"server\"") || compact::is_format_line(line) {
@@ -96,14 +104,36 @@ impl Lateness {
     }
 }
 
+/// Per client, the time of its latest op other than a `write`: how far the ops its own recorder
+/// shipped reach. A `write` is left out because the fenced resource's service, not the client,
+/// records it when the client runs in a worker process, so it can reach the file ahead of the
+/// client's own earlier ops. Bounded by the clients (a replaced client is a new id).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Reach(pub BTreeMap<ClientId, Nanos>);
+
+impl Reach {
+    /// Takes one op (in any order).
+    pub fn observe(&mut self, op: &Op) {
+        if op.f != OpF::Write {
+            let last = self.0.entry(op.client).or_default();
+            *last = (*last).max(op.time);
+        }
+    }
+}
+
 /// What a first pass over one backend's lines finds: its fault events (in file order), the
-/// stream's lateness and where reading stopped early, if it did.
+/// stream's lateness, how far each client's ops reach and whether the lines end with an end
+/// line.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Scan {
     /// Fault events, in file order.
     pub faults: Vec<FaultEvent>,
     /// The ops' lateness.
     pub lateness: Lateness,
+    /// How far each client's ops reach.
+    pub reach: Reach,
+    /// The end line; `None` for a history that was cut off (or written before end lines).
+    pub end: Option<End>,
     /// Lines that were neither (the torn last line of a killed run).
     pub bad_lines: u64,
 }
@@ -112,8 +142,12 @@ impl Scan {
     /// Takes one parsed line.
     pub fn observe(&mut self, event: &Event) {
         match event {
-            Event::Op(op) => self.lateness.observe(op.time),
+            Event::Op(op) => {
+                self.lateness.observe(op.time);
+                self.reach.observe(op);
+            }
             Event::Fault(f) => self.faults.push(f.clone()),
+            Event::End(e) => self.end = Some(*e),
         }
     }
 }
@@ -261,6 +295,33 @@ mod tests {
             .collect::<Result<Vec<_>, _>>()
             .unwrap_err();
         assert_eq!(err.time, Nanos(5));
+    }
+
+    #[test]
+    fn a_scan_finds_the_end_line_and_each_clients_reach_without_writes() {
+        let end = End {
+            time: Nanos(40),
+            ops: 3,
+        };
+        let mut write = op(35, 1);
+        write.f = OpF::Write;
+        let c = &mut Chain::default();
+        let mut scan = Scan::default();
+        for line in [&end.line(Some("other"))[..], &end.line(Some("b"))[..]] {
+            let line = std::str::from_utf8(line).unwrap();
+            if let Some(e) = parse_line(line, Some("b"), c).unwrap() {
+                scan.observe(&e);
+            }
+        }
+        for o in [op(10, 0), op(40, 0), op(20, 1), write] {
+            scan.observe(&Event::Op(o));
+        }
+        assert_eq!(scan.end, Some(end));
+        let reach: Vec<(ClientId, Nanos)> = scan.reach.0.into_iter().collect();
+        assert_eq!(
+            reach,
+            vec![(ClientId(0), Nanos(40)), (ClientId(1), Nanos(20))]
+        );
     }
 
     #[test]

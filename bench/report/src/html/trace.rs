@@ -12,6 +12,7 @@
 //! clock, so series are kept per backend and never compared on one time axis.
 
 use super::grants::Grants;
+use lockbench_core::history::End;
 use lockbench_core::history::compact::{self, Chain};
 use serde::Deserialize;
 use serde_json::Value;
@@ -161,8 +162,9 @@ impl Traces {
                 Ok(_) => {}
             }
             let line = String::from_utf8_lossy(&buf);
-            // The format line says in words what `dt` and `dk` are (strings, not numbers).
-            if line.trim().is_empty() || compact::is_format_line(&line) {
+            // The format line says in words what `dt` and `dk` are (strings, not numbers); the
+            // end line only says the run finished.
+            if line.trim().is_empty() || compact::is_format_line(&line) || End::is_line(&line) {
                 continue;
             }
             let Ok(mut l) = serde_json::from_str::<Line>(&line) else {
@@ -376,7 +378,7 @@ not json
     }
 
     #[test]
-    fn compact_lines_read_as_their_absolute_values() {
+    fn compact_lines_read_as_their_absolute_values_and_the_end_line_is_skipped() {
         let text = r#"{"backend":"b","type":"format","history":2,"dt":"..","dk":".."}
 {"backend":"b","t":10,"client":1,"type":"invoke","f":"acquire","key":0}
 {"backend":"b","dt":20,"client":1,"type":"ok","f":"acquire","key":0,"token":7}
@@ -384,9 +386,13 @@ not json
 {"t":35,"fault":"pause","phase":"start","targets":["client1"],"note":"SIGSTOP","applied":true}
 {"backend":"b","t":50,"client":1,"type":"invoke","f":"release","key":0}
 {"backend":"b","dt":-5,"client":2,"type":"ok","f":"write","key":0,"token":9,"stale":true}
+{"backend":"b","type":"end","t":50,"ops":5}
 "#;
         let tr = Traces::read(text.as_bytes());
-        assert_eq!(tr.skipped, 0);
+        assert_eq!(
+            tr.skipped, 0,
+            "the end line is no op, and not a bad line either"
+        );
         let b = tr.get("b").unwrap();
         assert_eq!(b.grants.per_bucket(1_000), vec![(1, Some((20, 20, 20)))]);
         assert_eq!((b.holds[0].start, b.holds[0].end), (30, 50));

@@ -151,6 +151,7 @@ pub async fn run_election(
     drop(history);
     let written = writer.await??;
     outcome?;
+    written.write_end(name)?;
     // Elections are a few ops per second: the failover checker reads its history in memory.
     let history = written.read_in_memory(name, faults)?;
     let figures = lockbench_analysis::failover::check(&history);

@@ -8,25 +8,22 @@
 //! pauses, partition and link delay, with a paused fencing holder), stored as they were
 //! written (arrival order, zstd frames) under `tests/histories/`; and hand-written ones whose
 //! chunks arrive out of order on purpose, with overlaps, stale writes, reused tokens, shared
-//! grants and an unclosed fault window.
+//! grants and an unclosed fault window. The stored histories predate end lines, so they are
+//! judged up to their horizon (`lockbench_analysis::horizon`); the hand-written ones are
+//! written with and without an end line.
 
+use crate::workload;
+use lockbench_analysis::horizon;
 use lockbench_analysis::pass::{Analysed, Params, Pass};
 use lockbench_core::history::file::{FrameWriter, append_frame};
-use lockbench_core::history::{self, NemesisLine, NemesisTag};
+use lockbench_core::history::{self, End, NemesisLine, NemesisTag};
 use lockbench_core::scenario::Workload;
 use lockbench_core::{
     ClientId, ErrorKind, FaultEvent, FaultPhase, FencingToken, History, KeyId, Nanos, Op, OpF,
-    OpType, Scenario,
+    OpType,
 };
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-
-fn workload(read_fraction: f64) -> Workload {
-    let text = format!(
-        "name = \"t\"\nbackends = [\"redis-setnx\"]\n[workload]\nclients = 4\nkeys = 2\nread_fraction = {read_fraction}\n"
-    );
-    Scenario::load("test", &text, &[]).unwrap().workload
-}
 
 fn params(workload: Workload, history: &History) -> Params {
     let first = history.ops().first().map(|o| o.time).unwrap_or_default();
@@ -85,7 +82,7 @@ fn the_broken_recipe_is_found_invalid_the_same_way_streamed_and_in_memory() {
     let a = same(
         &fixture("redis-broken-nonx.jsonl.zst"),
         Some("redis-broken-nonx"),
-        workload(0.0),
+        workload(8, 0.0),
     );
     assert_eq!(verdict(&a), lockbench_analysis::Validity::Invalid);
     let mutex = a.outcomes.iter().find(|o| o.name == "mutex").unwrap();
@@ -100,7 +97,7 @@ fn the_broken_recipe_is_found_invalid_the_same_way_streamed_and_in_memory() {
 fn a_faulted_run_gives_the_same_windows_and_verdicts_streamed_and_in_memory() {
     let path = fixture("chaos-quick.jsonl.zst");
     for backend in ["redis-setnx", "zk-fair"] {
-        let a = same(&path, Some(backend), workload(0.0));
+        let a = same(&path, Some(backend), workload(3, 0.0));
         assert!(a.windows.len() >= 3, "{backend}: {:?}", a.windows);
         assert!(a.windows.iter().any(|w| w.during.attempts > 0));
     }
@@ -172,8 +169,14 @@ fn fault(t: u64, fault: &str, phase: FaultPhase, target: &str) -> FaultEvent {
 
 /// Writes the clients' ops as a recorder would ship them: in chunks of `chunk` ops, one
 /// client's chunk after another's, so the file is far from time order; fault events as frames
-/// of their own in between.
-fn write_arrival_order(path: &Path, clients: &[Vec<Op>], chunk: usize, faults: &[FaultEvent]) {
+/// of their own in between; then, when `end`, the end line a finished run writes.
+fn write_arrival_order(
+    path: &Path,
+    clients: &[Vec<Op>],
+    chunk: usize,
+    faults: &[FaultEvent],
+    end: bool,
+) {
     let mut w = FrameWriter::append(path).unwrap();
     let mut cursors = vec![0usize; clients.len()];
     let mut round = 0usize;
@@ -212,6 +215,11 @@ fn write_arrival_order(path: &Path, clients: &[Vec<Op>], chunk: usize, faults: &
         .unwrap();
         append_frame(path, format!("{line}\n").as_bytes()).unwrap();
     }
+    if end {
+        let ops = clients.iter().map(|c| c.len() as u64).sum();
+        let time = clients.iter().flatten().map(|o| o.time).max().unwrap();
+        append_frame(path, &End { time, ops }.line(Some("hand"))).unwrap();
+    }
 }
 
 #[test]
@@ -224,20 +232,28 @@ fn hand_written_histories_arriving_out_of_order_agree() {
         fault(14_000, "partition", FaultPhase::Stop, "redis"),
         fault(30_000, "kill", FaultPhase::Start, "redis"), // never stopped
     ];
-    for (i, (shared, chunk)) in [(false, 3), (true, 5), (false, 1)].into_iter().enumerate() {
+    let runs = [
+        (false, 3, true),
+        (true, 5, false),
+        (false, 1, false),
+        (true, 2, true),
+    ];
+    for (i, (shared, chunk, end)) in runs.into_iter().enumerate() {
         let path = dir.path().join(format!("h{i}.jsonl.zst"));
         let clients: Vec<Vec<Op>> = (0..4)
             .map(|c| client_ops(c, u64::from(c) * 37, 100 + u64::from(c) * 13, 400, shared))
             .collect();
-        write_arrival_order(&path, &clients, chunk, &faults);
+        write_arrival_order(&path, &clients, chunk, &faults, end);
         let scan = history::scan(&path, 0, Some("hand")).unwrap();
         assert!(scan.lateness.max > 1_000, "the file must be out of order");
         let a = same(
             &path,
             Some("hand"),
-            workload(if shared { 0.3 } else { 0.0 }),
+            workload(4, if shared { 0.3 } else { 0.0 }),
         );
         assert_eq!(verdict(&a), lockbench_analysis::Validity::Invalid);
+        let cut = a.outcomes.iter().any(|o| o.name == horizon::NAME);
+        assert_eq!(cut, !end, "a horizon exactly when there is no end line");
         assert_eq!(a.windows.len(), 3);
         assert_eq!(a.shared_lock.is_some(), shared);
         // Too small a window is an error, never a silent misorder.
