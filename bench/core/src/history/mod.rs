@@ -52,14 +52,14 @@ pub struct End {
 impl End {
     /// The end line, with `backend` first as on every line of a run directory's history.
     pub fn line(&self, backend: Option<&str>) -> Vec<u8> {
-        let backend = backend
-            .map(|b| format!("\"backend\":\"{b}\","))
-            .unwrap_or_default();
-        format!(
-            "{{{backend}\"type\":\"end\",\"t\":{},\"ops\":{}}}\n",
+        let mut out = Vec::with_capacity(64);
+        crate::op::write_line_start(backend, &mut out);
+        let rest = format!(
+            "\"type\":\"end\",\"t\":{},\"ops\":{}}}\n",
             self.time.0, self.ops
-        )
-        .into_bytes()
+        );
+        out.extend_from_slice(rest.as_bytes());
+        out
     }
 
     /// `true` for an end line.
