@@ -63,6 +63,18 @@ pub enum Command {
         #[arg(required = true)]
         run_dirs: Vec<PathBuf>,
     },
+    /// Judge a run's history again: the same analysis pass a run makes, over the run
+    /// directory's `history.jsonl.zst`, for a run that never finished its analysis (killed with
+    /// SIGKILL, its disk full). A backend's history without its end line (cut off) is judged
+    /// only up to its horizon, the last time every client's ops are known to be in the file,
+    /// and its verdict is then `unknown` unless a violation was found before it. Prints each
+    /// backend's checkers; writes nothing. Exit code 0 all valid, 1 a violation, 2 unknown or
+    /// unreadable.
+    Analyse {
+        /// Run directories (each holding scenario.toml and history.jsonl.zst).
+        #[arg(required = true)]
+        run_dirs: Vec<PathBuf>,
+    },
     /// Compare two runs (run directories or results.json files): for every shared (backend,
     /// workload, metric) a verdict improved / regressed / no change against per-metric noise
     /// thresholds (and Welch's t-test when both runs used `--repeat`). Exit code 1 on any

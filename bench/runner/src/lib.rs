@@ -25,6 +25,7 @@ pub mod links;
 pub mod nemesis;
 pub mod observer;
 pub mod placement;
+pub mod reanalysis;
 pub mod resources;
 pub mod respawn;
 pub mod runner;

@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+mod analyse;
 mod cluster;
 mod compare;
 pub mod proxy;
@@ -26,6 +27,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Down => cluster::down(state_dir).await,
         Command::Status { json } => cluster::status(state_dir, json).await,
         Command::Report { run_dirs } => report::run(run_dirs),
+        Command::Analyse { run_dirs } => analyse::run(run_dirs),
         Command::Compare(args) => compare::run(args),
         Command::Worker => worker::run().await,
         Command::Sweep(args) => sweep::run(args, state_dir).await,

@@ -730,5 +730,67 @@ fn a_run_killed_with_sigkill_keeps_its_history_up_to_about_the_last_second() {
         span_s >= 3.0,
         "the history kept only {span_s:.2} s of the ~5 s run before the kill"
     );
+    // `lockbench analyse` judges what was kept, up to the horizon, and says it was cut off:
+    // never "valid" for a history that lost its tail.
+    let analysed = Command::new(env!("CARGO_BIN_EXE_lockbench"))
+        .arg("analyse")
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&analysed.stdout);
+    assert_eq!(analysed.status.code(), Some(2), "{stdout}");
+    assert!(stdout.contains("redis-setnx    unknown"), "{stdout}");
+    assert!(stdout.contains("history cut off at"), "{stdout}");
+    assert!(stdout.contains("mutex          valid"), "{stdout}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `lockbench analyse` on a run that finished judges its history as the run did.
+#[test]
+fn analyse_gives_a_finished_run_the_verdicts_the_run_gave() {
+    let dir = common::scratch("cli", "analyse");
+    let cluster = common::external_cluster(&dir);
+    let out_dir = dir.join("run");
+    let run = Command::new(env!("CARGO_BIN_EXE_lockbench"))
+        .args(["run", "broken-recipe", "--quiet", "--cluster", &cluster])
+        .args(["--set", "duration=3s", "--out"])
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    let results: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("results.json")).unwrap())
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&run.stderr)));
+    let verdict_of = |b: &str| {
+        results["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["backend"] == b)
+            .map(|r| r["safety"]["verdict"].as_str().unwrap().to_string())
+            .unwrap()
+    };
+    let analysed = Command::new(env!("CARGO_BIN_EXE_lockbench"))
+        .arg("analyse")
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&analysed.stdout);
+    for b in ["redis-setnx", "redis-broken-nonx"] {
+        let line = stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("{b} ")))
+            .unwrap_or_else(|| panic!("no line for {b}: {stdout}"));
+        assert!(
+            line.contains(&verdict_of(b)),
+            "{b}: {line} / {}",
+            verdict_of(b)
+        );
+    }
+    assert_eq!(verdict_of("redis-broken-nonx"), "invalid", "{stdout}");
+    assert_eq!(analysed.status.code(), Some(1), "a violation: {stdout}");
+    assert!(
+        !stdout.contains("horizon"),
+        "a finished run is not cut off: {stdout}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1,0 +1,117 @@
+//! `lockbench analyse`: the analysis pass run again over a run directory's history file.
+//!
+//! A run analyses each backend's history as soon as its clients stop. A run that never got
+//! there (killed with SIGKILL, its writer stopped by a full disk, the machine lost) leaves a
+//! history without verdicts; this runs the same pass over the file (as [`Pass::run_file`]), which
+//! judges a history without its end line only up to its horizon and says so
+//! (`lockbench_analysis::horizon`). Nothing in the run directory is written or changed.
+//!
+//! The pass needs the measured window (hand-offs and stalls are counted inside it). The file
+//! holds no run start, so the window is taken from the backend's first op plus the scenario's
+//! warm-up, for its duration: the run's own start is that first op's intended start, so this
+//! is the window the run used, to within the first op's scheduling.
+
+pub use lockbench_analysis::checker::{CheckerOutcome, Validity};
+use lockbench_analysis::horizon;
+use lockbench_analysis::pass::{Params, Pass};
+use lockbench_core::scenario::Scenario;
+use lockbench_core::{BackendKind, Nanos};
+use std::path::Path;
+
+/// One backend's verdicts from the history file.
+#[derive(Debug)]
+pub struct Reanalysed {
+    /// The backend.
+    pub backend: BackendKind,
+    /// Ops the pass read.
+    pub ops: u64,
+    /// Every checker's outcome (a cut-off history adds `horizon`, `unknown`, with its note).
+    pub outcomes: Vec<CheckerOutcome>,
+}
+
+impl Reanalysed {
+    /// The backend's safety verdict: invalid when any checker found a violation (proven, even
+    /// before a horizon), else unknown when one could not decide, else valid. No op: unknown.
+    pub fn verdict(&self) -> Validity {
+        let any = |v| self.outcomes.iter().any(|o| o.validity == v);
+        if any(Validity::Invalid) {
+            Validity::Invalid
+        } else if any(Validity::Unknown) || self.ops == 0 {
+            Validity::Unknown
+        } else {
+            Validity::Valid
+        }
+    }
+}
+
+/// Runs the pass over every backend of `run_dir`'s scenario that has ops in its history.
+pub fn analyse(run_dir: &Path) -> anyhow::Result<Vec<Reanalysed>> {
+    let scenario_path = run_dir.join("scenario.toml");
+    let text = std::fs::read_to_string(&scenario_path).map_err(|e| {
+        anyhow::anyhow!(
+            "cannot read {}: {e} (is {} a run directory?)",
+            scenario_path.display(),
+            run_dir.display()
+        )
+    })?;
+    let scenario = Scenario::load(&scenario_path.display().to_string(), &text, &[])
+        .map_err(|e| anyhow::anyhow!(e))?;
+    let history = lockbench_core::history::file::path_in(run_dir);
+    if !history.exists() {
+        anyhow::bail!(
+            "{} has no history file ({})",
+            run_dir.display(),
+            history.display()
+        );
+    }
+    let mut out = Vec::new();
+    for &backend in &scenario.backends {
+        let name = backend.name();
+        // One scan finds the faults, the lateness and how far each client reached; the first
+        // op (for the window) comes off the ordered stream within that lateness.
+        let scan = lockbench_core::history::scan(&history, 0, Some(name))?;
+        let first =
+            lockbench_core::history::ordered_ops(&history, 0, Some(name), scan.lateness.max)?
+                .next()
+                .transpose()
+                .map_err(|e| anyhow::anyhow!("{}: {name}: {e:?}", history.display()))?;
+        let Some(first) = first else {
+            out.push(Reanalysed {
+                backend,
+                ops: 0,
+                outcomes: Vec::new(),
+            });
+            continue;
+        };
+        let measure_start = first.time.after(scenario.warmup);
+        let params = Params {
+            workload: scenario.workload.clone(),
+            measure_start,
+            measure_end: if scenario.duration.is_zero() {
+                Nanos(u64::MAX)
+            } else {
+                measure_start.after(scenario.duration)
+            },
+            stall_alarm: scenario.stall_alarm,
+        };
+        let horizon = scan
+            .end
+            .is_none()
+            .then(|| horizon::of(&scan.reach, scenario.workload.clients));
+        let analysed = Pass::run_written(
+            &params,
+            &history,
+            0,
+            Some(name),
+            &scan.faults,
+            &scan.lateness,
+            horizon,
+        )?;
+        out.push(Reanalysed {
+            backend,
+            ops: analysed.ops,
+            outcomes: analysed.outcomes,
+        });
+    }
+    Ok(out)
+}
