@@ -40,7 +40,7 @@
 //! prefix of the run's real history, and every checker only looks back (a hold, write or fault
 //! still open at the end is never a violation), so a cut-off history gives no false violation
 //! and a violation before the horizon is found as in a complete one. The pass adds an outcome
-//! named [`NAME`], verdict unknown, noting "history cut off at <t> s: N ops after it not
+//! named [`NAME`], verdict unknown, noting "history cut off at `<t>` s: N ops after it not
 //! judged": a cut-off run is never "safe" by omission (what was not checked is unknown), and
 //! a violation found before the horizon still makes it invalid.
 

@@ -3,7 +3,7 @@
 //!
 //! The history's ops say what each client believed: it holds key k from its `acquire ok` until
 //! it invokes `release`. The history's server lines
-//! ([`ServerObservation`](lockbench_core::ServerObservation), recorded with `observe_server`)
+//! ([`ServerObservation`], recorded with `observe_server`)
 //! say who the servers named as holder, on the same clock. A **lost-while-held episode**
 //! starts when, during a client's belief, the servers stop naming it after they had named it
 //! (so the observer's own lag at the grant never counts): the lock went to another client,
@@ -19,7 +19,7 @@
 //! sent before the grant is no evidence either: the servers may have answered before it.
 //!
 //! Episodes are charged to fault windows as violations are ([`crate::attribution`]): to each
-//! applied window whose span, extended by [`GRACE`](crate::attribution::GRACE), contains the
+//! applied window whose span, extended by [`GRACE`], contains the
 //! episode's start (the latest such window per fault), or to "no fault".
 
 use crate::attribution::GRACE;

@@ -4,7 +4,7 @@
 //! ended (to take the measured window's p99 exactly) cost 16 bytes each: 11.5 MB an hour, which
 //! a day-long soak would turn into hundreds of MB. So the samples of the last [`RECENT`] are
 //! kept as they are, and older ones are folded into a histogram once the measured window's
-//! start is known ([`LagRecord::measure_from`]); those before it are dropped. When the sampler
+//! start is known ([`crate::sampler::Sampler::measure_from`]); those before it are dropped. When the sampler
 //! stops, the recent samples are judged against the window's end exactly and folded in too.
 //!
 //! The result is exact when the sampler stops within [`RECENT`] of the window's end (the run
