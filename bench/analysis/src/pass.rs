@@ -21,7 +21,7 @@ use crate::handoff::Handoffs;
 use crate::horizon::{self, Horizon};
 use crate::rwlock::{RwLockChecker, RwLockReport};
 use hdrhistogram::Histogram;
-use lockbench_core::history::ordered::{Lateness, Reach};
+use lockbench_core::history::ordered::{Lateness, Reach, Scan};
 use lockbench_core::scenario::Workload;
 use lockbench_core::{FaultEvent, History, Nanos, Op, OpF, OpType};
 use std::io;
@@ -199,6 +199,18 @@ impl Pass {
         backend: Option<&str>,
     ) -> io::Result<Analysed> {
         let scan = lockbench_core::history::scan(path, offset, backend)?;
+        Pass::run_scanned(p, path, offset, backend, &scan)
+    }
+
+    /// The second pass of [`Pass::run_file`], for a caller that needed the first one's `scan`
+    /// itself (`lockbench analyse` takes the measured window from its first op).
+    pub fn run_scanned(
+        p: &Params,
+        path: &Path,
+        offset: u64,
+        backend: Option<&str>,
+        scan: &Scan,
+    ) -> io::Result<Analysed> {
         let horizon = scan
             .end
             .is_none()

@@ -2,7 +2,7 @@
 //!
 //! A run analyses each backend's history as soon as its clients stop. A run that never got
 //! there (killed with SIGKILL, its writer stopped by a full disk, the machine lost) leaves a
-//! history without verdicts; this runs the same pass over the file (as [`Pass::run_file`]), which
+//! history without verdicts; this runs the same pass over the file ([`Pass::run_scanned`]), which
 //! judges a history without its end line only up to its horizon and says so
 //! (`lockbench_analysis::horizon`). Nothing in the run directory is written or changed.
 //!
@@ -12,7 +12,6 @@
 //! is the window the run used, to within the first op's scheduling.
 
 pub use lockbench_analysis::checker::{CheckerOutcome, Validity};
-use lockbench_analysis::horizon;
 use lockbench_analysis::pass::{Params, Pass};
 use lockbench_core::scenario::Scenario;
 use lockbench_core::{BackendKind, Nanos};
@@ -67,15 +66,10 @@ pub fn analyse(run_dir: &Path) -> anyhow::Result<Vec<Reanalysed>> {
     let mut out = Vec::new();
     for &backend in &scenario.backends {
         let name = backend.name();
-        // One scan finds the faults, the lateness and how far each client reached; the first
-        // op (for the window) comes off the ordered stream within that lateness.
+        // One scan finds the faults, the lateness, how far each client reached and the first
+        // op (for the window); the pass reads the file a second time.
         let scan = lockbench_core::history::scan(&history, 0, Some(name))?;
-        let first =
-            lockbench_core::history::ordered_ops(&history, 0, Some(name), scan.lateness.max)?
-                .next()
-                .transpose()
-                .map_err(|e| anyhow::anyhow!("{}: {name}: {e:?}", history.display()))?;
-        let Some(first) = first else {
+        let Some(first) = scan.first else {
             out.push(Reanalysed {
                 backend,
                 ops: 0,
@@ -83,7 +77,7 @@ pub fn analyse(run_dir: &Path) -> anyhow::Result<Vec<Reanalysed>> {
             });
             continue;
         };
-        let measure_start = first.time.after(scenario.warmup);
+        let measure_start = first.after(scenario.warmup);
         let params = Params {
             workload: scenario.workload.clone(),
             measure_start,
@@ -94,19 +88,7 @@ pub fn analyse(run_dir: &Path) -> anyhow::Result<Vec<Reanalysed>> {
             },
             stall_alarm: scenario.stall_alarm,
         };
-        let horizon = scan
-            .end
-            .is_none()
-            .then(|| horizon::of(&scan.reach, scenario.workload.clients));
-        let analysed = Pass::run_written(
-            &params,
-            &history,
-            0,
-            Some(name),
-            &scan.faults,
-            &scan.lateness,
-            horizon,
-        )?;
+        let analysed = Pass::run_scanned(&params, &history, 0, Some(name), &scan)?;
         out.push(Reanalysed {
             backend,
             ops: analysed.ops,

@@ -3,9 +3,10 @@
 //!
 //! Most run the built binary (`CARGO_BIN_EXE_lockbench`) against the shared managed cluster as
 //! an external cluster; those that need servers of their own start a private cluster (own state
-//! directory, namespace prefix and subnet). Two are `#[ignore]`d as heavy and run in
-//! scripts/test's first phase (`--run-ignored only`): `compose` (the Docker flow) here and the
-//! cluster's lifecycle test in lockbench-cluster.
+//! directory, namespace prefix and subnet). One is `#[ignore]`d as heavy, `compose` (the Docker
+//! flow); scripts/test runs it in its first phase (`--run-ignored only`) with the workspace's
+//! two others: the cluster's lifecycle test (lockbench-cluster) and the compose leftovers test
+//! (lockbench-runner).
 
 mod capacity;
 mod chaos;

@@ -132,6 +132,8 @@ pub struct Scan {
     pub lateness: Lateness,
     /// How far each client's ops reach.
     pub reach: Reach,
+    /// The earliest op's time; `None` without ops.
+    pub first: Option<Nanos>,
     /// The end line; `None` for a history that was cut off (or written before end lines).
     pub end: Option<End>,
     /// Lines that were neither (the torn last line of a killed run).
@@ -145,6 +147,7 @@ impl Scan {
             Event::Op(op) => {
                 self.lateness.observe(op.time);
                 self.reach.observe(op);
+                self.first = Some(self.first.map_or(op.time, |t| t.min(op.time)));
             }
             Event::Fault(f) => self.faults.push(f.clone()),
             Event::End(e) => self.end = Some(*e),
