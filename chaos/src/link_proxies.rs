@@ -71,14 +71,7 @@ impl LinkProxies {
     ) -> anyhow::Result<Endpoints> {
         let mut out = endpoints.clone();
         for (server, endpoint) in self.servers.clone() {
-            let listed = [
-                &endpoints.zookeeper,
-                &endpoints.etcd,
-                &endpoints.redis,
-                &endpoints.redlock,
-            ]
-            .iter()
-            .any(|list| list.contains(&endpoint));
+            let listed = endpoints.iter().any(|(_, list)| list.contains(&endpoint));
             if !listed {
                 // Clients never dial it (e.g. the failover pair, found through Sentinel): a
                 // proxy would carry nothing, and a fault on it would claim an effect it has not.
@@ -91,12 +84,7 @@ impl LinkProxies {
                 self.proxies.insert(key.clone(), proxy);
             }
             let via = self.proxies[&key].addr().to_string();
-            for list in [
-                &mut out.zookeeper,
-                &mut out.etcd,
-                &mut out.redis,
-                &mut out.redlock,
-            ] {
+            for list in out.lists_mut() {
                 for e in list.iter_mut() {
                     if *e == endpoint {
                         *e = e.replacen(host_port(&endpoint), &via, 1);
@@ -150,20 +138,30 @@ mod tests {
                 ("etcd2".into(), "http://127.0.0.1:12381".into()),
             ],
         );
-        let e = Endpoints {
-            etcd: vec![
-                "http://127.0.0.1:12379".into(),
-                "http://127.0.0.1:12381".into(),
-            ],
-            redis: vec!["127.0.0.1:16379".into()],
-            ..Endpoints::default()
-        };
+        let e = Endpoints::from_iter([
+            (
+                "etcd",
+                vec![
+                    "http://127.0.0.1:12379".into(),
+                    "http://127.0.0.1:12381".into(),
+                ],
+            ),
+            ("redis", vec!["127.0.0.1:16379".into()]),
+        ]);
         let a = p.endpoints_for("coordinator", &e).await.unwrap();
         let b = p.endpoints_for("client1", &e).await.unwrap();
         let via = p.get("coordinator", "etcd1").unwrap().addr();
-        assert_eq!(a.etcd[0], format!("http://{via}"));
-        assert_ne!(a.etcd, b.etcd, "each client has its own proxies");
-        assert_eq!(a.redis, e.redis, "unproxied systems are untouched");
+        assert_eq!(a.get("etcd")[0], format!("http://{via}"));
+        assert_ne!(
+            a.get("etcd"),
+            b.get("etcd"),
+            "each client has its own proxies"
+        );
+        assert_eq!(
+            a.get("redis"),
+            e.get("redis"),
+            "unproxied systems are untouched"
+        );
         assert_eq!(p.client_names(), vec!["client1", "coordinator"]);
     }
 
@@ -173,10 +171,7 @@ mod tests {
             "127.0.0.1".parse().unwrap(),
             vec![("fo1".into(), "127.0.0.1:16390".into())],
         );
-        let e = Endpoints {
-            sentinel: vec!["127.0.0.1:26390".into()],
-            ..Endpoints::default()
-        };
+        let e = Endpoints::from_iter([("sentinel", vec!["127.0.0.1:26390".into()])]);
         assert_eq!(p.endpoints_for("coordinator", &e).await.unwrap(), e);
         assert!(p.client_names().is_empty());
     }

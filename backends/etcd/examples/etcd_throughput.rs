@@ -33,10 +33,10 @@ async fn main() {
     let secs: f64 = args[3].parse().expect("SECONDS");
     let go_watch = args.get(4).is_some_and(|a| a == "go-watch");
     let endpoints = match std::env::var("LOCKBENCH_ETCD") {
-        Ok(list) => Endpoints {
-            etcd: list.split(',').map(str::to_string).collect(),
-            ..Endpoints::default()
-        },
+        Ok(list) => Endpoints::from_iter([(
+            lockbench_etcd::GROUP,
+            list.split(',').map(str::to_string).collect(),
+        )]),
         Err(_) => lockbench_cluster::for_tests().await,
     };
     let knobs = EtcdKnobs {

@@ -45,7 +45,7 @@ impl EtcdElectionConfig {
         knobs: &EtcdKnobs,
         name: &str,
     ) -> Result<EtcdElectionConfig, BackendError> {
-        if endpoints.etcd.is_empty() {
+        if endpoints.get(crate::GROUP).is_empty() {
             return Err(BackendError::Config(format!(
                 "{kind} needs etcd members, but the cluster's `etcd` endpoint list is empty"
             )));
@@ -58,7 +58,7 @@ impl EtcdElectionConfig {
         let ttl = knobs.lease_ttl;
         let ttl_secs = (ttl.as_secs() + u64::from(ttl.subsec_nanos() > 0)).max(1) as i64;
         Ok(EtcdElectionConfig {
-            endpoints: endpoints.etcd.clone(),
+            endpoints: endpoints.get(crate::GROUP).to_vec(),
             ttl_secs,
             base: format!("{}/election/{name}", knobs.prefix.trim_end_matches('/')),
         })

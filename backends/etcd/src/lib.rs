@@ -58,6 +58,9 @@ pub mod session;
 pub mod synced;
 pub mod wait;
 
+/// The endpoint group etcd's clients read (`etcd = [...]` in an endpoints file).
+pub const GROUP: &str = "etcd";
+
 pub use client::{EtcdClient, EtcdHandle};
 pub use election::EtcdElection;
 pub use lease_election::EtcdLeaseElection;
@@ -113,7 +116,7 @@ impl EtcdBackend {
                 "{kind} is not an etcd recipe"
             )));
         }
-        if endpoints.etcd.is_empty() {
+        if endpoints.get(GROUP).is_empty() {
             return Err(BackendError::Config(format!(
                 "{kind} needs etcd members, but the cluster's `etcd` endpoint list is empty"
             )));
@@ -122,7 +125,7 @@ impl EtcdBackend {
         let ttl_secs = (ttl.as_secs() + u64::from(ttl.subsec_nanos() > 0)).max(1) as i64;
         Ok(EtcdBackend {
             kind,
-            endpoints: endpoints.etcd.clone(),
+            endpoints: endpoints.get(GROUP).to_vec(),
             ttl_secs,
             prefix: knobs.prefix.trim_end_matches('/').to_string(),
             keys,

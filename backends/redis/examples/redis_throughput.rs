@@ -122,20 +122,21 @@ fn main() {
         k.parse().unwrap(),
         secs.parse().unwrap(),
     );
-    let endpoints = Endpoints {
-        redis: vec![std::env::var("LOCKBENCH_REDIS").unwrap_or_else(|_| "127.0.0.1:16379".into())],
-        redlock: std::env::var("LOCKBENCH_REDLOCK")
-            .unwrap_or_else(|_| {
-                (16380..=16384)
-                    .map(|p| format!("127.0.0.1:{p}"))
-                    .collect::<Vec<_>>()
-                    .join(",")
-            })
-            .split(',')
-            .map(str::to_string)
-            .collect(),
-        ..Endpoints::default()
-    };
+    let redis = std::env::var("LOCKBENCH_REDIS").unwrap_or_else(|_| "127.0.0.1:16379".into());
+    let redlock = std::env::var("LOCKBENCH_REDLOCK")
+        .unwrap_or_else(|_| {
+            (16380..=16384)
+                .map(|p| format!("127.0.0.1:{p}"))
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .split(',')
+        .map(str::to_string)
+        .collect();
+    let endpoints = Endpoints::from_iter([
+        (lockbench_redis::REDIS, vec![redis]),
+        (lockbench_redis::REDLOCK, redlock),
+    ]);
     let prefix = format!("lockbench-throughput:{}:", std::process::id());
     let mut rt = tokio::runtime::Builder::new_multi_thread();
     if let Ok(w) = std::env::var("WORKERS") {

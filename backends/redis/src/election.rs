@@ -76,7 +76,7 @@ impl RedisLeaseElection {
         poll: Duration,
         name: &str,
     ) -> Result<RedisLeaseElection, BackendError> {
-        let server = crate::connect::servers(&endpoints.redis, "redis")?.remove(0);
+        let server = crate::connect::servers(endpoints.get(crate::REDIS), "redis")?.remove(0);
         let client = redis::Client::open(format!("redis://{}/", server.address)).map_err(|e| {
             BackendError::Config(format!("endpoints.redis: `{}`: {e}", server.address))
         })?;

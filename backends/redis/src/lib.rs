@@ -33,6 +33,13 @@
 //!   lease on one key (`SET NX PX`), renewed by the leader and polled by followers.
 #![deny(missing_docs)]
 
+/// The endpoint group of the standalone Redis server (`redis-setnx`, `redis-pubsub`).
+pub const REDIS: &str = "redis";
+/// The endpoint group of the independent Redlock servers.
+pub const REDLOCK: &str = "redlock";
+/// The endpoint group of the Sentinels watching the failover pair (`redis-sentinel`).
+pub const SENTINEL: &str = "sentinel";
+
 mod commandstats;
 mod connect;
 pub mod election;

@@ -127,7 +127,7 @@ impl SetNxBackend {
         seed: u64,
         mode: SetMode,
     ) -> Result<SetNxBackend, BackendError> {
-        let server = connect::servers(&endpoints.redis, "redis")?.swap_remove(0);
+        let server = connect::servers(endpoints.get(crate::REDIS), "redis")?.swap_remove(0);
         Ok(SetNxBackend {
             server,
             sentinels: None,
@@ -152,12 +152,11 @@ impl SetNxBackend {
         keys: u32,
         seed: u64,
     ) -> Result<SetNxBackend, BackendError> {
-        let sentinels = Sentinels::new(&endpoints.sentinel)?;
+        let sentinels = Sentinels::new(endpoints.get(crate::SENTINEL))?;
         let mut backend = SetNxBackend::new(
-            &Endpoints {
-                redis: endpoints.sentinel[..1].to_vec(),
-                ..Endpoints::default()
-            },
+            &[(crate::REDIS, endpoints.get(crate::SENTINEL)[..1].to_vec())]
+                .into_iter()
+                .collect(),
             knobs,
             keys,
             seed,

@@ -25,10 +25,10 @@ async fn main() {
     let k: u32 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(1);
     let secs: f64 = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(8.0);
     let endpoints = match std::env::var("ZK") {
-        Ok(list) => Endpoints {
-            zookeeper: list.split(',').map(str::to_string).collect(),
-            ..Endpoints::default()
-        },
+        Ok(list) => Endpoints::from_iter([(
+            lockbench_zookeeper::GROUP,
+            list.split(',').map(str::to_string).collect(),
+        )]),
         Err(_) => lockbench_cluster::for_tests().await,
     };
     let knobs = ZookeeperKnobs {

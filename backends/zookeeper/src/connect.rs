@@ -51,7 +51,7 @@ pub(crate) struct Ensemble {
 impl Ensemble {
     /// The ensemble from the cluster description; `Config` naming `zookeeper` when it has none.
     pub(crate) fn new(endpoints: &Endpoints, knobs: &ZookeeperKnobs) -> Result<Self, BackendError> {
-        if endpoints.zookeeper.is_empty() {
+        if endpoints.get(crate::GROUP).is_empty() {
             return Err(BackendError::Config(
                 "zookeeper: the cluster has no ZooKeeper endpoints (endpoints.zookeeper is empty)"
                     .into(),
@@ -63,8 +63,8 @@ impl Ensemble {
             ));
         }
         Ok(Ensemble {
-            connect_string: endpoints.zookeeper.join(","),
-            members: endpoints.zookeeper.clone(),
+            connect_string: endpoints.get(crate::GROUP).join(","),
+            members: endpoints.get(crate::GROUP).to_vec(),
             session_timeout: knobs.session_timeout,
         })
     }

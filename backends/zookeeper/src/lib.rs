@@ -65,6 +65,9 @@ mod fair;
 mod observe;
 mod paths;
 
+/// The endpoint group ZooKeeper's clients read (`zookeeper = [...]` in an endpoints file).
+pub const GROUP: &str = "zookeeper";
+
 pub use counters::{SessionPackets, session_packets};
 pub use curator::{CuratorHandle, ZkCurator, ZkCuratorClient};
 pub use election::{ZkCandidate, ZkElection};

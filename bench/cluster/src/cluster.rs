@@ -523,20 +523,13 @@ pub fn endpoints(topo: &Topology) -> lockbench_core::Endpoints {
 }
 
 fn endpoints_of(topo: &Topology, servers: &[&ServerSpec]) -> lockbench_core::Endpoints {
-    let list = |g: Group| {
-        servers
-            .iter()
-            .filter(|s| s.group == g)
-            .map(|s| topo.endpoint(s))
-            .collect()
-    };
-    lockbench_core::Endpoints {
-        zookeeper: list(Group::Zookeeper),
-        etcd: list(Group::Etcd),
-        redis: list(Group::Redis),
-        redlock: list(Group::Redlock),
-        sentinel: list(Group::Sentinel),
-    }
+    Group::LISTED
+        .iter()
+        .map(|&g| {
+            let list = servers.iter().filter(|s| s.group == g);
+            (g.name(), list.map(|s| topo.endpoint(s)).collect())
+        })
+        .collect()
 }
 
 /// The last `n` lines of a log file, indented, for error messages.

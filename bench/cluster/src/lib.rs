@@ -142,17 +142,18 @@ pub async fn server_versions(endpoints: &Endpoints) -> BTreeMap<String, String> 
         let answers = futures::future::join_all(addrs.iter().map(|a| ask(a.clone()))).await;
         answers.into_iter().flatten().next()
     }
-    let redis_addrs: Vec<String> = endpoints
-        .redis
+    let redis_addrs: Vec<String> = [Group::Redis, Group::Redlock]
         .iter()
-        .chain(&endpoints.redlock)
+        .flat_map(|g| endpoints.get(g.name()))
         .cloned()
         .collect();
     let (zk, etcd, redis) = tokio::join!(
-        first(&endpoints.zookeeper, |a| async move {
+        first(endpoints.get(Group::Zookeeper.name()), |a| async move {
             zookeeper::version(&zookeeper::srvr(&a).await.ok()?)
         }),
-        first(&endpoints.etcd, |a| async move { etcd::version(&a).await }),
+        first(endpoints.get(Group::Etcd.name()), |a| async move {
+            etcd::version(&a).await
+        }),
         first(&redis_addrs, |a| async move { redis::version(&a).await }),
     );
     [("zookeeper", zk), ("etcd", etcd), ("redis", redis)]

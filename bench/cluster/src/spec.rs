@@ -57,6 +57,30 @@ pub enum Group {
     Sentinel,
 }
 
+impl Group {
+    /// Every group with an endpoints list, in the order the endpoints file lists them.
+    pub const LISTED: [Group; 5] = [
+        Group::Zookeeper,
+        Group::Etcd,
+        Group::Redis,
+        Group::Redlock,
+        Group::Sentinel,
+    ];
+
+    /// The group's name: its key in [`lockbench_core::Endpoints`] (the failover pair has no
+    /// list there; its name is `failover`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Group::Zookeeper => "zookeeper",
+            Group::Etcd => "etcd",
+            Group::Redis => "redis",
+            Group::Redlock => "redlock",
+            Group::Failover => "failover",
+            Group::Sentinel => "sentinel",
+        }
+    }
+}
+
 /// One server process of the managed cluster.
 #[derive(Clone, Copy, Debug)]
 pub struct ServerSpec {

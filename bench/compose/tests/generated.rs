@@ -45,16 +45,17 @@ fn compose_file_has_the_managed_settings() {
         assert!(yml.contains(needle), "docker-compose.yml lacks {needle:?}");
     }
     let e = lockbench_compose::endpoints();
+    let lengths: Vec<(&str, usize)> = e.iter().map(|(g, a)| (g, a.len())).collect();
     assert_eq!(
-        (
-            e.zookeeper.len(),
-            e.etcd.len(),
-            e.redis.len(),
-            e.redlock.len(),
-            e.sentinel.len()
-        ),
-        (3, 3, 1, 5, 3)
+        lengths,
+        [
+            ("zookeeper", 3),
+            ("etcd", 3),
+            ("redis", 1),
+            ("redlock", 5),
+            ("sentinel", 3)
+        ]
     );
-    assert_eq!(e.zookeeper[0], "10.78.0.11:2181");
-    assert_eq!(e.sentinel[0], "10.78.0.45:26379");
+    assert_eq!(e.get("zookeeper")[0], "10.78.0.11:2181");
+    assert_eq!(e.get("sentinel")[0], "10.78.0.45:26379");
 }

@@ -18,7 +18,7 @@ mod election;
 pub mod keys;
 pub mod system;
 
-pub use system::{addresses, election_group_of, group_of};
+pub use system::{addresses, check_endpoints, election_group_of, endpoint_groups, group_of};
 
 // The macros name the recipes through these paths, so a caller needs only this crate.
 #[doc(hidden)]

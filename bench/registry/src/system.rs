@@ -26,21 +26,56 @@ pub fn election_group_of(election: ElectionKind) -> Group {
     }
 }
 
+/// Every endpoint group a registered system reads, in the order endpoints files list them.
+pub fn endpoint_groups() -> [&'static str; 5] {
+    use crate::{etcd, redis, zookeeper};
+    [
+        zookeeper::GROUP,
+        etcd::GROUP,
+        redis::REDIS,
+        redis::REDLOCK,
+        redis::SENTINEL,
+    ]
+}
+
+/// Rejects a list no registered system reads (a misspelled `zookeper = [...]` in an external
+/// cluster file would otherwise read as "this cluster has no ZooKeeper", far from the typo).
+pub fn check_endpoints(endpoints: &Endpoints) -> Result<(), String> {
+    let known = endpoint_groups();
+    match endpoints.iter().find(|(g, _)| !known.contains(g)) {
+        Some((g, _)) => Err(format!(
+            "unknown field `{g}`, expected one of {}",
+            known.map(|k| format!("`{k}`")).join(", ")
+        )),
+        None => Ok(()),
+    }
+}
+
 /// The client addresses of `group` in `endpoints` (the failover pair is reached through its
 /// Sentinels).
 pub fn addresses(endpoints: &Endpoints, group: Group) -> &[String] {
     match group {
-        Group::Zookeeper => &endpoints.zookeeper,
-        Group::Etcd => &endpoints.etcd,
-        Group::Redis => &endpoints.redis,
-        Group::Redlock => &endpoints.redlock,
-        Group::Failover | Group::Sentinel => &endpoints.sentinel,
+        Group::Failover => endpoints.get(Group::Sentinel.name()),
+        g => endpoints.get(g.name()),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The cluster writes the lists the systems read, in the same order.
+    #[test]
+    fn the_cluster_lists_the_groups_the_systems_read() {
+        assert_eq!(Group::LISTED.map(Group::name), endpoint_groups());
+        let mut e = Endpoints::default();
+        e.set("zookeper", vec![]);
+        let err = check_endpoints(&e).unwrap_err();
+        assert!(
+            err.contains("`zookeper`") && err.contains("`sentinel`"),
+            "{err}"
+        );
+    }
 
     /// Each recipe's system is the one its name says (`zk-*` on ZooKeeper, ...): a recipe put
     /// in the wrong group would have its faults applied to servers it never talks to.

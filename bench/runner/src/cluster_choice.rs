@@ -89,6 +89,7 @@ impl ClusterChoice {
                 let text = std::fs::read_to_string(file)
                     .with_context(|| format!("cannot read cluster file {}", file.display()))?;
                 let endpoints = Endpoints::from_toml(&text)
+                    .and_then(|e| lockbench_registry::check_endpoints(&e).map(|()| e))
                     .map_err(|e| anyhow::anyhow!("cluster file {}: {e}", file.display()))?;
                 Ok((endpoints, None))
             }

@@ -364,7 +364,7 @@ async fn leader_resolution_finds_the_zookeeper_and_etcd_leaders() {
     assert!(!followers.contains(&zk_leader));
 
     // etcd's own view, from etcdctl: the leader's member id, and each endpoint's id.
-    let endpoints: Vec<String> = status.endpoints.etcd.clone();
+    let endpoints: Vec<String> = status.endpoints.get("etcd").to_vec();
     let out = std::process::Command::new("etcdctl")
         .env("ETCDCTL_API", "3")
         .args([

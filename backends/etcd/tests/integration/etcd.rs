@@ -75,10 +75,7 @@ async fn dead_holders_lock_is_taken_over() {
 #[tokio::test]
 async fn unreachable_fails_fast() {
     let closed = "http://127.0.0.1:1";
-    let endpoints = Endpoints {
-        etcd: vec![closed.to_string()],
-        ..Endpoints::default()
-    };
+    let endpoints = Endpoints::from_iter([(lockbench_etcd::GROUP, vec![closed.to_string()])]);
     for kind in RECIPES {
         let b = backend(kind, &endpoints, "unreachable", SHORT_TTL);
         conformance::unreachable_fails_fast(&b, closed, Duration::from_secs(5)).await;
@@ -116,7 +113,7 @@ async fn revoke_the_holders_lease(outsider: &mut etcd_client::Client, b: &EtcdBa
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn release_after_lease_revoked_reports_lock_lost() {
     let endpoints = cluster().await;
-    let mut outsider = etcd_client::Client::connect(&endpoints.etcd, None)
+    let mut outsider = etcd_client::Client::connect(endpoints.get(lockbench_etcd::GROUP), None)
         .await
         .expect("outsider");
     for kind in RECIPES {
@@ -146,7 +143,7 @@ async fn release_after_lease_revoked_reports_lock_lost() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn release_right_after_lease_revoked_reports_lock_lost() {
     let endpoints = cluster().await;
-    let mut outsider = etcd_client::Client::connect(&endpoints.etcd, None)
+    let mut outsider = etcd_client::Client::connect(endpoints.get(lockbench_etcd::GROUP), None)
         .await
         .expect("outsider");
     let ttl = Duration::from_secs(30);

@@ -37,7 +37,7 @@ async fn unsynced_watch_race_is_caught_under_a_write_storm() {
     let stop = Arc::new(AtomicBool::new(false));
     let mut storm = Vec::new();
     for i in 0..WRITERS {
-        let mut c = etcd_client::Client::connect(&endpoints.etcd, None)
+        let mut c = etcd_client::Client::connect(endpoints.get(lockbench_etcd::GROUP), None)
             .await
             .expect("writer");
         let (stop, key) = (stop.clone(), format!("{prefix}-storm/{i}"));
@@ -54,7 +54,7 @@ async fn unsynced_watch_race_is_caught_under_a_write_storm() {
     // it notifies them, which widens the window the race needs (see `lockbench_etcd::synced`).
     let mut watchers = Vec::new();
     for _ in 0..WATCH_STREAMS {
-        let mut c = etcd_client::Client::connect(&endpoints.etcd, None)
+        let mut c = etcd_client::Client::connect(endpoints.get(lockbench_etcd::GROUP), None)
             .await
             .expect("watcher");
         let opts = etcd_client::WatchOptions::new().with_prefix();

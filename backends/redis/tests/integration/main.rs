@@ -24,11 +24,13 @@ pub async fn endpoints() -> Endpoints {
         std::env::var("LOCKBENCH_TEST_REDIS"),
         std::env::var("LOCKBENCH_TEST_REDLOCK"),
     ) {
-        (Ok(redis), Ok(redlock)) => Endpoints {
-            redis: vec![redis],
-            redlock: redlock.split(',').map(str::to_string).collect(),
-            ..Endpoints::default()
-        },
+        (Ok(redis), Ok(redlock)) => Endpoints::from_iter([
+            (lockbench_redis::REDIS, vec![redis]),
+            (
+                lockbench_redis::REDLOCK,
+                redlock.split(',').map(str::to_string).collect(),
+            ),
+        ]),
         _ => lockbench_cluster::for_tests().await,
     }
 }

@@ -87,10 +87,7 @@ async fn setnx_release_after_expiry_reports_lock_lost() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn setnx_unreachable_fails_fast() {
-    let endpoints = Endpoints {
-        redis: vec![UNREACHABLE.into()],
-        ..Endpoints::default()
-    };
+    let endpoints = Endpoints::from_iter([(lockbench_redis::REDIS, vec![UNREACHABLE.into()])]);
     let knobs = redis_knobs("setnx-unreachable", TTL);
     let b = SetNxBackend::new(&endpoints, &knobs, KEYS, SEED, SetMode::Nx).unwrap();
     conformance::unreachable_fails_fast(&b, UNREACHABLE, Duration::from_secs(3)).await;
@@ -259,10 +256,7 @@ async fn redlock_release_after_expiry_reports_lock_lost() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redlock_unreachable_fails_fast() {
-    let endpoints = Endpoints {
-        redlock: vec![UNREACHABLE.into()],
-        ..Endpoints::default()
-    };
+    let endpoints = Endpoints::from_iter([(lockbench_redis::REDLOCK, vec![UNREACHABLE.into()])]);
     let knobs = redlock_knobs("redlock-unreachable", TTL);
     let b = RedlockBackend::new(&endpoints, &knobs, KEYS, SEED).unwrap();
     conformance::unreachable_fails_fast(&b, UNREACHABLE, Duration::from_secs(3)).await;
@@ -271,13 +265,12 @@ async fn redlock_unreachable_fails_fast() {
 /// The first `bogus` of five Redlock servers replaced by closed ports.
 async fn redlock_with_bogus(test: &str, bogus: usize) -> RedlockBackend {
     let mut e = endpoints().await;
-    assert!(
-        e.redlock.len() >= 5,
-        "need five Redlock servers: {:?}",
-        e.redlock
-    );
-    e.redlock.truncate(5);
-    for (i, addr) in e.redlock.iter_mut().take(bogus).enumerate() {
+    let redlock = e
+        .get_mut(lockbench_redis::REDLOCK)
+        .expect("Redlock servers");
+    assert!(redlock.len() >= 5, "need five Redlock servers: {redlock:?}");
+    redlock.truncate(5);
+    for (i, addr) in redlock.iter_mut().take(bogus).enumerate() {
         *addr = format!("127.0.0.1:{}", i + 1);
     }
     RedlockBackend::new(&e, &redlock_knobs(test, TTL), KEYS, SEED).unwrap()
@@ -357,7 +350,7 @@ async fn pubsub_server_counter_equals_requests_sent() {
     let b = setnx("pubsub-counters", TTL, SetMode::Nx)
         .await
         .with_pubsub();
-    counters_match(&b, &e.redis[..1], 20).await;
+    counters_match(&b, &e.get(lockbench_redis::REDIS)[..1], 20).await;
 }
 
 // ---- server counters ----
@@ -405,14 +398,14 @@ async fn counters_match<B: Backend>(b: &B, servers: &[String], rounds: u32) {
 async fn setnx_server_counter_equals_requests_sent() {
     let e = endpoints().await;
     let b = setnx("setnx-counters", TTL, SetMode::Nx).await;
-    counters_match(&b, &e.redis[..1], 20).await;
+    counters_match(&b, &e.get(lockbench_redis::REDIS)[..1], 20).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redlock_server_counter_equals_requests_sent() {
     let e = endpoints().await;
     let b = redlock("redlock-counters", TTL).await;
-    counters_match(&b, &e.redlock, 20).await;
+    counters_match(&b, e.get(lockbench_redis::REDLOCK), 20).await;
 }
 
 /// redis-lease-election: a resign deletes the key, so a polling candidate leads within about

@@ -33,7 +33,7 @@ async fn server_view(eps: &Endpoints, sids: &[i64]) -> (i64, bool) {
     let mut tries = 0;
     'read: loop {
         tries += 1;
-        let all = session_packets(&eps.zookeeper)
+        let all = session_packets(eps.get(lockbench_zookeeper::GROUP))
             .await
             .expect("zookeeper cons");
         let mut notifications = 0i64;

@@ -18,7 +18,7 @@ fn short() -> Duration {
 }
 
 async fn raw_client(endpoints: &Endpoints) -> zk::Client {
-    zk::Client::connect(&endpoints.zookeeper.join(","))
+    zk::Client::connect(&endpoints.get(lockbench_zookeeper::GROUP).join(","))
         .await
         .expect("raw zookeeper client")
 }
@@ -89,10 +89,7 @@ async fn fair_dead_holders_lock_is_taken_over() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fair_unreachable_fails_fast() {
-    let eps = Endpoints {
-        zookeeper: vec!["127.0.0.1:1".into()],
-        ..Endpoints::default()
-    };
+    let eps = Endpoints::from_iter([(lockbench_zookeeper::GROUP, vec!["127.0.0.1:1".into()])]);
     let b = ZkFair::new(&eps, &knobs("fair-unreachable", short()), 1, 1).unwrap();
     conformance::unreachable_fails_fast(&b, "127.0.0.1:1", Duration::from_secs(5)).await;
 }
@@ -123,10 +120,7 @@ async fn curator_dead_holders_lock_is_taken_over() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn curator_unreachable_fails_fast() {
-    let eps = Endpoints {
-        zookeeper: vec!["127.0.0.1:1".into()],
-        ..Endpoints::default()
-    };
+    let eps = Endpoints::from_iter([(lockbench_zookeeper::GROUP, vec!["127.0.0.1:1".into()])]);
     let b = ZkCurator::new(&eps, &knobs("curator-unreachable", short()), 1, 1).unwrap();
     conformance::unreachable_fails_fast(&b, "127.0.0.1:1", Duration::from_secs(5)).await;
 }

@@ -405,7 +405,7 @@ fn a_sentinel_failover_after_an_unreplicated_grant_is_counted_as_a_double_grant(
         assert!(s.healthy, "{} unhealthy after the heal", s.name);
     }
     let primary = rt.block_on(lockbench_cluster::sentinel::primary(
-        &status.endpoints.sentinel[0],
+        &status.endpoints.get("sentinel")[0],
     ));
     assert!(primary.is_some(), "no primary named after the heal");
     let _ = std::fs::remove_dir_all(&dir);

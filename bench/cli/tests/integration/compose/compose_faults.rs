@@ -333,7 +333,7 @@ async fn link_delay_through_the_proxy(clock: &RunClock) {
         .endpoints_for("coordinator", &lockbench_compose::endpoints())
         .await
         .unwrap();
-    let via = endpoints.redlock[0].clone();
+    let via = endpoints.get("redlock")[0].clone();
     assert_ne!(via, addr("redlock1"), "not proxied");
     let rtt = async || {
         let start = Instant::now();

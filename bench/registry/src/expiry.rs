@@ -1,0 +1,88 @@
+//! How long a dead client's lock (or a dead leader's term) lives on each recipe: the ZooKeeper
+//! session timeout, the etcd lease TTL, the Redis / Redlock key TTL. It reads the recipe's knob
+//! table, so it lives beside the recipe table rather than in core, which no longer knows any
+//! system's knobs (issue 20).
+
+use lockbench_core::knobs::KnobTable;
+use lockbench_core::{BackendKind, ElectionKind, Scenario};
+use lockbench_etcd::EtcdKnobs;
+use lockbench_redis::{RedisKnobs, RedlockKnobs};
+use lockbench_zookeeper::ZookeeperKnobs;
+use std::time::Duration;
+
+/// The table `K` of `scenario` (checked when the scenario was loaded).
+fn knobs<K: KnobTable>(scenario: &Scenario) -> K {
+    scenario
+        .knobs
+        .get::<K>()
+        .unwrap_or_else(|e| panic!("knobs are checked when a scenario is loaded: {e}"))
+}
+
+/// How long a dead client's lock lives on `backend`.
+pub fn expiry(scenario: &Scenario, backend: BackendKind) -> Duration {
+    let zookeeper = || knobs::<ZookeeperKnobs>(scenario).session_timeout;
+    let etcd = || knobs::<EtcdKnobs>(scenario).lease_ttl;
+    let redis = || knobs::<RedisKnobs>(scenario).ttl;
+    match backend {
+        BackendKind::ZkFair | BackendKind::ZkCurator | BackendKind::ZkHerd => zookeeper(),
+        BackendKind::ZkRwlock => zookeeper(),
+        BackendKind::EtcdLease | BackendKind::EtcdLockapi | BackendKind::EtcdHerd => etcd(),
+        BackendKind::RedisSetnx | BackendKind::RedisBrokenNoNx => redis(),
+        BackendKind::RedisBrokenRelease | BackendKind::RedisSentinel => redis(),
+        BackendKind::RedisPubsub => redis(),
+        BackendKind::Redlock => knobs::<RedlockKnobs>(scenario).ttl,
+    }
+}
+
+/// The `fencing` holder's pause on `backend`: `workload.pause`, or twice the expiry.
+pub fn holder_pause(scenario: &Scenario, backend: BackendKind) -> Duration {
+    scenario
+        .workload
+        .pause
+        .unwrap_or_else(|| expiry(scenario, backend) * 2)
+}
+
+/// How long a dead leader's term lives on `election`.
+pub fn election_expiry(scenario: &Scenario, election: ElectionKind) -> Duration {
+    match election {
+        ElectionKind::ZkElection => knobs::<ZookeeperKnobs>(scenario).session_timeout,
+        ElectionKind::EtcdElection | ElectionKind::EtcdLeaseElection => {
+            knobs::<EtcdKnobs>(scenario).lease_ttl
+        }
+        ElectionKind::RedisLeaseElection => knobs::<RedisKnobs>(scenario).ttl,
+    }
+}
+
+/// The `pause` and `partition` removals' length on `election`: `failover.pause`, or twice the
+/// expiry.
+pub fn leader_pause(scenario: &Scenario, election: ElectionKind) -> Duration {
+    scenario
+        .failover
+        .pause
+        .unwrap_or_else(|| election_expiry(scenario, election) * 2)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expiry_reads_the_recipes_knob_table() {
+        let text = "name = \"t\"\nbackends = [\"zk-herd\"]\n[workload]\nkind = \"herd\"\n\
+                    clients = 2\nkeys = 1\nhold = \"1ms\"\n[zookeeper]\nsession_timeout = \"3s\"\n\
+                    [redlock]\nttl = \"7s\"\n";
+        let s = crate::load_scenario("t", text, &[]).unwrap();
+        assert_eq!(expiry(&s, BackendKind::ZkHerd), Duration::from_secs(3));
+        assert_eq!(expiry(&s, BackendKind::Redlock), Duration::from_secs(7));
+        assert_eq!(expiry(&s, BackendKind::RedisSetnx), Duration::from_secs(10));
+        assert_eq!(holder_pause(&s, BackendKind::ZkHerd), Duration::from_secs(6));
+        assert_eq!(
+            leader_pause(&s, ElectionKind::ZkElection),
+            Duration::from_secs(6)
+        );
+        assert_eq!(
+            election_expiry(&s, ElectionKind::EtcdElection),
+            Duration::from_secs(5)
+        );
+    }
+}
