@@ -28,6 +28,7 @@ pub mod recorder;
 pub mod resource;
 pub mod schedule;
 pub mod worker;
+pub mod worker_log;
 
 pub use connect::connect_all;
 pub use driver::{

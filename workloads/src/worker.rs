@@ -385,14 +385,15 @@ pub struct WorkerSinks {
     pub holding: Arc<[std::sync::atomic::AtomicBool]>,
 }
 
-/// Makes a prepared command a worker: piped stdin/stdout, inherited stderr, and
+/// Makes a prepared command a worker: piped stdin/stdout, stderr to the run's log file
+/// ([`worker_log`](crate::worker_log); the coordinator's stderr when there is none), and
 /// `PR_SET_PDEATHSIG = SIGKILL` so it dies with the coordinator however the coordinator dies.
 pub(crate) fn prepare(mut cmd: std::process::Command) -> tokio::process::Command {
     use std::os::unix::process::CommandExt;
     let parent = nix::unistd::getpid();
     cmd.stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit());
+        .stderr(crate::worker_log::stderr());
     // SAFETY: only async-signal-safe calls (prctl, getppid, _exit) between fork and exec.
     unsafe {
         cmd.pre_exec(move || {

@@ -1,13 +1,14 @@
 //! `lockbench`: the command line. Parsing lives in [`cli`], each subcommand in
-//! [`commands`], how a run looks on the terminal in [`console`]; running scenarios is the
-//! engine's (`lockbench_runner::Runner`). This file only wires them to a runtime and turns
-//! errors into exit codes.
+//! [`commands`], how a run looks on the terminal in [`console`], where log lines go in
+//! [`logging`]; running scenarios is the engine's (`lockbench_runner::Runner`). This file only
+//! wires them to a runtime and turns errors into exit codes.
 
 mod builtin;
 mod cli;
 mod commands;
 mod console;
 mod limits;
+mod logging;
 mod progress;
 
 use clap::Parser;
@@ -15,14 +16,7 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("LOCKBENCH_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
+    logging::init();
     limits::raise_open_files();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -67,6 +67,7 @@ async fn run_scenario(
         );
     }
     eprintln!("lockbench: results go to {}", run_dir.path().display());
+    crate::logging::announce(run_dir.path());
     if lockbench_runner::placement::uses_workers(scenario) {
         eprintln!(
             "lockbench: worker processes run in {}",

@@ -39,6 +39,7 @@ pub async fn run(args: ScaleArgs, state_dir: PathBuf) -> anyhow::Result<ExitCode
         .await?;
     let run_dir = RunDir::create(Path::new("results"), "scale", args.out.as_deref())?;
     eprintln!("lockbench: results go to {}", run_dir.path().display());
+    crate::logging::announce(run_dir.path());
 
     let mut all = Vec::new();
     for kind in kinds {

@@ -133,6 +133,7 @@ async fn sweep(
         humantime::format_duration(spec.step_warmup),
     );
     eprintln!("lockbench: sweep directory {}", dir.path().display());
+    crate::logging::announce(dir.path());
     let mut results = runner.header(&name, full.seed).await;
     results.capacity = Some(Capacity {
         slo_p99_ms: spec.slo_p99.as_secs_f64() * 1e3,

@@ -16,6 +16,7 @@ mod compare;
 mod compose;
 mod failover;
 mod generator;
+mod logging;
 mod partition;
 mod proxy;
 mod server_truth;

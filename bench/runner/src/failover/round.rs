@@ -125,12 +125,9 @@ impl Run<'_> {
             clock_origin: self.clock.monotonic_origin(),
         };
         let host = worker_name(slot);
-        let mut cmd = self.env.worker_command(slot).await?;
-        if std::env::var_os("LOCKBENCH_LOG").is_none() {
-            // The ZooKeeper client warns on every failed reconnect while a server is down
-            // (server-kill); the removal events already say what happened.
-            cmd.env("LOCKBENCH_LOG", "warn,zookeeper_client=error");
-        }
+        // Its stderr (the ZooKeeper client's warning on every failed reconnect while a server
+        // is down, ...) goes to the run's log file, not to the terminal.
+        let cmd = self.env.worker_command(slot).await?;
         let mut p = CandidateProcess::spawn(host.clone(), cmd, &job, self.events_tx.clone())
             .await
             .with_context(|| format!("cannot start candidate {id} on {host}"))?;
