@@ -5,8 +5,15 @@
 //!
 //! ```text
 //! loop: [open loop: sleep until intended start] -> invoke acquire -> ok: write token to the
-//!       resource -> hold -> release -> think
+//!       resource -> hold [renewing every `renew_every`] -> release -> think
 //! ```
+//!
+//! With `workload.renew_every` the hold is a watchdog's: the client renews the lock at that
+//! period until the hold is over (each renewal an invoke and a completion in the history, so
+//! the checkers judge them), and a renewal that fails ends the hold at once with the release.
+//! A renewal that fell due while the process was stopped runs as soon as it resumes, before
+//! the hold's end is looked at (a watchdog timer fires late, it is not skipped). Such a hold
+//! ends early when the run is stopped, so a run with long holds still ends promptly.
 //!
 //! An acquire that times out, or any `info` outcome, retires the client (Jepsen's rule: a
 //! process that saw an indeterminate result is never reused) and the slot continues with a
@@ -31,8 +38,8 @@ use crate::resource::{FencedResource, ResourceConn};
 use lockbench_core::scenario::Workload;
 use lockbench_core::traits::BackendError;
 use lockbench_core::{
-    Backend, ClientId, ErrorKind, FencingToken, KeyId, LockClient, Nanos, Op, OpF, OpType, Outcome,
-    RunClock,
+    Backend, ClientId, ErrorKind, FencingToken, Grant, KeyId, LockClient, Nanos, Op, OpF, OpType,
+    Outcome, RunClock,
 };
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
@@ -394,7 +401,19 @@ async fn client_loop<B: Backend>(
 
                 let hold = plan.hold();
                 if !hold.is_zero() && holder.is_none() {
-                    tokio::time::sleep(hold).await;
+                    match workload.renew_every {
+                        None => tokio::time::sleep(hold).await,
+                        Some(every) => {
+                            let held = Held {
+                                id,
+                                grant: &grant,
+                                clock,
+                            };
+                            let h =
+                                hold_renewing(&mut client, held, hold, every, &mut rec, &mut stop);
+                            retire |= h.await;
+                        }
+                    }
                 }
                 let token = grant.token;
                 rec.push(Op::invoke(clock.now(), id, OpF::Release, key));
@@ -407,7 +426,7 @@ async fn client_loop<B: Backend>(
                     }
                     Ok(Outcome::Fail(e)) => {
                         rec.complete(done, id, OpF::Release, key, OpType::Fail, token, Some(e));
-                        retire = e == ErrorKind::SessionExpired;
+                        retire |= e == ErrorKind::SessionExpired;
                     }
                     Ok(Outcome::Info(e)) => {
                         rec.complete(done, id, OpF::Release, key, OpType::Info, token, Some(e));
@@ -452,6 +471,70 @@ async fn client_loop<B: Backend>(
     rec.add_requests(client.requests_sent());
     let _ = tokio::time::timeout(CLOSE_BUDGET, client.close()).await;
     rec.finish()
+}
+
+/// A lock held by the client loop: who holds it, the grant, the run's clock.
+struct Held<'g, H> {
+    id: ClientId,
+    grant: &'g Grant<H>,
+    clock: RunClock,
+}
+
+/// Holds `held` for `hold`, renewing it every `every` (see the module docs); each renewal may
+/// take at most `every` (a slower one is recorded as an indeterminate timeout). Returns
+/// `true` when a renewal's outcome retires the client (indeterminate, or the session
+/// expired); a renewal that failed otherwise (`lock-lost`) ends the hold early without
+/// retiring it.
+async fn hold_renewing<C: LockClient>(
+    client: &mut C,
+    held: Held<'_, C::Handle>,
+    hold: Duration,
+    every: Duration,
+    rec: &mut Recorder,
+    stop: &mut watch::Receiver<bool>,
+) -> bool {
+    let Held { id, grant, clock } = held;
+    let start = tokio::time::Instant::now();
+    let end = start + hold;
+    let mut due = start + every;
+    let (key, token) = (grant.key, grant.token);
+    loop {
+        let wake = due.min(end);
+        tokio::select! {
+            _ = tokio::time::sleep_until(wake) => {}
+            _ = stop.wait_for(|s| *s) => return false,
+        }
+        let now = tokio::time::Instant::now();
+        if now < due {
+            // The hold is over before the next renewal.
+            return false;
+        }
+        rec.push(Op::invoke(clock.now(), id, OpF::Renew, key));
+        let renewed = tokio::select! {
+            r = tokio::time::timeout(every, client.renew(grant)) => r,
+            // Stopped mid-renewal: the renew stays open in the history (indeterminate).
+            _ = stop.wait_for(|s| *s) => return false,
+        };
+        let (ty, error) = match renewed {
+            Ok(Outcome::Ok(())) => (OpType::Ok, None),
+            Ok(Outcome::Fail(e)) => (OpType::Fail, Some(e)),
+            Ok(Outcome::Info(e)) => (OpType::Info, Some(e)),
+            Err(_) => (OpType::Info, Some(ErrorKind::Timeout)),
+        };
+        rec.complete(clock.now(), id, OpF::Renew, key, ty, token, error);
+        match ty {
+            OpType::Ok => {}
+            OpType::Fail => return error == Some(ErrorKind::SessionExpired),
+            _ => return true,
+        }
+        let now = tokio::time::Instant::now();
+        if now >= end {
+            return false;
+        }
+        // As Redisson's watchdog does: the next renewal is scheduled when this one has
+        // succeeded, so a late one (the process was stopped) is not followed by a burst.
+        due = now + every;
+    }
 }
 
 fn count_towards_target<B>(shared: &Shared<B>) {

@@ -205,13 +205,12 @@ async fn an_indeterminate_acquire_retires_the_client_and_a_fresh_one_continues()
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn stopping_the_run_ends_every_client_promptly() {
-    let s = scenario("acquisitions = 1000000000\nhold = '1ms'");
+/// Runs `s` until it is stopped after `after`; fails if it has not ended 10 s later.
+async fn stopped_after(s: &Scenario, after: Duration) -> (lockbench_workloads::RunOutput, Vec<Op>) {
     let control = RunControl::new(s.workload.clients);
     let stopper = control.clone();
     tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        tokio::time::sleep(after).await;
         stopper.stop.send_replace(true);
     });
     let locks = Arc::new(MemoryLocks {
@@ -220,7 +219,7 @@ async fn stopping_the_run_ends_every_client_promptly() {
         info_every: 0,
         connects: AtomicU64::new(0),
     });
-    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let run = ContentionRun {
         workload: s.workload.clone(),
         seed: 1,
@@ -237,5 +236,45 @@ async fn stopping_the_run_ends_every_client_promptly() {
     .await
     .expect("run did not stop")
     .unwrap();
+    let mut ops = Vec::new();
+    while let Some(chunk) = rx.recv().await {
+        ops.extend(chunk);
+    }
+    (out, ops)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stopping_the_run_ends_every_client_promptly() {
+    let s = scenario("acquisitions = 1000000000\nhold = '1ms'");
+    let (out, _) = stopped_after(&s, Duration::from_millis(200)).await;
     assert!(out.acquisitions() > 0);
+}
+
+/// `renew_every`: a hold far longer than the run is cut into renewals, each an invoke and a
+/// completion on the holder's grant; stopping the run ends the hold, and the lock is released.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_renewed_hold_records_its_renewals_and_ends_when_the_run_stops() {
+    let s = scenario("acquisitions = 1000000000\nhold = '1h'\nrenew_every = '20ms'");
+    let (_, ops) = stopped_after(&s, Duration::from_millis(300)).await;
+    let count = |f: OpF, ty: OpType| ops.iter().filter(|o| o.f == f && o.ty == ty).count();
+    let grants = count(OpF::Acquire, OpType::Ok);
+    assert!(grants >= 1, "{ops:?}");
+    assert!(count(OpF::Renew, OpType::Ok) >= grants, "{ops:?}");
+    assert!(
+        count(OpF::Renew, OpType::Ok) + 2 >= count(OpF::Renew, OpType::Invoke),
+        "every renewal completed but those (one a key) cut short by the stop: {ops:?}"
+    );
+    assert_eq!(count(OpF::Release, OpType::Ok), grants, "{ops:?}");
+    for renew in ops
+        .iter()
+        .filter(|o| o.f == OpF::Renew && o.ty == OpType::Ok)
+    {
+        let granted = ops.iter().any(|o| {
+            o.f == OpF::Acquire
+                && o.ty == OpType::Ok
+                && o.client == renew.client
+                && o.token == renew.token
+        });
+        assert!(granted, "a renewal of a grant the client holds: {renew:?}");
+    }
 }

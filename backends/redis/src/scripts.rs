@@ -65,6 +65,13 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then
 end
 return 0";
 
+/// `redis-broken-renew` renew: a plain `PEXPIRE`, without the compare, so it extends whoever
+/// holds the lock, someone else's lock included; 1 when the key existed, 0 when it had gone.
+/// Deliberately broken; it exists so the renew checker can be shown to catch it.
+/// `KEYS = [lock]`, `ARGV = [value, ttl_ms]` (the value is ignored).
+pub const RENEW_PEXPIRE: &str = "\
+return redis.call('PEXPIRE', KEYS[1], ARGV[2])";
+
 /// The scripts with their SHA1 hashes, computed once per process.
 pub(crate) struct Scripts {
     pub(crate) acquire_nx: Script,
@@ -72,6 +79,7 @@ pub(crate) struct Scripts {
     pub(crate) release: Script,
     pub(crate) release_del: Script,
     pub(crate) renew: Script,
+    pub(crate) renew_pexpire: Script,
     pub(crate) release_publish: Script,
 }
 
@@ -82,6 +90,7 @@ pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     release: Script::new(RELEASE),
     release_del: Script::new(RELEASE_DEL),
     renew: Script::new(RENEW),
+    renew_pexpire: Script::new(RENEW_PEXPIRE),
     release_publish: Script::new(RELEASE_PUBLISH),
 });
 

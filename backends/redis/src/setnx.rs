@@ -14,7 +14,9 @@
 //! token numbers start over, and a failover to a replica that missed the last `INCR` hands out
 //! a token again. [`SetMode::BrokenNoNx`] runs the very same code with a script that omits
 //! `NX`, so it grants a lock that is already held; [`SetMode::BrokenRelease`] releases with a
-//! plain `DEL` reported as success, so a holder whose lock expired deletes its successor's.
+//! plain `DEL` reported as success, so a holder whose lock expired deletes its successor's;
+//! [`SetMode::BrokenRenew`] renews with a plain `PEXPIRE`, so a holder whose lock expired
+//! extends its successor's and is told it still holds the lock.
 //!
 //! `redis-pubsub` ([`SetNxBackend::with_pubsub`]) is the same lock with another way to wait:
 //! instead of sleeping between attempts, a refused waiter subscribes to the lock's release
@@ -52,6 +54,9 @@ pub enum SetMode {
     /// `SET ... NX PX`, released by a plain `DEL` reported as success:
     /// `redis-broken-release`, which deletes whoever holds the lock.
     BrokenRelease,
+    /// `SET ... NX PX`, renewed by a plain `PEXPIRE` without the compare:
+    /// `redis-broken-renew`, which extends whoever holds the lock.
+    BrokenRenew,
 }
 
 impl SetMode {
@@ -60,20 +65,28 @@ impl SetMode {
             SetMode::Nx => BackendKind::RedisSetnx,
             SetMode::BrokenNoNx => BackendKind::RedisBrokenNoNx,
             SetMode::BrokenRelease => BackendKind::RedisBrokenRelease,
+            SetMode::BrokenRenew => BackendKind::RedisBrokenRenew,
         }
     }
 
     fn script(self) -> &'static Script {
         match self {
-            SetMode::Nx | SetMode::BrokenRelease => &SCRIPTS.acquire_nx,
+            SetMode::Nx | SetMode::BrokenRelease | SetMode::BrokenRenew => &SCRIPTS.acquire_nx,
             SetMode::BrokenNoNx => &SCRIPTS.acquire_no_nx,
         }
     }
 
     fn release_script(self) -> &'static Script {
         match self {
-            SetMode::Nx | SetMode::BrokenNoNx => &SCRIPTS.release,
+            SetMode::Nx | SetMode::BrokenNoNx | SetMode::BrokenRenew => &SCRIPTS.release,
             SetMode::BrokenRelease => &SCRIPTS.release_del,
+        }
+    }
+
+    fn renew_script(self) -> &'static Script {
+        match self {
+            SetMode::BrokenRenew => &SCRIPTS.renew_pexpire,
+            SetMode::Nx | SetMode::BrokenNoNx | SetMode::BrokenRelease => &SCRIPTS.renew,
         }
     }
 }
@@ -194,6 +207,11 @@ impl Backend for SetNxBackend {
                 "per-lock counter INCRed in the same Lua script as the SET NX grant; this \
                  recipe is deliberately broken: released by a plain DEL, whoever holds the lock"
             }
+            SetMode::BrokenRenew => {
+                "per-lock counter INCRed in the same Lua script as the SET NX grant; this \
+                 recipe is deliberately broken: renewed by a plain PEXPIRE, whoever holds the \
+                 lock"
+            }
         };
         let fencing = match self.sentinels {
             Some(_) => {
@@ -257,6 +275,7 @@ impl Backend for SetNxBackend {
             keys: self.keys.clone(),
             acquire: self.mode.script(),
             release: self.mode.release_script(),
+            renew: self.mode.renew_script(),
             nonce: Nonce::of(client),
             grants: 0,
             backoff: Backoff::new(
@@ -353,6 +372,8 @@ pub struct SetNxClient {
     acquire: &'static Script,
     /// Compare-and-delete, or `redis-broken-release`'s plain `DEL`.
     release: &'static Script,
+    /// Compare-and-`PEXPIRE`, or `redis-broken-renew`'s plain `PEXPIRE`.
+    renew: &'static Script,
     nonce: Nonce,
     grants: u64,
     backoff: Backoff,
@@ -521,8 +542,7 @@ impl LockClient for SetNxClient {
     }
 
     async fn renew(&mut self, grant: &Grant<SetNxHandle>) -> Outcome<()> {
-        self.compare_and(&SCRIPTS.renew, grant, Some(self.ttl_ms))
-            .await
+        self.compare_and(self.renew, grant, Some(self.ttl_ms)).await
     }
 
     fn requests_sent(&self) -> Option<u64> {

@@ -1,5 +1,5 @@
-//! Releases: a release that reported success after its lock had been granted to another
-//! client deleted someone else's lock.
+//! Releases and renewals: a release that reported success after its lock had been granted to
+//! another client deleted someone else's lock; a renewal that did extended someone else's.
 //!
 //! A correct release is a compare-and-delete: it removes the lock only while it still holds
 //! the releaser's value (Redis's `GET` + `DEL` script, a ZooKeeper node the session owns, an
@@ -18,9 +18,20 @@
 //! the lock is gone, before the releaser hears back). An indeterminate (`info`) release proves
 //! nothing; a `fail` one is the compare doing its job.
 //!
+//! A renewal (`workload.renew_every`) is the same compare with another act: a correct renew
+//! extends the lock only while it still holds the renewer's value (compare-and-`PEXPIRE`, a
+//! keep-alive of the lease the key lives on, a check that the session's lock node exists) and
+//! reports `fail lock-lost` otherwise. A renew that extends without comparing (a plain
+//! `PEXPIRE`) succeeds on the successor's key: the renewer goes on working as the holder, and
+//! the successor's lock lives longer than its owner asked. So a renew by `A` of `k` is a
+//! *foreign renew* ([`RENEW_KIND`]) when it completed `ok` and another client's exclusive
+//! grant of `k` completed after `A`'s latest grant and before `A` invoked the renew; a grant
+//! landing while the renew is in flight does not count (the renew may have reached the server
+//! first).
+//!
 //! Streaming (see [`crate::checker`]): per key, the clients that hold it (from their grant to
 //! their release's completion), each with whether another client was granted the key since,
-//! and that flag frozen when the release is invoked: memory bounded by the holders.
+//! and that flag frozen when the release or a renew is invoked: memory bounded by the holders.
 
 use crate::checker::{self, Checker, CheckerOutcome, Finding, Validity};
 use lockbench_core::{ClientId, History, KeyId, Nanos, Op, OpF, OpType};
@@ -33,6 +44,9 @@ pub const NAME: &str = "release";
 /// The scorecard's name of a foreign release.
 pub const KIND: &str = "foreign_release";
 
+/// The scorecard's name of a foreign renew.
+pub const RENEW_KIND: &str = "foreign_renew";
+
 /// What the release checker found.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReleaseReport {
@@ -44,6 +58,19 @@ pub struct ReleaseReport {
     /// When each foreign release completed; not serialized.
     #[serde(skip)]
     pub at: Vec<Nanos>,
+    /// Renewals of an exclusive grant that completed `ok`.
+    #[serde(default)]
+    pub renews_ok: u64,
+    /// Renewals that failed definitely (`fail`: the lock was gone, the compare did its job).
+    #[serde(default)]
+    pub renews_failed: u64,
+    /// Renewals that reported success after the lock had been granted to another client:
+    /// they extended someone else's lock.
+    #[serde(default)]
+    pub foreign_renews: u64,
+    /// When each foreign renew completed; not serialized.
+    #[serde(skip)]
+    pub renew_at: Vec<Nanos>,
 }
 
 /// One holder of a key.
@@ -53,6 +80,8 @@ struct Holder {
     taken_over: bool,
     /// `taken_over` when the release was invoked; `None` before.
     at_release: Option<bool>,
+    /// `taken_over` when the renew in flight was invoked; `None` when none is.
+    at_renew: Option<bool>,
 }
 
 /// The release checker as a stream over the history.
@@ -84,6 +113,28 @@ impl Checker for ReleaseChecker {
                     h.at_release = Some(h.taken_over);
                 }
             }
+            (OpF::Renew, OpType::Invoke) => {
+                if let Some(h) = self.holder(op.key, op.client) {
+                    h.at_renew = Some(h.taken_over);
+                }
+            }
+            (OpF::Renew, ty) => {
+                let Some(h) = self.holder(op.key, op.client) else {
+                    return;
+                };
+                let foreign = h.at_renew.take() == Some(true);
+                let r = &mut self.report;
+                match ty {
+                    OpType::Ok if foreign => {
+                        r.renews_ok += 1;
+                        r.foreign_renews += 1;
+                        r.renew_at.push(op.time);
+                    }
+                    OpType::Ok => r.renews_ok += 1,
+                    OpType::Fail => r.renews_failed += 1,
+                    _ => {}
+                }
+            }
             (OpF::Release, ty) => {
                 let Some(holders) = self.holders.get_mut(&op.key) else {
                     return;
@@ -103,16 +154,18 @@ impl Checker for ReleaseChecker {
         }
     }
 
-    /// Invalid when a release deleted someone else's lock.
+    /// Invalid when a release deleted someone else's lock or a renew extended it.
     fn finish(self: Box<Self>) -> CheckerOutcome {
         let r = self.report;
-        let validity = if r.foreign_releases > 0 {
+        let validity = if r.foreign_releases > 0 || r.foreign_renews > 0 {
             Validity::Invalid
         } else {
             Validity::Valid
         };
         let mut out = CheckerOutcome::new(NAME, validity, &r);
-        out.findings = Finding::all(KIND, &r.at).collect();
+        out.findings = Finding::all(KIND, &r.at)
+            .chain(Finding::all(RENEW_KIND, &r.renew_at))
+            .collect();
         out
     }
 }
@@ -163,5 +216,45 @@ mod tests {
         assert_eq!(r.releases_ok, 3);
         assert_eq!(r.foreign_releases, 1);
         assert_eq!(r.at, vec![Nanos(4)]);
+        assert_eq!((r.renews_ok, r.foreign_renews), (0, 0));
+    }
+
+    #[test]
+    fn a_renew_after_another_clients_grant_extended_their_lock() {
+        use OpF::{Acquire, Release, Renew};
+        use OpType::{Fail, Info, Invoke, Ok};
+        let h = History::from_unordered(vec![
+            op(1, 0, Acquire, Ok),
+            op(2, 0, Renew, Invoke),
+            op(3, 0, Renew, Ok),   // its own lock: fine
+            op(4, 1, Acquire, Ok), // client 0 was paused, its lock expired: client 1 holds it
+            op(5, 0, Renew, Invoke),
+            op(6, 0, Renew, Ok), // a plain PEXPIRE: client 1's lock extended
+            op(7, 1, Renew, Invoke),
+            op(8, 1, Renew, Ok), // client 1's own renewal
+            op(9, 0, Renew, Invoke),
+            op(10, 0, Renew, Fail), // the compare doing its job
+            op(11, 0, Renew, Invoke),
+            op(12, 0, Renew, Info), // proves nothing
+            op(13, 0, Release, Invoke),
+            op(14, 0, Release, Fail),
+            op(15, 1, Release, Invoke),
+            op(16, 1, Release, Ok),
+            // A grant landing while a renew is in flight does not count.
+            op(20, 2, Acquire, Ok),
+            op(21, 2, Renew, Invoke),
+            op(22, 3, Acquire, Ok),
+            op(23, 2, Renew, Ok),
+        ]);
+        let r = check(&h);
+        assert_eq!(r.renews_ok, 4);
+        assert_eq!(r.renews_failed, 1);
+        assert_eq!(r.foreign_renews, 1);
+        assert_eq!(r.renew_at, vec![Nanos(6)]);
+        assert_eq!(r.foreign_releases, 0);
+        let out = Box::new(checker::feed_ops(ReleaseChecker::default(), &h)).finish();
+        assert_eq!(out.validity, Validity::Invalid);
+        let kinds: Vec<&str> = out.findings.iter().map(|f| f.kind).collect();
+        assert_eq!(kinds, vec![RENEW_KIND]);
     }
 }

@@ -22,6 +22,7 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         include_str!("../../../scenarios/broken-recipe.toml"),
     ),
     ("fencing", include_str!("../../../scenarios/fencing.toml")),
+    ("watchdog", include_str!("../../../scenarios/watchdog.toml")),
     ("herd", include_str!("../../../scenarios/herd.toml")),
     ("nightly", include_str!("../../../scenarios/nightly.toml")),
     (

@@ -77,11 +77,15 @@ pub enum BackendKind {
     /// whatever it deleted, so a holder whose lock expired deletes its successor's lock.
     /// Exists to prove the release checker catches it; never part of a comparison.
     RedisBrokenRelease,
+    /// Deliberately broken: `redis-setnx` whose renew is a plain `PEXPIRE` without the compare,
+    /// so a holder whose lock expired extends its successor's lock and is told it still holds
+    /// it. Exists to prove the renew checker catches it; never part of a comparison.
+    RedisBrokenRenew,
 }
 
 impl BackendKind {
     /// Every backend, in the order comparisons print them.
-    pub const ALL: [BackendKind; 13] = [
+    pub const ALL: [BackendKind; 14] = [
         BackendKind::ZkFair,
         BackendKind::ZkCurator,
         BackendKind::ZkHerd,
@@ -95,6 +99,7 @@ impl BackendKind {
         BackendKind::EtcdHerd,
         BackendKind::RedisPubsub,
         BackendKind::RedisBrokenRelease,
+        BackendKind::RedisBrokenRenew,
     ];
 
     /// The name users type and results print.
@@ -113,6 +118,7 @@ impl BackendKind {
             BackendKind::EtcdHerd => "etcd-herd",
             BackendKind::RedisPubsub => "redis-pubsub",
             BackendKind::RedisBrokenRelease => "redis-broken-release",
+            BackendKind::RedisBrokenRenew => "redis-broken-renew",
         }
     }
 

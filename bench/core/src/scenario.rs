@@ -212,6 +212,20 @@ pub struct Workload {
     /// Readers do not write to the protected resource.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub read_fraction: f64,
+    /// Renew a held lock this often while holding it (a watchdog, as Redisson,
+    /// python-redis-lock and etcd sessions run one: every third of the lock's life): the hold
+    /// (`hold`, often several times the lock's life) is cut into renewals, each recorded as a
+    /// `renew` op; a renew that fails (`lock-lost`) ends the hold at once with the release.
+    /// Must be shorter than every backend's lock life ([`Scenario::expiry`]). What a renew is
+    /// depends on the recipe: compare-and-`PEXPIRE` (Redis), the same on a quorum (Redlock),
+    /// a lease keep-alive (etcd), a check that the session and the lock node live (ZooKeeper).
+    /// Absent: no renewals (holds must then be shorter than the lock's life).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "humantime_serde::option"
+    )]
+    pub renew_every: Option<Duration>,
 }
 
 fn is_zero(x: &f64) -> bool {
@@ -290,7 +304,7 @@ impl Scenario {
             }
             BackendKind::EtcdLease | BackendKind::EtcdLockapi => self.etcd.lease_ttl,
             BackendKind::RedisSetnx | BackendKind::RedisBrokenNoNx => self.redis.ttl,
-            BackendKind::RedisBrokenRelease => self.redis.ttl,
+            BackendKind::RedisBrokenRelease | BackendKind::RedisBrokenRenew => self.redis.ttl,
             BackendKind::RedisSentinel => self.redis.ttl,
             BackendKind::Redlock => self.redlock.ttl,
             BackendKind::ZkRwlock => self.zookeeper.session_timeout,
@@ -633,6 +647,7 @@ impl Scenario {
         if !(0.0..=1.0).contains(&w.read_fraction) {
             return Err(bad("workload.read_fraction", "must be between 0.0 and 1.0"));
         }
+        self.validate_renewals()?;
         if self.stall_alarm.is_zero() {
             return Err(bad("stall_alarm", "must be above zero"));
         }
@@ -673,6 +688,41 @@ impl Scenario {
 }
 
 impl Scenario {
+    /// `workload.renew_every`: above zero, shorter than every backend's lock life (a renewal
+    /// after the lock expired renews nothing), and only where a client holds locks the
+    /// contention loop's way (not the fencing holder, not elections).
+    fn validate_renewals(&self) -> Result<(), ScenarioError> {
+        let Some(every) = self.workload.renew_every else {
+            return Ok(());
+        };
+        let field = "workload.renew_every";
+        if every.is_zero() {
+            return Err(bad(field, "must be above zero"));
+        }
+        if matches!(
+            self.workload.kind,
+            WorkloadKind::Fencing | WorkloadKind::Failover
+        ) {
+            return Err(bad(
+                field,
+                "renewals are for the contention and herd workloads (the fencing holder and \
+                 election candidates do not renew)",
+            ));
+        }
+        if let Some(b) = self.backends.iter().find(|b| every >= self.expiry(**b)) {
+            return Err(bad(
+                field,
+                format!(
+                    "{} is not shorter than {b}'s lock life ({}): renew every fraction of it, \
+                     e.g. a third",
+                    humantime::format_duration(every),
+                    humantime::format_duration(self.expiry(*b))
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     /// Every fault must happen inside the run's *fault phase*: the first `duration` of the
     /// measured window (after warm-up), which ends with a final heal, then `recovery`. A fault
     /// scheduled later used to be accepted and silently never applied, so it is an error,
@@ -961,6 +1011,29 @@ keys = 1
                 .unwrap_err()
                 .contains("2 clients")
         );
+    }
+
+    #[test]
+    fn renewals_must_come_within_every_backends_lock_life() {
+        let sets = |s: &[&str]| -> Vec<String> { s.iter().map(|s| s.to_string()).collect() };
+        let with = |s: &[&str]| Scenario::load("t", MINIMAL, &sets(s));
+        let ok = with(&["workload.renew_every=600ms", "zookeeper.session_timeout=2s"]).unwrap();
+        assert_eq!(ok.workload.renew_every, Some(Duration::from_millis(600)));
+        assert_eq!(Scenario::load("again", &ok.to_toml(), &[]).unwrap(), ok);
+        let err = with(&[
+            "backends=zk-fair,redis-broken-renew",
+            "redis.ttl=500ms",
+            "workload.renew_every=600ms",
+        ])
+        .unwrap_err();
+        assert!(
+            err.contains("workload.renew_every") && err.contains("redis-broken-renew"),
+            "{err}"
+        );
+        let err = with(&["workload.renew_every=0s"]).unwrap_err();
+        assert!(err.contains("workload.renew_every"), "{err}");
+        let err = with(&["workload.kind=fencing", "workload.renew_every=100ms"]).unwrap_err();
+        assert!(err.contains("workload.renew_every"), "{err}");
     }
 
     #[test]

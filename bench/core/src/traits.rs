@@ -39,8 +39,9 @@ pub struct Grant<H> {
 ///   inside a library that cannot be counted from outside (results then rely on the server's
 ///   counters alone, and say so).
 pub trait LockClient: Send + 'static {
-    /// What the recipe keeps about a held lock.
-    type Handle: Send + std::fmt::Debug + 'static;
+    /// What the recipe keeps about a held lock. `Sync` because the client loop keeps the
+    /// grant borrowed while it awaits a renewal.
+    type Handle: Send + Sync + std::fmt::Debug + 'static;
 
     /// Waits for the lock on `key`.
     fn acquire(&mut self, key: KeyId) -> impl Future<Output = Outcome<Grant<Self::Handle>>> + Send;

@@ -203,6 +203,7 @@ fn workload(kind: WorkloadKind) -> BoxedStrategy<Workload> {
                     Processes::InProcess
                 },
                 read_fraction,
+                renew_every: None,
             },
         )
         .boxed()

@@ -41,13 +41,17 @@ macro_rules! with_backend {
             }
             $crate::core::BackendKind::RedisSetnx
             | $crate::core::BackendKind::RedisBrokenNoNx
-            | $crate::core::BackendKind::RedisBrokenRelease => {
+            | $crate::core::BackendKind::RedisBrokenRelease
+            | $crate::core::BackendKind::RedisBrokenRenew => {
                 let mode = match kind {
                     $crate::core::BackendKind::RedisBrokenNoNx => {
                         $crate::redis::SetMode::BrokenNoNx
                     }
                     $crate::core::BackendKind::RedisBrokenRelease => {
                         $crate::redis::SetMode::BrokenRelease
+                    }
+                    $crate::core::BackendKind::RedisBrokenRenew => {
+                        $crate::redis::SetMode::BrokenRenew
                     }
                     _ => $crate::redis::SetMode::Nx,
                 };

@@ -12,6 +12,7 @@ pub fn group_of(backend: BackendKind) -> Group {
         BackendKind::EtcdLease | BackendKind::EtcdLockapi | BackendKind::EtcdHerd => Group::Etcd,
         BackendKind::RedisSetnx | BackendKind::RedisBrokenNoNx => Group::Redis,
         BackendKind::RedisPubsub | BackendKind::RedisBrokenRelease => Group::Redis,
+        BackendKind::RedisBrokenRenew => Group::Redis,
         BackendKind::Redlock => Group::Redlock,
         BackendKind::RedisSentinel => Group::Failover,
     }

@@ -192,6 +192,12 @@ pub struct SafetyResult {
     /// `checks.release`.
     #[serde(default)]
     pub foreign_releases: u64,
+    /// Renewals (`workload.renew_every`) that reported success after the lock had been
+    /// granted to another client: they extended that client's lock (a `PEXPIRE` without the
+    /// compare) and told the renewer it still held it. Makes the verdict `invalid`; the renew
+    /// figures (`renews_ok`, `renews_failed`) are in `checks.release`.
+    #[serde(default)]
+    pub foreign_renews: u64,
     /// Writes the protected resource judged otherwise than the history does (the fencing
     /// audit recomputes each write's staleness from the history alone): instrument faults.
     /// Any makes the verdict `unknown`, and each is described in `failed_checkers`.
@@ -413,12 +419,14 @@ impl Repetition {
 
 impl SafetyResult {
     /// Violations that did damage: mutex violations, stale writes accepted, writes after the
-    /// lock was lost that the resource accepted, and releases of another client's lock.
+    /// lock was lost that the resource accepted, and releases and renewals of another
+    /// client's lock.
     pub fn damage(&self) -> u64 {
         self.mutex_violations
             + self.stale_writes_accepted
             + self.writes_after_lock_lost_accepted
             + self.foreign_releases
+            + self.foreign_renews
     }
 
     /// Writes fencing stopped: the stale writes the resource rejected (fencing doing its job,
@@ -451,6 +459,11 @@ impl SafetyResult {
                 self.foreign_releases,
                 "release of another client's lock",
                 "releases of another client's lock",
+            ),
+            (
+                self.foreign_renews,
+                "renewal of another client's lock",
+                "renewals of another client's lock",
             ),
         ]
         .into_iter()
@@ -527,6 +540,7 @@ impl BackendResult {
                 unfenced_writes: 0,
                 token_reuses: 0,
                 foreign_releases: 0,
+                foreign_renews: 0,
                 instrument_faults: 0,
                 stale_writes_ambiguous: 0,
                 failed_checkers: vec!["backend did not run".into()],

@@ -247,6 +247,7 @@ fn safety_result(s: Safety) -> SafetyResult {
         unfenced_writes: f.unfenced_writes,
         token_reuses: f.token_reuses,
         foreign_releases: rel.foreign_releases,
+        foreign_renews: rel.foreign_renews,
         instrument_faults: a.faults,
         stale_writes_ambiguous: a.ambiguous,
         failed_checkers: s.failed_checkers,

@@ -21,3 +21,4 @@ mod partition;
 mod proxy;
 mod server_truth;
 mod silent;
+mod watchdog;
