@@ -540,6 +540,8 @@ fn every_builtin_scenario_carries_its_expectations() {
                 assert!(has("redlock", "damaged"), "{path}");
             }
             "chaos-full" => assert!(has("redlock", "damaged"), "{path}"),
+            // The long pause outlives every lock.
+            "watchdog" => assert!(units.iter().all(|b| has(b, "violated")), "{path}"),
             "redis-failover" => assert!(has("redis-sentinel", "violated"), "{path}"),
             "soak" => {
                 // Its kills restart the single, unpersisted Redis empty: tokens are reused.
