@@ -37,6 +37,12 @@
 //! - **Where servers run is a [`Site`]**: the managed cluster's namespaces ([`Managed`]) or
 //!   docker-compose.yml's containers (the compose crate's); the [`ServerNemesis`] is written
 //!   once over it.
+//! - **Every fault has one owner.** Worker processes are the [`ClientNemesis`]'s (signals),
+//!   servers and firewall rules the server nemesis's, proxies the [`LinkNemesis`]'s; a run's
+//!   [`Composite`] sends each fault where its kind's [`Route`](lockbench_core::Route) says
+//!   (decided in `lockbench-core`, beside the verb). Every nemesis `match`es on the fault
+//!   exhaustively, so a new kind does not compile until each one has said what it does with it
+//!   (CONTRIBUTING, "Adding a fault").
 //!
 //! In the loopback topology (not root, or no namespaces) pauses, kills, restarts, clock
 //! jumps and proxied link faults work; partitions and the iptables black-hole are returned
@@ -44,7 +50,9 @@
 #![deny(missing_docs)]
 
 mod cleanup;
+mod client_nemesis;
 mod clock;
+mod composite;
 mod failover;
 mod firewall;
 pub mod grudge;
@@ -59,6 +67,8 @@ mod targets;
 pub mod toxiproxy_api;
 
 pub use cleanup::cleanup;
+pub use client_nemesis::{ClientNemesis, ClientProcess, Respawn};
+pub use composite::{Composite, Unreachable};
 pub use link_nemesis::LinkNemesis;
 pub use link_proxies::LinkProxies;
 pub use link_proxy::LinkProxy;

@@ -209,9 +209,15 @@ impl Nemesis for LinkNemesis {
                 ]
             }
             Fault::Heal => self.heal(clock).await,
-            other => vec![FaultEvent::now(
+            // A schedule's final undo of processes: no proxy was stopped or killed.
+            Fault::Resume { .. } | Fault::Start { .. } => Vec::new(),
+            Fault::Partition { .. }
+            | Fault::Pause { .. }
+            | Fault::Kill { .. }
+            | Fault::ClockJump { .. }
+            | Fault::RedisFailover => vec![FaultEvent::now(
                 clock,
-                other.verb(),
+                fault.verb(),
                 FaultPhase::Start,
                 vec![],
                 "the link nemesis applies link faults only",

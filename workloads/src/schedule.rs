@@ -7,7 +7,8 @@
 //! the timeline can be printed and tested without running anything.
 //!
 //! Times are offsets from the start of the measured window. Every fault with a `duration` gets
-//! its inverse (`partition` / `link-*` -> `heal`, `pause` -> `resume`, `kill` -> `start`);
+//! its inverse ([`Fault::inverse`]: `partition` / `link-*` -> `heal`, `pause` -> `resume`,
+//! `kill` -> `start`);
 //! at the end of the fault phase (`duration`) a final `heal`, `resume all` and `start all` are
 //! appended, after which the run continues for the scenario's `recovery` period.
 
@@ -27,23 +28,6 @@ pub struct Step {
     pub entry: Option<usize>,
 }
 
-/// The inverse of a fault with a duration, if it has one.
-pub fn inverse(fault: &Fault) -> Option<Fault> {
-    match fault {
-        Fault::Partition { .. } | Fault::LinkDelay { .. } | Fault::LinkBlackhole { .. } => {
-            Some(Fault::Heal)
-        }
-        Fault::RedisFailover => Some(Fault::Heal),
-        Fault::Pause { targets } => Some(Fault::Resume {
-            targets: targets.clone(),
-        }),
-        Fault::Kill { targets } => Some(Fault::Start {
-            targets: targets.clone(),
-        }),
-        Fault::Heal | Fault::Resume { .. } | Fault::Start { .. } | Fault::ClockJump { .. } => None,
-    }
-}
-
 /// The timeline of `specs` over a fault phase of length `phase`, seeded from `seed`.
 pub fn plan(specs: &[FaultSpec], seed: u64, phase: Duration) -> Vec<Step> {
     let mut steps = Vec::new();
@@ -58,7 +42,7 @@ pub fn plan(specs: &[FaultSpec], seed: u64, phase: Duration) -> Vec<Step> {
                 fault: spec.fault.clone(),
                 entry: Some(i),
             });
-            if let (Some(d), Some(undo)) = (spec.duration, inverse(&spec.fault)) {
+            if let (Some(d), Some(undo)) = (spec.duration, spec.fault.inverse()) {
                 steps.push(Step {
                     at: (start + d).min(phase),
                     fault: undo,

@@ -128,6 +128,46 @@ pub enum Fault {
     RedisFailover,
 }
 
+/// Which nemesis makes a fault real: the one routing every nemesis composition follows
+/// (`lockbench_chaos::Composite`), decided here, per kind, with the kind's other facts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Route {
+    /// Every nemesis: each undoes what it did (`heal`, and a schedule's final `resume` /
+    /// `start` of everything).
+    Everyone,
+    /// Signals to client worker processes (`holder`, `client2`): the client nemesis.
+    Clients,
+    /// The servers' processes or state (signals, restarts, the clock emulation, a failover):
+    /// the server nemesis.
+    Servers,
+    /// Firewall rules inside the hosts' namespaces: the server nemesis, which sees every host;
+    /// `holder` is first resolved to its worker's host.
+    Firewall,
+    /// Toxics on the run's link proxies when it has them, else the server nemesis.
+    Proxies,
+}
+
+impl Targets {
+    /// `true` when these name client processes only (`holder`, `client3`), not servers.
+    pub fn are_clients(&self) -> bool {
+        match self {
+            Targets::Holder => true,
+            Targets::Nodes(names) => {
+                !names.is_empty() && names.iter().all(|n| n.starts_with("client"))
+            }
+            Targets::One
+            | Targets::Leader
+            | Targets::Followers
+            | Targets::Minority
+            | Targets::Majority
+            | Targets::All => false,
+        }
+    }
+}
+
+// Every fact about a fault kind is an exhaustive `match` below: a new verb does not compile
+// until it has its name, its targets, its inverse and its route (CONTRIBUTING, "Adding a
+// fault").
 impl Fault {
     /// The verb, as results name it.
     pub fn verb(&self) -> &'static str {
@@ -142,6 +182,103 @@ impl Fault {
             Fault::LinkDelay { .. } => "link-delay",
             Fault::LinkBlackhole { .. } => "link-blackhole",
             Fault::RedisFailover => "redis-failover",
+        }
+    }
+
+    /// The targets, when the verb has any (a partition only when it isolates them).
+    pub fn targets(&self) -> Option<&Targets> {
+        match self {
+            Fault::Pause { targets }
+            | Fault::Resume { targets }
+            | Fault::Kill { targets }
+            | Fault::Start { targets }
+            | Fault::ClockJump { targets, .. }
+            | Fault::LinkDelay { targets, .. }
+            | Fault::LinkBlackhole { targets } => Some(targets),
+            Fault::Partition { split } => match split {
+                PartitionSpec::Isolate(t) => Some(t),
+                PartitionSpec::Halves
+                | PartitionSpec::MajoritiesRing
+                | PartitionSpec::Bridge
+                | PartitionSpec::ClientsOff
+                | PartitionSpec::RedlockOverlap => None,
+            },
+            Fault::Heal | Fault::RedisFailover => None,
+        }
+    }
+
+    /// The same fault on other targets (`holder` resolved to a worker's host); `None` when
+    /// the verb has no targets.
+    pub fn with_targets(&self, targets: Targets) -> Option<Fault> {
+        let mut f = self.clone();
+        let slot = match &mut f {
+            Fault::Pause { targets }
+            | Fault::Resume { targets }
+            | Fault::Kill { targets }
+            | Fault::Start { targets }
+            | Fault::ClockJump { targets, .. }
+            | Fault::LinkDelay { targets, .. }
+            | Fault::LinkBlackhole { targets } => targets,
+            Fault::Partition { split } => match split {
+                PartitionSpec::Isolate(t) => t,
+                PartitionSpec::Halves
+                | PartitionSpec::MajoritiesRing
+                | PartitionSpec::Bridge
+                | PartitionSpec::ClientsOff
+                | PartitionSpec::RedlockOverlap => return None,
+            },
+            Fault::Heal | Fault::RedisFailover => return None,
+        };
+        *slot = targets;
+        Some(f)
+    }
+
+    /// What ends a window of this fault when its schedule entry has a `duration`
+    /// (`partition` / `link-*` / `redis-failover` -> `heal`, `pause` -> `resume`, `kill` ->
+    /// `start`); `None` for verbs that open no window (`heal`, `resume`, `start`, the
+    /// instantaneous `clock-jump`).
+    pub fn inverse(&self) -> Option<Fault> {
+        match self {
+            Fault::Partition { .. }
+            | Fault::LinkDelay { .. }
+            | Fault::LinkBlackhole { .. }
+            | Fault::RedisFailover => Some(Fault::Heal),
+            Fault::Pause { targets } => Some(Fault::Resume {
+                targets: targets.clone(),
+            }),
+            Fault::Kill { targets } => Some(Fault::Start {
+                targets: targets.clone(),
+            }),
+            Fault::Heal | Fault::Resume { .. } | Fault::Start { .. } | Fault::ClockJump { .. } => {
+                None
+            }
+        }
+    }
+
+    /// Which nemesis applies it (see [`Route`]).
+    pub fn route(&self) -> Route {
+        match self {
+            Fault::Heal => Route::Everyone,
+            // A schedule's final undo: whatever any nemesis stopped or killed.
+            Fault::Resume {
+                targets: Targets::All,
+            }
+            | Fault::Start {
+                targets: Targets::All,
+            } => Route::Everyone,
+            Fault::Pause { targets }
+            | Fault::Resume { targets }
+            | Fault::Kill { targets }
+            | Fault::Start { targets } => {
+                if targets.are_clients() {
+                    Route::Clients
+                } else {
+                    Route::Servers
+                }
+            }
+            Fault::ClockJump { .. } | Fault::RedisFailover => Route::Servers,
+            Fault::Partition { .. } => Route::Firewall,
+            Fault::LinkDelay { .. } | Fault::LinkBlackhole { .. } => Route::Proxies,
         }
     }
 }
@@ -235,6 +372,48 @@ mod tests {
         assert_eq!(fault_label("pause", &c), "pause-client client1");
         assert_eq!(fault_label("pause", &s), "pause zk3");
         assert_eq!(fault_label("heal", &[]), "heal");
+    }
+
+    /// Each kind's route: client processes, servers, the firewall, the proxies, or everyone
+    /// for the undo steps.
+    #[test]
+    fn every_kind_routes_to_its_owner() {
+        let pause = |t| Fault::Pause { targets: t };
+        assert_eq!(pause(Targets::Holder).route(), Route::Clients);
+        assert_eq!(
+            pause(Targets::Nodes(vec!["client2".into()])).route(),
+            Route::Clients
+        );
+        assert_eq!(pause(Targets::Leader).route(), Route::Servers);
+        assert_eq!(
+            pause(Targets::Nodes(vec!["client2".into(), "zk1".into()])).route(),
+            Route::Servers
+        );
+        let resume_all = Fault::Resume {
+            targets: Targets::All,
+        };
+        assert_eq!(resume_all.route(), Route::Everyone);
+        assert_eq!(Fault::Heal.route(), Route::Everyone);
+        let isolate = Fault::Partition {
+            split: PartitionSpec::Isolate(Targets::Holder),
+        };
+        assert_eq!(isolate.route(), Route::Firewall);
+        let blackhole = Fault::LinkBlackhole {
+            targets: Targets::One,
+        };
+        assert_eq!(blackhole.route(), Route::Proxies);
+        assert_eq!(blackhole.inverse(), Some(Fault::Heal));
+        assert_eq!(
+            isolate.with_targets(Targets::Nodes(vec!["client1".into()])),
+            Some(Fault::Partition {
+                split: PartitionSpec::Isolate(Targets::Nodes(vec!["client1".into()]))
+            })
+        );
+        let halves = Fault::Partition {
+            split: PartitionSpec::Halves,
+        };
+        assert_eq!(halves.with_targets(Targets::One), None);
+        assert_eq!(resume_all.inverse(), None);
     }
 
     #[test]

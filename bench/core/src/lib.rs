@@ -43,7 +43,9 @@ pub mod traits;
 pub use election::{Candidate, ElectionInfo, ElectionKind, Elector, Leader, Removal};
 pub use endpoints::{Endpoints, SENTINEL_MASTER_NAME};
 pub use fanout::{ServerFanout, WakeupTally, Wakeups};
-pub use fault::{Fault, FaultEvent, FaultPhase, PartitionSpec, Targets, fault_kind, fault_label};
+pub use fault::{
+    Fault, FaultEvent, FaultPhase, PartitionSpec, Route, Targets, fault_kind, fault_label,
+};
 pub use history::History;
 pub use ids::{BackendKind, ClientId, FencingToken, KeyId};
 pub use op::{ErrorKind, Op, OpF, OpType, Outcome};

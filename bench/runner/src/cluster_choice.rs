@@ -4,14 +4,13 @@
 //! Why one value: what a run can do to its servers follows from this choice alone, so the
 //! choice hands out the server nemesis ([`ClusterChoice::server_nemesis`]): the chaos crate's
 //! on the managed cluster (namespaces, iptables, signals, restarts), the same one on compose's
-//! containers (their namespaces, Docker's pause/kill/start), and on an external cluster a
-//! stand-in that reports every server fault as not applied; and the link nemesis over the
+//! containers (their namespaces, Docker's pause/kill/start), and on an external cluster
+//! [`Unreachable`], which reports every server fault as not applied; and the link nemesis over the
 //! run's own proxies ([`ClusterChoice::link_nemesis`]) on both clusters lockbench reaches. Before,
 //! three `match`es in the coordinator each spawned their own copy of the fault schedule.
 
-use crate::nemesis::StandInServerNemesis;
 use anyhow::Context;
-use lockbench_chaos::{LinkNemesis, LinkProxies, Nemesis, Reach, ServerNemesis};
+use lockbench_chaos::{LinkNemesis, LinkProxies, Nemesis, Reach, ServerNemesis, Unreachable};
 use lockbench_cluster::Cluster;
 
 use lockbench_core::{BackendKind, Endpoints, Fault, FaultEvent, RunClock, Seed, Stream};
@@ -109,10 +108,8 @@ impl ClusterChoice {
             }
             // The same nemesis on the containers (their namespaces; Docker pause/kill/start).
             ClusterChoice::Compose => ServerSide::Compose(lockbench_compose::nemesis(group, rng)),
-            // Only what needs no access to the cluster's machines.
-            ClusterChoice::External(_) => {
-                ServerSide::StandIn(StandInServerNemesis::new(kind, None, seed))
-            }
+            // Its machines are someone else's: every server fault is reported not applied.
+            ClusterChoice::External(_) => ServerSide::External(Unreachable),
         }
     }
 
@@ -172,8 +169,8 @@ pub enum ServerSide {
     Managed(ServerNemesis),
     /// docker-compose.yml's.
     Compose(lockbench_compose::ComposeNemesis),
-    /// An external cluster's stand-in.
-    StandIn(StandInServerNemesis),
+    /// An external cluster's: nothing on its machines can be done.
+    External(Unreachable),
 }
 
 impl Nemesis for ServerSide {
@@ -181,7 +178,7 @@ impl Nemesis for ServerSide {
         match self {
             ServerSide::Managed(n) => n.apply(fault, clock).await,
             ServerSide::Compose(n) => n.apply(fault, clock).await,
-            ServerSide::StandIn(n) => n.apply(fault, clock).await,
+            ServerSide::External(n) => n.apply(fault, clock).await,
         }
     }
 
@@ -189,7 +186,7 @@ impl Nemesis for ServerSide {
         match self {
             ServerSide::Managed(n) => n.heal_all(clock).await,
             ServerSide::Compose(n) => n.heal_all(clock).await,
-            ServerSide::StandIn(n) => n.heal_all(clock).await,
+            ServerSide::External(n) => n.heal_all(clock).await,
         }
     }
 }

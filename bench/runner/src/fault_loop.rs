@@ -4,8 +4,8 @@
 //! every fault window as events on the run clock, in the same history as the ops.
 
 use crate::coordinator::{Ctx, Window, Workers};
-use crate::nemesis::{ClientNemesis, Composite};
-use lockbench_chaos::Nemesis;
+use crate::respawn::client_process;
+use lockbench_chaos::{ClientNemesis, Composite, Nemesis};
 use lockbench_core::{FaultEvent, FaultPhase, Nanos, RunClock};
 use lockbench_workloads::Granted;
 use lockbench_workloads::schedule;
@@ -70,16 +70,23 @@ pub(crate) fn start(
     let schedule = (!cx.scenario.faults.is_empty()).then(|| {
         let steps = schedule::plan(&cx.scenario.faults, cx.scenario.seed, cx.scenario.duration);
         let client = ClientNemesis::new(
-            workers.running.iter().map(|w| w.handle()).collect(),
+            workers
+                .running
+                .iter()
+                .map(|w| client_process(&w.handle()))
+                .collect(),
             workers.holding.clone(),
         )
-        .with_respawner(crate::respawn::Respawner {
-            commands: cx.env.worker_commands(),
-            jobs: workers.jobs.clone(),
-            sinks: workers.sinks.clone(),
-            start: window.start,
-            started: workers.respawned.clone(),
-        });
+        .with_respawn(
+            crate::respawn::Respawner {
+                commands: cx.env.worker_commands(),
+                jobs: workers.jobs.clone(),
+                sinks: workers.sinks.clone(),
+                start: window.start,
+                started: workers.respawned.clone(),
+            }
+            .into_respawn(),
+        );
         let links = links.and_then(|p| cx.env.cluster.link_nemesis(p, cx.kind, cx.scenario.seed));
         let nemesis = Composite {
             client,

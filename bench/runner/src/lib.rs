@@ -22,7 +22,6 @@ pub mod dispatch;
 pub mod failover;
 mod fault_loop;
 pub mod links;
-pub mod nemesis;
 pub mod observer;
 pub mod placement;
 pub mod reanalysis;

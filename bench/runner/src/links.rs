@@ -9,16 +9,14 @@
 use crate::observer::Observer;
 use crate::placement::RunEnv;
 use lockbench_chaos::LinkProxies;
-use lockbench_core::{BackendKind, Fault, PartitionSpec, Scenario, Targets};
+use lockbench_core::{BackendKind, Fault, PartitionSpec, Route, Scenario, Targets};
 
-/// `true` when the schedule has a link fault.
+/// `true` when the schedule has a link fault (one whose kind routes to the proxies).
 pub fn has_link_faults(scenario: &Scenario) -> bool {
-    scenario.faults.iter().any(|f| {
-        matches!(
-            f.fault,
-            Fault::LinkDelay { .. } | Fault::LinkBlackhole { .. }
-        )
-    })
+    scenario
+        .faults
+        .iter()
+        .any(|f| f.fault.route() == Route::Proxies)
 }
 
 /// The run's proxies to `kind`'s servers, or `None` when the run needs none (no link fault,

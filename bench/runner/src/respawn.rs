@@ -9,9 +9,12 @@
 //!
 //! The new [`WorkerProcess`] goes into a shared list that the coordinator finishes (stop,
 //! collect stats) at the end with the others; the dead process's stats are lost (counted as
-//! such in the note).
+//! such in the note). The chaos crate's client nemesis, which does the kill, gets this as a
+//! [`lockbench_chaos::Respawn`] ([`Respawner::into_respawn`]) and sees workers only as
+//! [`ClientProcess`]es ([`client_process`]).
 
 use crate::placement::{WorkerCommands, worker_name};
+use lockbench_chaos::ClientProcess;
 use lockbench_core::Nanos;
 use lockbench_workloads::WorkerProcess;
 use lockbench_workloads::worker::{Job, ToWorker, WorkerHandle, WorkerSinks};
@@ -72,5 +75,24 @@ impl Respawner {
         let handle = worker.handle();
         self.started.lock().expect("respawned list").push(worker);
         Ok(handle)
+    }
+
+    /// This respawner as the client nemesis takes it.
+    pub fn into_respawn(self) -> lockbench_chaos::Respawn {
+        let this = Arc::new(self);
+        Box::new(move |slot| {
+            let this = this.clone();
+            Box::pin(async move { this.respawn(slot).await.map(|h| client_process(&h)) })
+        })
+    }
+}
+
+/// A worker as faults see it: name, slots, pid, container.
+pub fn client_process(w: &WorkerHandle) -> ClientProcess {
+    ClientProcess {
+        name: w.name.clone(),
+        slots: w.slots.clone(),
+        pid: w.pid,
+        container: w.container.clone(),
     }
 }
