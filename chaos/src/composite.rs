@@ -127,7 +127,7 @@ mod tests {
 
     impl Nemesis for Recorder {
         async fn apply(&mut self, fault: &Fault, clock: &RunClock) -> Vec<FaultEvent> {
-            self.0.push(format!("{}", fault.verb()));
+            self.0.push(fault.verb().to_string());
             let targets = fault
                 .targets()
                 .map(|t| format!("{t:?}"))
