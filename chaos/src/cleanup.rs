@@ -28,11 +28,11 @@ pub async fn cleanup(cluster: &Cluster) -> anyhow::Result<Vec<String>> {
         }
     }
     for s in lockbench_cluster::SERVERS.iter() {
-        if let Some(pid) = cluster.server_pid(s.name) {
-            if proc_state(pid) == Some('T') {
-                let _ = kill(Pid::from_raw(pid as i32), Signal::SIGCONT);
-                done.push(format!("resumed stopped server {} (pid {pid})", s.name));
-            }
+        if let Some(pid) = cluster.server_pid(s.name)
+            && proc_state(pid) == Some('T')
+        {
+            let _ = kill(Pid::from_raw(pid as i32), Signal::SIGCONT);
+            done.push(format!("resumed stopped server {} (pid {pid})", s.name));
         }
     }
     for line in &done {

@@ -67,7 +67,11 @@ impl FencedResource {
         let stale = t < previous;
         match self.mode {
             ResourceMode::Misreporting
-                if stale && self.stale_seen.fetch_add(1, Ordering::Relaxed) % 2 == 0 =>
+                if stale
+                    && self
+                        .stale_seen
+                        .fetch_add(1, Ordering::Relaxed)
+                        .is_multiple_of(2) =>
             {
                 WriteVerdict {
                     accepted: true,

@@ -32,7 +32,7 @@ impl LockClient for MemoryClient {
     async fn acquire(&mut self, key: KeyId) -> Outcome<Grant<Self::Handle>> {
         self.sent += 1;
         let n = self.locks.acquires.fetch_add(1, Ordering::SeqCst) + 1;
-        if self.locks.info_every > 0 && n % self.locks.info_every == 0 {
+        if self.locks.info_every > 0 && n.is_multiple_of(self.locks.info_every) {
             return Outcome::Info(ErrorKind::ConnectionLost);
         }
         let mut guard = self.locks.keys[key.0 as usize].clone().lock_owned().await;

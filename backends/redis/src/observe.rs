@@ -120,10 +120,11 @@ impl Shared {
 /// the expiry does not wander (and a Redlock majority seem to come back). A renewal moves the
 /// expiry by more than [`SAME_EXPIRY`].
 fn keep_estimate(new: &mut Slot, old: Slot) {
-    if let (Some((holder, Some(e))), Some((was, Some(before)))) = (new.as_mut(), old) {
-        if *holder == was && e.0.abs_diff(before.0) < SAME_EXPIRY.as_nanos() as u64 {
-            *e = before;
-        }
+    if let (Some((holder, Some(e))), Some((was, Some(before)))) = (new.as_mut(), old)
+        && *holder == was
+        && e.0.abs_diff(before.0) < SAME_EXPIRY.as_nanos() as u64
+    {
+        *e = before;
     }
 }
 

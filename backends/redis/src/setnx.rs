@@ -462,13 +462,14 @@ impl LockClient for SetNxClient {
                 self.tally.request();
             }
             let result = self.run(script).await;
-            if !matches!(result, Ok(0)) && subscribed {
-                if let Some(w) = self.waiter.as_mut() {
-                    if reacting {
-                        w.tally().request();
-                    }
-                    w.unsubscribe(&channel, &mut self.sent).await;
+            if !matches!(result, Ok(0))
+                && subscribed
+                && let Some(w) = self.waiter.as_mut()
+            {
+                if reacting {
+                    w.tally().request();
                 }
+                w.unsubscribe(&channel, &mut self.sent).await;
             }
             match result {
                 Ok(token) if token > 0 => {

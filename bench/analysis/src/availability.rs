@@ -309,11 +309,12 @@ impl Stalls {
 
     /// Takes the next op.
     pub fn observe(&mut self, op: &Op) {
-        if let Some((t, true, _)) = self.acquires.completion(op) {
-            if t >= self.from && t <= self.to {
-                self.check(self.last, t);
-                self.last = t;
-            }
+        if let Some((t, true, _)) = self.acquires.completion(op)
+            && t >= self.from
+            && t <= self.to
+        {
+            self.check(self.last, t);
+            self.last = t;
         }
     }
 

@@ -194,10 +194,10 @@ impl CheckerSet {
 
     fn each(&mut self, mut f: impl FnMut(&mut dyn Checker)) {
         for slot in &mut self.slots {
-            if let Slot::Running(c) = slot {
-                if let Err(panic) = catch_unwind(AssertUnwindSafe(|| f(c.as_mut()))) {
-                    *slot = Slot::Failed(CheckerOutcome::failed(c.name(), panic_message(panic)));
-                }
+            if let Slot::Running(c) = slot
+                && let Err(panic) = catch_unwind(AssertUnwindSafe(|| f(c.as_mut())))
+            {
+                *slot = Slot::Failed(CheckerOutcome::failed(c.name(), panic_message(panic)));
             }
         }
     }

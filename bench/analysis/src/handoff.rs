@@ -44,12 +44,13 @@ impl Handoffs {
                 }
                 if let (Some((t, releaser)), Some(invoked)) =
                     (self.released.remove(&op.key), invoked)
+                    && releaser != op.client
+                    && invoked <= t
+                    && t >= self.from
+                    && op.time <= self.to
                 {
-                    if releaser != op.client && invoked <= t && t >= self.from && op.time <= self.to
-                    {
-                        let us = (op.time.saturating_sub(t).as_micros() as u64).max(1);
-                        self.h.saturating_record(us);
-                    }
+                    let us = (op.time.saturating_sub(t).as_micros() as u64).max(1);
+                    self.h.saturating_record(us);
                 }
             }
             (OpF::Release, OpType::Ok) => {

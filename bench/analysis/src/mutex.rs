@@ -113,10 +113,10 @@ impl Checker for MutexChecker {
             (OpF::Release, OpType::Invoke) => {
                 if let Some(k) = self.keys.get_mut(&op.key) {
                     k.holders.retain(|(c, _)| *c != op.client);
-                    if k.distinct_holders() <= 1 {
-                        if let Some(since) = k.multi_since.take() {
-                            add_overlap(report, since, op.time);
-                        }
+                    if k.distinct_holders() <= 1
+                        && let Some(since) = k.multi_since.take()
+                    {
+                        add_overlap(report, since, op.time);
                     }
                     if k.episode_since.is_some_and(|since| k.episode_over(since)) {
                         k.episode_since = None;

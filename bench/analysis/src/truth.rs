@@ -238,10 +238,11 @@ impl TruthChecker {
     /// under way and those since its grant it had not learned of.
     fn learned(&mut self, client: ClientId, key: KeyId, learned: Learned) {
         let at = learned.0;
-        if let Some(b) = self.beliefs.get_mut(&key).and_then(|b| b.get_mut(&client)) {
-            if b.lost.is_some_and(|(start, _)| start <= at) && b.detected.is_none() {
-                b.detected = Some(learned);
-            }
+        if let Some(b) = self.beliefs.get_mut(&key).and_then(|b| b.get_mut(&client))
+            && b.lost.is_some_and(|(start, _)| start <= at)
+            && b.detected.is_none()
+        {
+            b.detected = Some(learned);
         }
         if let Some(waiting) = self.pending.get_mut(&(client, key)) {
             let episodes = &mut self.episodes;

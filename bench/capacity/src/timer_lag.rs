@@ -95,7 +95,7 @@ mod tests {
         let mut n = 0u64;
         while t <= to {
             n += 1;
-            r.push(Nanos(t), if n % 100 == 0 { 40_000 } else { 1_000 });
+            r.push(Nanos(t), if n.is_multiple_of(100) { 40_000 } else { 1_000 });
             t += every;
         }
         // After the window (the analysis, say): a huge lag again, recorded before it stops.

@@ -192,15 +192,15 @@ impl Cluster {
         }
         let all = self.servers();
         let mut probes = health::probe_all(&topo, &all).await;
-        if let Some(net) = topo.net().cloned().map(Network::new) {
-            if probes.iter().any(|p| !p.healthy) {
-                // A partition left behind by a crashed fault run makes servers unreachable;
-                // no restart would fix that.
-                let flushed = flush_firewalls(&net, &all);
-                if !flushed.is_empty() {
-                    tracing::warn!(hosts = ?flushed, "removed leftover firewall rules");
-                    probes = health::probe_all(&topo, &all).await;
-                }
+        if let Some(net) = topo.net().cloned().map(Network::new)
+            && probes.iter().any(|p| !p.healthy)
+        {
+            // A partition left behind by a crashed fault run makes servers unreachable;
+            // no restart would fix that.
+            let flushed = flush_firewalls(&net, &all);
+            if !flushed.is_empty() {
+                tracing::warn!(hosts = ?flushed, "removed leftover firewall rules");
+                probes = health::probe_all(&topo, &all).await;
             }
         }
         let found: Vec<Found> = all
@@ -423,10 +423,10 @@ impl Cluster {
             let node = self.node(spec.name);
             pids.extend(process::our_pid(&node));
             for port in Topology::Loopback.ports(spec) {
-                if let PortUse::Pid(pid) = process::port_use(port) {
-                    if process::is_ours(pid, &node) {
-                        pids.insert(pid);
-                    }
+                if let PortUse::Pid(pid) = process::port_use(port)
+                    && process::is_ours(pid, &node)
+                {
+                    pids.insert(pid);
                 }
             }
         }
@@ -461,10 +461,10 @@ impl Cluster {
     pub async fn start_server(&self, name: &str) -> anyhow::Result<u32> {
         let spec = ServerSpec::by_name(name).with_context(|| format!("no server named {name}"))?;
         let _guard = self.lock().await?;
-        if let Some(pid) = self.server_pid(name) {
-            if process::state(pid) != Some('T') {
-                bail!("{name} is already running (pid {pid})");
-            }
+        if let Some(pid) = self.server_pid(name)
+            && process::state(pid) != Some('T')
+        {
+            bail!("{name} is already running (pid {pid})");
         }
         self.start(&self.topology(), spec).await
     }

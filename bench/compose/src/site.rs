@@ -57,10 +57,10 @@ impl Containers {
     /// The pid of `name`'s container's main process, `None` when it does not run.
     fn pid(&self, name: &str) -> Option<u32> {
         let mut pids = self.pids.lock().expect("not poisoned");
-        if let Some(&pid) = pids.get(name) {
-            if std::path::Path::new(&format!("/proc/{pid}/ns/net")).exists() {
-                return Some(pid);
-            }
+        if let Some(&pid) = pids.get(name)
+            && std::path::Path::new(&format!("/proc/{pid}/ns/net")).exists()
+        {
+            return Some(pid);
         }
         let out = inspect(name, "{{.State.Pid}}")?;
         let pid: u32 = out.trim().parse().ok().filter(|p| *p > 0)?;

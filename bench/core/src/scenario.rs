@@ -583,13 +583,13 @@ impl Scenario {
                 "must be above zero unless workload.acquisitions sets a count",
             ));
         }
-        if let Some(rate) = w.rate {
-            if !(rate.is_finite() && rate > 0.0) {
-                return Err(bad(
-                    "workload.rate",
-                    "must be a positive number of acquisitions/s",
-                ));
-            }
+        if let Some(rate) = w.rate
+            && !(rate.is_finite() && rate > 0.0)
+        {
+            return Err(bad(
+                "workload.rate",
+                "must be a positive number of acquisitions/s",
+            ));
         }
         if w.acquisitions == Some(0) {
             return Err(bad("workload.acquisitions", "must be at least 1 when set"));
@@ -598,10 +598,10 @@ impl Scenario {
             return Err(bad("workload.acquire_timeout", "must be above zero"));
         }
         for (field, d) in [("workload.hold", &w.hold), ("workload.think", &w.think)] {
-            if let Dist::Uniform { uniform: [lo, hi] } = d {
-                if **lo > **hi {
-                    return Err(bad(field, "uniform bounds must be [low, high]"));
-                }
+            if let Dist::Uniform { uniform: [lo, hi] } = d
+                && **lo > **hi
+            {
+                return Err(bad(field, "uniform bounds must be [low, high]"));
             }
         }
         let z = &self.zookeeper;

@@ -80,17 +80,17 @@ impl Default for SweepSpec {
 impl SweepSpec {
     /// Checks values that parse but cannot work; errors name the field.
     pub fn validate(&self) -> Result<(), String> {
-        if let Rates::Auto(s) = &self.rates {
-            if s != "auto" {
-                return Err(format!(
-                    "sweep.rates: expected \"auto\" or a list of rates, got \"{s}\""
-                ));
-            }
+        if let Rates::Auto(s) = &self.rates
+            && s != "auto"
+        {
+            return Err(format!(
+                "sweep.rates: expected \"auto\" or a list of rates, got \"{s}\""
+            ));
         }
-        if let Rates::List(l) = &self.rates {
-            if l.is_empty() || l.iter().any(|r| !(r.is_finite() && *r > 0.0)) {
-                return Err("sweep.rates: list positive acquisitions/s, e.g. [100, 200]".into());
-            }
+        if let Rates::List(l) = &self.rates
+            && (l.is_empty() || l.iter().any(|r| !(r.is_finite() && *r > 0.0)))
+        {
+            return Err("sweep.rates: list positive acquisitions/s, e.g. [100, 200]".into());
         }
         for (field, v, hi) in [
             ("sweep.tolerance", self.tolerance, 1.0),

@@ -104,10 +104,10 @@ impl RunEnv {
         if scenario.faults.is_empty() && !uses_workers(scenario) {
             // Leftovers are removed only when no run holds the lock: a live run's containers
             // are not leftovers.
-            if let Some(_free) = lockbench_cluster::try_lock_path(lock)? {
-                if let Err(e) = remove_left_containers().await {
-                    eprintln!("warning: {e:#}");
-                }
+            if let Some(_free) = lockbench_cluster::try_lock_path(lock)?
+                && let Err(e) = remove_left_containers().await
+            {
+                eprintln!("warning: {e:#}");
             }
             return Ok(env);
         }

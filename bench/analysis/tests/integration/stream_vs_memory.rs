@@ -116,7 +116,7 @@ fn client_ops(c: u32, t0: u64, period: u64, n: u64, shared: bool) -> Vec<Op> {
             OpF::Acquire
         };
         out.push(Op::invoke(Nanos(t), client, f, key));
-        let token = Some(FencingToken(i * 2 + u64::from(c % 3 == 0)));
+        let token = Some(FencingToken(i * 2 + u64::from(c.is_multiple_of(3))));
         let ty = if i % 7 == 3 { OpType::Info } else { OpType::Ok };
         let error = (ty == OpType::Info).then_some(ErrorKind::Timeout);
         out.push(Op::complete(

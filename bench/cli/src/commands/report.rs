@@ -13,13 +13,13 @@ pub fn render(run_dir: &Path) -> bool {
             return false;
         }
     }
-    if let Some(root) = run_dir.parent().filter(|p| !p.as_os_str().is_empty()) {
-        if let Err(e) = lockbench_report::html::write_index(root) {
-            eprintln!(
-                "warning: could not update {}/index.html: {e:#}",
-                root.display()
-            );
-        }
+    if let Some(root) = run_dir.parent().filter(|p| !p.as_os_str().is_empty())
+        && let Err(e) = lockbench_report::html::write_index(root)
+    {
+        eprintln!(
+            "warning: could not update {}/index.html: {e:#}",
+            root.display()
+        );
     }
     true
 }

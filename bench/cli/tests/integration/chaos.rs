@@ -116,7 +116,7 @@ fn a_paused_holders_lock_goes_to_another_client_and_its_stale_write_is_rejected(
             .unwrap_or_else(|| panic!("{backend}: pause never ended"));
         let (t0, t1) = (start["t"].as_u64().unwrap(), stop["t"].as_u64().unwrap());
         // Slot 0's clients are ids 0, 3, 6, ... (3 clients): anything else is a contender.
-        let holder = |e: &Value| e["client"].as_u64().unwrap() % 3 == 0;
+        let holder = |e: &Value| e["client"].as_u64().unwrap().is_multiple_of(3);
         let taken_over = h.iter().any(|e| {
             e["f"] == "acquire"
                 && e["type"] == "ok"

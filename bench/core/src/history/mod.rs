@@ -189,17 +189,17 @@ impl History {
             if line.trim().is_empty() {
                 continue;
             }
-            if line.contains("\"nemesis\"") {
-                if let Ok(n) = serde_json::from_str::<NemesisLine<FaultEvent>>(line) {
-                    faults.push(n.event);
-                    continue;
-                }
+            if line.contains("\"nemesis\"")
+                && let Ok(n) = serde_json::from_str::<NemesisLine<FaultEvent>>(line)
+            {
+                faults.push(n.event);
+                continue;
             }
-            if line.contains("\"server\"") {
-                if let Ok(s) = serde_json::from_str::<ServerLine<ServerObservation>>(line) {
-                    server.push(s.observation);
-                    continue;
-                }
+            if line.contains("\"server\"")
+                && let Ok(s) = serde_json::from_str::<ServerLine<ServerObservation>>(line)
+            {
+                server.push(s.observation);
+                continue;
             }
             if compact::is_format_line(line) || End::is_line(line) {
                 continue;

@@ -60,15 +60,15 @@ pub fn parse_line(
     if line.trim().is_empty() {
         return Ok(None);
     }
-    if let (Some(b), Some(rest)) = (backend, line.strip_prefix("{\"backend\":\"")) {
-        if !rest.starts_with(b) || !rest[b.len()..].starts_with("\",") {
-            return Ok(None);
-        }
+    if let (Some(b), Some(rest)) = (backend, line.strip_prefix("{\"backend\":\""))
+        && (!rest.starts_with(b) || !rest[b.len()..].starts_with("\","))
+    {
+        return Ok(None);
     }
-    if line.contains("\"nemesis\"") {
-        if let Ok(n) = serde_json::from_str::<NemesisLine<FaultEvent>>(line) {
-            return Ok(Some(Event::Fault(n.event)));
-        }
+    if line.contains("\"nemesis\"")
+        && let Ok(n) = serde_json::from_str::<NemesisLine<FaultEvent>>(line)
+    {
+        return Ok(Some(Event::Fault(n.event)));
     }
     if End::is_line(line) {
         return serde_json::from_str(line).map(|e| Some(Event::End(e)));

@@ -179,11 +179,11 @@ pub(crate) fn section(run: &Run) -> String {
                 .filter(|&i| p.holds[i].key == key)
                 .collect();
             let mut windows = vec![((p.from, p.from + span), "start of the measured window")];
-            if let Some(o) = p.found.iter().find(|o| o.key == key) {
-                if o.start < p.from || o.start > p.from + span {
-                    let w0 = o.start.saturating_sub(span / 2);
-                    windows.push(((w0, w0 + span), "around the first overlap"));
-                }
+            if let Some(o) = p.found.iter().find(|o| o.key == key)
+                && (o.start < p.from || o.start > p.from + span)
+            {
+                let w0 = o.start.saturating_sub(span / 2);
+                windows.push(((w0, w0 + span), "around the first overlap"));
             }
             for ((w0, w1), what) in windows {
                 let bars: Vec<(Hold, bool)> = idx
