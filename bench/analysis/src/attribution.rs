@@ -19,23 +19,20 @@ use std::time::Duration;
 /// How long after a window's end a violation is still charged to it.
 pub const GRACE: Duration = Duration::from_secs(2);
 
-/// The finding kinds that are fencing doing its job (a write stopped), not a violation.
-pub const FENCED: [&str; 2] = ["stale_write_rejected", "write_after_lock_lost_rejected"];
-
 /// Every violation of `safety`, by kind (`mutex`, `stale_write_accepted`,
 /// `write_after_lock_lost_accepted`, `token_reuse`, the scorecard's names), with its time:
 /// what went wrong, damage included.
 pub fn violations(safety: &Safety) -> Vec<(&'static str, Nanos)> {
-    let findings = safety.findings().filter(|f| !FENCED.contains(&f.kind));
-    findings.map(|f| (f.kind, f.at)).collect()
+    let findings = safety.findings().filter(|f| f.kind.is_violation());
+    findings.map(|f| (f.kind.name(), f.at)).collect()
 }
 
 /// The same writes stopped by fencing (`stale_write_rejected`,
 /// `write_after_lock_lost_rejected`), with their times: the token doing its job, which the
 /// scorecard shows apart from the damage.
 pub fn fenced(safety: &Safety) -> Vec<(&'static str, Nanos)> {
-    let findings = safety.findings().filter(|f| FENCED.contains(&f.kind));
-    findings.map(|f| (f.kind, f.at)).collect()
+    let findings = safety.findings().filter(|f| !f.kind.is_violation());
+    findings.map(|f| (f.kind.name(), f.at)).collect()
 }
 
 /// Which of a window's tallies [`attribute`] fills.

@@ -22,7 +22,8 @@
 //!    [`Validity`] (`Invalid` only for a proven violation, `Unknown` when you could not
 //!    decide, with [`CheckerOutcome::note`] saying why), your figures as any `Serialize`
 //!    value ([`CheckerOutcome::new`]), and a [`Finding`] per violation with its time so the
-//!    scorecard can charge it to a fault window.
+//!    scorecard can charge it to a fault window. A new kind of finding is first added to
+//!    [`FindingKind`]'s table (`lockbench_core::finding`).
 //! 3. Add it to the list [`for_workload`] returns (conditionally on the workload if it only
 //!    applies to some). Its verdict then joins the run's safety verdict, and its outcome is
 //!    written to `results.json` under `safety.checks.<name>` (see `bench/report/SCHEMA.md`).
@@ -30,7 +31,7 @@
 //!    streaming-versus-in-memory test if it reads something the others do not.
 
 use lockbench_core::scenario::Workload;
-use lockbench_core::{FaultEvent, History, Nanos, Op, ServerObservation};
+use lockbench_core::{FaultEvent, FindingKind, History, Nanos, Op, ServerObservation};
 use serde::{Deserialize, Serialize};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
@@ -58,18 +59,19 @@ impl Validity {
 }
 
 /// One violation with its time, for charging it to the fault window it happened in (see
-/// [`crate::attribution`]). `kind` is the scorecard's name for it (`mutex`, `token_reuse`, ...).
+/// [`crate::attribution`]). `kind` is one of the kinds listed in [`FindingKind`] (the one table
+/// of them, in `lockbench_core::finding`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Finding {
-    /// The scorecard's name of the violation.
-    pub kind: &'static str,
+    /// What was found (its name is the scorecard's).
+    pub kind: FindingKind,
     /// When it happened (the offending grant or write).
     pub at: Nanos,
 }
 
 impl Finding {
     /// One finding of `kind` at each of `times`.
-    pub fn all<'a>(kind: &'static str, times: &'a [Nanos]) -> impl Iterator<Item = Finding> + 'a {
+    pub fn all<'a>(kind: FindingKind, times: &'a [Nanos]) -> impl Iterator<Item = Finding> + 'a {
         times.iter().map(move |&at| Finding { kind, at })
     }
 }

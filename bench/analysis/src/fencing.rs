@@ -14,7 +14,7 @@
 //! key complete in token order: the next grant is only made after the previous holder released.
 
 use crate::checker::{self, Checker, CheckerOutcome, Finding, Validity};
-use lockbench_core::{FencingToken, History, KeyId, Op, OpF, OpType};
+use lockbench_core::{FencingToken, FindingKind, History, KeyId, Op, OpF, OpType};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
@@ -104,9 +104,12 @@ impl Checker for FencingChecker {
             Validity::Valid
         };
         let mut out = CheckerOutcome::new("fencing", validity, &r);
-        out.findings = Finding::all("stale_write_accepted", &r.accepted_at)
-            .chain(Finding::all("token_reuse", &r.token_reused_at))
-            .chain(Finding::all("stale_write_rejected", &r.rejected_at))
+        out.findings = Finding::all(FindingKind::StaleWriteAccepted, &r.accepted_at)
+            .chain(Finding::all(FindingKind::TokenReuse, &r.token_reused_at))
+            .chain(Finding::all(
+                FindingKind::StaleWriteRejected,
+                &r.rejected_at,
+            ))
             .collect();
         out
     }

@@ -9,7 +9,7 @@
 //! because no newer holder had written yet.
 
 use crate::checker::{self, Checker, CheckerOutcome, Finding, Validity};
-use lockbench_core::{ClientId, History, KeyId, Op, OpF, OpType};
+use lockbench_core::{ClientId, FindingKind, History, KeyId, Op, OpF, OpType};
 use std::collections::HashMap;
 
 /// Writes made after another client's later grant on the same key, and how many of those the
@@ -72,9 +72,9 @@ impl Checker for LostChecker {
     fn finish(self: Box<Self>) -> CheckerOutcome {
         let r = self.report;
         let mut out = CheckerOutcome::new("lost", Validity::Valid, &r);
-        out.findings = Finding::all("write_after_lock_lost_accepted", &r.accepted_at)
+        out.findings = Finding::all(FindingKind::WriteAfterLockLostAccepted, &r.accepted_at)
             .chain(Finding::all(
-                "write_after_lock_lost_rejected",
+                FindingKind::WriteAfterLockLostRejected,
                 &r.rejected_at,
             ))
             .collect();

@@ -10,7 +10,7 @@
 //! cannot prove a violation.
 
 use crate::checker::{self, Checker, CheckerOutcome, Finding, Validity};
-use lockbench_core::{ClientId, History, KeyId, Nanos, Op, OpF, OpType};
+use lockbench_core::{ClientId, FindingKind, History, KeyId, Nanos, Op, OpF, OpType};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
@@ -144,7 +144,10 @@ impl Checker for MutexChecker {
         out.findings = r
             .times
             .iter()
-            .map(|&at| Finding { kind: "mutex", at })
+            .map(|&at| Finding {
+                kind: FindingKind::Mutex,
+                at,
+            })
             .collect();
         out
     }

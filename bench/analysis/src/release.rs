@@ -34,18 +34,18 @@
 //! and that flag frozen when the release or a renew is invoked: memory bounded by the holders.
 
 use crate::checker::{self, Checker, CheckerOutcome, Finding, Validity};
-use lockbench_core::{ClientId, History, KeyId, Nanos, Op, OpF, OpType};
+use lockbench_core::{ClientId, FindingKind, History, KeyId, Nanos, Op, OpF, OpType};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
 /// The checker's name (its outcome is `safety.checks.release` in `results.json`).
 pub const NAME: &str = "release";
 
-/// The scorecard's name of a foreign release.
-pub const KIND: &str = "foreign_release";
+/// The kind of a foreign release.
+pub const KIND: FindingKind = FindingKind::ForeignRelease;
 
-/// The scorecard's name of a foreign renew.
-pub const RENEW_KIND: &str = "foreign_renew";
+/// The kind of a foreign renew.
+pub const RENEW_KIND: FindingKind = FindingKind::ForeignRenew;
 
 /// What the release checker found.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

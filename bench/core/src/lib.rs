@@ -14,6 +14,7 @@
 //! - [`scenario`]: the TOML scenario a run is made from, with its defaults and validation;
 //! - [`endpoints`]: where each backend's servers listen (managed or external cluster);
 //! - [`fault`]: fault verbs on named targets, and the fault events a history records;
+//! - [`finding`]: [`FindingKind`], the one list of what a safety checker can report;
 //! - [`traits`]: [`Backend`] (makes clients for one recipe) and [`LockClient`]
 //!   (`acquire` / `release` / `renew`).
 //! - [`server_view`]: who the servers say holds a lock ([`ServerObservation`]), recorded by a
@@ -30,6 +31,7 @@ pub mod endpoints;
 pub mod expect;
 pub mod fanout;
 pub mod fault;
+pub mod finding;
 pub mod history;
 pub mod ids;
 pub mod op;
@@ -46,6 +48,7 @@ pub use fanout::{ServerFanout, WakeupTally, Wakeups};
 pub use fault::{
     Fault, FaultEvent, FaultPhase, PartitionSpec, Route, Targets, fault_kind, fault_label,
 };
+pub use finding::FindingKind;
 pub use history::History;
 pub use ids::{BackendKind, ClientId, FencingToken, KeyId};
 pub use op::{ErrorKind, Op, OpF, OpType, Outcome};

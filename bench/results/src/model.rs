@@ -4,8 +4,8 @@
 use crate::status::{Status, Validity};
 use hdrhistogram::Histogram;
 use lockbench_analysis::availability::{Stall, Window};
-use lockbench_core::BackendInfo;
 use lockbench_core::scenario::Workload;
+use lockbench_core::{BackendInfo, FindingKind};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -209,6 +209,12 @@ pub struct SafetyResult {
     pub stale_writes_ambiguous: u64,
     /// Checkers that failed (their failure makes the verdict `unknown`).
     pub failed_checkers: Vec<String>,
+    /// Every violation the checkers found, by kind (`lockbench_core::FindingKind`'s names:
+    /// `mutex`, `foreign_release`, ...; writes fencing stopped are not violations): what the
+    /// expectations judge a `violated` list by. Absent when there were none, and in results
+    /// written before kinds were counted.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub violation_kinds: BTreeMap<String, u64>,
     /// Violations (scorecard kinds) that happened in no applied fault window (nor within
     /// 2 s after one): the scorecard's `none` cell. Absent when there were none.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -401,6 +407,9 @@ pub struct Repetition {
     pub violations: u64,
     /// The repetition's safety verdict.
     pub verdict: Validity,
+    /// Its violations by kind ([`SafetyResult::violation_kinds`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub violation_kinds: BTreeMap<String, u64>,
 }
 
 impl Repetition {
@@ -413,6 +422,7 @@ impl Repetition {
             handoff_latency_us: r.handoff_latency_us.clone(),
             violations: r.safety.damage(),
             verdict: r.safety.verdict,
+            violation_kinds: r.safety.violation_kinds.clone(),
         }
     }
 }
@@ -439,37 +449,24 @@ impl SafetyResult {
     /// The kinds of violation that actually happened, with their counts, most severe first
     /// (`["2 overlaps", "1 reused token"]`): what the table, the HTML summary and the
     /// `FINDING:` lines say, so a run never reads "VIOLATED: 0 overlaps, 0 stale accepted".
+    ///
+    /// The kinds with a field of their own are counted as that field counts them (overlap
+    /// *episodes* for `mutex`); any other kind from [`SafetyResult::violation_kinds`].
     pub fn violated_kinds(&self) -> Vec<String> {
-        let plural =
-            |n: u64, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
-        [
-            (self.mutex_violations, "overlap", "overlaps"),
-            (
-                self.stale_writes_accepted,
-                "stale write accepted",
-                "stale writes accepted",
-            ),
-            (
-                self.writes_after_lock_lost_accepted,
-                "write accepted after the lock was lost",
-                "writes accepted after the lock was lost",
-            ),
-            (self.token_reuses, "reused token", "reused tokens"),
-            (
-                self.foreign_releases,
-                "release of another client's lock",
-                "releases of another client's lock",
-            ),
-            (
-                self.foreign_renews,
-                "renewal of another client's lock",
-                "renewals of another client's lock",
-            ),
-        ]
-        .into_iter()
-        .filter(|(n, _, _)| *n > 0)
-        .map(|(n, one, many)| plural(n, one, many))
-        .collect()
+        FindingKind::violations()
+            .filter_map(|k| {
+                let n = match k {
+                    FindingKind::Mutex => self.mutex_violations,
+                    FindingKind::StaleWriteAccepted => self.stale_writes_accepted,
+                    FindingKind::WriteAfterLockLostAccepted => self.writes_after_lock_lost_accepted,
+                    FindingKind::TokenReuse => self.token_reuses,
+                    FindingKind::ForeignRelease => self.foreign_releases,
+                    FindingKind::ForeignRenew => self.foreign_renews,
+                    _ => self.violation_kinds.get(k.name()).copied().unwrap_or(0),
+                };
+                (n > 0).then(|| k.counted(n))
+            })
+            .collect()
     }
 }
 
@@ -544,6 +541,7 @@ impl BackendResult {
                 instrument_faults: 0,
                 stale_writes_ambiguous: 0,
                 failed_checkers: vec!["backend did not run".into()],
+                violation_kinds: Default::default(),
                 outside_fault_windows: Default::default(),
                 fenced_outside_fault_windows: Default::default(),
                 checks: Default::default(),

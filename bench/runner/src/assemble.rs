@@ -77,6 +77,9 @@ pub fn backend_result(m: Measured<'_>) -> (BackendResult, Histogram<u64>) {
     let outside = attribution::attribute(&mut fault_windows, &violations, Tally::Violations);
     let fenced_outside = attribution::attribute(&mut fault_windows, &fenced, Tally::Fenced);
     let mut safety = safety_result(checked);
+    for (kind, _) in &violations {
+        *safety.violation_kinds.entry(kind.to_string()).or_insert(0) += 1;
+    }
     safety.outside_fault_windows = outside;
     safety.fenced_outside_fault_windows = fenced_outside;
 
@@ -251,6 +254,7 @@ fn safety_result(s: Safety) -> SafetyResult {
         instrument_faults: a.faults,
         stale_writes_ambiguous: a.ambiguous,
         failed_checkers: s.failed_checkers,
+        violation_kinds: Default::default(),
         outside_fault_windows: Default::default(),
         fenced_outside_fault_windows: Default::default(),
         checks,
