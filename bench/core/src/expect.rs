@@ -10,6 +10,8 @@
 //! [expect]
 //! safe = ["all"]                      # safety verdict `valid`
 //! violated = ["redis-broken-nonx"]    # verdict `invalid`: the proof the checkers are alive
+//! # or, by kind: which violations each backend may show (a backend's own entry, else `all`)
+//! violated = { all = ["mutex"], redlock = ["mutex", "write_after_lock_lost_accepted?"] }
 //! fenced = ["zk-fair"]                # stale / lost-lock writes happened and all were rejected
 //! damaged = ["redlock"]               # a stale or lost-lock write was accepted
 //! min_throughput = { all = 10, redis-setnx = 1000 }   # measured acquisitions/s, at least
@@ -17,13 +19,30 @@
 //!
 //! A backend the run has but `safe` and `violated` do not name is expected to be safe all the
 //! same (Jepsen's rule: an invalid result fails the run); `violated` is how a scenario says an
-//! invalid verdict is the point. Names are checked here (an unknown backend or a contradiction
+//! invalid verdict is the point.
+//!
+//! # Violations by kind
+//!
+//! A bare list (`violated = ["all"]`) accepts *any* violation, as it always has: a scenario
+//! that expects a holder pause to break mutual exclusion then also passes a recipe that
+//! started deleting other clients' locks. So `violated` may instead map backends (or `all`)
+//! to the violation kinds they are expected to show (`lockbench_core::FindingKind`'s names:
+//! `mutex`, `foreign_release`, ...), and the rule is:
+//!
+//! - a kind written plainly **must** appear (in every repetition);
+//! - a kind written with a trailing `?` **may** appear: a fault that causes it only on some
+//!   runs (a paused holder's write lands before or after the next grant) is listed so, and
+//!   the scenario stays deterministic;
+//! - at least one listed kind must appear (a list of `?` kinds alone still demands a
+//!   violation), and **any other** violation kind fails the expectation, however many expected
+//!   ones came with it. Names are checked here (an unknown backend or a contradiction
 //! names its field); a name that is valid but not in this run's `backends` (after `--set
 //! backends=...`) is not checked, and the run says so. The results side (what each
 //! expectation measured, met / failed / unknown, and the exit code) is
 //! `lockbench_report::expect`.
 
 use crate::election::ElectionKind;
+use crate::finding::FindingKind;
 use crate::ids::BackendKind;
 use crate::scenario::{ScenarioError, bad};
 use serde::{Deserialize, Deserializer, Serialize};
@@ -44,12 +63,9 @@ pub struct Expectations {
     )]
     pub safe: Vec<String>,
     /// Backends whose safety verdict must be `invalid` (a broken recipe, a fault that must break
-    /// it): the proof that the checkers are alive.
-    #[serde(
-        skip_serializing_if = "Vec::is_empty",
-        deserialize_with = "one_or_many"
-    )]
-    pub violated: Vec<String>,
+    /// it): the proof that the checkers are alive; by kind or not ([`Violated`]).
+    #[serde(skip_serializing_if = "Violated::is_empty")]
+    pub violated: Violated,
     /// Backends whose fencing must be seen working: at least one stale write or write after the
     /// lock was lost happened, and the resource rejected every one.
     #[serde(
@@ -72,16 +88,135 @@ pub struct Expectations {
 
 /// `"zk-fair"` or `["zk-fair", "redlock"]`: `--set expect.safe=all` writes a string.
 fn one_or_many<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum OneOrMany {
-        One(String),
-        Many(Vec<String>),
+    Ok(OneOrMany::deserialize(d)?.into())
+}
+
+/// `{ all = "mutex" }` or `{ all = ["mutex", "token_reuse?"] }`: `--set
+/// expect.violated.all=mutex` writes a string.
+fn kinds_by_backend<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<BTreeMap<String, Vec<String>>, D::Error> {
+    let map = BTreeMap::<String, OneOrMany>::deserialize(d)?;
+    Ok(map.into_iter().map(|(k, v)| (k, v.into())).collect())
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum OneOrMany {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl From<OneOrMany> for Vec<String> {
+    fn from(v: OneOrMany) -> Self {
+        match v {
+            OneOrMany::One(s) => vec![s],
+            OneOrMany::Many(v) => v,
+        }
     }
-    Ok(match OneOrMany::deserialize(d)? {
-        OneOrMany::One(s) => vec![s],
-        OneOrMany::Many(v) => v,
-    })
+}
+
+/// `expect.violated`: the backends whose verdict must be invalid, and which kinds of violation
+/// each may show.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(
+    untagged,
+    expecting = "a backend, a list of backends, or a table of backend = [violation kinds]"
+)]
+pub enum Violated {
+    /// `["redlock"]` (or a single name): any violation meets it (the meaning before kinds).
+    Any(#[serde(deserialize_with = "one_or_many")] Vec<String>),
+    /// `{ all = ["mutex"], redlock = ["mutex", "token_reuse?"] }`: per backend (its own entry,
+    /// else `all`), the kinds it must (plain) or may (`?`) show; no other.
+    ByKind(#[serde(deserialize_with = "kinds_by_backend")] BTreeMap<String, Vec<String>>),
+}
+
+impl Default for Violated {
+    fn default() -> Self {
+        Violated::Any(Vec::new())
+    }
+}
+
+impl Violated {
+    /// Nothing expected to be violated.
+    pub fn is_empty(&self) -> bool {
+        match self {
+            Violated::Any(v) => v.is_empty(),
+            Violated::ByKind(m) => m.is_empty(),
+        }
+    }
+
+    /// The backends (or `all`) it names.
+    pub fn names(&self) -> Vec<String> {
+        match self {
+            Violated::Any(v) => v.clone(),
+            Violated::ByKind(m) => m.keys().cloned().collect(),
+        }
+    }
+
+    /// The kind rule for `backend` (one of those it names), `None` when any violation will do
+    /// (a bare list).
+    fn rule(&self, backend: &str) -> Option<Kinds> {
+        let Violated::ByKind(m) = self else {
+            return None;
+        };
+        let list = m.get(backend).or_else(|| m.get(ALL))?;
+        Kinds::parse(list).ok()
+    }
+}
+
+/// The violation kinds one backend is expected to show: those it must, those it may.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Kinds {
+    /// Written plainly: each must appear.
+    pub must: Vec<FindingKind>,
+    /// Written with a trailing `?`: each may appear.
+    pub may: Vec<FindingKind>,
+}
+
+impl Kinds {
+    /// Reads `["mutex", "token_reuse?"]`; an unknown kind, a kind that is no violation or an
+    /// empty list is an error.
+    pub fn parse(list: &[String]) -> Result<Kinds, String> {
+        if list.is_empty() {
+            return Err(
+                "name at least one violation kind (or use a bare list of backends: any \
+                        violation)"
+                    .into(),
+            );
+        }
+        let mut kinds = Kinds::default();
+        for entry in list {
+            let (name, optional) = match entry.strip_suffix('?') {
+                Some(name) => (name, true),
+                None => (entry.as_str(), false),
+            };
+            let kind = FindingKind::parse(name)?;
+            if !kind.is_violation() {
+                return Err(format!(
+                    "`{name}` is fencing doing its job, not a violation (expect it with `fenced`)"
+                ));
+            }
+            if optional {
+                kinds.may.push(kind);
+            } else {
+                kinds.must.push(kind);
+            }
+        }
+        Ok(kinds)
+    }
+
+    /// Whether `kind` is listed, as a must or a may.
+    pub fn allows(&self, kind: FindingKind) -> bool {
+        self.must.contains(&kind) || self.may.contains(&kind)
+    }
+
+    /// The list as written: `mutex, token_reuse?`.
+    pub fn describe(&self) -> String {
+        let must = self.must.iter().map(|k| k.name().to_string());
+        let may = self.may.iter().map(|k| format!("{}?", k.name()));
+        must.chain(may).collect::<Vec<_>>().join(", ")
+    }
 }
 
 /// One expectation on one backend.
@@ -93,8 +228,8 @@ pub enum Expect {
         /// Not written in the scenario: the default for every backend.
         implicit: bool,
     },
-    /// Safety verdict `invalid`.
-    Violated,
+    /// Safety verdict `invalid`; with `Some`, only by these kinds.
+    Violated(Option<Kinds>),
     /// Stale / lost-lock writes happened and were all rejected.
     Fenced,
     /// A stale / lost-lock write was accepted.
@@ -108,7 +243,7 @@ impl Expect {
     pub fn name(&self) -> &'static str {
         match self {
             Expect::Safe { .. } => "safe",
-            Expect::Violated => "violated",
+            Expect::Violated(_) => "violated",
             Expect::Fenced => "fenced",
             Expect::Damaged => "damaged",
             Expect::MinThroughput(_) => "min_throughput",
@@ -131,12 +266,12 @@ impl Expectations {
         self == &Expectations::default()
     }
 
-    fn lists(&self) -> [(&'static str, &Vec<String>); 4] {
+    fn lists(&self) -> [(&'static str, Vec<String>); 4] {
         [
-            ("safe", &self.safe),
-            ("violated", &self.violated),
-            ("fenced", &self.fenced),
-            ("damaged", &self.damaged),
+            ("safe", self.safe.clone()),
+            ("violated", self.violated.names()),
+            ("fenced", self.fenced.clone()),
+            ("damaged", self.damaged.clone()),
         ]
     }
 
@@ -150,19 +285,24 @@ impl Expectations {
         let names = self
             .lists()
             .into_iter()
-            .flat_map(|(field, v)| v.iter().map(move |n| (field, n.as_str())))
+            .flat_map(|(field, v)| v.into_iter().map(move |n| (field, n)))
             .chain(
                 self.min_throughput
                     .keys()
-                    .map(|n| ("min_throughput", n.as_str())),
+                    .map(|n| ("min_throughput", n.clone())),
             );
         for (field, name) in names {
-            if !known(name) {
-                let e = BackendKind::parse(name).unwrap_err();
+            if !known(&name) {
+                let e = BackendKind::parse(&name).unwrap_err();
                 return Err(bad(
                     &format!("expect.{field}"),
                     format!("{e}, or \"{ALL}\" (every backend of the run)"),
                 ));
+            }
+        }
+        if let Violated::ByKind(m) = &self.violated {
+            for (name, list) in m {
+                Kinds::parse(list).map_err(|e| bad(&format!("expect.violated.{name}"), e))?;
             }
         }
         for (name, min) in &self.min_throughput {
@@ -193,6 +333,7 @@ impl Expectations {
             .find(|(f, _)| *f == field)
             .map(|(_, v)| v)
             .expect("a list field");
+        let list = &list;
         if list.iter().any(|n| n == ALL) {
             run.to_vec()
         } else {
@@ -209,7 +350,7 @@ impl Expectations {
         for b in run {
             let mut add = |e: Expect| out.checks.push((b.clone(), e));
             if violated.contains(b) {
-                add(Expect::Violated);
+                add(Expect::Violated(self.violated.rule(b)));
             } else {
                 add(Expect::Safe {
                     implicit: !safe.contains(b),
@@ -232,12 +373,15 @@ impl Expectations {
         let named = self
             .lists()
             .into_iter()
-            .flat_map(|(field, v)| v.iter().map(move |n| (field, n)))
-            .chain(self.min_throughput.keys().map(|n| ("min_throughput", n)));
+            .flat_map(|(field, v)| v.into_iter().map(move |n| (field, n)))
+            .chain(
+                self.min_throughput
+                    .keys()
+                    .map(|n| ("min_throughput", n.clone())),
+            );
         for (field, name) in named {
-            if name != ALL && !run.contains(name) {
-                out.not_in_run
-                    .push((format!("expect.{field}"), name.clone()));
+            if name != ALL && !run.contains(&name) {
+                out.not_in_run.push((format!("expect.{field}"), name));
             }
         }
         out
@@ -266,7 +410,7 @@ mod tests {
         assert_eq!(
             r.checks,
             vec![
-                ("redis-broken-nonx".into(), Expect::Violated),
+                ("redis-broken-nonx".into(), Expect::Violated(None)),
                 ("redis-broken-nonx".into(), Expect::MinThroughput(10.0)),
                 ("zk-fair".into(), Expect::Safe { implicit: true }),
                 ("zk-fair".into(), Expect::Fenced),
@@ -304,5 +448,53 @@ mod tests {
         // A whole number reads as acquisitions/s too.
         let whole = parse("min_throughput = { all = 10 }");
         assert_eq!(whole.min_throughput.get("all"), Some(&10.0));
+    }
+
+    #[test]
+    fn violated_by_kind_names_what_each_backend_must_and_may_show() {
+        let r = run(&["zk-fair", "redlock", "redis-setnx"]);
+        let e = parse(
+            "violated = { all = \"mutex\", redlock = [\"mutex\", \"write_after_lock_lost_accepted?\"] }",
+        );
+        e.validate(&r).unwrap();
+        let checks = e.resolve(&r).checks;
+        let kinds = |must: &[FindingKind], may: &[FindingKind]| {
+            Expect::Violated(Some(Kinds {
+                must: must.to_vec(),
+                may: may.to_vec(),
+            }))
+        };
+        use FindingKind::{Mutex, WriteAfterLockLostAccepted};
+        assert_eq!(checks[0], ("zk-fair".into(), kinds(&[Mutex], &[])));
+        assert_eq!(
+            checks[1],
+            (
+                "redlock".into(),
+                kinds(&[Mutex], &[WriteAfterLockLostAccepted])
+            )
+        );
+        // A bare list keeps its meaning: any violation.
+        let old = parse("violated = [\"all\"]");
+        assert_eq!(old.resolve(&r).checks[0].1, Expect::Violated(None));
+        // It reads back as it was written (scenario.toml in the run directory).
+        let text = toml::to_string(&e).unwrap();
+        assert_eq!(toml::from_str::<Expectations>(&text).unwrap(), e);
+        // Unknown kinds, kinds that are no violation, empty lists: errors naming the entry.
+        for (bad, says) in [
+            ("violated = { redlock = [\"overlap\"] }", "foreign_release"),
+            (
+                "violated = { redlock = [\"stale_write_rejected\"] }",
+                "fenced",
+            ),
+            ("violated = { redlock = [] }", "at least one"),
+        ] {
+            let err = parse(bad).validate(&r).unwrap_err();
+            assert_eq!(err.field, "expect.violated.redlock", "{bad}");
+            assert!(err.problem.contains(says), "{bad}: {err}");
+        }
+        let err = parse("safe = [\"redlock\"]\nviolated = { all = [\"mutex\"] }")
+            .validate(&r)
+            .unwrap_err();
+        assert_eq!(err.field, "expect.violated");
     }
 }

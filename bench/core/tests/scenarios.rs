@@ -8,7 +8,7 @@
 //! without overrides.
 
 use lockbench_core::election::{ElectionKind, FailoverKnobs, Removal};
-use lockbench_core::expect::{Expect, Expectations};
+use lockbench_core::expect::{Expect, Expectations, Violated};
 use lockbench_core::scenario::{
     Dist, EtcdKnobs, FaultSpec, KeyChoice, Processes, RedisKnobs, RedlockKnobs, ResourceMode,
     Workload, WorkloadKind, ZookeeperKnobs,
@@ -320,14 +320,16 @@ fn expectations(backends: Vec<BackendKind>) -> BoxedStrategy<Expectations> {
         prop::collection::vec((0u8..3, 0u8..3, prop::option::of(0.0f64..1e6)), n),
         any::<bool>(),
         prop::option::of(0.0f64..1e3),
+        any::<bool>(),
     )
-        .prop_map(move |(picks, all_safe, floor)| {
+        .prop_map(move |(picks, all_safe, floor, by_kind)| {
             let mut e = Expectations::default();
+            let mut violated = Vec::new();
             for (b, (verdict, fencing, min)) in backends.iter().zip(picks) {
                 let name = b.name().to_string();
                 match verdict {
                     1 if !all_safe => e.safe.push(name.clone()),
-                    2 if !all_safe => e.violated.push(name.clone()),
+                    2 if !all_safe => violated.push(name.clone()),
                     _ => {}
                 }
                 match fencing {
@@ -342,6 +344,12 @@ fn expectations(backends: Vec<BackendKind>) -> BoxedStrategy<Expectations> {
             if all_safe {
                 e.safe = vec!["all".into()];
             }
+            e.violated = if by_kind && !violated.is_empty() {
+                let kinds = || vec!["mutex".to_string(), "foreign_release?".to_string()];
+                Violated::ByKind(violated.into_iter().map(|b| (b, kinds())).collect())
+            } else {
+                Violated::Any(violated)
+            };
             if let Some(floor) = floor {
                 e.min_throughput.insert("all".into(), floor);
             }

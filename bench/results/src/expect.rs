@@ -1,7 +1,9 @@
 //! A scenario's expectations judged against its results, and the exit code that follows.
 //!
 //! Each expectation (`lockbench_core::expect`) ends `met`, `failed` or `unknown`, with the
-//! figure it was judged on, and `results.json` keeps them all (`expectations`). The exit code
+//! figure it was judged on, and `results.json` keeps them all (`expectations`). A `violated`
+//! expectation by kind is judged on the violations the checkers counted by kind
+//! (`safety.violation_kinds`): a kind nobody expected fails it, even next to expected ones. The exit code
 //! is derived from them alone, as Jepsen derives its own from `:valid?`: 1 when one failed
 //! (an invalid verdict nobody expected is a failed implicit `safe`), else 2 when one could not
 //! be judged (the backend did not run, its verdict is `unknown`, or the fault meant to break
@@ -11,8 +13,10 @@
 
 use crate::model::{BackendResult, ExpectationResult};
 use crate::{Status, Validity};
-use lockbench_core::expect::{Expect, Expectations};
+use lockbench_core::FindingKind;
+use lockbench_core::expect::{Expect, Expectations, Kinds};
 use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
 
 /// How one expectation ended, ordered so that the worst is `max`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -109,8 +113,11 @@ fn judge(e: &Expect, r: &BackendResult) -> (Outcome, String) {
             None => (Outcome::Met, "valid".into()),
             Some(_) => (Outcome::Failed, format!("invalid: {}", kinds())),
         },
-        Expect::Violated => match verdicts.iter().find(|v| **v != Validity::Invalid) {
-            None => (Outcome::Met, format!("invalid: {}", kinds())),
+        Expect::Violated(rule) => match verdicts.iter().find(|v| **v != Validity::Invalid) {
+            None => match rule.as_ref().and_then(|k| by_kind(k, r)) {
+                None => (Outcome::Met, format!("invalid: {}", kinds())),
+                Some(wrong) => (Outcome::Failed, format!("invalid: {}; {wrong}", kinds())),
+            },
             Some(_) if nothing_applied => not_applied(),
             Some(_) => (
                 Outcome::Failed,
@@ -142,6 +149,50 @@ fn judge(e: &Expect, r: &BackendResult) -> (Outcome, String) {
     }
 }
 
+/// What is wrong with the kinds of violation `r` showed against `expected`, or `None` when
+/// they are what was expected (judged on every repetition: each must show every plain kind,
+/// at least one listed kind, and no other).
+fn by_kind(expected: &Kinds, r: &BackendResult) -> Option<String> {
+    let seen: Vec<&BTreeMap<String, u64>> = if r.repetitions.is_empty() {
+        vec![&r.safety.violation_kinds]
+    } else {
+        r.repetitions.iter().map(|x| &x.violation_kinds).collect()
+    };
+    let listed = |name: &str| FindingKind::parse(name).is_ok_and(|k| expected.allows(k));
+    let mut unexpected = BTreeSet::new();
+    let (mut missing, mut none_listed) = (BTreeSet::new(), false);
+    for kinds in seen {
+        let found = kinds
+            .iter()
+            .filter(|(_, n)| **n > 0)
+            .map(|(k, _)| k.as_str());
+        unexpected.extend(found.clone().filter(|k| !listed(k)));
+        none_listed |= !found.clone().any(listed);
+        let absent = expected
+            .must
+            .iter()
+            .filter(|k| !kinds.contains_key(k.name()));
+        missing.extend(absent.map(|k| k.name()));
+    }
+    let wanted = expected.describe();
+    let join = |s: BTreeSet<&str>| s.into_iter().collect::<Vec<_>>().join(", ");
+    if !unexpected.is_empty() {
+        Some(format!(
+            "not expected: {} (expected: {wanted})",
+            join(unexpected)
+        ))
+    } else if !missing.is_empty() {
+        Some(format!(
+            "expected but not seen: {} (expected: {wanted})",
+            join(missing)
+        ))
+    } else if none_listed {
+        Some(format!("none of the expected kinds (expected: {wanted})"))
+    } else {
+        None
+    }
+}
+
 /// The worst outcome of `results` (`None` when there are none).
 pub fn worst(results: &[ExpectationResult]) -> Option<Outcome> {
     results.iter().map(|r| r.outcome).max()
@@ -160,4 +211,93 @@ pub fn line(r: &ExpectationResult) -> String {
         r.backend,
         r.measured
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Repetition;
+    use lockbench_core::Scenario;
+
+    /// A scenario of redis-setnx with `expect` as its `[expect]` table.
+    fn scenario(expect: &str) -> Scenario {
+        let text = format!(
+            "name = \"t\"\nbackends = [\"redis-setnx\"]\n[workload]\nclients = 2\nkeys = 1\n\
+             [expect]\n{expect}\n"
+        );
+        Scenario::load("t", &text, &[]).unwrap()
+    }
+
+    /// An invalid result of `backend` whose checkers found `kinds`.
+    fn invalid(backend: &str, kinds: &[(&str, u64)]) -> BackendResult {
+        let workload = scenario("").workload;
+        let mut r = BackendResult::failed(backend, &workload, String::new());
+        (r.status, r.error) = (Status::Ok, None);
+        r.safety.verdict = Validity::Invalid;
+        r.safety.failed_checkers.clear();
+        r.safety.violation_kinds = kinds.iter().map(|(k, n)| (k.to_string(), *n)).collect();
+        r.safety.mutex_violations = r.safety.violation_kinds.get("mutex").copied().unwrap_or(0);
+        r.safety.foreign_releases = r
+            .safety
+            .violation_kinds
+            .get("foreign_release")
+            .copied()
+            .unwrap_or(0);
+        r
+    }
+
+    fn outcomes(expect: &str, results: &[BackendResult]) -> Vec<(Outcome, String)> {
+        evaluate(&scenario(expect).expect, results)
+            .into_iter()
+            .map(|x| (x.outcome, x.measured))
+            .collect()
+    }
+
+    #[test]
+    fn a_kind_nobody_expected_fails_even_next_to_an_expected_violation() {
+        let pause = invalid("redis-setnx", &[("mutex", 2)]);
+        let plain_del = invalid("redis-setnx", &[("mutex", 2), ("foreign_release", 2)]);
+        let by_kind = "violated = { all = [\"mutex\"] }";
+        assert_eq!(outcomes(by_kind, &[pause.clone()])[0].0, Outcome::Met);
+        let (outcome, measured) = outcomes(by_kind, &[plain_del.clone()]).remove(0);
+        assert_eq!(outcome, Outcome::Failed);
+        assert!(
+            measured.contains("not expected: foreign_release"),
+            "{measured}"
+        );
+        assert!(
+            measured.contains("2 releases of another client's lock"),
+            "{measured}"
+        );
+        // A bare list keeps its old meaning: any violation meets it.
+        assert_eq!(
+            outcomes("violated = [\"all\"]", &[plain_del])[0].0,
+            Outcome::Met
+        );
+        // A plain kind must appear; a `?` kind may; at least one listed kind must.
+        let must = "violated = { all = [\"mutex\", \"token_reuse\"] }";
+        let (outcome, measured) = outcomes(must, &[pause.clone()]).remove(0);
+        assert_eq!(outcome, Outcome::Failed);
+        assert!(
+            measured.contains("expected but not seen: token_reuse"),
+            "{measured}"
+        );
+        let may = "violated = { all = [\"mutex\", \"token_reuse?\"] }";
+        assert_eq!(outcomes(may, &[pause.clone()])[0].0, Outcome::Met);
+        let other = invalid("redis-setnx", &[]);
+        let (outcome, measured) =
+            outcomes("violated = { all = [\"token_reuse?\"] }", &[other]).remove(0);
+        assert_eq!(outcome, Outcome::Failed);
+        assert!(
+            measured.contains("none of the expected kinds"),
+            "{measured}"
+        );
+        // Every repetition is judged: one that showed an unexpected kind fails it.
+        let mut repeated = pause;
+        repeated.repetitions = vec![
+            Repetition::of(&repeated),
+            Repetition::of(&invalid("redis-setnx", &[("foreign_release", 1)])),
+        ];
+        assert_eq!(outcomes(may, &[repeated])[0].0, Outcome::Failed);
+    }
 }
