@@ -27,7 +27,7 @@
 //! that expects a holder pause to break mutual exclusion then also passes a recipe that
 //! started deleting other clients' locks. So `violated` may instead map backends (or `all`)
 //! to the violation kinds they are expected to show (`lockbench_core::FindingKind`'s names:
-//! `mutex`, `foreign_release`, ...), and the rule is:
+//! `mutex`, `foreign_release`, ...; the list is [`crate::finding`]), and the rule is:
 //!
 //! - a kind written plainly **must** appear (in every repetition);
 //! - a kind written with a trailing `?` **may** appear: a fault that causes it only on some
@@ -35,11 +35,12 @@
 //!   the scenario stays deterministic;
 //! - at least one listed kind must appear (a list of `?` kinds alone still demands a
 //!   violation), and **any other** violation kind fails the expectation, however many expected
-//!   ones came with it. Names are checked here (an unknown backend or a contradiction
-//! names its field); a name that is valid but not in this run's `backends` (after `--set
-//! backends=...`) is not checked, and the run says so. The results side (what each
-//! expectation measured, met / failed / unknown, and the exit code) is
-//! `lockbench_report::expect`.
+//!   ones came with it.
+//!
+//! Names are checked here (an unknown backend or kind, a contradiction names its field); a
+//! name that is valid but not in this run's `backends` (after `--set backends=...`) is not
+//! checked, and the run says so. The results side (what each expectation measured, met /
+//! failed / unknown, and the exit code) is `lockbench_results::expect`.
 
 use crate::election::ElectionKind;
 use crate::finding::FindingKind;

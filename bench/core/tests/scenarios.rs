@@ -7,8 +7,9 @@
 //! workload kind and optional field), and every built-in scenario in `scenarios/`, with and
 //! without overrides.
 
+use lockbench_core::FindingKind;
 use lockbench_core::election::{ElectionKind, FailoverKnobs, Removal};
-use lockbench_core::expect::{Expect, Expectations, Violated};
+use lockbench_core::expect::{Expect, Expectations, Kinds, Violated};
 use lockbench_core::scenario::{
     Dist, EtcdKnobs, FaultSpec, KeyChoice, Processes, RedisKnobs, RedlockKnobs, ResourceMode,
     Workload, WorkloadKind, ZookeeperKnobs,
@@ -538,6 +539,20 @@ fn every_builtin_scenario_carries_its_expectations() {
                 .iter()
                 .any(|(x, c)| x == b && c.name() == name && c != &Expect::Safe { implicit: true })
         };
+        // Every built-in `violated` names its kinds: a kind nobody expected (a release that
+        // deletes another client's lock) then fails the run even where a violation is expected.
+        for (b, c) in &checks.checks {
+            if let Expect::Violated(kinds) = c {
+                let kinds = kinds
+                    .as_ref()
+                    .unwrap_or_else(|| panic!("{path}: {b}'s violation names no kind"));
+                let broken = b.contains("broken");
+                assert!(
+                    broken || !kinds.allows(FindingKind::ForeignRelease),
+                    "{path}: {b}"
+                );
+            }
+        }
         match s.name.as_str() {
             "broken-recipe" => {
                 assert!(has("redis-broken-nonx", "violated") && has("redis-setnx", "safe"));
@@ -546,6 +561,13 @@ fn every_builtin_scenario_carries_its_expectations() {
                 assert!(units.iter().all(|b| has(b, "violated")), "{path}");
                 assert!(tokens.iter().all(|b| has(b, "fenced")), "{path}");
                 assert!(has("redlock", "damaged"), "{path}");
+                let mutex_only = Expect::Violated(Some(Kinds {
+                    must: vec![FindingKind::Mutex],
+                    may: vec![],
+                }));
+                for b in tokens {
+                    assert!(checks.checks.contains(&(b.to_string(), mutex_only.clone())));
+                }
             }
             "chaos-full" => assert!(has("redlock", "damaged"), "{path}"),
             // The long pause outlives every lock.

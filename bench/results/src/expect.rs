@@ -214,13 +214,13 @@ pub fn line(r: &ExpectationResult) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::model::Repetition;
     use lockbench_core::Scenario;
 
     /// A scenario of redis-setnx with `expect` as its `[expect]` table.
-    fn scenario(expect: &str) -> Scenario {
+    pub(crate) fn scenario(expect: &str) -> Scenario {
         let text = format!(
             "name = \"t\"\nbackends = [\"redis-setnx\"]\n[workload]\nclients = 2\nkeys = 1\n\
              [expect]\n{expect}\n"
@@ -229,7 +229,7 @@ mod tests {
     }
 
     /// An invalid result of `backend` whose checkers found `kinds`.
-    fn invalid(backend: &str, kinds: &[(&str, u64)]) -> BackendResult {
+    pub(crate) fn invalid(backend: &str, kinds: &[(&str, u64)]) -> BackendResult {
         let workload = scenario("").workload;
         let mut r = BackendResult::failed(backend, &workload, String::new());
         (r.status, r.error) = (Status::Ok, None);
@@ -246,11 +246,10 @@ mod tests {
         r
     }
 
-    fn outcomes(expect: &str, results: &[BackendResult]) -> Vec<(Outcome, String)> {
-        evaluate(&scenario(expect).expect, results)
-            .into_iter()
-            .map(|x| (x.outcome, x.measured))
-            .collect()
+    /// The outcome of the one expectation `expect` sets on `r`, and what it was judged on.
+    fn judged(expect: &str, r: &BackendResult) -> (Outcome, String) {
+        let e = evaluate(&scenario(expect).expect, std::slice::from_ref(r)).remove(0);
+        (e.outcome, e.measured)
     }
 
     #[test]
@@ -258,8 +257,8 @@ mod tests {
         let pause = invalid("redis-setnx", &[("mutex", 2)]);
         let plain_del = invalid("redis-setnx", &[("mutex", 2), ("foreign_release", 2)]);
         let by_kind = "violated = { all = [\"mutex\"] }";
-        assert_eq!(outcomes(by_kind, &[pause.clone()])[0].0, Outcome::Met);
-        let (outcome, measured) = outcomes(by_kind, &[plain_del.clone()]).remove(0);
+        assert_eq!(judged(by_kind, &pause).0, Outcome::Met);
+        let (outcome, measured) = judged(by_kind, &plain_del);
         assert_eq!(outcome, Outcome::Failed);
         assert!(
             measured.contains("not expected: foreign_release"),
@@ -270,23 +269,19 @@ mod tests {
             "{measured}"
         );
         // A bare list keeps its old meaning: any violation meets it.
-        assert_eq!(
-            outcomes("violated = [\"all\"]", &[plain_del])[0].0,
-            Outcome::Met
-        );
+        assert_eq!(judged("violated = [\"all\"]", &plain_del).0, Outcome::Met);
         // A plain kind must appear; a `?` kind may; at least one listed kind must.
         let must = "violated = { all = [\"mutex\", \"token_reuse\"] }";
-        let (outcome, measured) = outcomes(must, &[pause.clone()]).remove(0);
+        let (outcome, measured) = judged(must, &pause);
         assert_eq!(outcome, Outcome::Failed);
         assert!(
             measured.contains("expected but not seen: token_reuse"),
             "{measured}"
         );
         let may = "violated = { all = [\"mutex\", \"token_reuse?\"] }";
-        assert_eq!(outcomes(may, &[pause.clone()])[0].0, Outcome::Met);
+        assert_eq!(judged(may, &pause).0, Outcome::Met);
         let other = invalid("redis-setnx", &[]);
-        let (outcome, measured) =
-            outcomes("violated = { all = [\"token_reuse?\"] }", &[other]).remove(0);
+        let (outcome, measured) = judged("violated = { all = [\"token_reuse?\"] }", &other);
         assert_eq!(outcome, Outcome::Failed);
         assert!(
             measured.contains("none of the expected kinds"),
@@ -298,6 +293,6 @@ mod tests {
             Repetition::of(&repeated),
             Repetition::of(&invalid("redis-setnx", &[("foreign_release", 1)])),
         ];
-        assert_eq!(outcomes(may, &[repeated])[0].0, Outcome::Failed);
+        assert_eq!(judged(may, &repeated).0, Outcome::Failed);
     }
 }

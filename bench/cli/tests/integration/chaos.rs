@@ -278,6 +278,8 @@ fn a_resource_that_calls_stale_writes_fresh_is_an_instrument_fault() {
 /// lock expires and goes to another client; resumed, the holder releases. redis-setnx's
 /// compare-and-delete refuses; redis-broken-release's plain `DEL` deletes the new holder's lock
 /// and reports success, which the release checker must catch (real Redis, real SIGSTOP).
+/// Issue 19 item 3: the fencing scenario expects the pause's `mutex` and no other kind, so
+/// this release bug fails the run (exit 1) although a violation was expected of every recipe.
 #[test]
 fn a_release_that_deletes_another_clients_lock_is_caught() {
     let dir = common::scratch("chaos", "release");
@@ -291,8 +293,20 @@ fn a_release_that_deletes_another_clients_lock_is_caught() {
             "redis.ttl=300ms",
         ],
     );
-    // The fencing scenario expects every recipe to violate (the pause): met for both.
-    assert!(out.status.success(), "{}", text(&out));
+    // The fencing scenario expects every recipe to violate by `mutex` (the pause): met for
+    // redis-setnx, failed for redis-broken-release, whose foreign releases nobody expected.
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let failed = stdout
+        .lines()
+        .find(|l| l.starts_with("EXPECTATION FAILED: redis-broken-release violated: invalid:"))
+        .unwrap_or_else(|| panic!("{}", text(&out)));
+    assert!(failed.contains("not expected: foreign_release"), "{failed}");
+    assert!(
+        stdout.contains("EXPECTATION MET: redis-setnx violated: invalid:"),
+        "{}",
+        text(&out)
+    );
     let r = results(&run);
     let broken = &result_of(&r, "redis-broken-release")["safety"];
     assert_eq!(broken["verdict"], "invalid", "{broken}");
