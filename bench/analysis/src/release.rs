@@ -254,7 +254,7 @@ mod tests {
         assert_eq!(r.foreign_releases, 0);
         let out = Box::new(checker::feed_ops(ReleaseChecker::default(), &h)).finish();
         assert_eq!(out.validity, Validity::Invalid);
-        let kinds: Vec<&str> = out.findings.iter().map(|f| f.kind).collect();
+        let kinds: Vec<FindingKind> = out.findings.iter().map(|f| f.kind).collect();
         assert_eq!(kinds, vec![RENEW_KIND]);
     }
 }
