@@ -235,6 +235,7 @@ impl Nemesis for ClientNemesis {
             Fault::Partition { .. }
             | Fault::LinkDelay { .. }
             | Fault::LinkBlackhole { .. }
+            | Fault::PacketLoss { .. }
             | Fault::ClockJump { .. }
             | Fault::RedisFailover => vec![not_mine(
                 clock,

@@ -97,6 +97,7 @@ impl Nemesis for Unreachable {
             | Fault::ClockJump { .. }
             | Fault::LinkDelay { .. }
             | Fault::LinkBlackhole { .. }
+            | Fault::PacketLoss { .. }
             | Fault::RedisFailover => vec![FaultEvent::now(
                 clock,
                 fault.verb(),

@@ -5,7 +5,8 @@
 //! `iptables -w -A INPUT -s <peer address> -j DROP` in that namespace. The coordinator has no
 //! namespace of its own (it runs in the root namespace, whose firewall is never touched): a
 //! grudge *against* it is a rule on the other side dropping the address its packets come from
-//! (the bridge's). Heal = `iptables -F INPUT` in every host.
+//! (the bridge's). Heal = `iptables -F INPUT` (and `OUTPUT`, where `packet-loss` has rules) in
+//! every host.
 
 use crate::grudge::Grudge;
 use anyhow::Context;
@@ -35,12 +36,19 @@ pub(crate) fn apply(
     Ok(rules)
 }
 
-/// Flushes the INPUT chain of each of `hosts` that has rules; returns those hosts' names.
+/// Flushes the INPUT and OUTPUT chains (`packet-loss` has rules in both) of each of `hosts`
+/// that has rules; returns those hosts' names.
 pub(crate) fn flush_all(hosts: Vec<Host>) -> anyhow::Result<Vec<String>> {
     let mut flushed = Vec::new();
     for h in hosts {
-        if h.has_firewall_rules(Some("INPUT")) {
-            h.iptables(&["-F", "INPUT"])?;
+        let mut any = false;
+        for chain in ["INPUT", "OUTPUT"] {
+            if h.has_firewall_rules(Some(chain)) {
+                h.iptables(&["-F", chain])?;
+                any = true;
+            }
+        }
+        if any {
             flushed.push(h.name);
         }
     }

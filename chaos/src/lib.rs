@@ -60,6 +60,7 @@ mod link_nemesis;
 mod link_proxies;
 mod link_proxy;
 mod link_toxic;
+mod loss;
 mod probe;
 mod server_nemesis;
 mod site;

@@ -215,6 +215,7 @@ impl Nemesis for LinkNemesis {
             | Fault::Pause { .. }
             | Fault::Kill { .. }
             | Fault::ClockJump { .. }
+            | Fault::PacketLoss { .. }
             | Fault::RedisFailover => vec![FaultEvent::now(
                 clock,
                 fault.verb(),

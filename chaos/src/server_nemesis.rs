@@ -34,13 +34,17 @@ use std::time::{Duration, Instant};
 ///   than `Nodes` restarts everything this nemesis killed.
 /// - `clock-jump`: the Redis TTL emulation (`clock.rs`: every TTL shortened by the jump), on
 ///   Redis servers only.
+/// - `packet-loss`: iptables `statistic` DROP rules in the target servers' namespaces, both
+///   ways, checked with a probe against the rules' counters (see `loss.rs`).
 /// - `link-delay`: not available (reported as not applied).
 pub struct ServerNemesis<S: Site = Managed> {
-    site: S,
-    servers: Vec<&'static ServerSpec>,
+    pub(crate) site: S,
+    pub(crate) servers: Vec<&'static ServerSpec>,
     rng: Box<dyn RngCore + Send>,
     /// Open partition-like windows: (verb, targets).
-    windows: Vec<(&'static str, Vec<String>)>,
+    pub(crate) windows: Vec<(&'static str, Vec<String>)>,
+    /// Open `packet-loss` windows, for their measured share at heal.
+    pub(crate) losses: Vec<crate::loss::Window>,
     paused: BTreeSet<String>,
     killed: BTreeSet<String>,
 }
@@ -71,6 +75,7 @@ impl<S: Site> ServerNemesis<S> {
             servers,
             rng: Box::new(rng),
             windows: Vec::new(),
+            losses: Vec::new(),
             paused: BTreeSet::new(),
             killed: BTreeSet::new(),
         }
@@ -101,7 +106,7 @@ impl<S: Site> ServerNemesis<S> {
         targets::resolve(t, &self.site, &self.servers, &clients, &mut *self.rng).await
     }
 
-    fn client_hosts(&self) -> Vec<Host> {
+    pub(crate) fn client_hosts(&self) -> Vec<Host> {
         self.site.client_hosts()
     }
 
@@ -415,8 +420,8 @@ impl<S: Site> ServerNemesis<S> {
         }
     }
 
-    /// Flushes every host's INPUT chain; returns the hosts that had rules.
-    async fn flush(&mut self) -> anyhow::Result<Vec<String>> {
+    /// Flushes every host's INPUT and OUTPUT chains; returns the hosts that had rules.
+    pub(crate) async fn flush(&mut self) -> anyhow::Result<Vec<String>> {
         let hosts = self.site.all_hosts();
         tokio::task::spawn_blocking(move || firewall::flush_all(hosts)).await?
     }
@@ -437,6 +442,7 @@ impl<S: Site> ServerNemesis<S> {
                 .map(|(v, t)| not_applied(clock, v, t, unavailable("partitions")))
                 .collect();
         };
+        let measured = self.measure_losses().await;
         let (ok, note) = match self.flush().await {
             Ok(hosts) if hosts.is_empty() => (true, NO_RULES.to_string()),
             Ok(hosts) => (true, format!("iptables -F INPUT in {}", hosts.join(","))),
@@ -470,6 +476,10 @@ impl<S: Site> ServerNemesis<S> {
                 let back: Vec<&(bool, String)> = t.iter().filter_map(|n| rejoined.get(n)).collect();
                 let ok = ok && back.iter().all(|(ok, _)| *ok);
                 let mut note = note.clone();
+                if let Some(m) = measured.iter().find(|(mv, mt, _)| *mv == v && *mt == t) {
+                    note.push_str("; ");
+                    note.push_str(&m.2);
+                }
                 for (_, how) in back {
                     note.push_str("; ");
                     note.push_str(how);
@@ -828,6 +838,11 @@ impl<S: Site> Nemesis for ServerNemesis<S> {
             Fault::ClockJump { targets, by } => vec![self.clock_jump(targets, *by, clock).await],
             Fault::LinkBlackhole { targets } => vec![self.blackhole(targets, clock).await],
             Fault::RedisFailover => vec![self.redis_failover(clock).await],
+            Fault::PacketLoss {
+                targets,
+                rate,
+                mode,
+            } => vec![self.packet_loss(targets, *rate, *mode, clock).await],
             Fault::LinkDelay { .. } => vec![not_applied(
                 clock,
                 "link-delay",
@@ -891,13 +906,18 @@ const FAILOVER: &str = "redis-failover";
 /// How long `redis-failover` waits for the primary's next grant.
 const GRANT_BUDGET: Duration = Duration::from_secs(10);
 
-fn unavailable(what: &str) -> String {
+pub(crate) fn unavailable(what: &str) -> String {
     format!(
         "{what} need the netns topology (root and network namespaces); this cluster runs on \
          loopback, so the fault was NOT applied"
     )
 }
 
-fn not_applied(clock: &RunClock, fault: &str, targets: Vec<String>, why: String) -> FaultEvent {
+pub(crate) fn not_applied(
+    clock: &RunClock,
+    fault: &str,
+    targets: Vec<String>,
+    why: String,
+) -> FaultEvent {
     FaultEvent::now(clock, fault, FaultPhase::Start, targets, why, false)
 }

@@ -18,7 +18,7 @@ use rand::Rng;
 use std::time::Duration;
 
 /// One action of the timeline.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Step {
     /// Offset from the start of the measured window.
     pub at: Duration,

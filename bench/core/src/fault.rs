@@ -61,7 +61,7 @@ pub enum PartitionSpec {
 /// unknown field is an error (`deny_unknown_fields`) rather than silently ignored: a misspelt
 /// `durration` or a field another verb has must not turn into a fault that is not the one
 /// written.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "fault", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum Fault {
     /// Drop traffic between groups of hosts (iptables inside the hosts' namespaces).
@@ -120,12 +120,40 @@ pub enum Fault {
         /// Which servers.
         targets: Targets,
     },
+    /// Drop a share of the packets on the links between clients and the targets, both ways
+    /// (iptables' `statistic` match inside the servers' namespaces; no `tc netem` here).
+    PacketLoss {
+        /// Which servers (every client's links to them), or client hosts (their links to every
+        /// server), as `link-delay` names them.
+        targets: Targets,
+        /// The share of packets dropped, above 0 and at most 1 (`0.1`: one in ten).
+        rate: f64,
+        /// How the packets are picked: `random` (the default; the kernel's random numbers,
+        /// which the scenario's seed does not reach) or `nth` (exactly every 1/rate-th packet,
+        /// the same ones in every run).
+        #[serde(default)]
+        mode: LossMode,
+    },
     /// Redis Sentinel failover that loses a grant (the `redis-sentinel` system only): the
     /// replica's replication link is cut, the primary's next lock grant is awaited, and the
     /// primary is SIGKILLed right after it, before the key can reach the replica; Sentinel then
     /// promotes the replica, which never saw the grant. The inverse (`heal`) restarts the old
     /// primary, which Sentinel turns into a replica of the new one.
     RedisFailover,
+}
+
+/// How `packet-loss` picks the packets it drops.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LossMode {
+    /// Each packet on its own, with probability `rate` (`statistic --mode random`). The kernel
+    /// draws from its own random numbers, which no seed reaches: two runs drop different
+    /// packets, and the measured share varies around the rate.
+    #[default]
+    Random,
+    /// Exactly every n-th packet of each link and direction, n = 1/rate (`statistic --mode
+    /// nth`): deterministic; the rate must be 1/n (0.5, 0.25, 0.1, ...).
+    Nth,
 }
 
 /// Which nemesis makes a fault real: the one routing every nemesis composition follows
@@ -181,6 +209,7 @@ impl Fault {
             Fault::ClockJump { .. } => "clock-jump",
             Fault::LinkDelay { .. } => "link-delay",
             Fault::LinkBlackhole { .. } => "link-blackhole",
+            Fault::PacketLoss { .. } => "packet-loss",
             Fault::RedisFailover => "redis-failover",
         }
     }
@@ -194,7 +223,8 @@ impl Fault {
             | Fault::Start { targets }
             | Fault::ClockJump { targets, .. }
             | Fault::LinkDelay { targets, .. }
-            | Fault::LinkBlackhole { targets } => Some(targets),
+            | Fault::LinkBlackhole { targets }
+            | Fault::PacketLoss { targets, .. } => Some(targets),
             Fault::Partition { split } => match split {
                 PartitionSpec::Isolate(t) => Some(t),
                 PartitionSpec::Halves
@@ -218,7 +248,8 @@ impl Fault {
             | Fault::Start { targets }
             | Fault::ClockJump { targets, .. }
             | Fault::LinkDelay { targets, .. }
-            | Fault::LinkBlackhole { targets } => targets,
+            | Fault::LinkBlackhole { targets }
+            | Fault::PacketLoss { targets, .. } => targets,
             Fault::Partition { split } => match split {
                 PartitionSpec::Isolate(t) => t,
                 PartitionSpec::Halves
@@ -242,6 +273,7 @@ impl Fault {
             Fault::Partition { .. }
             | Fault::LinkDelay { .. }
             | Fault::LinkBlackhole { .. }
+            | Fault::PacketLoss { .. }
             | Fault::RedisFailover => Some(Fault::Heal),
             Fault::Pause { targets } => Some(Fault::Resume {
                 targets: targets.clone(),
@@ -277,8 +309,41 @@ impl Fault {
                 }
             }
             Fault::ClockJump { .. } | Fault::RedisFailover => Route::Servers,
-            Fault::Partition { .. } => Route::Firewall,
+            Fault::Partition { .. } | Fault::PacketLoss { .. } => Route::Firewall,
             Fault::LinkDelay { .. } | Fault::LinkBlackhole { .. } => Route::Proxies,
+        }
+    }
+
+    /// Checks values that parse but cannot work (the scenario names the entry).
+    pub fn check(&self) -> Result<(), String> {
+        match self {
+            Fault::PacketLoss { rate, mode, .. } => {
+                if !(*rate > 0.0 && *rate <= 1.0) {
+                    return Err(format!(
+                        "packet-loss rate {rate}: the share of packets dropped, above 0 and at most 1"
+                    ));
+                }
+                let n = (1.0 / rate).round();
+                if *mode == LossMode::Nth && (n * rate - 1.0).abs() > 1e-9 {
+                    return Err(format!(
+                        "packet-loss rate {rate} in nth mode: drops every n-th packet, so the \
+                         rate must be 1/n (0.5, 0.25, 0.2, 0.1, ...); {:.4} or {:.4} are near",
+                        1.0 / n.max(1.0),
+                        1.0 / (n + 1.0)
+                    ));
+                }
+                Ok(())
+            }
+            Fault::Partition { .. }
+            | Fault::Heal
+            | Fault::Pause { .. }
+            | Fault::Resume { .. }
+            | Fault::Kill { .. }
+            | Fault::Start { .. }
+            | Fault::ClockJump { .. }
+            | Fault::LinkDelay { .. }
+            | Fault::LinkBlackhole { .. }
+            | Fault::RedisFailover => Ok(()),
         }
     }
 }
@@ -414,6 +479,28 @@ mod tests {
         };
         assert_eq!(halves.with_targets(Targets::One), None);
         assert_eq!(resume_all.inverse(), None);
+    }
+
+    /// A loss rate outside (0, 1], or one nth mode cannot drop (not 1/n), is an error.
+    #[test]
+    fn packet_loss_rates_are_checked() {
+        let loss = |rate, mode| Fault::PacketLoss {
+            targets: Targets::One,
+            rate,
+            mode,
+        };
+        assert!(loss(0.25, LossMode::Nth).check().is_ok());
+        assert!(loss(0.3, LossMode::Random).check().is_ok());
+        assert!(
+            loss(0.3, LossMode::Nth)
+                .check()
+                .unwrap_err()
+                .contains("1/n")
+        );
+        assert!(loss(0.0, LossMode::Random).check().is_err());
+        assert!(loss(1.5, LossMode::Random).check().is_err());
+        assert_eq!(loss(0.1, LossMode::Nth).route(), Route::Firewall);
+        assert_eq!(loss(0.1, LossMode::Nth).inverse(), Some(Fault::Heal));
     }
 
     #[test]

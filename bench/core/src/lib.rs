@@ -46,7 +46,7 @@ pub use election::{Candidate, ElectionInfo, ElectionKind, Elector, Leader, Remov
 pub use endpoints::{Endpoints, SENTINEL_MASTER_NAME};
 pub use fanout::{ServerFanout, WakeupTally, Wakeups};
 pub use fault::{
-    Fault, FaultEvent, FaultPhase, PartitionSpec, Route, Targets, fault_kind, fault_label,
+    Fault, FaultEvent, FaultPhase, LossMode, PartitionSpec, Route, Targets, fault_kind, fault_label,
 };
 pub use finding::FindingKind;
 pub use history::History;

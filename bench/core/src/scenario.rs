@@ -741,6 +741,11 @@ impl Scenario {
         let Some(first) = self.faults.first() else {
             return Ok(());
         };
+        for (i, f) in self.faults.iter().enumerate() {
+            f.fault
+                .check()
+                .map_err(|e| bad(&format!("faults[{i}]"), e))?;
+        }
         if self.workload.acquisitions.is_some() {
             return Err(bad(
                 "workload.acquisitions",

@@ -15,15 +15,15 @@ use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-struct TestCluster {
-    cluster: Cluster,
-    net: Network,
+pub(crate) struct TestCluster {
+    pub(crate) cluster: Cluster,
+    pub(crate) net: Network,
     dir: PathBuf,
     done: bool,
 }
 
 /// `None` only when not root and `LOCKBENCH_ALLOW_NO_ROOT=1`.
-async fn test_cluster(tag: &str, octet: u8, groups: &[Group]) -> Option<TestCluster> {
+pub(crate) async fn test_cluster(tag: &str, octet: u8, groups: &[Group]) -> Option<TestCluster> {
     if !nix::unistd::geteuid().is_root() {
         if std::env::var("LOCKBENCH_ALLOW_NO_ROOT").as_deref() == Ok("1") {
             eprintln!("SKIPPED: not root (LOCKBENCH_ALLOW_NO_ROOT=1)");
@@ -51,7 +51,7 @@ async fn test_cluster(tag: &str, octet: u8, groups: &[Group]) -> Option<TestClus
 }
 
 impl TestCluster {
-    fn nemesis(&self, group: Group) -> ServerNemesis {
+    pub(crate) fn nemesis(&self, group: Group) -> ServerNemesis {
         ServerNemesis::new(
             self.cluster.clone(),
             group,
@@ -65,7 +65,7 @@ impl TestCluster {
     }
 
     /// Tears the cluster down and checks that nothing of its network is left.
-    async fn finish(mut self) {
+    pub(crate) async fn finish(mut self) {
         self.cluster.down().await.unwrap();
         assert_eq!(self.net.leftovers(), Vec::<String>::new());
         let prefix = &self.net.config().prefix;

@@ -1,6 +1,7 @@
 //! lockbench-chaos's integration tests, one test binary: `faults` (fault verbs against real
-//! servers in private network namespaces) and `toxiproxy` (the Toxiproxy-compatible API driven
-//! by an independent client).
+//! servers in private network namespaces), `loss` (`packet-loss` counted end to end) and
+//! `toxiproxy` (the Toxiproxy-compatible API driven by an independent client).
 
 mod faults;
+mod loss;
 mod toxiproxy;
