@@ -35,7 +35,8 @@
 //! pings and drops the connection so the lease, and any lock entry on it, dies at TTL expiry,
 //! as after a crash. `requests_sent` counts unary requests, watch creates and watch cancels;
 //! keep-alive pings are left out. `server_counters` sums `grpc_server_msg_received_total`
-//! over members (module `metrics`).
+//! over members, keep-alives left out there too, each member with its process start time so
+//! that a restarted member's counters are not taken for a count (module `metrics`).
 //!
 //! # Leader election
 //!
@@ -225,10 +226,7 @@ impl Backend for EtcdBackend {
     }
 
     async fn server_counters(&self) -> Result<ServerCounters, String> {
-        Ok(ServerCounters {
-            source: metrics::SOURCE.to_string(),
-            requests: metrics::received_messages(&self.endpoints).await?,
-        })
+        metrics::received_messages(&self.endpoints).await
     }
 
     async fn observe_server(

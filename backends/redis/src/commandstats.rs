@@ -20,6 +20,7 @@
 //! reading the counter does not move it.
 
 use crate::connect::{Server, config};
+use lockbench_core::{Incarnation, ServerCount, ServerCounters};
 use std::time::Duration;
 
 /// The commands a `redis-setnx` client sends.
@@ -43,8 +44,37 @@ pub(crate) fn source(commands: &[&str], servers: &[Server]) -> String {
 
 /// Sums the counter over `servers`, reading them concurrently on fresh connections.
 pub(crate) async fn read(servers: &[Server], commands: &[&str]) -> Result<u64, String> {
-    let texts = read_texts(servers).await?;
+    let texts = read_texts(servers, "commandstats").await?;
     Ok(texts.iter().map(|t| parse(t, commands)).sum())
+}
+
+/// The counter of each of `servers` (named by `name(index, address)`), with its `run_id`
+/// from `INFO server` as its incarnation: a restarted server draws a new one, and its
+/// commandstats start again from zero.
+pub(crate) async fn counters(
+    servers: &[Server],
+    commands: &[&str],
+    name: impl Fn(usize, &str) -> String,
+) -> Result<ServerCounters, String> {
+    // Two sections in one request (`INFO server commandstats`) need Redis 7; two requests do not.
+    let texts = read_texts(servers, "server").await?;
+    let stats = read_texts(servers, "commandstats").await?;
+    let source = source(commands, servers);
+    let servers: Vec<ServerCount> = servers
+        .iter()
+        .zip(texts.iter().zip(&stats))
+        .enumerate()
+        .map(|(i, (server, (info, stats)))| ServerCount {
+            server: name(i, &server.address),
+            requests: parse(stats, commands),
+            incarnation: info_field(info, "run_id").map(|id| Incarnation::Id(id.to_string())),
+        })
+        .collect();
+    Ok(ServerCounters {
+        source,
+        requests: servers.iter().map(|s| s.requests).sum(),
+        servers,
+    })
 }
 
 /// `PUBSUB NUMSUB` of `channels` on `server`, summed: how many subscriptions exist right now.
@@ -66,8 +96,8 @@ pub(crate) async fn numsub(server: &Server, channels: &[String]) -> Result<u64, 
     Ok(reply.iter().map(|(_, n)| n).sum())
 }
 
-/// Each server's `INFO commandstats` text.
-pub(crate) async fn read_texts(servers: &[Server]) -> Result<Vec<String>, String> {
+/// Each server's `INFO <section>` text.
+pub(crate) async fn read_texts(servers: &[Server], section: &str) -> Result<Vec<String>, String> {
     let cfg = config(Duration::from_secs(2));
     let reads = servers.iter().map(|server| {
         let cfg = cfg.clone();
@@ -77,14 +107,22 @@ pub(crate) async fn read_texts(servers: &[Server]) -> Result<Vec<String>, String
                 .await
                 .map_err(|e| format!("{}: {e}", server.address))?;
             let text: String = redis::cmd("INFO")
-                .arg("commandstats")
+                .arg(section)
                 .query_async(&mut conn)
                 .await
-                .map_err(|e| format!("{}: INFO commandstats: {e}", server.address))?;
+                .map_err(|e| format!("{}: INFO {section}: {e}", server.address))?;
             Ok::<String, String>(text)
         }
     });
     futures::future::join_all(reads).await.into_iter().collect()
+}
+
+/// The value of `name` in an `INFO` reply (`name:value` lines).
+fn info_field<'a>(text: &'a str, name: &str) -> Option<&'a str> {
+    text.lines().find_map(|line| {
+        let (key, value) = line.trim().split_once(':')?;
+        (key == name).then_some(value)
+    })
 }
 
 /// Sums `calls + rejected_calls` of `commands` in an `INFO commandstats` reply.
@@ -124,5 +162,12 @@ mod tests {
             cmdstat_set:calls=4,usec=19,usec_per_call=4.75,rejected_calls=0,failed_calls=0\r\n";
         assert_eq!(parse(text, SETNX_COMMANDS), 7);
         assert_eq!(parse(text, REDLOCK_COMMANDS), 11);
+    }
+
+    #[test]
+    fn reads_the_run_id() {
+        let text = "# Server\r\nredis_version:7.0.15\r\nrun_id:3f2a9c\r\nuptime_in_seconds:12\r\n";
+        assert_eq!(info_field(text, "run_id"), Some("3f2a9c"));
+        assert_eq!(info_field(text, "run"), None);
     }
 }

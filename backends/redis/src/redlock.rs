@@ -206,10 +206,10 @@ impl Backend for RedlockBackend {
     }
 
     async fn server_counters(&self) -> Result<ServerCounters, String> {
-        Ok(ServerCounters {
-            source: commandstats::source(REDLOCK_COMMANDS, &self.servers),
-            requests: commandstats::read(&self.servers, REDLOCK_COMMANDS).await?,
+        commandstats::counters(&self.servers, REDLOCK_COMMANDS, |i, address| {
+            format!("redlock{} ({address})", i + 1)
         })
+        .await
     }
 }
 

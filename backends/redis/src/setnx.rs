@@ -311,10 +311,10 @@ impl Backend for SetNxBackend {
             );
         }
         let servers = std::slice::from_ref(&self.server);
-        Ok(ServerCounters {
-            source: commandstats::source(self.commands(), servers),
-            requests: commandstats::read(servers, self.commands()).await?,
+        commandstats::counters(servers, self.commands(), |_, address| {
+            format!("redis ({address})")
         })
+        .await
     }
 
     async fn observe_server(

@@ -6,10 +6,12 @@
 //! to), so the sum over members counts each request once. It also counts what lockbench does
 //! not: connect requests, pings, `CloseSession`, watch removals. Results compare its delta
 //! with the clients' own counts and say so. A member that does not answer makes the read fail
-//! (naming it) rather than silently under-count; a restarted member's counter starts again
-//! from zero, which a caller comparing two reads across a restart must allow for.
+//! (naming it) rather than silently under-count. A member's statistics start again from zero
+//! whenever it (re)joins the ensemble, not only when its process restarts: each reading
+//! carries every member's `zk_uptime`, which starts again with them, so that a difference
+//! across a rejoin is refused ([`ServerCounters::since`]).
 
-use lockbench_core::{ServerCounters, ServerFanout};
+use lockbench_core::{Incarnation, ServerCount, ServerCounters, ServerFanout};
 use std::collections::HashMap;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -20,27 +22,43 @@ pub(crate) const SOURCE: &str =
 
 const FOUR_LETTER_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// Reads and sums `zk_packets_received` over `members`.
+/// Reads and sums `zk_packets_received` over `members`, with each member's `zk_uptime` as its
+/// incarnation: a member that rejoins the ensemble (after a partition, a pause, an election)
+/// makes its statistics anew, so its uptime and counters start again from zero.
 pub(crate) async fn packets_received(members: &[String]) -> Result<ServerCounters, String> {
-    let reads = members.iter().map(|member| async move {
+    let reads = members.iter().enumerate().map(|(i, member)| async move {
+        let sent_ms = lockbench_core::time::monotonic_nanos() / 1_000_000;
         let text = four_letter_word(member, "mntr")
             .await
             .map_err(|e| format!("zookeeper mntr on {member}: {e}"))?;
-        mntr_value(&text, "zk_packets_received").ok_or_else(|| {
+        let read_at_ms = lockbench_core::time::monotonic_nanos() / 1_000_000;
+        let requests = mntr_value(&text, "zk_packets_received").ok_or_else(|| {
             format!(
                 "zookeeper mntr on {member}: no zk_packets_received in the answer \
                  (is mntr in 4lw.commands.whitelist?): {:?}",
                 text.lines().next().unwrap_or("")
             )
+        })?;
+        let incarnation = mntr_value(&text, "zk_uptime").map(|uptime_ms| Incarnation::Uptime {
+            uptime_ms,
+            read_at_ms,
+            // The answer's round trip, and a millisecond of rounding.
+            within_ms: read_at_ms - sent_ms + 1,
+        });
+        Ok::<_, String>(ServerCount {
+            server: format!("zk{} ({member})", i + 1),
+            requests,
+            incarnation,
         })
     });
-    let mut requests = 0;
+    let mut servers = Vec::with_capacity(members.len());
     for read in reads {
-        requests += read.await?;
+        servers.push(read.await?);
     }
     Ok(ServerCounters {
         source: SOURCE.into(),
-        requests,
+        requests: servers.iter().map(|s| s.requests).sum(),
+        servers,
     })
 }
 

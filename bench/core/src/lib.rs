@@ -17,6 +17,8 @@
 //! - [`finding`]: [`FindingKind`], the one list of what a safety checker can report;
 //! - [`traits`]: [`Backend`] (makes clients for one recipe) and [`LockClient`]
 //!   (`acquire` / `release` / `renew`).
+//! - [`counters`]: the servers' own request counters ([`ServerCounters`]) and when two
+//!   readings' difference is no count (a server whose counters restarted in between);
 //! - [`server_view`]: who the servers say holds a lock ([`ServerObservation`]), recorded by a
 //!   server-side observer beside the clients' ops;
 //! - [`election`]: leader election for the `failover` workload: [`ElectionKind`], the
@@ -26,6 +28,7 @@
 //! and change for their own reasons.
 #![deny(missing_docs)]
 
+pub mod counters;
 pub mod election;
 pub mod endpoints;
 pub mod expect;
@@ -42,6 +45,7 @@ pub mod sweep;
 pub mod time;
 pub mod traits;
 
+pub use counters::{Incarnation, ServerCount};
 pub use election::{Candidate, ElectionInfo, ElectionKind, Elector, Leader, Removal};
 pub use endpoints::{Endpoints, SENTINEL_MASTER_NAME};
 pub use fanout::{ServerFanout, WakeupTally, Wakeups};

@@ -4,6 +4,7 @@
 //! the top (`match kind { ZkFair => run::<ZkFair>(..), .. }`) and everything below is generic,
 //! so the client loop makes no virtual calls and no allocation per op.
 
+pub use crate::counters::ServerCounters;
 use crate::fanout::{ServerFanout, Wakeups};
 use crate::ids::{BackendKind, ClientId, FencingToken, KeyId};
 use crate::op::Outcome;
@@ -101,15 +102,6 @@ pub struct BackendInfo {
     pub fencing: String,
     /// Every knob that shapes the recipe's behaviour, as `name = value` strings.
     pub knobs: Vec<(String, String)>,
-}
-
-/// Requests counted by the servers themselves, for cross-checking lockbench's own count.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ServerCounters {
-    /// Where the count comes from, e.g. "redis INFO commandstats (sum of calls)".
-    pub source: String,
-    /// The counter's current value, summed over the backend's servers.
-    pub requests: u64,
 }
 
 /// A recipe bound to a cluster: makes clients and reads the servers' request counters.

@@ -131,7 +131,10 @@ pub fn render(results: &RunResults) -> String {
         let reqs = format!(
             "{} | {}",
             opt(q.client_per_acquisition, 2),
-            opt(q.server_per_acquisition, 2)
+            match q.server_unknown {
+                Some(_) => "?".to_string(),
+                None => opt(q.server_per_acquisition, 2),
+            }
         );
         let row = vec![
             Cell::new(&r.backend),
@@ -155,9 +158,25 @@ pub fn render(results: &RunResults) -> String {
     let mut out = format!(
         "{t}\nlatencies in ms (acquire: from intended start); req/acq: lockbench's count | the servers' own counters\n"
     );
+    out.push_str(&unknown_server_counts(results));
     out.push_str(&fanout(results));
     out.push_str(&recipes(results));
     out
+}
+
+/// One line per backend whose servers' request figure is unknown (`?` in the table), saying why.
+fn unknown_server_counts(results: &RunResults) -> String {
+    results
+        .results
+        .iter()
+        .filter_map(|r| {
+            let why = r.requests.server_unknown.as_ref()?;
+            Some(format!(
+                "req/acq {}: the servers' figure is unknown: {why}\n",
+                r.backend
+            ))
+        })
+        .collect()
 }
 
 /// The herd workload's fan-out per release, one line per recipe that counted it; and the

@@ -248,14 +248,22 @@ pub struct Requests {
     /// Counted by lockbench's clients over the whole run (warm-up included); `null` when the
     /// recipe runs inside a library that cannot be counted.
     pub client_counted: Option<u64>,
-    /// The servers' own counter delta over the same span; `null` if it could not be read.
+    /// The servers' own counter delta over the same span; `null` if it could not be read or
+    /// is no count (a server's counters restarted in between). Present but no figure when the
+    /// two counts disagree beyond the tolerance (`server_unknown` says so).
     pub server_counted: Option<u64>,
     /// What the server counter is.
     pub server_source: String,
     /// Why the server counter could not be read, if it could not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_error: Option<String>,
-    /// `server_counted / acquisitions_total`.
+    /// Why the servers' figure is unknown (`server_per_acquisition` is then `null`): their
+    /// counters could not be read, a server's counters restarted or went backwards during
+    /// the run, or the two counts disagree beyond the stated tolerance. Absent when the figure
+    /// stands.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_unknown: Option<String>,
+    /// `server_counted / acquisitions_total`; `null` when `server_unknown` says why.
     pub server_per_acquisition: Option<f64>,
     /// `client_counted / acquisitions_total`.
     pub client_per_acquisition: Option<f64>,
@@ -552,6 +560,7 @@ impl BackendResult {
                 server_counted: None,
                 server_source: String::new(),
                 server_error: None,
+                server_unknown: None,
                 server_per_acquisition: None,
                 client_per_acquisition: None,
             },

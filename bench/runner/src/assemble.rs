@@ -16,7 +16,7 @@ use lockbench_core::scenario::Workload;
 use lockbench_core::{BackendInfo, OpType, ServerCounters, ServerFanout, Wakeups};
 use lockbench_results::Status;
 use lockbench_results::model::{
-    BackendResult, CheckResult, Errors, Fanout, Percentiles, Requests, SafetyResult,
+    BackendResult, CheckResult, Errors, Fanout, Percentiles, SafetyResult,
 };
 use lockbench_workloads::RunOutput;
 
@@ -27,6 +27,9 @@ pub struct CounterReadings {
     pub before: Result<ServerCounters, String>,
     /// After the last client closed.
     pub after: Result<ServerCounters, String>,
+    /// Requests the server-side observer sent, which the servers counted too: taken off
+    /// their count.
+    pub observer_requests: u64,
 }
 
 /// Everything [`backend_result`] needs about one finished run.
@@ -83,7 +86,7 @@ pub fn backend_result(m: Measured<'_>) -> (BackendResult, Histogram<u64>) {
     safety.outside_fault_windows = outside;
     safety.fenced_outside_fault_windows = fenced_outside;
 
-    let requests = requests(out.requests_sent(), m.counters, total);
+    let requests = crate::cross_check::requests(out.requests_sent(), m.counters, total);
     let server_ops_per_acquisition = requests
         .client_per_acquisition
         .or(requests.server_per_acquisition);
@@ -194,26 +197,6 @@ pub fn fanout(readings: &FanoutReadings, releases: u64) -> Fanout {
         server_watches_mid_run: watches,
         server_source: source,
         server_error: error,
-    }
-}
-
-fn requests(client: Option<u64>, counters: &CounterReadings, total: u64) -> Requests {
-    let per = |n: u64| (total > 0).then(|| round3(n as f64 / total as f64));
-    let (server, source, error) = match (&counters.before, &counters.after) {
-        (Ok(b), Ok(a)) => (
-            Some(a.requests.saturating_sub(b.requests)),
-            a.source.clone(),
-            None,
-        ),
-        (Err(e), _) | (_, Err(e)) => (None, String::new(), Some(e.clone())),
-    };
-    Requests {
-        client_counted: client,
-        server_counted: server,
-        server_source: source,
-        server_error: error,
-        server_per_acquisition: server.and_then(per),
-        client_per_acquisition: client.and_then(per),
     }
 }
 

@@ -218,10 +218,7 @@ pub async fn execute<B: Backend>(
         None => None,
     };
     let analysed = analyse(scenario, &collected.output, written, cx.kind, fault_events).await?;
-    let mut after = backend.server_counters().await;
-    if let (Some(t), Ok(after)) = (&truth, &mut after) {
-        after.requests = after.requests.saturating_sub(t.requests);
-    }
+    let after = backend.server_counters().await;
     let fanout = match before.wakeups {
         Some(wakeups_before) => Some(assemble::FanoutReadings {
             before: wakeups_before,
@@ -235,6 +232,7 @@ pub async fn execute<B: Backend>(
     let counters = CounterReadings {
         before: before.counters,
         after,
+        observer_requests: truth.as_ref().map_or(0, |t| t.requests),
     };
     let releases = analysed.releases;
     let (mut result, handoffs) = assemble::backend_result(Measured {

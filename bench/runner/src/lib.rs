@@ -18,6 +18,7 @@
 pub mod assemble;
 pub mod cluster_choice;
 pub mod coordinator;
+pub mod cross_check;
 pub mod dispatch;
 pub mod failover;
 mod fault_loop;

@@ -14,6 +14,7 @@ mod cli;
 mod common;
 mod compare;
 mod compose;
+mod counters;
 mod failover;
 mod generator;
 mod logging;

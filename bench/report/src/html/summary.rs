@@ -112,6 +112,15 @@ fn pct(p: &Option<Percentiles>, f: impl Fn(&Percentiles) -> u64) -> String {
     p.as_ref().map(|p| ms(f(p))).unwrap_or_else(|| "-".into())
 }
 
+/// The servers' requests per acquisition, or `?` with the reason as its tooltip when the
+/// figure is unknown.
+fn server_requests_cell(r: &BackendResult) -> String {
+    match &r.requests.server_unknown {
+        Some(why) => format!("<span title=\"{}\">?</span>", esc(why)),
+        None => opt(r.requests.server_per_acquisition, 2),
+    }
+}
+
 fn opt(x: Option<f64>, digits: usize) -> String {
     x.map(|v| format!("{v:.digits$}"))
         .unwrap_or_else(|| "-".into())
@@ -268,7 +277,7 @@ pub(crate) fn table(run: &Run) -> String {
             r.errors.fail,
             r.errors.info,
             opt(r.requests.client_per_acquisition, 2),
-            opt(r.requests.server_per_acquisition, 2),
+            server_requests_cell(r),
             faults_cell(run, &r.backend),
             safety_cell(r)
         ));
@@ -290,6 +299,21 @@ pub(crate) fn table(run: &Run) -> String {
         t.push_str(&page::note(&format!(
             "Failures and indeterminate outcomes by kind: {}.",
             errors.join("; ")
+        )));
+    }
+    let unknown: Vec<String> = run
+        .results
+        .results
+        .iter()
+        .filter_map(|r| {
+            let why = r.requests.server_unknown.as_ref()?;
+            Some(format!("{}: {}", esc(&r.backend), esc(why)))
+        })
+        .collect();
+    if !unknown.is_empty() {
+        t.push_str(&page::note(&format!(
+            "The servers' req/acq figure is unknown (?) for {}.",
+            unknown.join("; ")
         )));
     }
     t.push_str(&page::note("Acquire latency is measured from the op's intended start (coordinated omission corrected); hand-off from a release completing to the next grant on the same key; fairness is Jain's index over per-client acquisitions (1 = equal); req/acq counts requests sent to the servers per acquisition, by lockbench and by the servers' own counters; faults are the fault windows applied to that backend's run."));

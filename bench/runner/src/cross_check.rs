@@ -1,0 +1,202 @@
+//! The servers' request count beside lockbench's own: a figure only when it is one.
+//!
+//! `req/acq` prints two counts of the requests a run sent, lockbench's clients' and the
+//! servers' own counters' (read before and after the run). The second is a cross-check, and a
+//! cross-check that cannot be trusted must say so rather than print a number: the servers'
+//! figure is *unknown*, with the reason, when
+//!
+//! - a server's counters could not be read before or after the run;
+//! - a server's counters restarted during the run (a new incarnation, or a counter that went
+//!   backwards: a ZooKeeper member rejoining the ensemble after a partition makes its
+//!   statistics anew; see `lockbench_core::counters`);
+//! - the two counts disagree by more than [`TOLERANCE`] of lockbench's.
+//!
+//! The tolerance is what the servers legitimately count beyond lockbench in normal runs, with
+//! room to spare. Measured on the managed cluster (2 cores, load 2-5, runs of 6-22 s), server
+//! count over lockbench's count: `quick` (8 clients, 1 key) zk-fair +3.9 %, etcd-lease +3.7 %,
+//! etcd-lockapi +1.9 %; chaos-quick's fencing workload without its server faults (3 clients,
+//! one paused after each grant, 2 s sessions and leases) zk-fair +10.3 %, etcd-lease +0.1 %,
+//! etcd-lockapi +1.9 %; Redis counts exactly what lockbench sends (within one request per
+//! client at the stop). The excess is what the counters include and lockbench does not count:
+//! ZooKeeper's pings, connects and session closes; etcd's lease revocations at close.
+//! 25 % is 2.4 times the largest of these. A larger gap is traffic lockbench did not send
+//! (another user of the cluster), requests it sent but the servers never counted, or a
+//! counting bug: the figure is then no cross-check.
+
+use crate::assemble::CounterReadings;
+use lockbench_results::model::Requests;
+
+/// How far the servers' request count may be from lockbench's, as a fraction of lockbench's,
+/// before the servers' figure is reported unknown (see the module docs for the measurements).
+pub const TOLERANCE: f64 = 0.25;
+
+/// The `requests` figures of a run: lockbench's count `client`, the servers' counters read
+/// around the run, and the run's `acquisitions` (warm-up included, the span both counts cover).
+pub fn requests(client: Option<u64>, counters: &CounterReadings, acquisitions: u64) -> Requests {
+    let per = |n: u64| (acquisitions > 0).then(|| round3(n as f64 / acquisitions as f64));
+    let (server, source, error, unknown) = match (&counters.before, &counters.after) {
+        (Ok(b), Ok(a)) => match a.since(b) {
+            Ok(delta) => {
+                let delta = delta.saturating_sub(counters.observer_requests);
+                let unknown = client.and_then(|c| disagreement(c, delta));
+                (Some(delta), a.source.clone(), None, unknown)
+            }
+            Err(why) => (None, a.source.clone(), None, Some(why)),
+        },
+        (Err(e), _) | (_, Err(e)) => (
+            None,
+            String::new(),
+            Some(e.clone()),
+            Some(format!("the servers' counters could not be read: {e}")),
+        ),
+    };
+    Requests {
+        client_counted: client,
+        server_counted: server,
+        server_source: source,
+        server_error: error,
+        server_per_acquisition: server.filter(|_| unknown.is_none()).and_then(per),
+        server_unknown: unknown,
+        client_per_acquisition: client.and_then(per),
+    }
+}
+
+/// Why `server` is no cross-check of `client`, if the two are further apart than the tolerance.
+fn disagreement(client: u64, server: u64) -> Option<String> {
+    let apart = client.abs_diff(server) as f64;
+    (apart > TOLERANCE * client as f64).then(|| {
+        let how = if client == 0 {
+            "lockbench counted none".to_string()
+        } else {
+            format!(
+                "{:+.0} % of lockbench's",
+                (server as f64 - client as f64) * 100.0 / client as f64
+            )
+        };
+        format!(
+            "the servers counted {server} requests, lockbench {client} ({how}): beyond the \
+             ±{:.0} % tolerance",
+            TOLERANCE * 100.0
+        )
+    })
+}
+
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lockbench_core::{Incarnation, ServerCount, ServerCounters};
+
+    fn reading(servers: &[(&str, u64, &str)]) -> Result<ServerCounters, String> {
+        Ok(ServerCounters {
+            source: "test counter".into(),
+            requests: servers.iter().map(|s| s.1).sum(),
+            servers: servers
+                .iter()
+                .map(|(name, requests, id)| ServerCount {
+                    server: name.to_string(),
+                    requests: *requests,
+                    incarnation: Some(Incarnation::Id(id.to_string())),
+                })
+                .collect(),
+        })
+    }
+
+    fn readings(
+        before: Result<ServerCounters, String>,
+        after: Result<ServerCounters, String>,
+    ) -> CounterReadings {
+        CounterReadings {
+            before,
+            after,
+            observer_requests: 0,
+        }
+    }
+
+    #[test]
+    fn agreeing_counts_are_both_figures() {
+        let r = readings(
+            reading(&[("zk1", 100, "a"), ("zk2", 0, "b")]),
+            reading(&[("zk1", 300, "a"), ("zk2", 120, "b")]),
+        );
+        let q = requests(Some(300), &r, 100);
+        assert_eq!(q.server_counted, Some(320));
+        assert_eq!(q.server_per_acquisition, Some(3.2));
+        assert_eq!(q.client_per_acquisition, Some(3.0));
+        assert_eq!(q.server_unknown, None);
+    }
+
+    #[test]
+    fn the_observers_requests_are_taken_off() {
+        let mut r = readings(reading(&[("e1", 0, "a")]), reading(&[("e1", 340, "a")]));
+        r.observer_requests = 40;
+        let q = requests(Some(300), &r, 100);
+        assert_eq!(q.server_counted, Some(300));
+        assert_eq!(q.server_unknown, None);
+    }
+
+    #[test]
+    fn a_restarted_server_makes_the_figure_unknown_naming_it() {
+        // zk2 rejoined: its count went from 1521 to 1, the sum still looks plausible.
+        let r = readings(
+            reading(&[("zk1", 100, "a"), ("zk2", 1521, "b")]),
+            reading(&[("zk1", 2000, "a"), ("zk2", 1, "b")]),
+        );
+        let q = requests(Some(1339), &r, 350);
+        assert_eq!(q.server_per_acquisition, None);
+        assert_eq!(q.server_counted, None);
+        let why = q.server_unknown.unwrap();
+        assert!(why.contains("zk2's counters went backwards"), "{why}");
+        // A restart detected by its incarnation alone, without a client count (zk-curator).
+        let r = readings(reading(&[("zk1", 10, "a")]), reading(&[("zk1", 400, "b")]));
+        let q = requests(None, &r, 350);
+        assert_eq!(q.server_per_acquisition, None);
+        assert_eq!(
+            q.server_unknown.as_deref(),
+            Some("zk1's counters restarted during the run")
+        );
+    }
+
+    #[test]
+    fn counters_that_could_not_be_read_make_the_figure_unknown() {
+        let r = readings(
+            reading(&[("e1", 0, "a")]),
+            Err("e1/metrics: refused".into()),
+        );
+        let q = requests(Some(10), &r, 5);
+        assert_eq!(q.server_error.as_deref(), Some("e1/metrics: refused"));
+        assert_eq!(q.server_per_acquisition, None);
+        assert!(q.server_unknown.unwrap().contains("could not be read"));
+    }
+
+    #[test]
+    fn a_disagreement_beyond_the_tolerance_is_named_not_printed() {
+        // etcd-lockapi in chaos-quick: 2.15 | 3.40 per acquisition.
+        let r = readings(reading(&[("e1", 0, "a")]), reading(&[("e1", 340, "a")]));
+        let q = requests(Some(215), &r, 100);
+        assert_eq!(q.server_counted, Some(340));
+        assert_eq!(q.server_per_acquisition, None);
+        assert_eq!(q.client_per_acquisition, Some(2.15));
+        let why = q.server_unknown.unwrap();
+        assert!(
+            why.contains("340") && why.contains("215") && why.contains("+58 %"),
+            "{why}"
+        );
+        // Just inside the tolerance, both ways.
+        for server in [125, 75] {
+            let r = readings(reading(&[("e1", 0, "a")]), reading(&[("e1", server, "a")]));
+            assert_eq!(requests(Some(100), &r, 50).server_unknown, None, "{server}");
+        }
+        // Nothing counted by lockbench, something by the servers.
+        let r = readings(reading(&[("e1", 0, "a")]), reading(&[("e1", 3, "a")]));
+        assert!(
+            requests(Some(0), &r, 0)
+                .server_unknown
+                .unwrap()
+                .contains("lockbench counted none")
+        );
+    }
+}
