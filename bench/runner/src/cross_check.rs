@@ -12,16 +12,25 @@
 //! - the two counts disagree by more than [`TOLERANCE`] of lockbench's.
 //!
 //! The tolerance is what the servers legitimately count beyond lockbench in normal runs, with
-//! room to spare. Measured on the managed cluster (2 cores, load 2-5, runs of 6-22 s), server
-//! count over lockbench's count: `quick` (8 clients, 1 key) zk-fair +3.9 %, etcd-lease +3.7 %,
-//! etcd-lockapi +1.9 %; chaos-quick's fencing workload without its server faults (3 clients,
-//! one paused after each grant, 2 s sessions and leases) zk-fair +10.3 %, etcd-lease +0.1 %,
-//! etcd-lockapi +1.9 %; Redis counts exactly what lockbench sends (within one request per
-//! client at the stop). The excess is what the counters include and lockbench does not count:
-//! ZooKeeper's pings, connects and session closes; etcd's lease revocations at close.
-//! 25 % is 2.4 times the largest of these. A larger gap is traffic lockbench did not send
-//! (another user of the cluster), requests it sent but the servers never counted, or a
-//! counting bug: the figure is then no cross-check.
+//! room to spare. Measured on the managed cluster, 2 cores, 2026-11-25 (server count over
+//! lockbench's, `lockbench run SCENARIO --set backends=zk-fair,zk-curator,etcd-lease,etcd-lockapi`):
+//!
+//! | run | load | zk-fair | etcd-lease | etcd-lockapi |
+//! |---|---|---|---|---|
+//! | `quick` (8 clients, 1 key, 6 s) | 5 | +3.9 % | +3.7 % (keep-alives in) | +2.1 % (keep-alives out) |
+//! | `quick` | 17 | +5.3 % | +1.1 % | +2.4 % |
+//! | chaos-quick's fencing workload without its faults (3 clients, 2 s sessions and leases, 22 s) | 5 | +10.3 % | +5.6 % (keep-alives in) | +1.9 % (keep-alives out; +14.6 % in) |
+//! | the same | 17 | +15.6 % | +0.9 % | +1.9 % |
+//!
+//! Redis counts exactly what lockbench sends (within one request per client at the stop, the
+//! `cli` tests). The excess is what the counters include and lockbench does not count:
+//! ZooKeeper's pings (a client idle for a third of its session timeout pings, so the share
+//! grows as clients wait longer: the loaded fencing run's +15.6 %), connects and session
+//! closes; etcd's lease revocations at close. 25 % is 1.6 times the largest. A larger gap is
+//! traffic lockbench did not send (another user of the cluster, or a ZooKeeper run whose
+//! clients mostly sit idle, holding or waiting for many ping intervals, so that the servers'
+//! count is mostly pings), requests it sent that the servers never counted, or a counting
+//! bug: the servers' figure is then no cross-check of lockbench's, and says so.
 
 use crate::assemble::CounterReadings;
 use lockbench_results::model::Requests;
