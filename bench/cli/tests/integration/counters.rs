@@ -109,7 +109,7 @@ const CUT_OFF: Duration = Duration::from_secs(4);
 fn a_follower_cut_off_from_its_peers_makes_the_servers_request_figure_unknown() {
     let dir = common::scratch("counters", "rejoin");
     let zk = PrivateZk::up("lzc", "10.84.1.0/24", &dir);
-    let members = &zk.endpoints.zookeeper;
+    let members = zk.endpoints.get("zookeeper");
     let i = members
         .iter()
         .position(|m| mntr(m).contains("zk_server_state\tfollower"))
