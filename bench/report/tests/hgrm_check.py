@@ -14,6 +14,7 @@ Usage: hgrm_check.py RUN_DIR_OR_HISTOGRAMS_DIR...   (exit 1 on any difference)
 """
 from decimal import ROUND_HALF_UP, Decimal
 import math
+import os
 import pathlib
 import struct
 import sys
@@ -21,7 +22,11 @@ import sys
 try:
     from hdrh.histogram import HdrHistogram
 except ImportError:
-    sys.exit("hgrm_check: the `hdrhistogram` package (PyPI) is missing: run scripts/install-deps")
+    # The project's virtual environment has it (scripts/install-test-deps): run there instead.
+    VENV = pathlib.Path(__file__).resolve().parents[3] / ".venv" / "bin" / "python3"
+    if VENV.exists() and pathlib.Path(sys.executable) != VENV:
+        os.execv(VENV, [str(VENV), *sys.argv])
+    sys.exit("hgrm_check: the `hdrhistogram` package (PyPI) is missing: run scripts/install-test-deps")
 
 TICKS = 5
 SCALE = 1000.0

@@ -116,7 +116,7 @@ fn every_backend_excludes_with_8_clients_on_one_key_and_the_results_are_complete
         ))
         .arg(&out_dir)
         .output()
-        .expect("python3 is not installed: run scripts/install-deps");
+        .expect("python3 is not installed: run scripts/install-test-deps");
     assert!(
         hgrm.status.success(),
         "{}{}",

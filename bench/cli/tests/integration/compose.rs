@@ -1,9 +1,11 @@
 //! The Docker flow end to end, on a real Docker Engine (CI's machines run one; no registry):
-//! build the server image (cached), bring docker-compose.yml up (it returns once every server
-//! is healthy), run the quick suite on all six lock backends against it, apply one fault of
-//! every kind compose mode applies and check that it took effect (`compose_faults`), run
-//! client workers as containers and fault them (`compose_clients`), then `down -v` and check that
-//! nothing is left: no container, network or volume, no firewall rule for the compose network.
+//! build the server image (cached) both ways, scripts/build-images and `compose build`, and
+//! check that both hold the versions managed mode runs; bring docker-compose.yml up (it returns
+//! once every server is healthy), run the quick suite on all six lock backends against it,
+//! apply one fault of every kind compose mode applies and check that it took effect
+//! (`compose_faults`), run client workers as containers and fault them (`compose_clients`),
+//! then `down -v` and check that nothing is left: no container, network or volume, no firewall
+//! rule for the compose network.
 //!
 //! A machine without a Docker Engine fails this test; it never skips. It owns the containers
 //! named `lockbench-*`, so it refuses to start while a compose cluster exists. `#[ignore]`d
@@ -66,6 +68,30 @@ fn compose_rules(bridge: &str) -> Vec<String> {
         .collect()
 }
 
+/// The Debian packages an image records (`/etc/lockbench-packages`: name, tab, version).
+fn packages(image: &str) -> String {
+    docker(&["run", "--rm", image, "cat", "/etc/lockbench-packages"])
+}
+
+/// The image `compose build` makes from docker-compose.yml's `build:` (what `docker compose up`
+/// builds on a machine with a registry) has the packages, at the same versions, of the one
+/// scripts/build-images made (this machine's offline path through the same Dockerfile), and
+/// those are the versions managed mode runs (the host's packages, from scripts/install-deps).
+fn same_image_both_ways(offline: &str) {
+    ok(&mut compose(&["build", "zk1"]));
+    let built = packages(lockbench_compose::file::IMAGE);
+    let ours = packages(offline);
+    assert_eq!(built, ours, "compose build and scripts/build-images differ");
+    let names: Vec<&str> = ours.lines().filter_map(|l| l.split('\t').next()).collect();
+    assert!(names.contains(&"zookeeper"), "{ours}");
+    let host = ok(Command::new("dpkg-query").arg("-W").args(&names));
+    assert_eq!(
+        ours, host,
+        "the image's servers are not the versions managed mode runs (the host's packages): \
+         upgrade the host's, or rebuild the image (docker rmi {offline}; scripts/build-images)"
+    );
+}
+
 /// `down -v` when dropped, so a failing test leaves nothing running (client containers first:
 /// the network cannot be removed while one is attached).
 struct Down;
@@ -122,9 +148,13 @@ fn compose_cluster_runs_the_quick_suite_and_faults_and_leaves_nothing() {
         "firewall rules for 10.78.0.0/24 exist before the test"
     );
 
-    timed("scripts/build-images", || {
+    let image = timed("scripts/build-images", || {
         ok(&mut Command::new(root().join("scripts/build-images")))
     });
+    timed(
+        "compose build (the Dockerfile path), versions checked",
+        || same_image_both_ways(image.trim()),
+    );
     let _down = Down;
     timed("compose up (until every server is healthy)", || {
         ok(&mut compose(&["up", "-d"]))

@@ -2,7 +2,8 @@
 //! checked by an independent implementation: `tests/hgrm_check.py` decodes each `.hdr` with the
 //! `hdrhistogram` package from PyPI and requires the `.hgrm` beside it to equal Java's output
 //! line for line. Python or the package missing is a failure, never a skip
-//! (`scripts/install-deps` installs both).
+//! (`scripts/install-test-deps` installs both, the package in the project's `.venv`, which the
+//! script re-executes itself in when the `python3` on `PATH` lacks it).
 
 use hdrhistogram::Histogram;
 use lockbench_report::RunDir;
@@ -16,7 +17,7 @@ fn check(dir: &Path) -> String {
         .arg(&script)
         .arg(dir)
         .output()
-        .expect("python3 is not installed: run scripts/install-deps");
+        .expect("python3 is not installed: run scripts/install-test-deps");
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),

@@ -2,7 +2,7 @@
 //! builds has the charts and tables, checks what a reader sees on the first screen (1280 x 900,
 //! no scrolling), and leaves screenshots for humans to look at in `target/tmp/`
 //! (`report-first-screen.png`, `report-screenshot.png`). Chromium missing is a failure, never a
-//! skip: the report is the product, and `scripts/install-deps` installs it.
+//! skip: the report is the product, and `scripts/install-test-deps` installs it.
 //!
 //! The first-screen check measures the laid-out page: the test copies the report with a small
 //! script appended (the report itself has none) that records which comparison charts, legend
@@ -23,7 +23,7 @@ fn chromium() -> String {
         }
     }
     panic!(
-        "headless Chromium is not installed: run scripts/install-deps (it installs Debian's `chromium`)"
+        "headless Chromium is not installed: run scripts/install-test-deps (it installs Debian's `chromium`)"
     );
 }
 
