@@ -13,8 +13,8 @@
 //! different client than the previous one, i.e. it was a real hand-off).
 
 use hdrhistogram::Histogram;
-use lockbench_core::scenario::EtcdKnobs;
 use lockbench_core::{Backend, BackendKind, ClientId, Endpoints, KeyId, LockClient, Outcome};
+use lockbench_etcd::EtcdKnobs;
 use lockbench_etcd::{EtcdBackend, WatchStart};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -14,10 +14,10 @@
 //! The shared pieces of both etcd recipes (the lease per candidate, noticing its loss) are
 //! `EtcdCandidateBase`.
 
+use crate::EtcdKnobs;
 use crate::errors::{CallError, classify, timed};
 use crate::session::Session;
 use etcd_client::{LeaderKey, ResignOptions};
-use lockbench_core::scenario::EtcdKnobs;
 use lockbench_core::traits::BackendError;
 use lockbench_core::{
     Candidate, ClientId, ElectionInfo, ElectionKind, Elector, Endpoints, ErrorKind, FencingToken,

@@ -13,10 +13,10 @@
 //! Observers watch the same key and report its value (the leader's candidate id) on every
 //! put and delete.
 
+use crate::EtcdKnobs;
 use crate::election::{EtcdCandidateBase, EtcdElectionConfig, failed, leader_of};
 use crate::errors::{CallError, timed};
 use etcd_client::{Compare, CompareOp, EventType, Txn, TxnOp, TxnOpResponse};
-use lockbench_core::scenario::EtcdKnobs;
 use lockbench_core::traits::BackendError;
 use lockbench_core::{
     Candidate, ClientId, ElectionInfo, ElectionKind, Elector, Endpoints, ErrorKind, FencingToken,

@@ -49,6 +49,7 @@
 mod client;
 pub mod election;
 mod errors;
+mod knobs;
 pub mod lease_election;
 pub mod lockapi;
 mod metrics;
@@ -64,11 +65,11 @@ pub const GROUP: &str = "etcd";
 
 pub use client::{EtcdClient, EtcdHandle};
 pub use election::EtcdElection;
+pub use knobs::{EtcdKnobs, KNOBS, separate_keys};
 pub use lease_election::EtcdLeaseElection;
 pub use wait::WatchStart;
 
 use client::Recipe;
-use lockbench_core::scenario::EtcdKnobs;
 use lockbench_core::traits::BackendError;
 use lockbench_core::{
     Backend, BackendInfo, BackendKind, ClientId, Endpoints, ServerCounters, ServerFanout,

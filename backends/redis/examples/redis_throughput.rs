@@ -17,8 +17,8 @@
 //! request count for the same interval.
 
 use hdrhistogram::Histogram;
-use lockbench_core::scenario::{RedisKnobs, RedlockKnobs};
 use lockbench_core::{Backend, ClientId, Endpoints, KeyId, LockClient, Outcome};
+use lockbench_redis::{RedisKnobs, RedlockKnobs};
 use lockbench_redis::{RedlockBackend, SetMode, SetNxBackend};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

@@ -20,8 +20,8 @@
 //! Connections go through `redis::aio::ConnectionManager`, which reconnects after the server
 //! restarts (the `server-kill` removal).
 
+use crate::RedisKnobs;
 use crate::scripts::{RELEASE, RENEW};
-use lockbench_core::scenario::RedisKnobs;
 use lockbench_core::traits::BackendError;
 use lockbench_core::{
     Candidate, ClientId, ElectionInfo, ElectionKind, Elector, Endpoints, ErrorKind, FencingToken,

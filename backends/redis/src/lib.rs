@@ -44,6 +44,8 @@ mod commandstats;
 mod connect;
 pub mod election;
 mod errors;
+mod knobs;
+pub use knobs::{KNOBS, RedisKnobs, RedlockKnobs, separate_keys};
 mod observe;
 pub mod pubsub;
 pub mod redlock;

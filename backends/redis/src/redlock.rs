@@ -29,13 +29,13 @@
 //! answered, so a client can still run (and report `no-quorum`) while a minority or majority
 //! of servers is down; servers it could not reach are retried at each attempt.
 
+use crate::RedlockKnobs;
 use crate::commandstats::{self, REDLOCK_COMMANDS};
 use crate::connect::{self, Server};
 use crate::errors;
 use crate::retry::{self, Backoff};
 use crate::scripts::{self, SCRIPTS};
 use crate::value::{KeyTable, LockValue, Nonce};
-use lockbench_core::scenario::RedlockKnobs;
 use lockbench_core::traits::BackendError;
 use lockbench_core::{
     Backend, BackendInfo, BackendKind, ClientId, Endpoints, ErrorKind, Grant, KeyId, LockClient,

@@ -25,6 +25,7 @@
 //! workload ([`Backend::wakeups`]): for polling, every retry is a wake-up (a request in
 //! reaction to nothing but the timer), wasted when refused again.
 
+use crate::RedisKnobs;
 use crate::commandstats::{self, PUBSUB_COMMANDS, SETNX_COMMANDS};
 use crate::connect::{self, Server};
 use crate::errors::{self, Failure};
@@ -33,7 +34,6 @@ use crate::retry::{self, Backoff};
 use crate::scripts::{self, SCRIPTS};
 use crate::sentinel::Sentinels;
 use crate::value::{KeyTable, LockValue, Nonce};
-use lockbench_core::scenario::RedisKnobs;
 use lockbench_core::traits::BackendError;
 use lockbench_core::{
     Backend, BackendInfo, BackendKind, ClientId, Endpoints, ErrorKind, FencingToken, Grant, KeyId,

@@ -8,8 +8,8 @@
 //! Prints acquisitions/s, acquire latency p50/p99, requests per acquisition (zk-fair) and
 //! ZooKeeper's own packet count per acquisition (`mntr`, includes pings).
 
-use lockbench_core::scenario::ZookeeperKnobs;
 use lockbench_core::{Backend, ClientId, Endpoints, KeyId, LockClient, Outcome};
+use lockbench_zookeeper::ZookeeperKnobs;
 use lockbench_zookeeper::{ZkCurator, ZkFair};
 use std::time::{Duration, Instant};
 

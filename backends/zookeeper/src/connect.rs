@@ -18,8 +18,8 @@
 //! never per op. [`expire`] uses the same re-attach-and-close move while the owner is still
 //! connected, which is how Curator's test utilities kill a session from outside.
 
+use crate::ZookeeperKnobs;
 use lockbench_core::Endpoints;
-use lockbench_core::scenario::ZookeeperKnobs;
 use lockbench_core::traits::BackendError;
 use std::time::Duration;
 use zookeeper_client as zk;

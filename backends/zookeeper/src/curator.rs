@@ -33,12 +33,12 @@
 //! library does not delete them: a crashed holder deletes nothing. That leaks their path
 //! strings (under 100 bytes each), once per client lifetime.
 
+use crate::ZookeeperKnobs;
 use crate::connect::{self, Ensemble};
 use crate::counters;
 use crate::errors::{acquire_failed, held_call_failed};
 use crate::fair::knobs;
 use crate::paths::{self, KeyTable};
-use lockbench_core::scenario::ZookeeperKnobs;
 use lockbench_core::traits::BackendError;
 use lockbench_core::{
     Backend, BackendInfo, BackendKind, ClientId, Endpoints, ErrorKind, FencingToken, Grant, KeyId,

@@ -20,11 +20,11 @@
 //! observers wake per change); observation is not what this recipe is optimised for, and the
 //! failover workload has a handful of candidates.
 
+use crate::ZookeeperKnobs;
 use crate::connect::{self, Ensemble};
 use crate::errors::kind;
 use crate::fair::{EPHEMERAL_SEQUENTIAL, make_parents};
 use crate::paths;
-use lockbench_core::scenario::ZookeeperKnobs;
 use lockbench_core::traits::BackendError;
 use lockbench_core::{
     Candidate, ClientId, ElectionInfo, ElectionKind, Elector, Endpoints, ErrorKind, FencingToken,

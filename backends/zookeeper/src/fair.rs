@@ -69,7 +69,7 @@ use crate::errors::{acquire_failed, held_call_failed};
 use crate::observe;
 use crate::paths::{self, KeyTable};
 
-use lockbench_core::scenario::ZookeeperKnobs;
+use crate::ZookeeperKnobs;
 use lockbench_core::traits::BackendError;
 use lockbench_core::{
     Backend, BackendInfo, BackendKind, ClientId, Endpoints, ErrorKind, FencingToken, Grant, KeyId,

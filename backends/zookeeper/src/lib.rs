@@ -62,6 +62,7 @@ mod curator;
 mod election;
 mod errors;
 mod fair;
+mod knobs;
 mod observe;
 mod paths;
 
@@ -72,3 +73,4 @@ pub use counters::{SessionPackets, session_packets};
 pub use curator::{CuratorHandle, ZkCurator, ZkCuratorClient};
 pub use election::{ZkCandidate, ZkElection};
 pub use fair::{FairHandle, Notifications, Queue, WaitStrategy, ZkFair, ZkFairClient};
+pub use knobs::{KNOBS, ZookeeperKnobs};

@@ -23,7 +23,8 @@ use std::time::{Duration, Instant};
 use tokio::runtime::Runtime;
 
 fn scenario() -> Scenario {
-    Scenario::load("bench", include_str!("../../../scenarios/quick.toml"), &[]).expect("quick.toml")
+    lockbench_registry::load_scenario("bench", include_str!("../../../scenarios/quick.toml"), &[])
+        .expect("quick.toml")
 }
 
 fn bench_backend<B: Backend>(

@@ -240,26 +240,6 @@ impl Default for FailoverKnobs {
 }
 
 impl Scenario {
-    /// How long a dead leader's term lives on `election`: the ZooKeeper session timeout, the
-    /// etcd lease TTL, the Redis key TTL.
-    pub fn election_expiry(&self, election: ElectionKind) -> Duration {
-        match election {
-            ElectionKind::ZkElection => self.zookeeper.session_timeout,
-            ElectionKind::EtcdElection | ElectionKind::EtcdLeaseElection => self.etcd.lease_ttl,
-            ElectionKind::RedisLeaseElection => self.redis.ttl,
-        }
-    }
-
-    /// The `pause` and `partition` removals' length on `election`: `failover.pause`, or twice
-    /// the expiry.
-    pub fn leader_pause(&self, election: ElectionKind) -> Duration {
-        self.failover
-            .pause
-            .unwrap_or(self.election_expiry(election) * 2)
-    }
-}
-
-impl Scenario {
     /// The checks of the `failover` workload's fields (`Scenario::validate` calls it).
     pub(crate) fn validate_failover(&self) -> Result<(), ScenarioError> {
         let f = &self.failover;
@@ -369,10 +349,6 @@ rounds = 1
         assert_eq!(s.elections[1], ElectionKind::RedisLeaseElection);
         assert_eq!(s.failover.removals, vec![Removal::Kill, Removal::Resign]);
         assert_eq!(Scenario::load("again", &s.to_toml(), &[]).unwrap(), s);
-        assert_eq!(
-            s.leader_pause(ElectionKind::ZkElection),
-            s.zookeeper.session_timeout * 2
-        );
         let err = Scenario::load("f", FAILOVER, &["backends=zk-fair".into()]).unwrap_err();
         assert!(err.contains("`backends`"), "{err}");
         let err = Scenario::load("f", FAILOVER, &["workload.clients=1".into()]).unwrap_err();

@@ -37,6 +37,7 @@ pub mod fault;
 pub mod finding;
 pub mod history;
 pub mod ids;
+pub mod knobs;
 pub mod op;
 pub mod scenario;
 pub mod seed;

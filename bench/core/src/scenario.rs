@@ -4,20 +4,25 @@
 //! with defaults, validated, and saved verbatim beside its results, so a run can be repeated
 //! exactly. Every random choice in the run draws from RNGs seeded from [`Scenario::seed`].
 //!
-//! Errors name the field: unknown keys are rejected (`deny_unknown_fields`), and
-//! [`Scenario::validate`] reports values that parse but make no sense.
+//! Errors name the field: unknown keys are rejected (`deny_unknown_fields`; a top-level key that
+//! is not a field is taken as a system's knob table, see [`crate::knobs`], and anything but a
+//! table there is rejected), and [`Scenario::validate`] reports values that parse but make no
+//! sense.
 
 use crate::election::{ElectionKind, FailoverKnobs};
 use crate::expect::Expectations;
 use crate::fault::Fault;
 use crate::ids::BackendKind;
+use crate::knobs::Knobs;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::time::Duration;
 
 /// A complete, validated description of a run.
+///
+/// No `deny_unknown_fields` here: serde does not combine it with `flatten`; [`Knobs`] takes the
+/// keys that are no field and rejects those that are not tables.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct Scenario {
     /// Short name, used in the results directory name.
     pub name: String,
@@ -43,18 +48,10 @@ pub struct Scenario {
     /// How the protected resource treats fencing tokens.
     #[serde(default)]
     pub resource: ResourceMode,
-    /// ZooKeeper recipe knobs.
-    #[serde(default)]
-    pub zookeeper: ZookeeperKnobs,
-    /// etcd recipe knobs.
-    #[serde(default)]
-    pub etcd: EtcdKnobs,
-    /// Redis `SET NX` recipe knobs.
-    #[serde(default)]
-    pub redis: RedisKnobs,
-    /// Redlock knobs.
-    #[serde(default)]
-    pub redlock: RedlockKnobs,
+    /// Every system's knob tables (`[zookeeper]`, `[etcd]`, `[redis]`, `[redlock]`), keyed by
+    /// table name; the systems' crates define them, the registry fills their defaults.
+    #[serde(flatten)]
+    pub knobs: Knobs,
     /// After the last scheduled fault, everything is healed and the clients run on for this
     /// long, so results show whether (and how fast) each backend recovered. Only used when
     /// `faults` is not empty; the run is `warmup + duration + recovery` long then.
@@ -216,7 +213,7 @@ pub struct Workload {
     /// python-redis-lock and etcd sessions run one: every third of the lock's life): the hold
     /// (`hold`, often several times the lock's life) is cut into renewals, each recorded as a
     /// `renew` op; a renew that fails (`lock-lost`) ends the hold at once with the release.
-    /// Must be shorter than every backend's lock life ([`Scenario::expiry`]). What a renew is
+    /// Must be shorter than every backend's lock life (`lockbench_registry::expiry`). What a renew is
     /// depends on the recipe: compare-and-`PEXPIRE` (Redis), the same on a quorum (Redlock),
     /// a lease keep-alive (etcd), a check that the session and the lock node live (ZooKeeper).
     /// Absent: no renewals (holds must then be shorter than the lock's life).
@@ -295,35 +292,12 @@ impl WorkloadKind {
 }
 
 impl Scenario {
-    /// How long a dead client's lock lives on `backend`: the ZooKeeper session timeout, the
-    /// etcd lease TTL, the Redis / Redlock key TTL.
-    pub fn expiry(&self, backend: BackendKind) -> Duration {
-        match backend {
-            BackendKind::ZkFair | BackendKind::ZkCurator | BackendKind::ZkHerd => {
-                self.zookeeper.session_timeout
-            }
-            BackendKind::EtcdLease | BackendKind::EtcdLockapi => self.etcd.lease_ttl,
-            BackendKind::RedisSetnx | BackendKind::RedisBrokenNoNx => self.redis.ttl,
-            BackendKind::RedisBrokenRelease | BackendKind::RedisBrokenRenew => self.redis.ttl,
-            BackendKind::RedisSentinel => self.redis.ttl,
-            BackendKind::Redlock => self.redlock.ttl,
-            BackendKind::ZkRwlock => self.zookeeper.session_timeout,
-            BackendKind::EtcdHerd => self.etcd.lease_ttl,
-            BackendKind::RedisPubsub => self.redis.ttl,
-        }
-    }
-
     /// The names of what the run runs, in order: its backends, then its election recipes.
     pub fn unit_names(&self) -> Vec<String> {
         let backends = self.backends.iter().map(|b| b.name().to_string());
         backends
             .chain(self.elections.iter().map(|e| e.name().to_string()))
             .collect()
-    }
-
-    /// The `fencing` holder's pause on `backend`: `workload.pause`, or twice the expiry.
-    pub fn holder_pause(&self, backend: BackendKind) -> Duration {
-        self.workload.pause.unwrap_or(self.expiry(backend) * 2)
     }
 }
 
@@ -401,113 +375,6 @@ pub enum ResourceMode {
     Misreporting,
 }
 
-/// ZooKeeper recipe knobs.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct ZookeeperKnobs {
-    /// Session timeout requested by each client; its locks vanish this long after it dies.
-    #[serde(with = "humantime_serde")]
-    pub session_timeout: Duration,
-    /// Parent node under which lock nodes are created.
-    pub root: String,
-}
-
-impl Default for ZookeeperKnobs {
-    fn default() -> Self {
-        ZookeeperKnobs {
-            session_timeout: Duration::from_secs(4),
-            root: "/lockbench".into(),
-        }
-    }
-}
-
-/// etcd recipe knobs.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct EtcdKnobs {
-    /// Lease TTL (whole seconds; etcd rounds up to its minimum of about 2 s).
-    #[serde(with = "humantime_serde")]
-    pub lease_ttl: Duration,
-    /// Key prefix for locks.
-    pub prefix: String,
-}
-
-impl Default for EtcdKnobs {
-    fn default() -> Self {
-        EtcdKnobs {
-            lease_ttl: Duration::from_secs(5),
-            prefix: "/lockbench".into(),
-        }
-    }
-}
-
-/// Redis `SET NX` recipe knobs.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct RedisKnobs {
-    /// The lock's TTL (`PX`).
-    #[serde(with = "humantime_serde")]
-    pub ttl: Duration,
-    /// Waiters poll: after a refused `SET NX` they sleep this long ...
-    #[serde(with = "humantime_serde")]
-    pub retry_delay: Duration,
-    /// ... plus a uniformly random extra up to this much.
-    #[serde(with = "humantime_serde")]
-    pub retry_jitter: Duration,
-    /// Budget for one request's reply.
-    #[serde(with = "humantime_serde")]
-    pub response_timeout: Duration,
-    /// Key prefix for locks.
-    pub prefix: String,
-}
-
-impl Default for RedisKnobs {
-    fn default() -> Self {
-        RedisKnobs {
-            ttl: Duration::from_secs(10),
-            retry_delay: Duration::from_millis(1),
-            retry_jitter: Duration::from_millis(2),
-            response_timeout: Duration::from_secs(1),
-            prefix: "lockbench:".into(),
-        }
-    }
-}
-
-/// Redlock knobs (Redis's published algorithm).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct RedlockKnobs {
-    /// The lock's TTL on each server.
-    #[serde(with = "humantime_serde")]
-    pub ttl: Duration,
-    /// How long to wait for one server's answer before counting it as a no.
-    #[serde(with = "humantime_serde")]
-    pub node_timeout: Duration,
-    /// After a failed attempt, wait this long ...
-    #[serde(with = "humantime_serde")]
-    pub retry_delay: Duration,
-    /// ... plus a uniformly random extra up to this much (breaks split votes).
-    #[serde(with = "humantime_serde")]
-    pub retry_jitter: Duration,
-    /// Clock drift allowance as a fraction of the TTL (added to a 2 ms constant).
-    pub drift_factor: f64,
-    /// Key prefix for locks.
-    pub prefix: String,
-}
-
-impl Default for RedlockKnobs {
-    fn default() -> Self {
-        RedlockKnobs {
-            ttl: Duration::from_secs(10),
-            node_timeout: Duration::from_millis(50),
-            retry_delay: Duration::from_millis(2),
-            retry_jitter: Duration::from_millis(20),
-            drift_factor: 0.01,
-            prefix: "lockbench:".into(),
-        }
-    }
-}
-
 /// A problem with a scenario, naming the field.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("scenario field `{field}`: {problem}")]
@@ -518,17 +385,28 @@ pub struct ScenarioError {
     pub problem: String,
 }
 
-pub(crate) fn bad(field: &str, problem: impl Into<String>) -> ScenarioError {
-    ScenarioError {
-        field: field.into(),
-        problem: problem.into(),
+impl ScenarioError {
+    /// The problem `problem` with the field `field` (a dotted path).
+    pub fn new(field: &str, problem: impl Into<String>) -> ScenarioError {
+        ScenarioError {
+            field: field.into(),
+            problem: problem.into(),
+        }
     }
+}
+
+pub(crate) fn bad(field: &str, problem: impl Into<String>) -> ScenarioError {
+    ScenarioError::new(field, problem)
 }
 
 impl Scenario {
     /// Parses TOML text, applies `--set path=value` overrides, fills defaults and validates.
     ///
     /// `source` names the text in errors (a file path or `built-in scenario quick`).
+    ///
+    /// The systems' knob tables are kept as given: core does not know them. A run loads with
+    /// `lockbench_registry::load_scenario`, which fills and checks them too; this alone is for
+    /// tests of logic that reads no knobs.
     pub fn load(source: &str, text: &str, overrides: &[String]) -> Result<Scenario, String> {
         let parsed: Scenario =
             toml::from_str(text).map_err(|e| format!("{source}: {}", e.to_string().trim_end()))?;
@@ -604,33 +482,11 @@ impl Scenario {
                 return Err(bad(field, "uniform bounds must be [low, high]"));
             }
         }
-        let z = &self.zookeeper;
-        if z.session_timeout < Duration::from_millis(500) {
-            return Err(bad("zookeeper.session_timeout", "must be at least 500ms"));
-        }
-        if !z.root.starts_with('/') || z.root.len() < 2 || z.root.ends_with('/') {
-            return Err(bad(
-                "zookeeper.root",
-                "must be an absolute path like \"/lockbench\"",
-            ));
-        }
-        if self.etcd.lease_ttl < Duration::from_secs(1) {
-            return Err(bad(
-                "etcd.lease_ttl",
-                "must be at least 1s (etcd leases are whole seconds)",
-            ));
-        }
-        if self.redis.ttl < Duration::from_millis(1) {
-            return Err(bad("redis.ttl", "must be at least 1ms"));
-        }
         if let Some(sweep) = &self.sweep {
             sweep.validate().map_err(|e| match e.split_once(": ") {
                 Some((field, problem)) => bad(field, problem),
                 None => bad("sweep", e),
             })?;
-        }
-        if self.redis.response_timeout.is_zero() {
-            return Err(bad("redis.response_timeout", "must be above zero"));
         }
         if w.kind == WorkloadKind::Fencing && w.clients < 2 {
             return Err(bad(
@@ -673,23 +529,14 @@ impl Scenario {
         }
         self.validate_fault_times()?;
         self.expect.validate(&self.unit_names())?;
-        let r = &self.redlock;
-        if !(0.0..0.5).contains(&r.drift_factor) {
-            return Err(bad("redlock.drift_factor", "must be in [0, 0.5)"));
-        }
-        if r.node_timeout.is_zero() || r.node_timeout >= r.ttl {
-            return Err(bad(
-                "redlock.node_timeout",
-                "must be above zero and well below redlock.ttl",
-            ));
-        }
         Ok(())
     }
 }
 
 impl Scenario {
     /// `workload.renew_every`: above zero, shorter than every backend's lock life (a renewal
-    /// after the lock expired renews nothing), and only where a client holds locks the
+    /// after the lock expired renews nothing; the registry checks that one, it reads the
+    /// knobs), and only where a client holds locks the
     /// contention loop's way (not the fencing holder, not elections).
     fn validate_renewals(&self) -> Result<(), ScenarioError> {
         let Some(every) = self.workload.renew_every else {
@@ -709,17 +556,8 @@ impl Scenario {
                  election candidates do not renew)",
             ));
         }
-        if let Some(b) = self.backends.iter().find(|b| every >= self.expiry(**b)) {
-            return Err(bad(
-                field,
-                format!(
-                    "{} is not shorter than {b}'s lock life ({}): renew every fraction of it, \
-                     e.g. a third",
-                    humantime::format_duration(every),
-                    humantime::format_duration(self.expiry(*b))
-                ),
-            ));
-        }
+        // Shorter than every backend's lock life: checked where the knobs are known
+        // (`lockbench_registry::load_scenario`).
         Ok(())
     }
 
@@ -1009,7 +847,6 @@ keys = 1
         let s = herd(&[]).unwrap();
         assert_eq!(s.workload.kind, WorkloadKind::Herd);
         assert_eq!(s.backends, vec![BackendKind::ZkHerd]);
-        assert_eq!(s.expiry(BackendKind::ZkHerd), s.zookeeper.session_timeout);
         assert!(herd(&["workload.keys=2"]).unwrap_err().contains("1 key"));
         assert!(
             herd(&["workload.clients=1"])

@@ -10,9 +10,9 @@
 use lockbench_core::FindingKind;
 use lockbench_core::election::{ElectionKind, FailoverKnobs, Removal};
 use lockbench_core::expect::{Expect, Expectations, Kinds, Violated};
+use lockbench_core::knobs::{KnobTable, Knobs};
 use lockbench_core::scenario::{
-    Dist, EtcdKnobs, FaultSpec, KeyChoice, Processes, RedisKnobs, RedlockKnobs, ResourceMode,
-    Workload, WorkloadKind, ZookeeperKnobs,
+    Dist, FaultSpec, KeyChoice, Processes, ResourceMode, Workload, WorkloadKind,
 };
 use lockbench_core::sweep::{Rates, SweepSpec};
 use lockbench_core::{BackendKind, Fault, PartitionSpec, Scenario, Targets};
@@ -210,45 +210,60 @@ fn workload(kind: WorkloadKind) -> BoxedStrategy<Workload> {
         .boxed()
 }
 
-fn knobs() -> BoxedStrategy<(ZookeeperKnobs, EtcdKnobs, RedisKnobs, RedlockKnobs)> {
+/// A system's knob table as the systems' crates write theirs (durations, a fraction, text):
+/// core carries the tables without knowing them, and they must replay all the same.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct LeaseKnobs {
+    #[serde(with = "humantime_serde")]
+    ttl: Duration,
+    #[serde(with = "humantime_serde")]
+    retry_delay: Duration,
+    drift_factor: f64,
+    prefix: String,
+}
+
+impl KnobTable for LeaseKnobs {
+    const NAME: &'static str = "lease";
+}
+
+/// The same shape under a second name, so a scenario carries several tables in order.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct OtherKnobs {
+    #[serde(with = "humantime_serde")]
+    session_timeout: Duration,
+    root: String,
+}
+
+impl KnobTable for OtherKnobs {
+    const NAME: &'static str = "other";
+}
+
+fn knobs() -> BoxedStrategy<Knobs> {
     (
-        (dur(60_000), "/[a-z0-9]{1,8}"),
-        (1u64..60, text()),
-        (nonzero(60_000), dur(100), dur(100), nonzero(5_000), text()),
-        (
-            (dur(60_000), dur(1_000), dur(100), dur(100)),
-            0.0f64..0.5,
-            text(),
-        ),
+        prop::option::of((dur(60_000), dur(1_000), 0.0f64..0.5, text())),
+        prop::option::of((dur(60_000), "/[a-z0-9]{1,8}")),
     )
-        .prop_map(|(zk, etcd, redis, redlock)| {
-            let (ttl, node_timeout, retry_delay, retry_jitter) = redlock.0;
-            let ttl = ttl.max(Duration::from_millis(2));
-            (
-                ZookeeperKnobs {
-                    session_timeout: zk.0.max(Duration::from_millis(500)),
-                    root: zk.1,
-                },
-                EtcdKnobs {
-                    lease_ttl: Duration::from_secs(etcd.0),
-                    prefix: etcd.1,
-                },
-                RedisKnobs {
-                    ttl: redis.0.max(Duration::from_millis(1)),
-                    retry_delay: redis.1,
-                    retry_jitter: redis.2,
-                    response_timeout: redis.3,
-                    prefix: redis.4,
-                },
-                RedlockKnobs {
+        .prop_map(|(lease, other)| {
+            let mut knobs = Knobs::default();
+            if let Some((ttl, retry_delay, drift_factor, prefix)) = lease {
+                let lease = LeaseKnobs {
                     ttl,
-                    node_timeout: node_timeout.clamp(Duration::from_nanos(1), ttl / 2),
                     retry_delay,
-                    retry_jitter,
-                    drift_factor: redlock.1,
-                    prefix: redlock.2,
-                },
-            )
+                    drift_factor,
+                    prefix,
+                };
+                knobs.update(|k: &mut LeaseKnobs| *k = lease).unwrap();
+            }
+            if let Some((session_timeout, root)) = other {
+                let other = OtherKnobs {
+                    session_timeout,
+                    root,
+                };
+                knobs.update(|k: &mut OtherKnobs| *k = other).unwrap();
+            }
+            knobs
         })
         .boxed()
 }
@@ -379,7 +394,7 @@ prop_compose! {
             .prop_flat_map(expectations),
     ) -> Scenario {
         let (name, description, seed, warmup, unfenced) = head;
-        let ((zookeeper, etcd, redis, redlock), recovery, stall_alarm, sweep) = tail;
+        let (knobs, recovery, stall_alarm, sweep) = tail;
         let mut workload = workload;
         if !faults.is_empty() {
             // A run that stops by count has no fault phase it can promise (see validate).
@@ -394,10 +409,7 @@ prop_compose! {
             warmup,
             workload,
             resource: if unfenced { ResourceMode::Unfenced } else { ResourceMode::Fenced },
-            zookeeper,
-            etcd,
-            redis,
-            redlock,
+            knobs,
             recovery,
             stall_alarm,
             observe_server,

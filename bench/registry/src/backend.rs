@@ -16,27 +16,44 @@ macro_rules! with_backend {
         let seed = scenario.seed;
         match kind {
             $crate::core::BackendKind::ZkFair => {
-                let $b =
-                    $crate::zookeeper::ZkFair::new(endpoints, &scenario.zookeeper, keys, seed)?;
+                let $b = $crate::zookeeper::ZkFair::new(
+                    endpoints,
+                    &$crate::knobs::<$crate::zookeeper::ZookeeperKnobs>(scenario)?,
+                    keys,
+                    seed,
+                )?;
                 $body
             }
             $crate::core::BackendKind::ZkCurator => {
-                let $b =
-                    $crate::zookeeper::ZkCurator::new(endpoints, &scenario.zookeeper, keys, seed)?;
+                let $b = $crate::zookeeper::ZkCurator::new(
+                    endpoints,
+                    &$crate::knobs::<$crate::zookeeper::ZookeeperKnobs>(scenario)?,
+                    keys,
+                    seed,
+                )?;
                 $body
             }
             $crate::core::BackendKind::ZkHerd | $crate::core::BackendKind::ZkRwlock => {
                 let queue = $crate::zookeeper::Queue::of(kind).expect("a zookeeper queue");
-                let $b =
-                    $crate::zookeeper::ZkFair::new(endpoints, &scenario.zookeeper, keys, seed)?
-                        .with_queue(queue);
+                let $b = $crate::zookeeper::ZkFair::new(
+                    endpoints,
+                    &$crate::knobs::<$crate::zookeeper::ZookeeperKnobs>(scenario)?,
+                    keys,
+                    seed,
+                )?
+                .with_queue(queue);
                 $body
             }
             $crate::core::BackendKind::EtcdLease
             | $crate::core::BackendKind::EtcdLockapi
             | $crate::core::BackendKind::EtcdHerd => {
-                let $b =
-                    $crate::etcd::EtcdBackend::new(kind, endpoints, &scenario.etcd, keys, seed)?;
+                let $b = $crate::etcd::EtcdBackend::new(
+                    kind,
+                    endpoints,
+                    &$crate::knobs::<$crate::etcd::EtcdKnobs>(scenario)?,
+                    keys,
+                    seed,
+                )?;
                 $body
             }
             $crate::core::BackendKind::RedisSetnx
@@ -55,14 +72,19 @@ macro_rules! with_backend {
                     }
                     _ => $crate::redis::SetMode::Nx,
                 };
-                let $b =
-                    $crate::redis::SetNxBackend::new(endpoints, &scenario.redis, keys, seed, mode)?;
+                let $b = $crate::redis::SetNxBackend::new(
+                    endpoints,
+                    &$crate::knobs::<$crate::redis::RedisKnobs>(scenario)?,
+                    keys,
+                    seed,
+                    mode,
+                )?;
                 $body
             }
             $crate::core::BackendKind::RedisSentinel => {
                 let $b = $crate::redis::SetNxBackend::via_sentinel(
                     endpoints,
-                    &scenario.redis,
+                    &$crate::knobs::<$crate::redis::RedisKnobs>(scenario)?,
                     keys,
                     seed,
                 )?;
@@ -71,7 +93,7 @@ macro_rules! with_backend {
             $crate::core::BackendKind::RedisPubsub => {
                 let $b = $crate::redis::SetNxBackend::new(
                     endpoints,
-                    &scenario.redis,
+                    &$crate::knobs::<$crate::redis::RedisKnobs>(scenario)?,
                     keys,
                     seed,
                     $crate::redis::SetMode::Nx,
@@ -80,8 +102,12 @@ macro_rules! with_backend {
                 $body
             }
             $crate::core::BackendKind::Redlock => {
-                let $b =
-                    $crate::redis::RedlockBackend::new(endpoints, &scenario.redlock, keys, seed)?;
+                let $b = $crate::redis::RedlockBackend::new(
+                    endpoints,
+                    &$crate::knobs::<$crate::redis::RedlockKnobs>(scenario)?,
+                    keys,
+                    seed,
+                )?;
                 $body
             }
         }

@@ -13,21 +13,33 @@ macro_rules! with_elector {
         let name: &str = $name;
         match $kind {
             $crate::core::ElectionKind::ZkElection => {
-                let $e = $crate::zookeeper::ZkElection::new(endpoints, &scenario.zookeeper, name)?;
+                let $e = $crate::zookeeper::ZkElection::new(
+                    endpoints,
+                    &$crate::knobs::<$crate::zookeeper::ZookeeperKnobs>(scenario)?,
+                    name,
+                )?;
                 $body
             }
             $crate::core::ElectionKind::EtcdElection => {
-                let $e = $crate::etcd::EtcdElection::new(endpoints, &scenario.etcd, name)?;
+                let $e = $crate::etcd::EtcdElection::new(
+                    endpoints,
+                    &$crate::knobs::<$crate::etcd::EtcdKnobs>(scenario)?,
+                    name,
+                )?;
                 $body
             }
             $crate::core::ElectionKind::EtcdLeaseElection => {
-                let $e = $crate::etcd::EtcdLeaseElection::new(endpoints, &scenario.etcd, name)?;
+                let $e = $crate::etcd::EtcdLeaseElection::new(
+                    endpoints,
+                    &$crate::knobs::<$crate::etcd::EtcdKnobs>(scenario)?,
+                    name,
+                )?;
                 $body
             }
             $crate::core::ElectionKind::RedisLeaseElection => {
                 let $e = $crate::redis::RedisLeaseElection::new(
                     endpoints,
-                    &scenario.redis,
+                    &$crate::knobs::<$crate::redis::RedisKnobs>(scenario)?,
                     scenario.failover.poll,
                     name,
                 )?;

@@ -4,6 +4,7 @@
 //! system's knobs (issue 20).
 
 use lockbench_core::knobs::KnobTable;
+use lockbench_core::scenario::ScenarioError;
 use lockbench_core::{BackendKind, ElectionKind, Scenario};
 use lockbench_etcd::EtcdKnobs;
 use lockbench_redis::{RedisKnobs, RedlockKnobs};
@@ -29,8 +30,30 @@ pub fn expiry(scenario: &Scenario, backend: BackendKind) -> Duration {
         BackendKind::EtcdLease | BackendKind::EtcdLockapi | BackendKind::EtcdHerd => etcd(),
         BackendKind::RedisSetnx | BackendKind::RedisBrokenNoNx => redis(),
         BackendKind::RedisBrokenRelease | BackendKind::RedisSentinel => redis(),
+        BackendKind::RedisBrokenRenew => redis(),
         BackendKind::RedisPubsub => redis(),
         BackendKind::Redlock => knobs::<RedlockKnobs>(scenario).ttl,
+    }
+}
+
+/// `workload.renew_every` must be shorter than every backend's lock life: a renewal after the
+/// lock expired renews nothing.
+pub fn check_renewals(scenario: &Scenario) -> Result<(), ScenarioError> {
+    let Some(every) = scenario.workload.renew_every else {
+        return Ok(());
+    };
+    let short = |b: &&BackendKind| every >= expiry(scenario, **b);
+    match scenario.backends.iter().find(short) {
+        Some(b) => Err(ScenarioError::new(
+            "workload.renew_every",
+            format!(
+                "{} is not shorter than {b}'s lock life ({}): renew every fraction of it, \
+                 e.g. a third",
+                humantime::format_duration(every),
+                humantime::format_duration(expiry(scenario, *b))
+            ),
+        )),
+        None => Ok(()),
     }
 }
 
@@ -75,7 +98,10 @@ mod tests {
         assert_eq!(expiry(&s, BackendKind::ZkHerd), Duration::from_secs(3));
         assert_eq!(expiry(&s, BackendKind::Redlock), Duration::from_secs(7));
         assert_eq!(expiry(&s, BackendKind::RedisSetnx), Duration::from_secs(10));
-        assert_eq!(holder_pause(&s, BackendKind::ZkHerd), Duration::from_secs(6));
+        assert_eq!(
+            holder_pause(&s, BackendKind::ZkHerd),
+            Duration::from_secs(6)
+        );
         assert_eq!(
             leader_pause(&s, ElectionKind::ZkElection),
             Duration::from_secs(6)

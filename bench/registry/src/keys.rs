@@ -5,29 +5,40 @@ use lockbench_core::Scenario;
 /// Moves every system's lock keys under `id`, so this run never meets a key another run left
 /// behind: a Redis key an acquire cut short lives until its TTL, an etcd key until its lease
 /// expires (ZooKeeper's ephemeral nodes die with their session, and its recipes already take a
-/// fresh path per run).
+/// fresh path per run). Each system's crate says how (`separate_keys`).
 pub fn separate(scenario: &mut Scenario, id: &str) {
-    scenario.redis.prefix = format!("{}{id}:", scenario.redis.prefix);
-    scenario.redlock.prefix = format!("{}{id}:", scenario.redlock.prefix);
-    scenario.etcd.prefix = format!("{}/{id}", scenario.etcd.prefix);
+    let knobs = &mut scenario.knobs;
+    let separated = lockbench_etcd::separate_keys(knobs, id)
+        .and_then(|()| lockbench_redis::separate_keys(knobs, id));
+    separated.unwrap_or_else(|e| panic!("knobs are checked when a scenario is loaded: {e}"));
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use lockbench_etcd::EtcdKnobs;
+    use lockbench_redis::{RedisKnobs, RedlockKnobs};
 
     #[test]
     fn two_ids_give_disjoint_prefixes() {
         let text = "name = \"t\"\nbackends = [\"zk-fair\"]\n[workload]\nclients = 1\nkeys = 1\n";
-        let base = Scenario::load("t", text, &[]).unwrap();
+        let base = crate::load_scenario("t", text, &[]).unwrap();
         let (mut a, mut b) = (base.clone(), base.clone());
         separate(&mut a, "s1");
         separate(&mut b, "s2");
-        for (x, y, z) in [
-            (&a.redis.prefix, &b.redis.prefix, &base.redis.prefix),
-            (&a.redlock.prefix, &b.redlock.prefix, &base.redlock.prefix),
-            (&a.etcd.prefix, &b.etcd.prefix, &base.etcd.prefix),
-        ] {
+        let prefixes = |s: &Scenario| {
+            let k = &s.knobs;
+            [
+                k.get::<RedisKnobs>().unwrap().prefix,
+                k.get::<RedlockKnobs>().unwrap().prefix,
+                k.get::<EtcdKnobs>().unwrap().prefix,
+            ]
+        };
+        for ((x, y), z) in prefixes(&a)
+            .iter()
+            .zip(prefixes(&b).iter())
+            .zip(prefixes(&base).iter())
+        {
             assert!(
                 x.starts_with(z.as_str()) && x != y && !y.starts_with(x.as_str()),
                 "{x} {y}"

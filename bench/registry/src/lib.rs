@@ -11,14 +11,40 @@
 //! The constructors are macros, not a function returning `Box<dyn Backend>`: the caller's
 //! body is expanded once per recipe, so the client loop stays monomorphised (no dynamic
 //! dispatch on the hot path; see CONTRIBUTING, "Rules of the code").
+//!
+//! Issue 20 (the System boundary), where it stands: each system's endpoint groups and knob
+//! tables (types, defaults, validation, key separation) live in its own crate; this crate
+//! lists them ([`endpoint_groups`], [`knob_schemas`]) and loads scenarios with them
+//! ([`load_scenario`]). Deviations from the plan (`notes/system-boundary.md`), and why:
+//! `Endpoints` and `Knobs` are `indexmap` maps rather than a hand-written ordered map (a
+//! well-kept crate), and `toml` is built with `preserve_order`, because its parser otherwise
+//! hands tables over sorted and a re-written file would change order; group names are `&str`
+//! consts of the backend crates until the `System` trait (plan step S3) replaces the cluster's
+//! `Group` enum, which a test here keeps equal to them. Still per system outside the backend
+//! crates: server launch, health, compose services and chaos targets (bench/cluster, chaos,
+//! bench/compose), and the recipe tables ([`with_backend!`], [`group_of`], [`expiry()`]).
 #![deny(missing_docs)]
 
 mod backend;
 mod election;
+pub mod expiry;
 pub mod keys;
+mod load;
 pub mod system;
 
+pub use expiry::{election_expiry, expiry, holder_pause, leader_pause};
+pub use load::{knob_schemas, load_scenario};
 pub use system::{addresses, check_endpoints, election_group_of, endpoint_groups, group_of};
+
+/// The knob table `K` of `scenario`, as a constructor error when it does not parse (the
+/// constructor macros' way to read a recipe's knobs).
+#[doc(hidden)]
+pub fn knobs<K: lockbench_core::knobs::KnobTable>(
+    scenario: &lockbench_core::Scenario,
+) -> Result<K, lockbench_core::traits::BackendError> {
+    let knobs = scenario.knobs.get::<K>();
+    knobs.map_err(lockbench_core::traits::BackendError::Config)
+}
 
 // The macros name the recipes through these paths, so a caller needs only this crate.
 #[doc(hidden)]

@@ -23,6 +23,7 @@ pub fn load_scenario(source: &str, text: &str, overrides: &[String]) -> Result<S
     scenario
         .knobs
         .fill(&knob_schemas())
+        .and_then(|()| crate::expiry::check_renewals(&scenario))
         .map_err(|e| format!("{source}: {e}"))?;
     Ok(scenario)
 }

@@ -28,7 +28,7 @@ fn golden(name: &str, got: &str, stale: &mut Vec<String>) {
 }
 
 fn load(source: &str, text: &str, overrides: &[String]) -> Result<Scenario, String> {
-    Scenario::load(source, text, overrides)
+    lockbench_registry::load_scenario(source, text, overrides)
 }
 
 #[test]

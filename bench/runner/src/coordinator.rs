@@ -190,7 +190,7 @@ pub async fn execute<B: Backend>(
             backend.server_fanout().await
         })
     });
-    let holder_pause = scenario.holder_pause(cx.kind);
+    let holder_pause = lockbench_registry::holder_pause(scenario, cx.kind);
     let faults =
         crate::fault_loop::start(&cx, &mut workers, &window, links, holder_pause, &events_tx);
     drop(events_tx);

@@ -13,7 +13,6 @@
 
 pub use lockbench_analysis::checker::{CheckerOutcome, Validity};
 use lockbench_analysis::pass::{Params, Pass};
-use lockbench_core::scenario::Scenario;
 use lockbench_core::{BackendKind, Nanos};
 use std::path::Path;
 
@@ -53,8 +52,9 @@ pub fn analyse(run_dir: &Path) -> anyhow::Result<Vec<Reanalysed>> {
             run_dir.display()
         )
     })?;
-    let scenario = Scenario::load(&scenario_path.display().to_string(), &text, &[])
-        .map_err(|e| anyhow::anyhow!(e))?;
+    let scenario =
+        lockbench_registry::load_scenario(&scenario_path.display().to_string(), &text, &[])
+            .map_err(|e| anyhow::anyhow!(e))?;
     let history = lockbench_core::history::file::path_in(run_dir);
     if !history.exists() {
         anyhow::bail!(

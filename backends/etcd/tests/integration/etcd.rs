@@ -3,11 +3,11 @@
 //! servers' own request counter moves).
 
 use lockbench_conformance as conformance;
-use lockbench_core::scenario::EtcdKnobs;
 use lockbench_core::{
     Backend, BackendKind, ClientId, Endpoints, ErrorKind, KeyId, LockClient, Outcome,
 };
 use lockbench_etcd::EtcdBackend;
+use lockbench_etcd::EtcdKnobs;
 use std::time::Duration;
 
 use crate::{cluster, knobs};

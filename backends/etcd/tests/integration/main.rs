@@ -7,7 +7,7 @@ mod herd;
 mod synced_watch;
 
 use lockbench_core::Endpoints;
-use lockbench_core::scenario::EtcdKnobs;
+use lockbench_etcd::EtcdKnobs;
 use std::time::Duration;
 
 pub async fn cluster() -> Endpoints {

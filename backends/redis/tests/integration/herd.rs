@@ -5,8 +5,8 @@
 //! tests share the server). Polling redis-setnx reports its retries as wake-ups.
 
 use lockbench_conformance::fanout;
-use lockbench_core::scenario::RedisKnobs;
 use lockbench_core::{Backend, ClientId, KeyId, LockClient, Outcome};
+use lockbench_redis::RedisKnobs;
 use lockbench_redis::{SetMode, SetNxBackend};
 use std::time::Duration;
 

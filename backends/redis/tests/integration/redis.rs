@@ -8,9 +8,9 @@
 
 use crate::{EXCLUSIVE, endpoints};
 use lockbench_conformance as conformance;
-use lockbench_core::scenario::{RedisKnobs, RedlockKnobs};
 use lockbench_core::traits::BackendError;
 use lockbench_core::{Backend, ClientId, Endpoints, ErrorKind, KeyId, LockClient, Outcome};
+use lockbench_redis::{RedisKnobs, RedlockKnobs};
 use lockbench_redis::{RedlockBackend, SetMode, SetNxBackend};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -9,7 +9,7 @@ mod herd;
 mod zookeeper;
 
 use lockbench_core::Endpoints;
-use lockbench_core::scenario::ZookeeperKnobs;
+use lockbench_zookeeper::ZookeeperKnobs;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Where every test's lock roots live.

@@ -3,9 +3,9 @@
 //! Every test uses its own `root`, so tests running at the same time never share a lock key.
 
 use lockbench_conformance as conformance;
-use lockbench_core::scenario::ZookeeperKnobs;
 use lockbench_core::traits::BackendError;
 use lockbench_core::{Backend, ClientId, Endpoints, ErrorKind, KeyId, LockClient, Outcome};
+use lockbench_zookeeper::ZookeeperKnobs;
 use lockbench_zookeeper::{Notifications, Queue, ZkCurator, ZkFair};
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};

@@ -171,7 +171,8 @@ pub(crate) fn load_named_scenario(
             builtin::names().join(", ")
         );
     };
-    let mut scenario = Scenario::load(&source, &text, sets).map_err(anyhow::Error::msg)?;
+    let mut scenario =
+        lockbench_registry::load_scenario(&source, &text, sets).map_err(anyhow::Error::msg)?;
     if let Some(seed) = seed {
         // scenario.toml stores the seed as a TOML integer (an i64).
         if i64::try_from(seed).is_err() {

@@ -5,7 +5,7 @@ use crate::builtin;
 use crate::cli::ScaleArgs;
 use anyhow::Context;
 use lockbench_cluster::Cluster;
-use lockbench_core::{BackendKind, Scenario};
+use lockbench_core::BackendKind;
 use lockbench_report::RunDir;
 use lockbench_runner::{dispatch, scale};
 use std::path::{Path, PathBuf};
@@ -27,7 +27,7 @@ pub async fn run(args: ScaleArgs, state_dir: PathBuf) -> anyhow::Result<ExitCode
     }
     // The knobs of the built-in contention scenario; key 0 is the probe's, key 1 the queue's.
     let text = builtin::find("contention").context("built-in contention scenario")?;
-    let scenario = Scenario::load(
+    let scenario = lockbench_registry::load_scenario(
         "built-in scenario contention",
         text,
         &["workload.keys=2".to_string()],

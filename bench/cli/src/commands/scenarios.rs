@@ -1,12 +1,11 @@
 //! `lockbench scenarios`.
 
-use lockbench_core::Scenario;
 use std::process::ExitCode;
 
 /// Prints each built-in scenario with its one-line description.
 pub fn list() -> anyhow::Result<ExitCode> {
     for (name, text) in crate::builtin::SCENARIOS {
-        let s = Scenario::load(&format!("built-in scenario {name}"), text, &[])
+        let s = lockbench_registry::load_scenario(&format!("built-in scenario {name}"), text, &[])
             .map_err(anyhow::Error::msg)?;
         println!("{name:<18} {}", s.description);
     }

@@ -35,7 +35,7 @@ pub async fn run(args: SweepArgs, state_dir: PathBuf) -> anyhow::Result<ExitCode
     // Every grid point must load before anything runs: a bad path fails now, named.
     let mut scenarios = Vec::new();
     for p in &points {
-        let mut s = Scenario::load(
+        let mut s = lockbench_registry::load_scenario(
             &format!("`{}` at {}", base.name, grid::label(p)),
             &base.to_toml(),
             &grid::overrides(p),

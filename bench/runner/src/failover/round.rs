@@ -244,7 +244,7 @@ impl Run<'_> {
     /// `pause`: SIGSTOP of the leader's process for `failover.pause`, then SIGCONT.
     async fn remove_by_pause(&mut self, slot: u32, (leader, epoch): (u32, u64)) {
         let target = format!("c{leader}");
-        let pause = self.scenario.leader_pause(self.kind);
+        let pause = lockbench_registry::leader_pause(self.scenario, self.kind);
         let paused_at = Instant::now();
         let stopped = self.slots[&slot].signal(Signal::SIGSTOP);
         let pid = self.slots[&slot].pid;
@@ -296,7 +296,7 @@ impl Run<'_> {
             );
             return;
         };
-        let cut_for = self.scenario.leader_pause(self.kind);
+        let cut_for = lockbench_registry::leader_pause(self.scenario, self.kind);
         let cut_at = Instant::now();
         let host = worker_name(slot);
         let cut = Fault::Partition {
@@ -349,7 +349,7 @@ impl Run<'_> {
         }
         // Give the election the time a dead leader would need to be replaced; a
         // leader that survives the server's death keeps leading.
-        let expiry = self.scenario.election_expiry(self.kind);
+        let expiry = lockbench_registry::election_expiry(self.scenario, self.kind);
         let budget =
             (expiry * 2 + Duration::from_secs(1)).min(self.scenario.failover.round_timeout);
         self.wait_until(budget, |r| {
