@@ -856,29 +856,6 @@ keys = 1
     }
 
     #[test]
-    fn renewals_must_come_within_every_backends_lock_life() {
-        let sets = |s: &[&str]| -> Vec<String> { s.iter().map(|s| s.to_string()).collect() };
-        let with = |s: &[&str]| Scenario::load("t", MINIMAL, &sets(s));
-        let ok = with(&["workload.renew_every=600ms", "zookeeper.session_timeout=2s"]).unwrap();
-        assert_eq!(ok.workload.renew_every, Some(Duration::from_millis(600)));
-        assert_eq!(Scenario::load("again", &ok.to_toml(), &[]).unwrap(), ok);
-        let err = with(&[
-            "backends=zk-fair,redis-broken-renew",
-            "redis.ttl=500ms",
-            "workload.renew_every=600ms",
-        ])
-        .unwrap_err();
-        assert!(
-            err.contains("workload.renew_every") && err.contains("redis-broken-renew"),
-            "{err}"
-        );
-        let err = with(&["workload.renew_every=0s"]).unwrap_err();
-        assert!(err.contains("workload.renew_every"), "{err}");
-        let err = with(&["workload.kind=fencing", "workload.renew_every=100ms"]).unwrap_err();
-        assert!(err.contains("workload.renew_every"), "{err}");
-    }
-
-    #[test]
     fn distributions_sample_within_their_bounds() {
         let u = Dist::Uniform {
             uniform: [

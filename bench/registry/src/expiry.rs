@@ -89,6 +89,36 @@ pub fn leader_pause(scenario: &Scenario, election: ElectionKind) -> Duration {
 mod tests {
     use super::*;
 
+    const MINIMAL: &str =
+        "name = \"t\"\nbackends = [\"zk-fair\"]\n[workload]\nclients = 2\nkeys = 1\n";
+
+    /// Moved from core with the check (it reads the knobs).
+    #[test]
+    fn renewals_must_come_within_every_backends_lock_life() {
+        let sets = |s: &[&str]| -> Vec<String> { s.iter().map(|s| s.to_string()).collect() };
+        let with = |s: &[&str]| crate::load_scenario("t", MINIMAL, &sets(s));
+        let ok = with(&["workload.renew_every=600ms", "zookeeper.session_timeout=2s"]).unwrap();
+        assert_eq!(ok.workload.renew_every, Some(Duration::from_millis(600)));
+        assert_eq!(
+            crate::load_scenario("again", &ok.to_toml(), &[]).unwrap(),
+            ok
+        );
+        let err = with(&[
+            "backends=zk-fair,redis-broken-renew",
+            "redis.ttl=500ms",
+            "workload.renew_every=600ms",
+        ])
+        .unwrap_err();
+        assert!(
+            err.contains("workload.renew_every") && err.contains("redis-broken-renew"),
+            "{err}"
+        );
+        let err = with(&["workload.renew_every=0s"]).unwrap_err();
+        assert!(err.contains("workload.renew_every"), "{err}");
+        let err = with(&["workload.kind=fencing", "workload.renew_every=100ms"]).unwrap_err();
+        assert!(err.contains("workload.renew_every"), "{err}");
+    }
+
     #[test]
     fn expiry_reads_the_recipes_knob_table() {
         let text = "name = \"t\"\nbackends = [\"zk-herd\"]\n[workload]\nkind = \"herd\"\n\
