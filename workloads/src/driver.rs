@@ -308,7 +308,9 @@ async fn client_loop<B: Backend>(
             }
         }
         let key = plan.next_key();
-        let shared_mode = plan.next_shared();
+        // Drawn whatever the recipe, so its seeded choices do not depend on it; a recipe
+        // without a shared mode takes (and records) every acquire exclusively.
+        let shared_mode = plan.next_shared() && client.shared_mode();
         let f = if shared_mode {
             OpF::AcquireShared
         } else {

@@ -2,7 +2,9 @@
 //! ZooKeeper recipes page, written out request by request so that every request is counted.
 //! The three differ only in *values* ([`Queue`]): which directory, whether shared (read) nodes
 //! exist, and how a waiter waits ([`WaitStrategy`]). One client implementation runs all three,
-//! so the herd comparison measures the wait and nothing else.
+//! so the herd comparison measures the wait and nothing else. A fourth value,
+//! **zk-broken-rwlock** ([`Queue::BROKEN_RWLOCK`]), is zk-rwlock with one rule left out on
+//! purpose (its writers do not wait for read nodes), to prove the shared-lock checker alive.
 //!
 //! Lock node: `{root}/{fair|herd|rwlock}/k{key}/{kind}-{guid}-{sequence}`, created
 //! `EphemeralSequential`, where `guid` is 32 hex digits per client (per session): the client id
@@ -13,7 +15,8 @@
 //! unless both are `read` nodes. So an exclusive or write node waits for every lower node, and
 //! a read node waits only for the lower *write* nodes: readers queued together hold together,
 //! which is the shared lock of the recipes page. zk-fair and zk-herd only ever create `lock`
-//! nodes, so for them it is the plain mutex.
+//! nodes, so for them it is the plain mutex. zk-broken-rwlock breaks the rule for writers: a
+//! write node waits only for lower *write* nodes, so a writer is granted while readers hold.
 //!
 //! Acquire:
 //! 1. `create` the node. Its `Stat.czxid` (the zxid of the create) is the fencing token: it is
@@ -111,6 +114,9 @@ pub struct Queue {
     /// Whether [`LockClient::acquire_shared`] creates `read` nodes that may hold together;
     /// otherwise a shared acquire is an exclusive one.
     pub shared: bool,
+    /// Whether an exclusive (write) node waits for lower `read` nodes too, as the recipe
+    /// requires. `false` only for the deliberately broken zk-broken-rwlock.
+    pub writers_wait_for_readers: bool,
 }
 
 impl Queue {
@@ -120,6 +126,7 @@ impl Queue {
         wait: WaitStrategy::Predecessor,
         dir: "fair",
         shared: false,
+        writers_wait_for_readers: true,
     };
     /// zk-herd: exclusive, children watch (the herd effect, on purpose).
     pub const HERD: Queue = Queue {
@@ -127,6 +134,7 @@ impl Queue {
         wait: WaitStrategy::Children,
         dir: "herd",
         shared: false,
+        writers_wait_for_readers: true,
     };
     /// zk-rwlock: the shared (read/write) lock of the recipes page, predecessor watch.
     pub const RWLOCK: Queue = Queue {
@@ -134,14 +142,30 @@ impl Queue {
         wait: WaitStrategy::Predecessor,
         dir: "rwlock",
         shared: true,
+        writers_wait_for_readers: true,
+    };
+    /// zk-broken-rwlock, deliberately broken: zk-rwlock whose writers ignore read nodes (a
+    /// writer waits for the lower write nodes only), so a writer holds beside readers. Exists
+    /// to prove the shared-lock checker catches it; never part of a comparison.
+    pub const BROKEN_RWLOCK: Queue = Queue {
+        kind: BackendKind::ZkBrokenRwlock,
+        wait: WaitStrategy::Predecessor,
+        dir: "broken-rwlock",
+        shared: true,
+        writers_wait_for_readers: false,
     };
 
-    /// The queue recipe named `kind` (`zk-fair`, `zk-herd`, `zk-rwlock`); `None` for any
-    /// other backend.
+    /// The queue recipe named `kind` (`zk-fair`, `zk-herd`, `zk-rwlock`,
+    /// `zk-broken-rwlock`); `None` for any other backend.
     pub fn of(kind: BackendKind) -> Option<Queue> {
-        [Queue::FAIR, Queue::HERD, Queue::RWLOCK]
-            .into_iter()
-            .find(|q| q.kind == kind)
+        [
+            Queue::FAIR,
+            Queue::HERD,
+            Queue::RWLOCK,
+            Queue::BROKEN_RWLOCK,
+        ]
+        .into_iter()
+        .find(|q| q.kind == kind)
     }
 
     fn exclusive_name(self) -> &'static str {
@@ -149,6 +173,10 @@ impl Queue {
     }
 
     fn waits_by(self) -> &'static str {
+        if !self.writers_wait_for_readers {
+            return "getData watch on the nearest blocking node; deliberately broken: a writer \
+                    waits for lower write nodes only, so it is granted while readers hold";
+        }
         match (self.wait, self.shared) {
             (WaitStrategy::Children, _) => {
                 "getChildren watch on the lock directory (a release wakes every waiter)"
@@ -476,6 +504,9 @@ impl ZkFairClient {
             losses > MAX_CONNECTION_LOSSES
         };
         let children_watch = queue.wait == WaitStrategy::Children;
+        // Whether a lower read node blocks this one: never for a reader; for a writer, unless
+        // the recipe is the deliberately broken one.
+        let readers_block = !shared && queue.writers_wait_for_readers;
 
         // 2. Wait until no node blocks this one.
         let mut woken = false;
@@ -507,7 +538,7 @@ impl ZkFairClient {
                 own,
                 blocker,
                 older_own,
-            } = Queued::scan(&children, sequence, node.name_prefix, names, shared);
+            } = Queued::scan(&children, sequence, node.name_prefix, names, readers_block);
             if !own {
                 return vanished(zk, id, key, sequence, queue);
             }
@@ -602,7 +633,8 @@ impl ZkFairClient {
 struct Queued<'a> {
     /// The node is still there.
     own: bool,
-    /// The nearest older node that blocks it (any node, or for a shared node a write node).
+    /// The nearest older node that blocks it (any node, or for a shared node, and for a
+    /// zk-broken-rwlock writer, a write node).
     blocker: Option<(i64, &'a str)>,
     /// An older node of this very session, if any.
     older_own: Option<&'a str>,
@@ -614,7 +646,7 @@ impl<'a> Queued<'a> {
         sequence: i64,
         name_prefix: &str,
         names: &Names,
-        shared: bool,
+        readers_block: bool,
     ) -> Queued<'a> {
         let mut queued = Queued {
             own: false,
@@ -631,7 +663,7 @@ impl<'a> Queued<'a> {
                 if names.is_mine(name) {
                     queued.older_own = Some(name);
                 }
-                let blocks = !(shared && is_read(name));
+                let blocks = readers_block || !is_read(name);
                 if blocks && queued.blocker.is_none_or(|(p, _)| s > p) {
                     queued.blocker = Some((s, name));
                 }
@@ -793,6 +825,10 @@ impl LockClient for ZkFairClient {
 
     async fn acquire_shared(&mut self, key: KeyId) -> Outcome<Grant<FairHandle>> {
         self.acquire_inner(key, true).await
+    }
+
+    fn shared_mode(&self) -> bool {
+        self.queue.shared
     }
 
     async fn release(&mut self, grant: Grant<FairHandle>) -> Outcome<()> {

@@ -1,6 +1,7 @@
 //! ZooKeeper lock recipes for lockbench: **zk-fair** ([`ZkFair`]), **zk-curator**
-//! ([`ZkCurator`]), the deliberately naive **zk-herd** and the shared (read/write) lock
-//! **zk-rwlock** (both [`ZkFair`] with another [`Queue`]).
+//! ([`ZkCurator`]), the deliberately naive **zk-herd**, the shared (read/write) lock
+//! **zk-rwlock** and its deliberately broken twin **zk-broken-rwlock** (all [`ZkFair`] with
+//! another [`Queue`]).
 //!
 //! zk-fair and zk-curator are the classic ephemeral-sequential queue from the ZooKeeper recipes page: every
 //! contender creates an `EphemeralSequential` node under the lock's directory, the lowest
@@ -37,7 +38,9 @@
 //! two differ in nothing else. zk-rwlock ([`Queue::RWLOCK`]) is the same client again with
 //! `read-`/`write-` nodes: a reader waits only for the next lower write node, so a writer's
 //! release wakes every reader queued behind it at once, which is correct there (they may all
-//! hold together). All three count their wake-ups backend-wide
+//! hold together). zk-broken-rwlock ([`Queue::BROKEN_RWLOCK`]) is zk-rwlock whose writers do
+//! not wait for read nodes, on purpose: the broken recipe that proves the shared-lock checker
+//! alive. All of them count their wake-ups backend-wide
 //! ([`lockbench_core::WakeupTally`], [`lockbench_core::Backend::wakeups`]).
 //!
 //! Sessions (`connect.rs`): each lockbench client is one ZooKeeper session. Sessions are opened

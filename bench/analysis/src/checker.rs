@@ -144,9 +144,15 @@ pub trait Checker: Send {
     fn finish(self: Box<Self>) -> CheckerOutcome;
 }
 
-/// The checkers every run of `workload` uses, in the order their outcomes are reported.
-pub fn for_workload(_workload: &Workload) -> Vec<Box<dyn Checker>> {
-    safety_checkers()
+/// The checkers every run of `workload` uses, in the order their outcomes are reported: the
+/// [`safety_checkers`], and for a workload with readers (`read_fraction > 0`) the shared-lock
+/// checker ([`crate::rwlock`]).
+pub fn for_workload(workload: &Workload) -> Vec<Box<dyn Checker>> {
+    let mut checkers = safety_checkers();
+    if workload.read_fraction > 0.0 {
+        checkers.push(Box::new(crate::rwlock::RwLockChecker::default()));
+    }
+    checkers
 }
 
 /// The checkers whose figures `results.json` spells out as `safety`'s own fields; every other

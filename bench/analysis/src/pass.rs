@@ -1,8 +1,9 @@
 //! One pass over a run's time-ordered history computes every figure of its result.
 //!
 //! The history of a long run does not fit in memory, so the analysis is a single stream
-//! consumer: the run's checkers ([`crate::checker`]), hand-offs, fault-window availability,
-//! stalls and the shared-lock checker are all fed the same ops in time order, with the fault
+//! consumer: the run's checkers ([`crate::checker`], the shared-lock checker among them for a
+//! workload with readers), hand-offs, fault-window availability and stalls are all fed the
+//! same ops in time order, with the fault
 //! events merged in by time (a fault event before the ops at its time, as
 //! [`crate::checker::feed_history`] does). Its state is bounded by the clients and keys, plus
 //! the acquisitions inside fault windows, never by the run's length.
@@ -19,7 +20,7 @@ use crate::availability::{self, Availability, Stall, Stalls, Window};
 use crate::checker::{self, CheckerOutcome, CheckerSet};
 use crate::handoff::Handoffs;
 use crate::horizon::{self, Horizon};
-use crate::rwlock::{RwLockChecker, RwLockReport};
+use crate::rwlock::{self, RwLockReport};
 use hdrhistogram::Histogram;
 use lockbench_core::history::ordered::{Lateness, Reach, Scan};
 use lockbench_core::scenario::Workload;
@@ -53,7 +54,8 @@ pub struct Analysed {
     pub windows: Vec<Window>,
     /// Gaps with no successful acquisition.
     pub stalls: Vec<Stall>,
-    /// The shared-lock checker's report, for workloads with readers.
+    /// The shared-lock checker's figures (its outcome is among `outcomes`), for workloads with
+    /// readers; `None` too when that checker failed.
     pub shared_lock: Option<RwLockReport>,
     /// Successful releases in the whole history (the fan-out figures' denominator).
     pub releases: u64,
@@ -67,7 +69,6 @@ pub struct Pass {
     handoffs: Handoffs,
     availability: Availability,
     stalls: Stalls,
-    rwlock: Option<RwLockChecker>,
     releases: u64,
     ops: u64,
     /// The fault events still to feed, in time order.
@@ -89,7 +90,6 @@ impl Pass {
             handoffs: Handoffs::new(p.measure_start, until(p.measure_end)),
             availability: Availability::new(faults, until(end)),
             stalls: Stalls::new(p.measure_start, until(p.measure_end), p.stall_alarm),
-            rwlock: (p.workload.read_fraction > 0.0).then(RwLockChecker::default),
             releases: 0,
             ops: 0,
             faults: faults.to_vec(),
@@ -104,9 +104,6 @@ impl Pass {
         self.handoffs.observe(op);
         self.availability.observe(op);
         self.stalls.observe(op);
-        if let Some(r) = &mut self.rwlock {
-            r.observe(op);
-        }
         if op.f == OpF::Release && op.ty == OpType::Ok {
             self.releases += 1;
         }
@@ -120,13 +117,17 @@ impl Pass {
     /// The figures.
     pub fn finish(self) -> Analysed {
         let mut outcomes = self.checkers.finish();
+        let shared_lock = outcomes
+            .iter()
+            .find(|o| o.name == rwlock::NAME)
+            .and_then(CheckerOutcome::figures_as);
         outcomes.extend(self.horizon.map(|h| h.outcome()));
         Analysed {
             outcomes,
             handoffs: self.handoffs.finish(),
             windows: self.availability.finish(),
             stalls: self.stalls.finish(),
-            shared_lock: self.rwlock.map(RwLockChecker::finish),
+            shared_lock,
             releases: self.releases,
             ops: self.ops,
         }

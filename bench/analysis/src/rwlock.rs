@@ -8,10 +8,25 @@
 //! exclusive-with-exclusive overlaps; this one adds the reader/writer conflicts and shows that
 //! sharing actually happened (`max_concurrent_readers`), because a shared lock that never lets
 //! two readers in is correct but pointless, and a test should be able to tell.
+//!
+//! It is a checker like the others ([`crate::checker`]): [`crate::checker::for_workload`] adds
+//! it to every workload with readers (`read_fraction > 0`), any conflict makes its verdict, and
+//! so the run's, invalid, and each reader/writer conflict is a finding of kind [`KIND`] (at the
+//! offending grant) for the scorecard. Writer/writer conflicts are the mutual-exclusion
+//! checker's findings (`mutex`, by episode), so they are counted here but not found twice.
 
-use lockbench_core::{ClientId, History, KeyId, Op, OpF, OpType};
+use crate::checker::{self, Checker, CheckerOutcome, Finding, Validity};
+use lockbench_core::{ClientId, History, KeyId, Nanos, Op, OpF, OpType};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
+
+/// The checker's name (its outcome is `safety.checks.rwlock` in `results.json`; its figures
+/// are also the result's `shared_lock`).
+pub const NAME: &str = "rwlock";
+
+/// The finding kind of a reader/writer conflict: a shared grant next to an exclusive holder, or
+/// an exclusive grant next to a shared holder.
+pub const KIND: &str = "rw_conflict";
 
 /// What the shared-lock checker found.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -29,6 +44,9 @@ pub struct RwLockReport {
     /// Of `conflicts`, those between a reader and a writer (the rest are writer/writer, which
     /// the mutual-exclusion checker reports too).
     pub reader_writer_conflicts: u64,
+    /// When each reader/writer conflict's grant completed, for the scorecard; not serialized.
+    #[serde(skip)]
+    pub reader_writer_at: Vec<Nanos>,
 }
 
 /// The shared-lock checker as a stream over the time-ordered ops.
@@ -39,9 +57,12 @@ pub struct RwLockChecker {
     report: RwLockReport,
 }
 
-impl RwLockChecker {
-    /// Takes the next op.
-    pub fn observe(&mut self, op: &Op) {
+impl Checker for RwLockChecker {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn observe(&mut self, op: &Op) {
         let report = &mut self.report;
         match (op.f, op.ty) {
             (OpF::Acquire | OpF::AcquireShared, OpType::Ok) => {
@@ -61,6 +82,7 @@ impl RwLockChecker {
                     if writers > 0 {
                         report.conflicts += 1;
                         report.reader_writer_conflicts += 1;
+                        report.reader_writer_at.push(op.time);
                     }
                 } else {
                     report.exclusive_grants += 1;
@@ -68,6 +90,7 @@ impl RwLockChecker {
                         report.conflicts += 1;
                         if readers > 0 {
                             report.reader_writer_conflicts += 1;
+                            report.reader_writer_at.push(op.time);
                         }
                     }
                 }
@@ -85,17 +108,23 @@ impl RwLockChecker {
         }
     }
 
-    /// The report.
-    pub fn finish(self) -> RwLockReport {
-        self.report
+    /// Invalid on any conflict: a reader next to a writer, or a writer next to anyone.
+    fn finish(self: Box<Self>) -> CheckerOutcome {
+        let r = self.report;
+        let validity = if r.conflicts > 0 {
+            Validity::Invalid
+        } else {
+            Validity::Valid
+        };
+        let mut out = CheckerOutcome::new(NAME, validity, &r);
+        out.findings = Finding::all(KIND, &r.reader_writer_at).collect();
+        out
     }
 }
 
 /// Checks every key of `history`.
 pub fn check(history: &History) -> RwLockReport {
-    let mut c = RwLockChecker::default();
-    history.ops().iter().for_each(|op| c.observe(op));
-    c.finish()
+    checker::feed_ops(RwLockChecker::default(), history).report
 }
 
 #[cfg(test)]
@@ -126,6 +155,45 @@ mod tests {
         assert_eq!(r.max_concurrent_readers, 2);
         assert_eq!((r.shared_grants, r.exclusive_grants), (3, 1));
         assert_eq!(r.conflicts, 0);
+    }
+
+    /// Issue 19 item 1: a shared lock whose writer held beside a reader read "safety ok": this
+    /// checker ran outside the run's checker set. With readers in the workload it is in the
+    /// set, its conflict makes the verdict invalid, and the scorecard gets its kind.
+    #[test]
+    fn a_reader_writer_conflict_makes_the_runs_verdict_invalid() {
+        let text = "name = \"t\"\nbackends = [\"zk-rwlock\"]\n[workload]\nclients = 2\n\
+                    keys = 1\nread_fraction = 0.5\n";
+        let workload = lockbench_core::Scenario::load("t", text, &[])
+            .unwrap()
+            .workload;
+        let release = |t: u64, c: u32| Op::invoke(Nanos(t), ClientId(c), OpF::Release, KeyId(0));
+        let h = history(vec![
+            op(1, 1, OpF::AcquireShared, OpType::Ok),
+            op(2, 2, OpF::Acquire, OpType::Ok), // a writer beside the reader
+            release(3, 1),
+            release(4, 2),
+            op(5, 1, OpF::AcquireShared, OpType::Ok),
+            op(6, 3, OpF::AcquireShared, OpType::Ok), // readers together: fine
+        ]);
+        let s = crate::Safety::from_outcomes(checker::run_on_history(
+            checker::for_workload(&workload),
+            &h,
+        ));
+        assert_eq!(s.verdict, Validity::Invalid, "{s:?}");
+        assert_eq!(s.outcome("mutex").unwrap().validity, Validity::Valid);
+        let figures: RwLockReport = s.figures(NAME).unwrap();
+        assert_eq!(figures.reader_writer_conflicts, 1);
+        assert_eq!(figures.max_concurrent_readers, 2);
+        assert_eq!(
+            crate::attribution::violations(&s),
+            vec![(KIND, Nanos(2))],
+            "one finding, at the offending grant"
+        );
+        // Without readers the workload has no shared lock to check.
+        let exclusive = lockbench_core::Scenario::load("t", &text.replace("0.5", "0"), &[]);
+        let n = checker::for_workload(&exclusive.unwrap().workload).len();
+        assert_eq!(n, checker::safety_checkers().len());
     }
 
     #[test]

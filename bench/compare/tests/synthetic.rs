@@ -124,6 +124,25 @@ fn a_new_violation_is_always_a_regression() {
     assert_eq!(c.regressions(), 0);
 }
 
+/// Issue 19 item 1: a shared lock's reader/writer conflicts are damage like an overlap: a
+/// run that shows them where the baseline had none is a regression, the kind named.
+#[test]
+fn a_new_reader_writer_conflict_is_a_regression() {
+    let mut rw = result("zk-rwlock", 1000.0, 2000, 10_000, 0);
+    let base = run(vec![rw.clone()]);
+    rw["safety"]["verdict"] = "invalid".into();
+    rw["safety"]["rw_conflicts"] = 3.into();
+    let new = run(vec![rw]);
+    assert_eq!(
+        new.results[0].safety.violated_kinds(),
+        ["3 reader/writer conflicts"]
+    );
+    let c = compare(&base, &new, &Config::default());
+    assert_eq!(verdict(&c, "zk-rwlock", Metric::Safety), Verdict::Regressed);
+    assert_eq!(c.regressions(), 1);
+    assert_eq!(compare(&new, &new, &Config::default()).regressions(), 0);
+}
+
 #[test]
 fn noise_within_thresholds_is_non_significant() {
     let new = run(vec![

@@ -81,11 +81,16 @@ pub enum BackendKind {
     /// so a holder whose lock expired extends its successor's lock and is told it still holds
     /// it. Exists to prove the renew checker catches it; never part of a comparison.
     RedisBrokenRenew,
+    /// Deliberately broken: `zk-rwlock` whose writers ignore read nodes (a write node waits for
+    /// lower write nodes only), so a writer is granted while readers hold. Exists to prove the
+    /// shared-lock checker catches it (with `workload.read_fraction` > 0); never part of a
+    /// comparison.
+    ZkBrokenRwlock,
 }
 
 impl BackendKind {
     /// Every backend, in the order comparisons print them.
-    pub const ALL: [BackendKind; 14] = [
+    pub const ALL: [BackendKind; 15] = [
         BackendKind::ZkFair,
         BackendKind::ZkCurator,
         BackendKind::ZkHerd,
@@ -100,6 +105,7 @@ impl BackendKind {
         BackendKind::RedisPubsub,
         BackendKind::RedisBrokenRelease,
         BackendKind::RedisBrokenRenew,
+        BackendKind::ZkBrokenRwlock,
     ];
 
     /// The name users type and results print.
@@ -119,6 +125,7 @@ impl BackendKind {
             BackendKind::RedisPubsub => "redis-pubsub",
             BackendKind::RedisBrokenRelease => "redis-broken-release",
             BackendKind::RedisBrokenRenew => "redis-broken-renew",
+            BackendKind::ZkBrokenRwlock => "zk-broken-rwlock",
         }
     }
 

@@ -73,6 +73,14 @@ pub trait LockClient: Send + 'static {
     ) -> impl Future<Output = Outcome<Grant<Self::Handle>>> + Send {
         self.acquire(key)
     }
+
+    /// Whether [`LockClient::acquire_shared`] really takes a shared hold (the default: no, it
+    /// is an exclusive acquire). The client loop records a shared acquire of a recipe without
+    /// a shared mode as the exclusive `acquire` it is, so the mutual-exclusion checker judges
+    /// it: two such "readers" holding together are an overlap, not a shared hold.
+    fn shared_mode(&self) -> bool {
+        false
+    }
 }
 
 /// Why a backend could not make a client.

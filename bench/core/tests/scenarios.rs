@@ -569,6 +569,7 @@ fn every_builtin_scenario_carries_its_expectations() {
         match s.name.as_str() {
             "broken-recipe" => {
                 assert!(has("redis-broken-nonx", "violated") && has("redis-setnx", "safe"));
+                assert!(has("zk-broken-rwlock", "violated") && s.workload.read_fraction > 0.0);
             }
             "fencing" | "chaos-quick" => {
                 assert!(units.iter().all(|b| has(b, "violated")), "{path}");

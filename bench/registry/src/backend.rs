@@ -33,7 +33,9 @@ macro_rules! with_backend {
                 )?;
                 $body
             }
-            $crate::core::BackendKind::ZkHerd | $crate::core::BackendKind::ZkRwlock => {
+            $crate::core::BackendKind::ZkHerd
+            | $crate::core::BackendKind::ZkRwlock
+            | $crate::core::BackendKind::ZkBrokenRwlock => {
                 let queue = $crate::zookeeper::Queue::of(kind).expect("a zookeeper queue");
                 let $b = $crate::zookeeper::ZkFair::new(
                     endpoints,

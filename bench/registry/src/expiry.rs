@@ -26,7 +26,7 @@ pub fn expiry(scenario: &Scenario, backend: BackendKind) -> Duration {
     let redis = || knobs::<RedisKnobs>(scenario).ttl;
     match backend {
         BackendKind::ZkFair | BackendKind::ZkCurator | BackendKind::ZkHerd => zookeeper(),
-        BackendKind::ZkRwlock => zookeeper(),
+        BackendKind::ZkRwlock | BackendKind::ZkBrokenRwlock => zookeeper(),
         BackendKind::EtcdLease | BackendKind::EtcdLockapi | BackendKind::EtcdHerd => etcd(),
         BackendKind::RedisSetnx | BackendKind::RedisBrokenNoNx => redis(),
         BackendKind::RedisBrokenRelease | BackendKind::RedisSentinel => redis(),

@@ -8,7 +8,7 @@ use lockbench_core::{BackendKind, ElectionKind, Endpoints};
 pub fn group_of(backend: BackendKind) -> Group {
     match backend {
         BackendKind::ZkFair | BackendKind::ZkCurator | BackendKind::ZkHerd => Group::Zookeeper,
-        BackendKind::ZkRwlock => Group::Zookeeper,
+        BackendKind::ZkRwlock | BackendKind::ZkBrokenRwlock => Group::Zookeeper,
         BackendKind::EtcdLease | BackendKind::EtcdLockapi | BackendKind::EtcdHerd => Group::Etcd,
         BackendKind::RedisSetnx | BackendKind::RedisBrokenNoNx => Group::Redis,
         BackendKind::RedisPubsub | BackendKind::RedisBrokenRelease => Group::Redis,

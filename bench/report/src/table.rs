@@ -332,6 +332,28 @@ mod tests {
         );
     }
 
+    /// Issue 19 item 1: a shared lock broken by a writer beside readers read `ok`. Its
+    /// reader/writer conflicts are named in the safety column and the finding.
+    #[test]
+    fn reader_writer_conflicts_are_named_in_the_table_and_the_finding() {
+        let text =
+            "name = \"t\"\nbackends = [\"zk-broken-rwlock\"]\n[workload]\nclients = 2\nkeys = 1\n";
+        let scenario = lockbench_core::Scenario::load("t", text, &[]).unwrap();
+        let mut r = lockbench_results::BackendResult::failed(
+            "zk-broken-rwlock",
+            &scenario.workload,
+            String::new(),
+        );
+        r.status = lockbench_results::Status::Ok;
+        r.safety.verdict = Validity::Invalid;
+        r.safety.rw_conflicts = 1080;
+        assert_eq!(safety(&r), "VIOLATED: 1080 reader/writer conflicts");
+        assert_eq!(
+            finding(&r).unwrap(),
+            "FINDING: zk-broken-rwlock violated safety: 1080 reader/writer conflicts"
+        );
+    }
+
     /// Issue 11 item 1: the scorecard showed rejected and accepted writes after the lock was
     /// lost alike, as `write_after_lock_lost N`; damage and fencing now have a column each.
     #[test]

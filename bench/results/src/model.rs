@@ -198,6 +198,13 @@ pub struct SafetyResult {
     /// figures (`renews_ok`, `renews_failed`) are in `checks.release`.
     #[serde(default)]
     pub foreign_renews: u64,
+    /// Shared-lock grants made next to an incompatible holder of the other mode: a reader
+    /// granted while a writer held the key, or a writer granted while a reader did (only for
+    /// workloads with readers, `workload.read_fraction` > 0). Makes the verdict `invalid`;
+    /// the `rwlock` checker's figures are in `checks.rwlock` (and `shared_lock`). Writer/writer
+    /// conflicts are `mutex_violations`.
+    #[serde(default)]
+    pub rw_conflicts: u64,
     /// Writes the protected resource judged otherwise than the history does (the fencing
     /// audit recomputes each write's staleness from the history alone): instrument faults.
     /// Any makes the verdict `unknown`, and each is described in `failed_checkers`.
@@ -410,8 +417,9 @@ pub struct Repetition {
     pub acquire_latency_us: Option<Percentiles>,
     /// Hand-off latency, µs.
     pub handoff_latency_us: Option<Percentiles>,
-    /// Safety violations that did damage: mutex violations + stale writes accepted + writes
-    /// after the lock was lost that the resource accepted + releases of another client's lock.
+    /// Safety violations that did damage: mutex violations + reader/writer conflicts + stale
+    /// writes accepted + writes after the lock was lost that the resource accepted + releases
+    /// of another client's lock.
     pub violations: u64,
     /// The repetition's safety verdict.
     pub verdict: Validity,
@@ -436,11 +444,12 @@ impl Repetition {
 }
 
 impl SafetyResult {
-    /// Violations that did damage: mutex violations, stale writes accepted, writes after the
-    /// lock was lost that the resource accepted, and releases and renewals of another
-    /// client's lock.
+    /// Violations that did damage: mutex violations, reader/writer conflicts, stale writes
+    /// accepted, writes after the lock was lost that the resource accepted, and releases and
+    /// renewals of another client's lock.
     pub fn damage(&self) -> u64 {
         self.mutex_violations
+            + self.rw_conflicts
             + self.stale_writes_accepted
             + self.writes_after_lock_lost_accepted
             + self.foreign_releases
@@ -465,6 +474,7 @@ impl SafetyResult {
             .filter_map(|k| {
                 let n = match k {
                     FindingKind::Mutex => self.mutex_violations,
+                    FindingKind::RwConflict => self.rw_conflicts,
                     FindingKind::StaleWriteAccepted => self.stale_writes_accepted,
                     FindingKind::WriteAfterLockLostAccepted => self.writes_after_lock_lost_accepted,
                     FindingKind::TokenReuse => self.token_reuses,
@@ -546,6 +556,7 @@ impl BackendResult {
                 token_reuses: 0,
                 foreign_releases: 0,
                 foreign_renews: 0,
+                rw_conflicts: 0,
                 instrument_faults: 0,
                 stale_writes_ambiguous: 0,
                 failed_checkers: vec!["backend did not run".into()],

@@ -11,6 +11,7 @@ use lockbench_analysis::lost::LostReport;
 use lockbench_analysis::mutex::MutexReport;
 use lockbench_analysis::pass::Analysed;
 use lockbench_analysis::release::{self, ReleaseReport};
+use lockbench_analysis::rwlock::{self, RwLockReport};
 use lockbench_analysis::{Safety, attribution, checker, fairness};
 use lockbench_core::scenario::Workload;
 use lockbench_core::{BackendInfo, OpType, ServerCounters, ServerFanout, Wakeups};
@@ -206,6 +207,7 @@ fn safety_result(s: Safety) -> SafetyResult {
     let l: LostReport = s.figures("lost").unwrap_or_default();
     let a: AuditReport = s.figures(fencing_audit::NAME).unwrap_or_default();
     let rel: ReleaseReport = s.figures(release::NAME).unwrap_or_default();
+    let rw: RwLockReport = s.figures(rwlock::NAME).unwrap_or_default();
     let checks = s
         .outcomes
         .iter()
@@ -234,6 +236,7 @@ fn safety_result(s: Safety) -> SafetyResult {
         token_reuses: f.token_reuses,
         foreign_releases: rel.foreign_releases,
         foreign_renews: rel.foreign_renews,
+        rw_conflicts: rw.reader_writer_conflicts,
         instrument_faults: a.faults,
         stale_writes_ambiguous: a.ambiguous,
         failed_checkers: s.failed_checkers,

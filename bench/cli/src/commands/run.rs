@@ -129,14 +129,6 @@ fn print_results(results: &RunResults) {
     for line in results.results.iter().filter_map(table::instrument_fault) {
         println!("{line}");
     }
-    for r in &results.results {
-        if let Some(s) = r.shared_lock.as_ref().filter(|s| s.conflicts > 0) {
-            println!(
-                "FINDING: {} broke its shared lock: {} grants next to an incompatible holder ({} reader/writer)",
-                r.backend, s.conflicts, s.reader_writer_conflicts
-            );
-        }
-    }
     if let Some(card) = &results.scorecard {
         println!("{}", table::render_scorecard(card));
     }

@@ -152,13 +152,37 @@ fn a_broken_recipe_is_caught_by_the_checkers() {
     assert_eq!(broken["verdict"], "invalid", "{broken}");
     assert!(broken["mutex_violations"].as_u64().unwrap() > 0, "{broken}");
     assert!(broken["overlap_ms"].as_f64().unwrap() > 0.0, "{broken}");
-    let good = &result_of(&r, "redis-setnx")["safety"];
-    assert_eq!(good["verdict"], "valid", "{good}");
-    assert!(String::from_utf8_lossy(&out.stdout).contains("FINDING: redis-broken-nonx"));
-    // The scenario expects exactly this ([expect]): the run passes, and says why.
+    let good = result_of(&r, "redis-setnx");
+    assert_eq!(good["safety"]["verdict"], "valid", "{good}");
+    // Half of the acquires were drawn shared; a recipe without a shared mode took and
+    // recorded every one exclusively, so the mutual-exclusion checker judged them all.
+    let (shared, exclusive) = (
+        &good["shared_lock"]["shared_grants"],
+        &good["acquisitions_total"],
+    );
+    assert_eq!(shared, 0, "{good}");
+    assert_eq!(
+        &good["shared_lock"]["exclusive_grants"], exclusive,
+        "{good}"
+    );
+    // Issue 19 item 1: the shared lock whose writers ignore readers is caught by the verdict.
+    let rw = &result_of(&r, "zk-broken-rwlock")["safety"];
+    assert_eq!(rw["verdict"], "invalid", "{rw}");
+    assert!(rw["rw_conflicts"].as_u64().unwrap() > 0, "{rw}");
+    assert_eq!(rw["checks"]["rwlock"]["validity"], "invalid", "{rw}");
     let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("FINDING: redis-broken-nonx"));
+    assert!(
+        stdout.lines().any(
+            |l| l.starts_with("FINDING: zk-broken-rwlock violated safety: ")
+                && l.contains("reader/writer conflict")
+        ),
+        "{stdout}"
+    );
+    // The scenario expects exactly this ([expect]): the run passes, and says why.
     assert!(
         stdout.contains("EXPECTATION MET: redis-broken-nonx violated: invalid:")
+            && stdout.contains("EXPECTATION MET: zk-broken-rwlock violated: invalid:")
             && stdout.contains("EXPECTATION MET: redis-setnx safe: valid"),
         "{}",
         text(&out)
@@ -168,8 +192,34 @@ fn a_broken_recipe_is_caught_by_the_checkers() {
         .expect("expectations")
         .iter()
         .collect();
-    assert_eq!(met.len(), 2, "{met:?}");
+    assert_eq!(met.len(), 3, "{met:?}");
     assert!(met.iter().all(|e| e["outcome"] == "met"), "{met:?}");
+}
+
+/// Issue 19 item 1: zk-rwlock with writers that ignore read nodes (the deliberately broken
+/// zk-broken-rwlock) granted a writer next to readers and the run still exited 0. Expected
+/// safe, it now fails the run, the kind named.
+#[test]
+fn a_shared_lock_whose_writers_ignore_readers_fails_the_run() {
+    let dir = common::scratch("cli", "broken-rwlock");
+    let (out, out_dir) = common::run_scenario(
+        &dir,
+        "broken-recipe",
+        &["duration=1s", "backends=zk-broken-rwlock", "expect={}"],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("EXPECTATION FAILED: zk-broken-rwlock safe (implicit): invalid: ")
+            && stdout.contains("reader/writer conflict"),
+        "{}",
+        text(&out)
+    );
+    let r = results(&out_dir);
+    let s = &result_of(&r, "zk-broken-rwlock")["safety"];
+    assert_eq!(s["verdict"], "invalid", "{s}");
+    assert!(s["rw_conflicts"].as_u64().unwrap() > 0, "{s}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Issue 11 item 10: `lockbench run` exited 0 whatever it found. Now its exit code follows the
@@ -251,8 +301,9 @@ fn the_exit_code_follows_the_scenarios_expectations() {
 }
 
 /// zk-rwlock with 70% reads: readers hold together (more than one at once was observed) and no
-/// grant was ever made next to an incompatible holder. zk-fair in the same run takes every
-/// "read" exclusively, so it never shows two readers at once: the sharing is the recipe's.
+/// grant was ever made next to an incompatible holder. zk-fair in the same run has no shared
+/// mode: it takes and records every "read" as an exclusive acquire, so it shows no readers at
+/// all: the sharing is the recipe's.
 #[test]
 fn the_shared_lock_lets_readers_hold_together_and_never_a_writer_with_anyone() {
     let (out, out_dir) = common::run_quietly(
@@ -278,9 +329,11 @@ fn the_shared_lock_lets_readers_hold_together_and_never_a_writer_with_anyone() {
     assert!(s["shared_grants"].as_u64().unwrap() > 0, "{s}");
     assert!(s["exclusive_grants"].as_u64().unwrap() > 0, "{s}");
     assert!(s["max_concurrent_readers"].as_u64().unwrap() >= 2, "{s}");
+    // zk-fair has no shared mode: it took and recorded every "read" as an exclusive acquire.
     let fair = &result_of(&r, "zk-fair")["shared_lock"];
     assert_eq!(fair["conflicts"], 0, "{fair}");
-    assert_eq!(fair["max_concurrent_readers"], 1, "{fair}");
+    assert_eq!(fair["shared_grants"], 0, "{fair}");
+    assert_eq!(fair["max_concurrent_readers"], 0, "{fair}");
     assert!(String::from_utf8_lossy(&out.stdout).contains("shared lock zk-rwlock"));
 }
 
@@ -775,7 +828,7 @@ fn analyse_gives_a_finished_run_the_verdicts_the_run_gave() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&analysed.stdout);
-    for b in ["redis-setnx", "redis-broken-nonx"] {
+    for b in ["redis-setnx", "redis-broken-nonx", "zk-broken-rwlock"] {
         let line = stdout
             .lines()
             .find(|l| l.trim_start().starts_with(&format!("{b} ")))
