@@ -8,6 +8,12 @@
 //! made into someone else's hold is reported beside it, and `overlap_ms` is the time the key
 //! actually had more than one believed holder. Only definite grants count: an indeterminate (`info`) acquire
 //! cannot prove a violation.
+//!
+//! An episode can be very short: with `hold = "0ms"` a holder's belief lasts only from its
+//! grant to its release call, so a double grant by a broken recipe (two concurrent Redlock
+//! rounds that both reach a quorum of 2 of 5) overlaps for microseconds. `overlap_ms` is
+//! exact (nanoseconds); the report prints it in µs below a millisecond
+//! (`lockbench_results::span`), where it once read "5 overlaps (0.0 ms with two holders)".
 
 use crate::checker::{self, Checker, CheckerOutcome, Finding, Validity};
 use lockbench_core::{ClientId, FindingKind, History, KeyId, Nanos, Op, OpF, OpType};
@@ -236,6 +242,33 @@ mod tests {
         assert_eq!(r.violations, 1, "{r:?}");
         assert_eq!(r.overlapping_grants, 2);
         assert!((r.overlap_ms - 3.0).abs() < 1e-9, "{r:?}");
+    }
+
+    /// Issue 19 item 4: a Redlock quorum of 2 of 5 in `quick` (`hold = "0ms"`) read "5 overlaps
+    /// (0.0 ms with two holders, longest 0.0 ms)". The figures were right: two concurrent
+    /// rounds both won within microseconds, and each client believed it held the key only from
+    /// its grant to its release call, so each episode lasted a few µs. Five such episodes add
+    /// up to their µs, exactly, and each counts once.
+    #[test]
+    fn episodes_of_microseconds_add_up_to_their_microseconds() {
+        let us = 1_000;
+        let mut ops = Vec::new();
+        for i in 0..5u64 {
+            let t = i * 1_000 * us;
+            let (a, b) = (2 * i as u32, 2 * i as u32 + 1);
+            // a's round wins at t, b's (on the other servers) 3 µs later; a writes and calls
+            // release 8 µs after its grant, b 9 µs after its own.
+            ops.extend([
+                ok(t, a),
+                ok(t + 3 * us, b),
+                rel(t + 8 * us, a),
+                rel(t + 12 * us, b),
+            ]);
+        }
+        let r = check(&History::from_unordered(ops));
+        assert_eq!((r.violations, r.overlapping_grants), (5, 5), "{r:?}");
+        assert!((r.overlap_ms - 0.025).abs() < 1e-12, "{r:?}");
+        assert!((r.max_overlap_ms - 0.005).abs() < 1e-12, "{r:?}");
     }
 
     #[test]

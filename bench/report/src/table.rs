@@ -79,8 +79,9 @@ pub fn finding(r: &BackendResult) -> Option<String> {
     let mut line = format!("FINDING: {} violated safety: {}", r.backend, violated(s));
     if s.mutex_violations > 0 {
         line += &format!(
-            " ({:.1} ms with two holders, longest {:.1} ms)",
-            s.overlap_ms, s.max_overlap_ms
+            " ({} with two holders, longest {})",
+            lockbench_results::span::of_ms(s.overlap_ms),
+            lockbench_results::span::of_ms(s.max_overlap_ms)
         );
     }
     if s.fenced_off() > 0 {
@@ -315,6 +316,13 @@ mod tests {
             "{line}"
         );
         assert!(!line.contains("stale writes accepted"), "{line}");
+        // Issue 19 item 4: episodes of microseconds read as such, never "0.0 ms".
+        (r.safety.overlap_ms, r.safety.max_overlap_ms) = (0.025, 0.005);
+        let line = finding(&r).unwrap();
+        assert!(
+            line.contains("(25 µs with two holders, longest 5.0 µs)"),
+            "{line}"
+        );
 
         r.safety.verdict = Validity::Valid;
         assert_eq!(finding(&r), None);

@@ -18,6 +18,7 @@ pub mod expect;
 pub mod model;
 pub mod resources;
 pub mod scorecard;
+pub mod span;
 pub mod status;
 
 pub use model::{BackendResult, RunResults, SCHEMA_VERSION};

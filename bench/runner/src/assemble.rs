@@ -225,8 +225,9 @@ fn safety_result(s: Safety) -> SafetyResult {
         verdict: s.verdict,
         mutex_violations: m.violations,
         overlapping_grants: m.overlapping_grants,
-        overlap_ms: round3(m.overlap_ms),
-        max_overlap_ms: round3(m.max_overlap_ms),
+        // To the nanosecond: an episode of a few µs must not read 0 (issue 19 item 4).
+        overlap_ms: round6(m.overlap_ms),
+        max_overlap_ms: round6(m.max_overlap_ms),
         locks_lost: m.locks_lost,
         stale_writes_accepted: f.stale_writes_accepted,
         stale_writes_rejected: f.stale_writes_rejected,
@@ -258,6 +259,10 @@ fn op_type_name(t: OpType) -> &'static str {
         OpType::Fail => "fail",
         OpType::Info => "info",
     }
+}
+
+fn round6(x: f64) -> f64 {
+    (x * 1e6).round() / 1e6
 }
 
 fn round3(x: f64) -> f64 {

@@ -140,8 +140,9 @@ fn safety_cell(r: &BackendResult) -> String {
             let mut detail = Vec::new();
             if s.mutex_violations > 0 {
                 detail.push(format!(
-                    "{:.1} ms overlapping (longest {:.1})",
-                    s.overlap_ms, s.max_overlap_ms
+                    "{} overlapping (longest {})",
+                    lockbench_results::span::of_ms(s.overlap_ms),
+                    lockbench_results::span::of_ms(s.max_overlap_ms)
                 ));
             }
             if s.stale_writes_rejected > 0 {
