@@ -11,22 +11,19 @@
 //!
 //! It is a checker like the others ([`crate::checker`]): [`crate::checker::for_workload`] adds
 //! it to every workload with readers (`read_fraction > 0`), any conflict makes its verdict, and
-//! so the run's, invalid, and each reader/writer conflict is a finding of kind [`KIND`] (at the
-//! offending grant) for the scorecard. Writer/writer conflicts are the mutual-exclusion
-//! checker's findings (`mutex`, by episode), so they are counted here but not found twice.
+//! so the run's, invalid, and each reader/writer conflict is a finding of kind
+//! [`FindingKind::RwConflict`] (`rw_conflict`, at the offending grant) for the scorecard.
+//! Writer/writer conflicts are the mutual-exclusion checker's findings (`mutex`, by episode),
+//! so they are counted here but not found twice.
 
 use crate::checker::{self, Checker, CheckerOutcome, Finding, Validity};
-use lockbench_core::{ClientId, History, KeyId, Nanos, Op, OpF, OpType};
+use lockbench_core::{ClientId, FindingKind, History, KeyId, Nanos, Op, OpF, OpType};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
 /// The checker's name (its outcome is `safety.checks.rwlock` in `results.json`; its figures
 /// are also the result's `shared_lock`).
 pub const NAME: &str = "rwlock";
-
-/// The finding kind of a reader/writer conflict: a shared grant next to an exclusive holder, or
-/// an exclusive grant next to a shared holder.
-pub const KIND: &str = "rw_conflict";
 
 /// What the shared-lock checker found.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -117,7 +114,7 @@ impl Checker for RwLockChecker {
             Validity::Valid
         };
         let mut out = CheckerOutcome::new(NAME, validity, &r);
-        out.findings = Finding::all(KIND, &r.reader_writer_at).collect();
+        out.findings = Finding::all(FindingKind::RwConflict, &r.reader_writer_at).collect();
         out
     }
 }
@@ -187,7 +184,7 @@ mod tests {
         assert_eq!(figures.max_concurrent_readers, 2);
         assert_eq!(
             crate::attribution::violations(&s),
-            vec![(KIND, Nanos(2))],
+            vec![(FindingKind::RwConflict.name(), Nanos(2))],
             "one finding, at the offending grant"
         );
         // Without readers the workload has no shared lock to check.
