@@ -93,6 +93,7 @@ mod tests {
             targets: vec![],
             applied,
             note: String::new(),
+            end_note: String::new(),
             start_s,
             end_s,
             before: Span::default(),

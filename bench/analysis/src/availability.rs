@@ -38,8 +38,12 @@ pub struct Window {
     pub targets: Vec<String>,
     /// `false` when the nemesis could not apply it (the note says why).
     pub applied: bool,
-    /// What was done.
+    /// What was done (the start event's note).
     pub note: String,
+    /// What the window's stop event says (`packet-loss`: the share its rules dropped of the
+    /// window's own traffic); absent when empty or the window never closed.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub end_note: String,
     /// Start, seconds on the run clock.
     pub start_s: f64,
     /// End, seconds on the run clock.
@@ -136,6 +140,8 @@ impl SpanAcc {
 /// One window being measured.
 struct Plan {
     event: FaultEvent,
+    /// The stop event's note (empty when the window ran to the history's end).
+    end_note: String,
     start: Nanos,
     stop: Nanos,
     before_from: Nanos,
@@ -157,7 +163,8 @@ impl Availability {
     /// Windows of `faults` (in time order), in a history ending at `end`.
     pub fn new(faults: &[FaultEvent], end: Nanos) -> Self {
         let mut open: Vec<(usize, Nanos)> = Vec::new();
-        let mut spans: Vec<(usize, Nanos, Nanos)> = Vec::new();
+        // (start event, start, stop, stop event)
+        let mut spans: Vec<(usize, Nanos, Nanos, Option<usize>)> = Vec::new();
         for (i, f) in faults.iter().enumerate() {
             match f.phase {
                 FaultPhase::Start => open.push((i, f.time)),
@@ -168,7 +175,7 @@ impl Availability {
                     while j < open.len() {
                         let s = &faults[open[j].0];
                         if s.fault == f.fault && (f.targets.is_empty() || s.targets == f.targets) {
-                            spans.push((open[j].0, open[j].1, f.time));
+                            spans.push((open[j].0, open[j].1, f.time, Some(i)));
                             open.remove(j);
                         } else {
                             j += 1;
@@ -177,14 +184,17 @@ impl Availability {
                 }
             }
         }
-        spans.extend(open.into_iter().map(|(i, t)| (i, t, end)));
+        spans.extend(open.into_iter().map(|(i, t)| (i, t, end, None)));
         spans.sort_by_key(|s| s.1);
         let plans = spans
             .into_iter()
-            .map(|(i, start, stop)| {
+            .map(|(i, start, stop, stopped_by)| {
                 let len = stop.saturating_sub(start);
                 Plan {
                     event: faults[i].clone(),
+                    end_note: stopped_by
+                        .map(|j| faults[j].note.clone())
+                        .unwrap_or_default(),
                     start,
                     stop,
                     before_from: Nanos(start.0.saturating_sub(len.as_nanos() as u64)),
@@ -235,6 +245,7 @@ impl Availability {
                     targets: p.event.targets,
                     applied: p.event.applied,
                     note: p.event.note,
+                    end_note: p.end_note,
                     start_s: round(p.start.as_duration().as_secs_f64()),
                     end_s: round(p.stop.as_duration().as_secs_f64()),
                     before: before.finish(),
@@ -360,7 +371,7 @@ mod tests {
             fault: "pause".into(),
             phase,
             targets: vec!["zk1".into()],
-            note: String::new(),
+            note: format!("{phase:?} note"),
             applied: true,
         }
     }
@@ -385,6 +396,10 @@ mod tests {
         assert_eq!(w[0].during.success_rate, Some(0.0));
         assert_eq!(w[0].before.success_rate, Some(1.0));
         assert_eq!(w[0].recovery_ms, Some(10.0));
+        assert_eq!(
+            (w[0].note.as_str(), w[0].end_note.as_str()),
+            ("Start note", "Stop note")
+        );
         let s = stalls(&h, Nanos(0), Nanos(200 * MS), Duration::from_millis(50));
         assert_eq!(s.len(), 1);
         assert_eq!(s[0].ms, 90.0);

@@ -30,6 +30,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         include_str!("../../../scenarios/chaos-quick.toml"),
     ),
     (
+        "chaos-loss",
+        include_str!("../../../scenarios/chaos-loss.toml"),
+    ),
+    (
         "chaos-full",
         include_str!("../../../scenarios/chaos-full.toml"),
     ),

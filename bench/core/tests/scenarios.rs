@@ -15,7 +15,7 @@ use lockbench_core::scenario::{
     Dist, FaultSpec, KeyChoice, Processes, ResourceMode, Workload, WorkloadKind,
 };
 use lockbench_core::sweep::{Rates, SweepSpec};
-use lockbench_core::{BackendKind, Fault, PartitionSpec, Scenario, Targets};
+use lockbench_core::{BackendKind, Fault, LossMode, PartitionSpec, Scenario, Targets};
 use proptest::prelude::*;
 use std::time::Duration;
 
@@ -584,6 +584,24 @@ fn every_builtin_scenario_carries_its_expectations() {
                 }
             }
             "chaos-full" => assert!(has("redlock", "damaged"), "{path}"),
+            // Packet loss, random and nth, on every server's links; alone it broke no recipe.
+            "chaos-loss" => {
+                assert!(units.iter().all(|b| has(b, "safe")), "{path}");
+                let modes: Vec<LossMode> = s
+                    .faults
+                    .iter()
+                    .filter_map(|f| match &f.fault {
+                        Fault::PacketLoss { targets, mode, .. } if *targets == Targets::All => {
+                            Some(*mode)
+                        }
+                        _ => None,
+                    })
+                    .collect();
+                assert!(
+                    modes.contains(&LossMode::Random) && modes.contains(&LossMode::Nth),
+                    "{path}: {modes:?}"
+                );
+            }
             // The long pause outlives every lock.
             "watchdog" => assert!(units.iter().all(|b| has(b, "violated")), "{path}"),
             "redis-failover" => assert!(has("redis-sentinel", "violated"), "{path}"),

@@ -18,6 +18,7 @@ mod counters;
 mod failover;
 mod generator;
 mod logging;
+mod loss;
 mod partition;
 mod proxy;
 mod server_truth;

@@ -52,6 +52,23 @@ fn netns_prefix() -> Option<String> {
     cluster.topology().net().map(|n| n.prefix.clone())
 }
 
+/// The netns prefix for a test that needs the netns topology (`why`: what it does there). It
+/// FAILS without it (never skips silently), unless `LOCKBENCH_ALLOW_NO_ROOT=1`: then `None`,
+/// having said so.
+pub(crate) fn netns_or_skip(why: &str) -> Option<String> {
+    if let Some(prefix) = netns_prefix() {
+        return Some(prefix);
+    }
+    if std::env::var("LOCKBENCH_ALLOW_NO_ROOT").as_deref() == Ok("1") {
+        eprintln!("SKIPPED: the managed cluster is not in the netns topology");
+        return None;
+    }
+    panic!(
+        "this test needs the managed cluster in the netns topology ({why}; root and network \
+         namespaces, CI has both); set LOCKBENCH_ALLOW_NO_ROOT=1 to skip it elsewhere"
+    );
+}
+
 /// Runs scenario text `toml` on the managed cluster; returns the scratch dir, the run dir, the
 /// history sorted by time, and the run's output for assertion messages.
 fn run_scenario(tag: &str, toml: &str) -> (PathBuf, PathBuf, Vec<Value>, String) {
@@ -95,15 +112,8 @@ fn secs(v: &Value) -> f64 {
 
 #[test]
 fn a_worker_on_an_isolated_host_times_out_and_recovers_after_heal() {
-    let Some(prefix) = netns_prefix() else {
-        if std::env::var("LOCKBENCH_ALLOW_NO_ROOT").as_deref() == Ok("1") {
-            eprintln!("SKIPPED: the managed cluster is not in the netns topology");
-            return;
-        }
-        panic!(
-            "this test needs the managed cluster in the netns topology (root and network \
-             namespaces; CI has both); set LOCKBENCH_ALLOW_NO_ROOT=1 to skip it elsewhere"
-        );
+    let Some(prefix) = netns_or_skip("it isolates a client host") else {
+        return;
     };
     let (dir, _run, history, text) = run_scenario("partition", SCENARIO);
     let start = history
@@ -341,12 +351,8 @@ const FAILOVER: &str = include_str!("../../../../scenarios/redis-failover.toml")
 /// the heal the old primary is a replica again and the Sentinels name a live primary.
 #[test]
 fn a_sentinel_failover_after_an_unreplicated_grant_is_counted_as_a_double_grant() {
-    if netns_prefix().is_none() {
-        if std::env::var("LOCKBENCH_ALLOW_NO_ROOT").as_deref() == Ok("1") {
-            eprintln!("SKIPPED: the managed cluster is not in the netns topology");
-            return;
-        }
-        panic!("redis-failover cuts the replication link with iptables: needs the netns topology");
+    if netns_or_skip("redis-failover cuts the replication link with iptables").is_none() {
+        return;
     }
     let (dir, run, history, text) = run_scenario("failover", FAILOVER);
     let start = history
