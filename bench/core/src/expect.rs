@@ -15,6 +15,7 @@
 //! fenced = ["zk-fair"]                # stale / lost-lock writes happened and all were rejected
 //! damaged = ["redlock"]               # a stale or lost-lock write was accepted
 //! min_throughput = { all = 10, redis-setnx = 1000 }   # measured acquisitions/s, at least
+//! safe_in = { all = ["pause-client#1"] }  # no violation in the first `pause-client` window
 //! ```
 //!
 //! A backend the run has but `safe` and `violated` do not name is expected to be safe all the
@@ -36,6 +37,15 @@
 //! - at least one listed kind must appear (a list of `?` kinds alone still demands a
 //!   violation), and **any other** violation kind fails the expectation, however many expected
 //!   ones came with it.
+//!
+//! # Safe in one fault window
+//!
+//! `violated` and `safe` judge a backend's whole run, but one scenario may apply a fault that
+//! must break nothing next to one that must break the lock (`watchdog`: a holder pause shorter
+//! than the lock's life, then a longer one). `safe_in` names windows as the scorecard names
+//! their cells (the fault's verb, `-client` when it targeted client hosts only) with `#n`, the
+//! n-th window of that cell in the run (from 1): no violation may be charged to it, and it
+//! must have been applied.
 //!
 //! Names are checked here (an unknown backend or kind, a contradiction names its field); a
 //! name that is valid but not in this run's `backends` (after `--set backends=...`) is not
@@ -85,6 +95,50 @@ pub struct Expectations {
     /// its own entry).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub min_throughput: BTreeMap<String, f64>,
+    /// Fault windows (`pause-client#1`: the first window of the scorecard cell `pause-client`)
+    /// in which no violation may happen, by backend (`all` for every backend without its own
+    /// entry).
+    #[serde(
+        skip_serializing_if = "BTreeMap::is_empty",
+        deserialize_with = "kinds_by_backend"
+    )]
+    pub safe_in: BTreeMap<String, Vec<String>>,
+}
+
+/// A fault window as `safe_in` names it: the `n`-th (from 1) window of scorecard cell `cell`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WindowName {
+    /// The scorecard cell: the verb, `<verb>-client` for client hosts only.
+    pub cell: String,
+    /// Its place among the cell's windows, from 1.
+    pub n: usize,
+}
+
+impl WindowName {
+    /// Reads `pause-client#1`.
+    pub fn parse(name: &str) -> Result<WindowName, String> {
+        let bad = || {
+            format!(
+                "`{name}` is no fault window: write the scorecard cell and the window's place, \
+                 e.g. `pause-client#1` (the first holder pause) or `partition#2`"
+            )
+        };
+        let (cell, n) = name.rsplit_once('#').ok_or_else(bad)?;
+        let n: usize = n.parse().map_err(|_| bad())?;
+        if cell.is_empty() || n == 0 {
+            return Err(bad());
+        }
+        Ok(WindowName {
+            cell: cell.to_string(),
+            n,
+        })
+    }
+}
+
+impl std::fmt::Display for WindowName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}#{}", self.cell, self.n)
+    }
 }
 
 /// `"zk-fair"` or `["zk-fair", "redlock"]`: `--set expect.safe=all` writes a string.
@@ -237,6 +291,8 @@ pub enum Expect {
     Damaged,
     /// At least this many acquisitions/s.
     MinThroughput(f64),
+    /// No violation charged to this fault window, which was applied.
+    SafeIn(WindowName),
 }
 
 impl Expect {
@@ -248,6 +304,7 @@ impl Expect {
             Expect::Fenced => "fenced",
             Expect::Damaged => "damaged",
             Expect::MinThroughput(_) => "min_throughput",
+            Expect::SafeIn(_) => "safe_in",
         }
     }
 }
@@ -291,7 +348,8 @@ impl Expectations {
                 self.min_throughput
                     .keys()
                     .map(|n| ("min_throughput", n.clone())),
-            );
+            )
+            .chain(self.safe_in.keys().map(|n| ("safe_in", n.clone())));
         for (field, name) in names {
             if !known(&name) {
                 let e = BackendKind::parse(&name).unwrap_err();
@@ -304,6 +362,11 @@ impl Expectations {
         if let Violated::ByKind(m) = &self.violated {
             for (name, list) in m {
                 Kinds::parse(list).map_err(|e| bad(&format!("expect.violated.{name}"), e))?;
+            }
+        }
+        for (name, windows) in &self.safe_in {
+            for w in windows {
+                WindowName::parse(w).map_err(|e| bad(&format!("expect.safe_in.{name}"), e))?;
             }
         }
         for (name, min) in &self.min_throughput {
@@ -370,6 +433,12 @@ impl Expectations {
             {
                 add(Expect::MinThroughput(*min));
             }
+            let windows = self.safe_in.get(b).or_else(|| self.safe_in.get(ALL));
+            for w in windows.into_iter().flatten() {
+                if let Ok(w) = WindowName::parse(w) {
+                    add(Expect::SafeIn(w));
+                }
+            }
         }
         let named = self
             .lists()
@@ -379,7 +448,8 @@ impl Expectations {
                 self.min_throughput
                     .keys()
                     .map(|n| ("min_throughput", n.clone())),
-            );
+            )
+            .chain(self.safe_in.keys().map(|n| ("safe_in", n.clone())));
         for (field, name) in named {
             if name != ALL && !run.contains(&name) {
                 out.not_in_run.push((format!("expect.{field}"), name));
@@ -497,5 +567,41 @@ mod tests {
             .validate(&r)
             .unwrap_err();
         assert_eq!(err.field, "expect.violated");
+    }
+
+    #[test]
+    fn safe_in_names_a_window_by_its_scorecard_cell_and_place() {
+        let r = run(&["zk-fair", "redis-broken-renew"]);
+        let e = parse(
+            "violated = { all = [\"mutex\"] }\n\
+             safe_in = { all = \"pause-client#1\", redis-broken-renew = [] }",
+        );
+        e.validate(&r).unwrap();
+        let window = WindowName {
+            cell: "pause-client".into(),
+            n: 1,
+        };
+        assert_eq!(window.to_string(), "pause-client#1");
+        let checks = e.resolve(&r).checks;
+        assert!(checks.contains(&("zk-fair".into(), Expect::SafeIn(window))));
+        assert!(
+            !checks
+                .iter()
+                .any(|(b, c)| b == "redis-broken-renew" && matches!(c, Expect::SafeIn(_))),
+            "its own (empty) entry wins over all: {checks:?}"
+        );
+        let text = toml::to_string(&e).unwrap();
+        assert_eq!(toml::from_str::<Expectations>(&text).unwrap(), e);
+        for bad in ["pause-client", "pause-client#0", "#1", "pause#x"] {
+            let err = parse(&format!("safe_in = {{ all = [\"{bad}\"] }}"))
+                .validate(&r)
+                .unwrap_err();
+            assert_eq!(err.field, "expect.safe_in.all", "{bad}");
+            assert!(err.problem.contains("pause-client#1"), "{bad}: {err}");
+        }
+        let err = parse("safe_in = { zk-fare = \"pause#1\" }")
+            .validate(&r)
+            .unwrap_err();
+        assert_eq!(err.field, "expect.safe_in");
     }
 }

@@ -13,8 +13,9 @@
 
 use crate::model::{BackendResult, ExpectationResult};
 use crate::{Status, Validity};
+use lockbench_analysis::availability::Window;
 use lockbench_core::FindingKind;
-use lockbench_core::expect::{Expect, Expectations, Kinds};
+use lockbench_core::expect::{Expect, Expectations, Kinds, WindowName};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -54,12 +55,17 @@ pub fn evaluate(expect: &Expectations, results: &[BackendResult]) -> Vec<Expecta
                 .find(|r| &r.backend == backend)
                 .expect("resolved from these results");
             let (outcome, measured) = judge(e, r);
+            let unexpected_kinds = match outcome {
+                Outcome::Failed => unexpected(e, r),
+                Outcome::Met | Outcome::Unknown => Vec::new(),
+            };
             ExpectationResult {
                 backend: backend.clone(),
                 expect: e.name().to_string(),
                 implicit: matches!(e, Expect::Safe { implicit: true }),
                 outcome,
                 measured,
+                unexpected_kinds,
             }
         })
         .collect()
@@ -146,18 +152,95 @@ fn judge(e: &Expect, r: &BackendResult) -> (Outcome, String) {
             }
         }
         Expect::MinThroughput(_) => unreachable!("judged above"),
+        Expect::SafeIn(name) => match window(r, name) {
+            None => (
+                Outcome::Unknown,
+                format!("no window {name}: the run had {}", windows_seen(r)),
+            ),
+            Some(w) if !w.applied => (
+                Outcome::Unknown,
+                format!("{name} was not applied: {}", w.note),
+            ),
+            Some(w) => {
+                let length = w.end_s - w.start_s;
+                let during = format!("{name} ({length:.1} s from {:.1} s)", w.start_s);
+                let kinds: Vec<String> = violations_in(w).map(|(k, n)| k.counted(n)).collect();
+                if kinds.is_empty() {
+                    (Outcome::Met, format!("no violation in {during}"))
+                } else {
+                    (Outcome::Failed, format!("{} in {during}", kinds.join(", ")))
+                }
+            }
+        },
     }
+}
+
+/// The window `name` of `r`: the n-th of those its scorecard cell covers.
+fn window<'a>(r: &'a BackendResult, name: &WindowName) -> Option<&'a Window> {
+    r.fault_windows
+        .iter()
+        .filter(|w| lockbench_core::fault_kind(&w.fault, &w.targets) == name.cell)
+        .nth(name.n - 1)
+}
+
+/// `pause-client#1, pause-client#2`: the windows `r` had, as `safe_in` names them.
+fn windows_seen(r: &BackendResult) -> String {
+    let mut seen: Vec<(String, usize)> = Vec::new();
+    for w in &r.fault_windows {
+        let cell = lockbench_core::fault_kind(&w.fault, &w.targets);
+        let n = seen.iter().filter(|(c, _)| *c == cell).count() + 1;
+        seen.push((cell, n));
+    }
+    if seen.is_empty() {
+        return "no fault window".into();
+    }
+    let names: Vec<String> = seen.iter().map(|(c, n)| format!("{c}#{n}")).collect();
+    names.join(", ")
+}
+
+/// The violations charged to `w`, by kind.
+fn violations_in(w: &Window) -> impl Iterator<Item = (FindingKind, u64)> + '_ {
+    w.violations
+        .iter()
+        .filter(|(_, n)| **n > 0)
+        .filter_map(|(k, n)| FindingKind::parse(k).ok().map(|k| (k, *n)))
+}
+
+/// The violation counts by kind of each repetition of `r` (of `r` itself when it ran once).
+fn seen_kinds(r: &BackendResult) -> Vec<&BTreeMap<String, u64>> {
+    if r.repetitions.is_empty() {
+        vec![&r.safety.violation_kinds]
+    } else {
+        r.repetitions.iter().map(|x| &x.violation_kinds).collect()
+    }
+}
+
+/// The kinds `r` showed that `e` did not allow: every kind for `safe`, those outside the list
+/// for `violated` by kind, those charged to the window for `safe_in`, none for the others (a
+/// bare `violated` list allows any kind).
+fn unexpected(e: &Expect, r: &BackendResult) -> Vec<FindingKind> {
+    if let Expect::SafeIn(name) = e {
+        let charged = window(r, name).into_iter().flat_map(violations_in);
+        return charged.map(|(k, _)| k).collect();
+    }
+    let allowed = |k: FindingKind| match e {
+        Expect::Safe { .. } => false,
+        Expect::Violated(Some(kinds)) => kinds.allows(k),
+        _ => true,
+    };
+    let mut kinds = BTreeSet::new();
+    for seen in seen_kinds(r) {
+        let found = seen.iter().filter(|(_, n)| **n > 0);
+        kinds.extend(found.filter_map(|(k, _)| FindingKind::parse(k).ok()));
+    }
+    kinds.into_iter().filter(|k| !allowed(*k)).collect()
 }
 
 /// What is wrong with the kinds of violation `r` showed against `expected`, or `None` when
 /// they are what was expected (judged on every repetition: each must show every plain kind,
 /// at least one listed kind, and no other).
 fn by_kind(expected: &Kinds, r: &BackendResult) -> Option<String> {
-    let seen: Vec<&BTreeMap<String, u64>> = if r.repetitions.is_empty() {
-        vec![&r.safety.violation_kinds]
-    } else {
-        r.repetitions.iter().map(|x| &x.violation_kinds).collect()
-    };
+    let seen = seen_kinds(r);
     let listed = |name: &str| FindingKind::parse(name).is_ok_and(|k| expected.allows(k));
     let mut unexpected = BTreeSet::new();
     let (mut missing, mut none_listed) = (BTreeSet::new(), false);
@@ -294,5 +377,81 @@ pub(crate) mod tests {
             Repetition::of(&invalid("redis-setnx", &[("foreign_release", 1)])),
         ];
         assert_eq!(judged(may, &repeated).0, Outcome::Failed);
+    }
+
+    /// A window of `verb` on `targets` from `start_s` for `length_s`, with `violations`.
+    fn window(
+        verb: &str,
+        targets: &str,
+        start_s: f64,
+        length_s: f64,
+        violations: &[(&str, u64)],
+    ) -> Window {
+        Window {
+            fault: verb.into(),
+            targets: vec![targets.into()],
+            applied: true,
+            note: String::new(),
+            start_s,
+            end_s: start_s + length_s,
+            before: Default::default(),
+            during: Default::default(),
+            after: Default::default(),
+            recovery_ms: None,
+            violations: violations
+                .iter()
+                .map(|(k, n)| (k.to_string(), *n))
+                .collect(),
+            fenced: Default::default(),
+        }
+    }
+
+    #[test]
+    fn safe_in_judges_one_window_of_a_cell_by_its_place() {
+        let mut r = invalid("redis-setnx", &[("mutex", 1)]);
+        r.fault_windows = vec![
+            window("pause", "client1", 1.0, 0.8, &[]),
+            window("partition", "redis", 2.0, 1.0, &[]),
+            window("pause", "client2", 3.0, 5.0, &[("mutex", 1)]),
+        ];
+        let short = "violated = { all = [\"mutex\"] }\nsafe_in = { all = \"pause-client#1\" }";
+        let e = evaluate(&scenario(short).expect, std::slice::from_ref(&r));
+        let safe_in = e.iter().find(|e| e.expect == "safe_in").unwrap();
+        assert_eq!(safe_in.outcome, Outcome::Met, "{safe_in:?}");
+        assert_eq!(
+            safe_in.measured,
+            "no violation in pause-client#1 (0.8 s from 1.0 s)"
+        );
+        let long = short.replace("#1", "#2");
+        let e = evaluate(&scenario(&long).expect, std::slice::from_ref(&r));
+        let safe_in = e.iter().find(|e| e.expect == "safe_in").unwrap();
+        assert_eq!(safe_in.outcome, Outcome::Failed);
+        assert_eq!(
+            safe_in.measured,
+            "1 overlap in pause-client#2 (5.0 s from 3.0 s)"
+        );
+        assert_eq!(safe_in.unexpected_kinds, vec![FindingKind::Mutex]);
+        // A window the run did not have, or one not applied, cannot be judged.
+        let safe_in = |text: &str| {
+            let e = evaluate(&scenario(text).expect, std::slice::from_ref(&r));
+            let e = e.into_iter().find(|e| e.expect == "safe_in").unwrap();
+            (e.outcome, e.measured)
+        };
+        let (outcome, measured) = safe_in("safe_in = { all = \"pause-client#3\" }");
+        assert_eq!(outcome, Outcome::Unknown);
+        assert!(
+            measured.contains("pause-client#1, partition#1, pause-client#2"),
+            "{measured}"
+        );
+        r.fault_windows[0].applied = false;
+        let safe_in = |text: &str| {
+            let e = evaluate(&scenario(text).expect, std::slice::from_ref(&r));
+            e.into_iter()
+                .find(|e| e.expect == "safe_in")
+                .unwrap()
+                .outcome
+        };
+        let outcome = safe_in("safe_in = { all = \"pause-client#1\" }");
+        assert_eq!(outcome, Outcome::Unknown);
     }
 }

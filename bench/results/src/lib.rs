@@ -4,7 +4,9 @@
 //! `schema_version`); [`status`] types what used to be compared as strings (a result's
 //! [`Status`], a checker's [`Validity`]); [`resources`] is what the servers and lockbench used;
 //! [`capacity`] is a sweep's knee search as recorded; [`expect`] judges a scenario's
-//! expectations on the results (and so gives `lockbench run` its exit code).
+//! expectations on the results (and so gives `lockbench run` its exit code); [`headline`] is
+//! what a reader sees first: the run against its expectations, then its violations split into
+//! expected and unexpected.
 //!
 //! Why a crate of its own: everything that reads results (`lockbench-report` renders them,
 //! `lockbench-compare` judges two of them, `lockbench-capacity` fills in resource usage) needs
@@ -15,6 +17,7 @@
 pub mod capacity;
 pub mod environment;
 pub mod expect;
+pub mod headline;
 pub mod model;
 pub mod resources;
 pub mod scorecard;

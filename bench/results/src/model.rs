@@ -61,6 +61,11 @@ pub struct ExpectationResult {
     pub outcome: crate::expect::Outcome,
     /// What it was judged on, e.g. `3 stale or lost-lock writes rejected, 0 accepted`.
     pub measured: String,
+    /// The violation kinds that failed it because nobody expected them: every kind of an
+    /// invalid verdict for `safe`, the kinds outside the list for `violated` by kind. The
+    /// headline splits the run's violations into expected and unexpected by it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unexpected_kinds: Vec<FindingKind>,
 }
 
 /// The safety scorecard: one cell per (backend, fault).
@@ -472,19 +477,25 @@ impl SafetyResult {
     pub fn violated_kinds(&self) -> Vec<String> {
         FindingKind::violations()
             .filter_map(|k| {
-                let n = match k {
-                    FindingKind::Mutex => self.mutex_violations,
-                    FindingKind::RwConflict => self.rw_conflicts,
-                    FindingKind::StaleWriteAccepted => self.stale_writes_accepted,
-                    FindingKind::WriteAfterLockLostAccepted => self.writes_after_lock_lost_accepted,
-                    FindingKind::TokenReuse => self.token_reuses,
-                    FindingKind::ForeignRelease => self.foreign_releases,
-                    FindingKind::ForeignRenew => self.foreign_renews,
-                    _ => self.violation_kinds.get(k.name()).copied().unwrap_or(0),
-                };
+                let n = self.count(k);
                 (n > 0).then(|| k.counted(n))
             })
             .collect()
+    }
+
+    /// How many violations of kind `k` the checkers counted (as [`Self::violated_kinds`]
+    /// counts them).
+    pub fn count(&self, k: FindingKind) -> u64 {
+        match k {
+            FindingKind::Mutex => self.mutex_violations,
+            FindingKind::RwConflict => self.rw_conflicts,
+            FindingKind::StaleWriteAccepted => self.stale_writes_accepted,
+            FindingKind::WriteAfterLockLostAccepted => self.writes_after_lock_lost_accepted,
+            FindingKind::TokenReuse => self.token_reuses,
+            FindingKind::ForeignRelease => self.foreign_releases,
+            FindingKind::ForeignRenew => self.foreign_renews,
+            _ => self.violation_kinds.get(k.name()).copied().unwrap_or(0),
+        }
     }
 }
 

@@ -8,7 +8,7 @@ use crate::console::Console;
 use anyhow::Context;
 use lockbench_core::Scenario;
 use lockbench_report::{RunDir, table};
-use lockbench_results::{RunResults, Status, Validity, expect};
+use lockbench_results::{RunResults, Status, Validity, expect, headline};
 use lockbench_runner::{ClusterChoice, Runner, Servers};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -89,6 +89,11 @@ async fn run_scenario(
     print_expectations(scenario, &results);
     println!("results: {}", run_dir.path().join("results.json").display());
     super::report::render(run_dir.path());
+    // The last lines: the run against its expectations, its violations expected or not, and
+    // every expectation not met (the report opens with the same).
+    for line in headline::of(&results).lines() {
+        println!("{line}");
+    }
     if !results.complete {
         return Ok(super::exit_code(true, false));
     }
@@ -99,9 +104,9 @@ async fn run_scenario(
     })
 }
 
-/// One `EXPECTATION MET / FAILED / UNKNOWN` line per expectation (the implicit `safe` of a
-/// backend the scenario did not name only when it is not met), and the entries naming a
-/// backend this run did not have.
+/// One `EXPECTATION MET` line per expectation met (not the implicit `safe` of a backend the
+/// scenario did not name), and the entries naming a backend this run did not have. The ones
+/// not met close the output, under the headline.
 fn print_expectations(scenario: &Scenario, results: &RunResults) {
     let skipped = scenario.expect.resolve(&scenario.unit_names()).not_in_run;
     if !skipped.is_empty() {
@@ -112,7 +117,7 @@ fn print_expectations(scenario: &Scenario, results: &RunResults) {
         );
     }
     for e in &results.expectations {
-        if !(e.implicit && e.outcome == expect::Outcome::Met) {
+        if !e.implicit && e.outcome == expect::Outcome::Met {
             println!("{}", expect::line(e));
         }
     }

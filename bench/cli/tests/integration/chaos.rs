@@ -307,6 +307,25 @@ fn a_release_that_deletes_another_clients_lock_is_caught() {
         "{}",
         text(&out)
     );
+    // Issue 19 item 6: the last lines judge the run against its expectations first, then
+    // name the violation nobody expected apart from the pause's expected overlaps.
+    let headline = stdout
+        .lines()
+        .position(|l| l.starts_with("EXPECTATIONS FAILED ("))
+        .unwrap_or_else(|| panic!("no headline: {}", text(&out)));
+    let tail: Vec<&str> = stdout.lines().skip(headline).collect();
+    assert!(tail.len() <= 4, "the headline closes the output: {tail:?}");
+    assert!(
+        tail[1].contains("as expected on 2 (redis-broken-release, redis-setnx)")
+            && tail[1].contains("NOT expected on 1 (redis-broken-release)"),
+        "{tail:?}"
+    );
+    assert!(
+        tail[2].starts_with("UNEXPECTED: redis-broken-release: ")
+            && tail[2].contains("of another client's lock")
+            && !tail[2].contains("overlap"),
+        "{tail:?}"
+    );
     let r = results(&run);
     let broken = &result_of(&r, "redis-broken-release")["safety"];
     assert_eq!(broken["verdict"], "invalid", "{broken}");

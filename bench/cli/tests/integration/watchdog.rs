@@ -59,6 +59,22 @@ fn a_renewal_that_extends_another_clients_lock_is_caught() {
         "{}",
         text(&out)
     );
+    // The scenario expects the long pause's overlap and nothing else, and no violation in
+    // the short pause: the foreign renewal fails the run; redis-setnx meets both.
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        stdout.contains("UNEXPECTED: redis-broken-renew: ")
+            && stdout.contains("EXPECTATION FAILED: redis-broken-renew violated: invalid:"),
+        "{}",
+        text(&out)
+    );
+    assert!(
+        stdout.contains("EXPECTATION MET: redis-setnx violated: invalid: ")
+            && stdout
+                .contains("EXPECTATION MET: redis-setnx safe_in: no violation in pause-client#1"),
+        "{}",
+        text(&out)
+    );
 
     let good = result_of(&r, "redis-setnx");
     let safety = &good["safety"];

@@ -1,12 +1,14 @@
 //! `results/index.html`: every run directory under the results root, newest first, with its
-//! scenario, start time, backends and verdict, linking its report (or its `results.json` when
-//! it has no report yet). Each `results.json` is read as plain JSON, so runs written by older
-//! or newer lockbench versions still get a line.
+//! scenario, start time, backends, expectation outcome and safety verdict, linking its report
+//! (or its `results.json` when it has no report yet). Each `results.json` is read as plain
+//! JSON, so runs written by older or newer lockbench versions still get a line.
 
 use super::page::{self, esc};
 use super::summary::overall_verdict;
 use anyhow::Context;
 use lockbench_results::Validity;
+use lockbench_results::expect::Outcome;
+use lockbench_results::headline::Verdict;
 use serde::Deserialize;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -16,6 +18,9 @@ struct Entry {
     started: String,
     scenario: String,
     backends: Vec<(String, Validity)>,
+    /// The worst outcome of the run's expectations (`None`: it judged none, or an older
+    /// version wrote it).
+    expectations: Option<Outcome>,
     complete: bool,
     has_report: bool,
 }
@@ -52,11 +57,25 @@ pub fn write_index(results_root: &Path) -> anyhow::Result<PathBuf> {
                     .collect()
             })
             .unwrap_or_default();
+        // An outcome this version does not know reads as unknown.
+        let expectations = v
+            .get("expectations")
+            .and_then(Value::as_array)
+            .and_then(|a| {
+                a.iter()
+                    .map(|e| {
+                        e.get("outcome")
+                            .and_then(|o| Outcome::deserialize(o).ok())
+                            .unwrap_or(Outcome::Unknown)
+                    })
+                    .max()
+            });
         entries.push(Entry {
             dir: d.file_name().to_string_lossy().to_string(),
             started: s("started_at"),
             scenario: s("scenario"),
             backends,
+            expectations,
             complete: v.get("complete").and_then(Value::as_bool).unwrap_or(false),
             has_report: path.join("report.html").exists(),
         });
@@ -67,12 +86,26 @@ pub fn write_index(results_root: &Path) -> anyhow::Result<PathBuf> {
         "<h1>lockbench runs</h1>\n<p class=\"meta\">{} run(s) in this directory, newest first.</p>\n",
         entries.len()
     );
-    body.push_str("<table class=\"wide\">\n<tr><th>run</th><th>scenario</th><th>started (UTC)</th><th>backends</th><th>verdict</th></tr>\n");
+    body.push_str("<table class=\"wide\">\n<tr><th>run</th><th>scenario</th><th>started (UTC)</th><th>backends</th><th>expectations</th><th>safety</th></tr>\n");
     for e in &entries {
         let target = if e.has_report {
             "report.html"
         } else {
             "results.json"
+        };
+        // The run against its expectations first, as the report's headline.
+        let expected = match (e.complete, e.expectations) {
+            (false, _) => "<span class=\"verdict incomplete\">incomplete</span>".to_string(),
+            (true, None) => "-".to_string(),
+            (true, Some(o)) => {
+                let class = match o {
+                    Outcome::Met => Verdict::Met,
+                    Outcome::Failed => Verdict::Failed,
+                    Outcome::Unknown => Verdict::Unknown,
+                }
+                .name();
+                format!("<span class=\"verdict {class}\">{}</span>", o.name())
+            }
         };
         let verdicts: Vec<Validity> = e.backends.iter().map(|(_, v)| *v).collect();
         let overall = overall_verdict(&verdicts).name();
@@ -96,7 +129,7 @@ pub fn write_index(results_root: &Path) -> anyhow::Result<PathBuf> {
             })
             .collect();
         body.push_str(&format!(
-            "<tr><td><a href=\"{0}/{target}\">{0}</a></td><td>{1}</td><td>{2}</td><td>{3}</td><td><span class=\"verdict {overall}\">{overall}</span>{4}</td></tr>\n",
+            "<tr><td><a href=\"{0}/{target}\">{0}</a></td><td>{1}</td><td>{2}</td><td>{3}</td><td>{expected}</td><td><span class=\"verdict {overall}\">{overall}</span>{4}</td></tr>\n",
             esc(&e.dir),
             esc(&e.scenario),
             esc(&e.started),

@@ -80,11 +80,16 @@ p.note { font-size: 13px; }
 .verdict.valid { background: #dafbe1; color: var(--good); }
 .verdict.invalid { background: var(--bad-bg); color: var(--bad); }
 .verdict.unknown { background: var(--warn-bg); color: #7d4e00; }
+.verdict.met { background: #dafbe1; color: var(--good); }
+.verdict.failed { background: var(--bad-bg); color: var(--bad); }
+.verdict.incomplete { background: var(--warn-bg); color: #7d4e00; }
+.headline { font-size: 1.15em; margin-bottom: 4px; }
 table { border-collapse: collapse; margin: 6px 0 12px; font-variant-numeric: tabular-nums; }
 th, td { border: 1px solid var(--line); padding: 4px 8px; vertical-align: top; }
 th { background: var(--bg-alt); text-align: left; font-weight: 600; }
 td.num { text-align: right; white-space: nowrap; }
 td.bad, tr.bad td.safety { background: var(--bad-bg); color: var(--bad); font-weight: 600; }
+p.bad, ul.bad { color: var(--bad); }
 td.unknown { background: var(--warn-bg); }
 td.ok { color: var(--good); }
 tr.error td, td.error { color: var(--muted); }

@@ -4,6 +4,7 @@
 use super::chart;
 use super::load::Run;
 use super::page::{self, esc, ms};
+use lockbench_results::headline::{self, Headline, Verdict};
 use lockbench_results::model::{BackendResult, Percentiles};
 use lockbench_results::{Status, Validity};
 
@@ -13,27 +14,14 @@ pub(crate) fn overall_verdict(verdicts: &[Validity]) -> Validity {
     verdicts.iter().copied().max().unwrap_or(Validity::Unknown)
 }
 
-/// The title block: what ran, where, with what outcome; environment and raw files.
+/// The title block: what ran, where, with what outcome; environment and raw files. The
+/// outcome is the run against its expectations first, then the safety facts split into the
+/// violations the scenario expected and those it did not
+/// ([`lockbench_results::headline`]): a chaos run meant to break mutual exclusion reads as
+/// what it is, and a regression stands out in red.
 pub(crate) fn header(run: &Run) -> String {
     let r = &run.results;
-    let verdicts: Vec<Validity> = r.results.iter().map(|b| b.safety.verdict).collect();
-    let overall = overall_verdict(&verdicts);
-    let bad: Vec<&str> = r
-        .results
-        .iter()
-        .filter(|b| b.safety.verdict == Validity::Invalid)
-        .map(|b| b.backend.as_str())
-        .collect();
-    let summary = match overall {
-        Validity::Valid => format!("all {} backends kept mutual exclusion", r.results.len()),
-        Validity::Invalid => format!(
-            "safety violated by {} of {} backends: {}",
-            bad.len(),
-            r.results.len(),
-            esc(&bad.join(", "))
-        ),
-        Validity::Unknown => "safety could not be fully checked (see the table)".into(),
-    };
+    let h = headline::of(r);
     let mut s = format!(
         "<h1>lockbench report: {}</h1>\n<p class=\"meta\"><b>seed</b> {} · <b>started</b> {} · <b>cluster</b> {} · {}</p>\n",
         esc(&r.scenario),
@@ -46,11 +34,7 @@ pub(crate) fn header(run: &Run) -> String {
             "<b>incomplete</b> (interrupted or still running)"
         }
     );
-    s.push_str(&format!(
-        "<p><span class=\"verdict {}\">{}</span> {summary}</p>\n",
-        overall.name(),
-        overall.name().to_uppercase()
-    ));
+    s.push_str(&headline_html(&h));
     let scorecard = if run.raw.pointer("/scorecard/cells").is_some() {
         "<a href=\"#scorecard\">scorecard</a>"
     } else {
@@ -58,6 +42,47 @@ pub(crate) fn header(run: &Run) -> String {
     };
     s.push_str(&format!("<nav class=\"toc\"><a href=\"#summary\">summary</a>{scorecard}<a href=\"#spectrum\">latency</a><a href=\"#timeline\">each backend over time</a><a href=\"#holders\">lock holders</a><a href=\"#fencing\">fencing</a><a href=\"#fairness\">fairness</a><a href=\"#environment\">environment</a></nav>\n"
     ));
+    s
+}
+
+/// The headline: the expectation verdict as a badge with its counts, the safety line, and
+/// one red line per unexpected violation and per expectation not met.
+fn headline_html(h: &Headline) -> String {
+    let mut s = format!(
+        "<p class=\"headline\"><span class=\"verdict {}\">{}</span> {}</p>\n",
+        h.verdict.name(),
+        h.verdict.title(),
+        esc(&h.detail())
+    );
+    let class = if h.unexpected.is_empty() {
+        ""
+    } else {
+        " class=\"bad\""
+    };
+    s.push_str(&format!(
+        "<p{class}><b>Safety:</b> {}</p>\n",
+        esc(&h.safety_line())
+    ));
+    let mut items = Vec::new();
+    for v in &h.unexpected {
+        items.push(format!(
+            "<li><b>UNEXPECTED</b> {}: {}</li>",
+            esc(&v.backend),
+            esc(&v.kinds.join(", "))
+        ));
+    }
+    for e in &h.not_met {
+        items.push(format!(
+            "<li>{}</li>",
+            esc(&lockbench_results::expect::line(e))
+        ));
+    }
+    if !items.is_empty() && h.verdict != Verdict::Met {
+        s.push_str(&format!(
+            "<ul class=\"bad\">{}</ul>\n<p class=\"meta\">Every expectation is in <a href=\"#expectations\">Expectations</a>.</p>\n",
+            items.join("")
+        ));
+    }
     s
 }
 

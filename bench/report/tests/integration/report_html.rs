@@ -266,7 +266,19 @@ fn the_report_has_every_section_with_charts_and_no_external_reference() {
     assert!(html.contains("7.0.15") && html.contains("6.1.0-test"));
     // The invalid backend is flagged in the summary.
     assert!(section(&html, "summary").contains("VIOLATED"));
-    assert!(html.contains("verdict invalid"));
+    // The headline judges the run against its expectations first; the overlap nobody
+    // expected is named apart.
+    assert!(
+        html.contains(
+            "<span class=\"verdict failed\">EXPECTATIONS FAILED</span> (1 of 2 failed, 0 unknown)"
+        ),
+        "{:.2000}",
+        &html[html.find("<h1>").unwrap()..]
+    );
+    assert!(
+        html.contains("safety violated by 1 of 6 backends; NOT expected on 1 (redis-broken-nonx)")
+    );
+    assert!(html.contains("<b>UNEXPECTED</b> redis-broken-nonx: 1 overlap"));
 }
 
 #[test]
@@ -354,6 +366,7 @@ fn the_index_lists_runs_newest_first_with_their_verdicts() {
         .expect("old run's report");
     assert!(new_at < old_at, "newest first");
     assert!(html.contains("verdict invalid") && html.contains("verdict valid"));
+    assert!(html.contains("<span class=\"verdict failed\">failed</span>"));
     assert!(!html.contains("not-a-run"));
     assert!(!html.contains("http://") && !html.contains("https://"));
 }
