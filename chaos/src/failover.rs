@@ -23,7 +23,8 @@
 
 use crate::{Reach, probe};
 use anyhow::{anyhow, bail};
-use lockbench_cluster::{Group, SERVERS, ServerSpec};
+use lockbench_cluster::{SERVERS, ServerSpec};
+use lockbench_registry::redis::system::SENTINEL;
 use std::time::{Duration, Instant};
 
 /// How many lock keys (`*lock:*`) `spec` holds, and its grant count (the sum of
@@ -53,7 +54,7 @@ pub(crate) async fn primary(
     reach: &dyn Reach,
     pair: &[&'static ServerSpec],
 ) -> anyhow::Result<String> {
-    for s in SERVERS.iter().filter(|s| s.group == Group::Sentinel) {
+    for s in SERVERS.iter().filter(|s| s.group == SENTINEL) {
         let Some(addr) = lockbench_cluster::sentinel::primary(&reach.topology().endpoint(s)).await
         else {
             continue;

@@ -11,8 +11,9 @@
 use crate::grudge::{self, COORDINATOR, Hosts};
 use crate::site::{Managed, Site};
 use crate::{Nemesis, clock, failover, firewall, targets};
-use lockbench_cluster::{Cluster, Group, Host, ServerSpec, System, Topology};
+use lockbench_cluster::{Cluster, Group, Host, ServerSpec, Topology};
 use lockbench_core::{Fault, FaultEvent, FaultPhase, PartitionSpec, RunClock, Targets};
+use lockbench_registry::redis::system::FAILOVER as FAILOVER_PAIR;
 use rand::RngCore;
 use rand::seq::SliceRandom;
 use std::collections::{BTreeMap, BTreeSet};
@@ -546,7 +547,7 @@ impl<S: Site> ServerNemesis<S> {
     /// `redis-failover`: cut the replica off from the primary, wait for the primary's next
     /// grant, SIGKILL the primary (see `failover.rs`).
     async fn redis_failover(&mut self, clock: &RunClock) -> FaultEvent {
-        if self.servers.first().map(|s| s.group) != Some(Group::Failover) {
+        if self.servers.first().map(|s| s.group) != Some(FAILOVER_PAIR) {
             return not_applied(
                 clock,
                 FAILOVER,
@@ -789,7 +790,7 @@ impl<S: Site> ServerNemesis<S> {
         let mut parts = Vec::new();
         let mut ok = true;
         for name in &names {
-            let Some(spec) = self.spec(name).filter(|s| s.system == System::Redis) else {
+            let Some(spec) = self.spec(name).filter(|s| s.system.name() == "redis") else {
                 return not_applied(
                     clock,
                     "clock-jump",

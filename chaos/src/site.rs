@@ -12,7 +12,7 @@
 //! [`Reach`] is the part probes and target resolution need (object safe, shared with the
 //! [`LinkNemesis`](crate::LinkNemesis)); [`Site`] adds the process operations.
 
-use lockbench_cluster::{Cluster, Group, Host, Network, ServerSpec, System, Topology};
+use lockbench_cluster::{Cluster, Group, Host, Network, ServerSpec, Topology};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use std::future::Future;
@@ -97,7 +97,7 @@ impl Managed {
     }
 
     fn pids_of(&self, name: &str) -> Vec<u32> {
-        if ServerSpec::by_name(name).is_some() {
+        if lockbench_cluster::by_name(name).is_some() {
             return self.cluster.server_pid(name).into_iter().collect();
         }
         self.client_hosts()
@@ -187,9 +187,11 @@ impl Site for Managed {
                 None => return Err(e),
             },
         };
-        let how = match ServerSpec::by_name(name).map(|s| s.system) {
-            Some(System::Redis) => "restarted EMPTY (Redis runs without persistence)",
-            _ => "restarted with its data directory",
+        let how = match lockbench_cluster::by_name(name).map(|s| s.system) {
+            Some(sys) if sys.restarts_empty() => {
+                format!("restarted EMPTY ({} runs without persistence)", sys.name())
+            }
+            _ => "restarted with its data directory".to_string(),
         };
         Ok(format!("{name} (pid {pid}) {how}"))
     }

@@ -4,7 +4,7 @@
 
 use crate::{Reach, probe};
 use anyhow::{anyhow, bail};
-use lockbench_cluster::{Group, ServerSpec};
+use lockbench_cluster::ServerSpec;
 use lockbench_core::Targets;
 use rand::RngCore;
 use rand::seq::SliceRandom;
@@ -18,27 +18,25 @@ pub async fn leader(reach: &dyn Reach, servers: &[&'static ServerSpec]) -> anyho
         .map(|s| s.group)
         .ok_or_else(|| anyhow!("no servers"))?;
     let mut leaders = Vec::new();
-    match group {
-        Group::Zookeeper => {
+    match group.name() {
+        "zookeeper" => {
             for s in servers {
                 if probe::zk_mode(reach, s).await.ok().flatten().as_deref() == Some("leader") {
                     leaders.push(s.name);
                 }
             }
         }
-        Group::Etcd => {
+        "etcd" => {
             for s in servers {
                 if probe::etcd_is_leader(reach, s).await.unwrap_or(false) {
                     leaders.push(s.name);
                 }
             }
         }
-        Group::Redis if servers.len() == 1 => leaders.push(servers[0].name),
-        Group::Failover => return crate::failover::primary(reach, servers).await,
-        Group::Sentinel => bail!("Sentinels have no leader (the failover pair has a primary)"),
-        Group::Redis | Group::Redlock => {
-            bail!("independent Redis servers have no leader")
-        }
+        "redis" if servers.len() == 1 => leaders.push(servers[0].name),
+        "failover" => return crate::failover::primary(reach, servers).await,
+        "sentinel" => bail!("Sentinels have no leader (the failover pair has a primary)"),
+        _ => bail!("independent {} servers have no leader", group.name()),
     }
     match leaders.as_slice() {
         [one] => Ok(one.to_string()),

@@ -58,6 +58,7 @@ mod observe;
 pub mod prefix_watch;
 pub mod session;
 pub mod synced;
+pub mod system;
 pub mod wait;
 
 /// The endpoint group etcd's clients read (`etcd = [...]` in an endpoints file).

@@ -53,6 +53,7 @@ mod retry;
 pub mod scripts;
 mod sentinel;
 pub mod setnx;
+pub mod system;
 mod value;
 
 pub use connect::CONNECT_TIMEOUT;

@@ -5,11 +5,12 @@ use crate::health::{self, Probe};
 use crate::hosts::{NetConfig, Network};
 use crate::lock::{self, ClusterLock};
 use crate::process::{self, PortUse};
-use crate::spec::{Group, SERVERS, ServerSpec, System};
+use crate::spec::{self, SERVERS};
 use crate::state_dir::{NodeDir, absolute};
 use crate::topology::Topology;
 use crate::{ClusterStatus, ServerStatus, install};
 use anyhow::{Context, bail};
+use lockbench_core::{Group, ServerSpec};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -84,6 +85,7 @@ impl Cluster {
     pub fn servers(&self) -> Vec<&'static ServerSpec> {
         SERVERS
             .iter()
+            .copied()
             .filter(|s| self.groups.as_ref().is_none_or(|g| g.contains(&s.group)))
             .collect()
     }
@@ -211,11 +213,11 @@ impl Cluster {
 
         // A system none of whose members still runs starts from empty data directories: a
         // fresh cluster, no leftovers of earlier runs, no half-bootstrapped etcd member.
-        let warm: BTreeSet<System> = all
+        let warm: BTreeSet<&str> = all
             .iter()
             .zip(&found)
             .filter(|(_, f)| !matches!(f, Found::Absent))
-            .map(|(s, _)| s.system)
+            .map(|(s, _)| s.system.name())
             .collect();
 
         let mut started = false;
@@ -224,7 +226,7 @@ impl Cluster {
             match found {
                 Found::Healthy => {}
                 Found::Absent => {
-                    if !warm.contains(&spec.system) {
+                    if !warm.contains(spec.system.name()) {
                         self.wipe_data(spec)?;
                     }
                     self.start(&topo, spec).await?;
@@ -319,7 +321,7 @@ impl Cluster {
                 tracing::warn!(server = spec.name, pids = ?leftovers, "killing leftovers in its host");
                 crate::hosts::kill_all(&leftovers);
             }
-            let cmd = spec.prepare(topo, &self.state_dir, &node)?;
+            let cmd = spec::prepare(spec, topo, &self.state_dir, &node)?;
             let pid = process::spawn(&cmd, &node, Some(&host.netns))
                 .with_context(|| format!("cannot start {}", spec.name))?;
             tracing::info!(server = spec.name, pid, host = host.netns, "started");
@@ -351,7 +353,7 @@ impl Cluster {
                 ),
             }
         }
-        let cmd = spec.prepare(topo, &self.state_dir, &node)?;
+        let cmd = spec::prepare(spec, topo, &self.state_dir, &node)?;
         let pid = process::spawn(&cmd, &node, None)
             .with_context(|| format!("cannot start {}", spec.name))?;
         tracing::info!(server = spec.name, pid, "started");
@@ -419,7 +421,7 @@ impl Cluster {
     /// [`Cluster::down`] for a caller that already holds the cluster lock.
     pub async fn down_locked(&self, _lock: &ClusterLock) -> anyhow::Result<()> {
         let mut pids = BTreeSet::new();
-        for spec in &SERVERS {
+        for spec in SERVERS.iter() {
             let node = self.node(spec.name);
             pids.extend(process::our_pid(&node));
             for port in Topology::Loopback.ports(spec) {
@@ -435,7 +437,7 @@ impl Cluster {
             tracing::info!(?pids, "stopping servers");
         }
         process::terminate(&pids, STOP_GRACE).await;
-        for spec in &SERVERS {
+        for spec in SERVERS.iter() {
             let _ = std::fs::remove_file(self.node(spec.name).pid_file());
         }
         // The recorded network, else the one the environment names (a state directory that
@@ -459,7 +461,7 @@ impl Cluster {
     /// pid without waiting for it to be healthy ([`Cluster::wait_healthy`]). For fault
     /// injection (`kill` / `start`). Takes the cluster lock.
     pub async fn start_server(&self, name: &str) -> anyhow::Result<u32> {
-        let spec = ServerSpec::by_name(name).with_context(|| format!("no server named {name}"))?;
+        let spec = spec::by_name(name).with_context(|| format!("no server named {name}"))?;
         let _guard = self.lock().await?;
         if let Some(pid) = self.server_pid(name)
             && process::state(pid) != Some('T')
@@ -473,7 +475,7 @@ impl Cluster {
     pub async fn wait_healthy(&self, names: &[&str], timeout: Duration) -> anyhow::Result<()> {
         let specs: Vec<&'static ServerSpec> = names
             .iter()
-            .map(|n| ServerSpec::by_name(n).with_context(|| format!("no server named {n}")))
+            .map(|n| spec::by_name(n).with_context(|| format!("no server named {n}")))
             .collect::<anyhow::Result<_>>()?;
         health::wait_healthy(&self.topology(), &specs, timeout)
             .await
@@ -519,13 +521,13 @@ impl Cluster {
 /// The managed cluster's endpoints in a topology (fixed ports on loopback; host addresses and
 /// standard ports in namespaces).
 pub fn endpoints(topo: &Topology) -> lockbench_core::Endpoints {
-    endpoints_of(topo, &SERVERS.iter().collect::<Vec<_>>())
+    endpoints_of(topo, &SERVERS)
 }
 
 fn endpoints_of(topo: &Topology, servers: &[&ServerSpec]) -> lockbench_core::Endpoints {
-    Group::LISTED
-        .iter()
-        .map(|&g| {
+    lockbench_registry::listed_groups()
+        .into_iter()
+        .map(|g| {
             let list = servers.iter().filter(|s| s.group == g);
             (g.name(), list.map(|s| topo.endpoint(s)).collect())
         })

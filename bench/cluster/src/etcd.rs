@@ -3,7 +3,7 @@
 
 use crate::launch::{Launch, Site};
 use crate::net;
-use crate::spec::ServerSpec;
+use lockbench_core::ServerSpec;
 use std::path::Path;
 
 /// The `etcd` command line (etcd ignores the `--initial-*` flags once its data dir exists, so

@@ -4,10 +4,10 @@
 //! `Mode: follower` (and the ensemble has exactly one leader), etcd's `/health` says `true`
 //! (it has a leader and a quorum), Redis answers `PING`.
 
-use crate::spec::{ServerSpec, System};
 use crate::topology::Topology;
 use crate::{etcd, redis, zookeeper};
 use futures::future::join_all;
+use lockbench_core::ServerSpec;
 use std::time::{Duration, Instant};
 
 /// One probe's result.
@@ -21,8 +21,8 @@ pub(crate) struct Probe {
 /// Probes one server.
 pub(crate) async fn probe(topo: &Topology, spec: &ServerSpec) -> Probe {
     let endpoint = topo.endpoint(spec);
-    match spec.system {
-        System::Zookeeper => {
+    match spec.system.name() {
+        "zookeeper" => {
             let role = zookeeper::srvr(&endpoint)
                 .await
                 .ok()
@@ -30,48 +30,63 @@ pub(crate) async fn probe(topo: &Topology, spec: &ServerSpec) -> Probe {
             let healthy = matches!(role.as_deref(), Some("leader" | "follower"));
             Probe { healthy, role }
         }
-        System::Etcd => Probe {
+        "etcd" => Probe {
             healthy: etcd::healthy(&endpoint).await,
             role: None,
         },
-        System::Redis => Probe {
+        "redis" => Probe {
             healthy: redis::healthy(&endpoint).await,
             role: None,
         },
-        System::Sentinel => Probe {
+        "sentinel" => Probe {
             healthy: crate::sentinel::healthy(&endpoint).await,
             role: None,
         },
+        other => unreachable!("no health probe for system {other}"),
     }
 }
 
-/// Probes servers concurrently, then marks every ZooKeeper member unhealthy when the ensemble
-/// does not have exactly one leader (a split view during an election is not "up").
+/// Probes servers concurrently, then marks every member of a single-leader group
+/// ([`System::single_leader`](lockbench_core::System::single_leader): ZooKeeper) unhealthy
+/// when the group has more than one leader (a split view during an election is not "up").
 pub(crate) async fn probe_all(topo: &Topology, specs: &[&ServerSpec]) -> Vec<Probe> {
     let mut probes = join_all(specs.iter().map(|s| probe(topo, s))).await;
-    let zk: Vec<usize> = (0..specs.len())
-        .filter(|&i| specs[i].system == System::Zookeeper)
-        .collect();
-    let leaders = zk
-        .iter()
-        .filter(|&&i| probes[i].role.as_deref() == Some("leader"))
-        .count();
-    if leaders > 1 {
-        for &i in &zk {
-            probes[i].healthy = false;
+    for group in single_leader_groups(specs) {
+        let members: Vec<usize> = (0..specs.len())
+            .filter(|&i| specs[i].group == group)
+            .collect();
+        let leaders = members
+            .iter()
+            .filter(|&&i| probes[i].role.as_deref() == Some("leader"))
+            .count();
+        if leaders > 1 {
+            for &i in &members {
+                probes[i].healthy = false;
+            }
         }
     }
     probes
 }
 
-/// Waits until every server in `specs` is healthy and ZooKeeper (if among them) has exactly
-/// one leader. Returns the names still unhealthy at the deadline.
+/// The single-leader groups among `specs`.
+fn single_leader_groups(specs: &[&ServerSpec]) -> Vec<lockbench_core::Group> {
+    let mut groups = Vec::new();
+    for s in specs.iter().filter(|s| s.system.single_leader()) {
+        if !groups.contains(&s.group) {
+            groups.push(s.group);
+        }
+    }
+    groups
+}
+
+/// Waits until every server in `specs` is healthy and every single-leader group among them
+/// (ZooKeeper) has exactly one leader. Returns the names still unhealthy at the deadline.
 pub(crate) async fn wait_healthy(
     topo: &Topology,
     specs: &[&'static ServerSpec],
     timeout: Duration,
 ) -> Result<(), Vec<&'static str>> {
-    let has_zk = specs.iter().any(|s| s.system == System::Zookeeper);
+    let single = single_leader_groups(specs);
     let deadline = Instant::now() + timeout;
     loop {
         let probes = probe_all(topo, specs).await;
@@ -81,7 +96,14 @@ pub(crate) async fn wait_healthy(
             .filter(|(_, p)| !p.healthy)
             .map(|(s, _)| s.name)
             .collect();
-        if unhealthy.is_empty() && (!has_zk || zk_leaders(&probes) == 1) {
+        let one_leader = |g: &lockbench_core::Group| {
+            let members = specs.iter().zip(&probes).filter(|(s, _)| s.group == *g);
+            members
+                .filter(|(_, p)| p.role.as_deref() == Some("leader"))
+                .count()
+                == 1
+        };
+        if unhealthy.is_empty() && single.iter().all(one_leader) {
             return Ok(());
         }
         if Instant::now() >= deadline {
@@ -89,12 +111,4 @@ pub(crate) async fn wait_healthy(
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-}
-
-/// How many probes report `Mode: leader`.
-pub(crate) fn zk_leaders(probes: &[Probe]) -> usize {
-    probes
-        .iter()
-        .filter(|p| p.role.as_deref() == Some("leader"))
-        .count()
 }

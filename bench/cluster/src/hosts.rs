@@ -17,8 +17,9 @@
 //! mistaken for ours. Creating hosts is serialised across processes by `flock` on
 //! `/run/lockbench-net-<prefix>.lock`.
 
-use crate::spec::{SERVERS, ServerSpec};
+use crate::spec::SERVERS;
 use anyhow::{Context, anyhow, bail};
+use lockbench_core::ServerSpec;
 use nix::fcntl::{Flock, FlockArg};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;

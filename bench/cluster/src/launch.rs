@@ -12,8 +12,8 @@
 //! differs between the two is only the [`Site`]: where the server's directory is, the address
 //! it binds, whether it logs to a file, and the members' addresses (a [`Topology`]).
 
-use crate::spec::{ServerSpec, System};
 use crate::topology::Topology;
+use lockbench_core::ServerSpec;
 use std::net::IpAddr;
 use std::path::PathBuf;
 
@@ -69,14 +69,13 @@ pub struct Launch {
     pub files: Vec<File>,
 }
 
-impl ServerSpec {
-    /// How this server starts at `site`, with the project's settings for its system.
-    pub fn launch(&self, site: &Site) -> Launch {
-        match self.system {
-            System::Zookeeper => crate::zookeeper::launch(self, site),
-            System::Etcd => crate::etcd::launch(self, site),
-            System::Redis => crate::redis::launch(self, site),
-            System::Sentinel => crate::sentinel::launch(self, site),
-        }
+/// How `spec` starts at `site`, with the project's settings for its system.
+pub fn launch(spec: &ServerSpec, site: &Site) -> Launch {
+    match spec.system.name() {
+        "zookeeper" => crate::zookeeper::launch(spec, site),
+        "etcd" => crate::etcd::launch(spec, site),
+        "redis" => crate::redis::launch(spec, site),
+        "sentinel" => crate::sentinel::launch(spec, site),
+        other => unreachable!("no launch for system {other}"),
     }
 }

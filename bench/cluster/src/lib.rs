@@ -70,7 +70,8 @@ pub use hosts::{Host, NetConfig, Network};
 pub use install::{ensure_installed, missing as missing_packages};
 pub use launch::{Launch, Site};
 pub use lock::{ClusterLock, holder as lock_holder, lock_path, try_lock_path};
-pub use spec::{Group, SERVERS, ServerSpec, System};
+pub use lockbench_core::{Group, ServerSpec, System};
+pub use spec::{SERVERS, by_name};
 pub use state_dir::default_state_dir;
 pub use topology::Topology;
 
@@ -142,18 +143,19 @@ pub async fn server_versions(endpoints: &Endpoints) -> BTreeMap<String, String> 
         let answers = futures::future::join_all(addrs.iter().map(|a| ask(a.clone()))).await;
         answers.into_iter().flatten().next()
     }
-    let redis_addrs: Vec<String> = [Group::Redis, Group::Redlock]
+    let redis_addrs: Vec<String> = ["redis", "redlock"]
         .iter()
-        .flat_map(|g| endpoints.get(g.name()))
+        .flat_map(|g| endpoints.get(g))
         .cloned()
         .collect();
     let (zk, etcd, redis) = tokio::join!(
-        first(endpoints.get(Group::Zookeeper.name()), |a| async move {
+        first(endpoints.get("zookeeper"), |a| async move {
             zookeeper::version(&zookeeper::srvr(&a).await.ok()?)
         }),
-        first(endpoints.get(Group::Etcd.name()), |a| async move {
-            etcd::version(&a).await
-        }),
+        first(
+            endpoints.get("etcd"),
+            |a| async move { etcd::version(&a).await }
+        ),
         first(&redis_addrs, |a| async move { redis::version(&a).await }),
     );
     [("zookeeper", zk), ("etcd", etcd), ("redis", redis)]
@@ -170,7 +172,7 @@ pub async fn wait_healthy(
     topology: &Topology,
     timeout: std::time::Duration,
 ) -> Result<(), Vec<&'static str>> {
-    let all: Vec<&'static ServerSpec> = SERVERS.iter().collect();
+    let all: Vec<&'static ServerSpec> = SERVERS.to_vec();
     health::wait_healthy(topology, &all, timeout).await
 }
 

@@ -8,7 +8,8 @@
 
 use crate::launch::{Launch, Site};
 use crate::net;
-use crate::spec::ServerSpec;
+use lockbench_core::ServerSpec;
+use lockbench_registry::redis::system::FAILOVER;
 
 /// The `redis-server` command line: no persistence, bound to the site's address, logs to the
 /// site's log (or standard output).
@@ -32,7 +33,7 @@ pub(crate) fn launch(spec: &ServerSpec, site: &Site) -> Launch {
         args.extend(["--logfile".into(), log.display().to_string()]);
     }
     args.extend(["--daemonize".into(), "no".into()]);
-    if spec.group == crate::spec::Group::Failover {
+    if spec.group == FAILOVER {
         // Replication without files: a full resync otherwise writes `dump.rdb`, which a restart
         // would load (a "restarted empty" server coming back with old lock keys).
         args.extend([
@@ -44,9 +45,9 @@ pub(crate) fn launch(spec: &ServerSpec, site: &Site) -> Launch {
             "on-empty-db".into(),
         ]);
     }
-    if spec.group == crate::spec::Group::Failover && spec.id != 1 {
+    if spec.group == FAILOVER && spec.id != 1 {
         // The replica of the failover pair; Sentinel moves it (and fo1) around from then on.
-        let primary = crate::sentinel::initial_primary();
+        let primary = lockbench_registry::redis::system::initial_primary();
         args.extend([
             "--replicaof".into(),
             topo.ip(primary).to_string(),

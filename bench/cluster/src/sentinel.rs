@@ -12,16 +12,8 @@
 
 use crate::launch::{File, Launch, Site};
 use crate::net;
-use crate::spec::{Group, SERVERS, ServerSpec};
-use lockbench_core::SENTINEL_MASTER_NAME;
-
-/// The failover pair's initial primary (`fo1`).
-pub fn initial_primary() -> &'static ServerSpec {
-    SERVERS
-        .iter()
-        .find(|s| s.group == Group::Failover && s.id == 1)
-        .expect("fo1 in SERVERS")
-}
+use lockbench_core::{SENTINEL_MASTER_NAME, ServerSpec};
+use lockbench_registry::redis::system::initial_primary;
 
 /// `sentinel.conf` (written only when absent) and the `redis-sentinel` command line.
 pub(crate) fn launch(spec: &ServerSpec, site: &Site) -> Launch {

@@ -8,8 +8,8 @@
 //! always work on what really runs, whatever the environment says now.
 
 use crate::hosts::{self, NetConfig};
-use crate::spec::{ServerSpec, System};
 use anyhow::{Context, bail};
+use lockbench_core::ServerSpec;
 use serde::{Deserialize, Serialize};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::Path;
@@ -105,7 +105,7 @@ impl Topology {
     pub fn client_port(&self, spec: &ServerSpec) -> u16 {
         match self {
             Topology::Loopback => spec.client_port,
-            Topology::Netns(_) => standard_ports(spec.system)[0],
+            Topology::Netns(_) => spec.system.standard_ports()[0],
         }
     }
 
@@ -113,7 +113,7 @@ impl Topology {
     pub fn peer_ports(&self, spec: &ServerSpec) -> Vec<u16> {
         match self {
             Topology::Loopback => spec.peer_ports.to_vec(),
-            Topology::Netns(_) => standard_ports(spec.system)[1..].to_vec(),
+            Topology::Netns(_) => spec.system.standard_ports()[1..].to_vec(),
         }
     }
 
@@ -129,27 +129,15 @@ impl Topology {
         SocketAddr::new(self.ip(spec), self.client_port(spec))
     }
 
-    /// The address clients use: `host:port`, or `http://host:port` for etcd.
+    /// The address clients use: `host:port`, or a URL for etcd ([`System::endpoint`]
+    /// (lockbench_core::System::endpoint)).
     pub fn endpoint(&self, spec: &ServerSpec) -> String {
-        match spec.system {
-            System::Etcd => format!("http://{}", self.client_addr(spec)),
-            _ => self.client_addr(spec).to_string(),
-        }
+        spec.system.endpoint(self.client_addr(spec))
     }
 
     /// The namespace a server runs in (`lb-zk1`), in the `netns` topology.
     pub fn netns(&self, spec: &ServerSpec) -> Option<String> {
         self.net().map(|cfg| cfg.netns_name(spec.name))
-    }
-}
-
-/// The standard ports of a system: client port first, then peer ports.
-fn standard_ports(system: System) -> &'static [u16] {
-    match system {
-        System::Zookeeper => &[2181, 2888, 3888],
-        System::Etcd => &[2379, 2380],
-        System::Redis => &[6379],
-        System::Sentinel => &[26379],
     }
 }
 
@@ -160,7 +148,7 @@ mod tests {
 
     #[test]
     fn endpoints_per_topology() {
-        let zk1 = &SERVERS[0];
+        let zk1 = SERVERS[0];
         let etcd2 = SERVERS.iter().find(|s| s.name == "etcd2").unwrap();
         assert_eq!(Topology::Loopback.endpoint(zk1), "127.0.0.1:12181");
         let netns = Topology::Netns(NetConfig::default());

@@ -9,7 +9,7 @@
 
 use crate::launch::{File, Launch, Site};
 use crate::net;
-use crate::spec::ServerSpec;
+use lockbench_core::ServerSpec;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 

@@ -12,8 +12,9 @@
 //! (`UPDATE_EXPECT=1` rewrites them).
 
 use lockbench_cluster::launch::{Launch, Site};
-use lockbench_cluster::{Group, NetConfig, SERVERS, ServerSpec, System, Topology};
-use lockbench_core::{Endpoints, SENTINEL_MASTER_NAME};
+use lockbench_cluster::{NetConfig, SERVERS, ServerSpec, Topology};
+use lockbench_core::Endpoints;
+use lockbench_core::System as _;
 use std::fmt::Write as _;
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::PathBuf;
@@ -61,56 +62,30 @@ pub fn address(spec: &ServerSpec) -> IpAddr {
 /// How `spec` starts inside its container.
 pub fn launch(spec: &ServerSpec) -> Launch {
     let topology = topology();
-    spec.launch(&Site {
-        topology: &topology,
-        bind: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
-        root: PathBuf::from(ROOT).join(spec.name),
-        log: None,
-        cluster_token: "lockbench-compose".into(),
-    })
+    lockbench_cluster::launch::launch(
+        spec,
+        &Site {
+            topology: &topology,
+            bind: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+            root: PathBuf::from(ROOT).join(spec.name),
+            log: None,
+            cluster_token: "lockbench-compose".into(),
+        },
+    )
 }
 
 /// The healthcheck command of a server: what "a lock client can use it" means, asked inside
 /// the container (ZooKeeper serving as leader or follower, etcd healthy, Redis answering
 /// `PING`, a Sentinel naming a primary).
 fn healthcheck(spec: &ServerSpec) -> Vec<String> {
-    let topo = topology();
-    let port = topo.client_port(spec);
-    let shell = |s: String| vec!["CMD".into(), "bash".into(), "-c".into(), s];
-    match spec.system {
-        System::Zookeeper => shell(format!(
-            "exec 3<>/dev/tcp/127.0.0.1/{port} && echo srvr >&3 && grep -qE 'Mode: (leader|follower)' <&3"
-        )),
-        System::Etcd => [
-            "CMD",
-            "etcdctl",
-            &format!("--endpoints=http://127.0.0.1:{port}"),
-            "endpoint",
-            "health",
-        ]
-        .map(String::from)
-        .to_vec(),
-        System::Redis => shell(format!("redis-cli -p {port} ping | grep -q PONG")),
-        System::Sentinel => shell(format!(
-            "redis-cli -p {port} sentinel get-master-addr-by-name {SENTINEL_MASTER_NAME} | grep -q ."
-        )),
-    }
+    spec.system
+        .compose_healthcheck(topology().client_port(spec))
 }
 
 /// What a service waits for before it starts: the failover pair's replica its primary, the
 /// Sentinels the pair (they monitor the primary from their first second).
 fn depends_on(spec: &ServerSpec) -> Vec<&'static str> {
-    match spec.group {
-        Group::Failover if spec.id != 1 => {
-            vec![lockbench_cluster::sentinel::initial_primary().name]
-        }
-        Group::Sentinel => SERVERS
-            .iter()
-            .filter(|s| s.group == Group::Failover)
-            .map(|s| s.name)
-            .collect(),
-        _ => Vec::new(),
-    }
+    spec.system.depends_on(spec)
 }
 
 /// `$` escaped for Compose's variable interpolation.
@@ -225,7 +200,7 @@ x-health: &health
 services:
 "
     );
-    for spec in &SERVERS {
+    for spec in SERVERS.iter() {
         let launch = launch(spec);
         let _ = writeln!(out, "  {}:", spec.name);
         out.push_str("    <<: *server\n");
@@ -259,7 +234,7 @@ services:
     let _ = writeln!(out, "    container_name: {}", container(READY));
     out.push_str("    volumes: []\n    network_mode: none\n    stop_signal: SIGKILL\n");
     out.push_str("    command: [\"sleep\", \"infinity\"]\n    depends_on:\n");
-    for spec in &SERVERS {
+    for spec in SERVERS.iter() {
         let _ = writeln!(
             out,
             "      {}:\n        condition: service_healthy",
@@ -284,15 +259,6 @@ volumes:
     out
 }
 
-/// The official images for each system, for machines with a registry.
-fn official_image(system: System) -> &'static str {
-    match system {
-        System::Zookeeper => "zookeeper:3.8.0",
-        System::Etcd => "quay.io/coreos/etcd:v3.4.23",
-        System::Redis | System::Sentinel => "redis:7.0.15",
-    }
-}
-
 /// `compose/official-images.yml`: the same services on the official images. Only ZooKeeper's
 /// command differs (the official image has its jars elsewhere and logs with logback): the same
 /// files, then `zkServer.sh start-foreground` on the same `zoo.cfg`.
@@ -310,14 +276,14 @@ pub fn official_override() -> String {
 services:
 ",
     );
-    for spec in &SERVERS {
+    for spec in SERVERS.iter() {
         let _ = writeln!(
             out,
             "  {}:\n    image: {}",
             spec.name,
-            official_image(spec.system)
+            spec.system.official_image()
         );
-        if spec.system == System::Zookeeper {
+        if spec.system.name() == "zookeeper" {
             let launch = launch(spec);
             let cfg = launch.args.last().expect("zoo.cfg is the last argument");
             let exec = format!("exec zkServer.sh start-foreground {}", shell_word(cfg));
@@ -327,7 +293,7 @@ services:
     let _ = writeln!(
         out,
         "  {READY}:\n    image: {}",
-        official_image(System::Redis)
+        lockbench_registry::redis::system::Redis.official_image()
     );
     out
 }

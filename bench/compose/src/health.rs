@@ -3,7 +3,6 @@
 
 use crate::file::{container, topology};
 use anyhow::bail;
-use lockbench_cluster::ServerSpec;
 use std::time::Duration;
 
 /// `true` when Docker says the compose cluster's containers exist and run (its first server's
@@ -45,7 +44,7 @@ pub async fn wait_healthy(timeout: Duration) -> anyhow::Result<()> {
         Err(unhealthy) => {
             let list: Vec<String> = unhealthy
                 .iter()
-                .filter_map(|n| ServerSpec::by_name(n))
+                .filter_map(|n| lockbench_cluster::by_name(n))
                 .map(|s| {
                     format!(
                         "{} at {} (container {})",

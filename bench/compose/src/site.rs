@@ -51,7 +51,11 @@ impl Containers {
 
     /// The servers of `group`.
     pub fn servers(&self, group: Group) -> Vec<&'static ServerSpec> {
-        SERVERS.iter().filter(|s| s.group == group).collect()
+        SERVERS
+            .iter()
+            .copied()
+            .filter(|s| s.group == group)
+            .collect()
     }
 
     /// The pid of `name`'s container's main process, `None` when it does not run.
@@ -168,7 +172,7 @@ impl Site for Containers {
     }
 
     async fn pause(&self, name: &str, stop: bool) -> Result<String, String> {
-        if ServerSpec::by_name(name).is_none() && !self.is_running(name) {
+        if lockbench_cluster::by_name(name).is_none() && !self.is_running(name) {
             return Err(format!("{name} (no such server or client container runs)"));
         }
         let verb = if stop { "pause" } else { "unpause" };
@@ -201,11 +205,11 @@ impl Site for Containers {
         if !self.settle(name, |(running, _)| running).await {
             anyhow::bail!("docker start {c}: it does not run");
         }
-        let how = match ServerSpec::by_name(name).map(|s| s.system) {
-            Some(lockbench_cluster::System::Redis) => {
-                "restarted EMPTY (Redis runs without persistence)"
+        let how = match lockbench_cluster::by_name(name).map(|s| s.system) {
+            Some(sys) if sys.restarts_empty() => {
+                format!("restarted EMPTY ({} runs without persistence)", sys.name())
             }
-            _ => "restarted with its data directory (the lockbench-data volume)",
+            _ => "restarted with its data directory (the lockbench-data volume)".to_string(),
         };
         Ok(format!("docker start {c}: {how}"))
     }

@@ -21,6 +21,8 @@
 //!   readings' difference is no count (a server whose counters restarted in between);
 //! - [`server_view`]: who the servers say holds a lock ([`ServerObservation`]), recorded by a
 //!   server-side observer beside the clients' ops;
+//! - [`system`]: the [`System`] trait each server system's crate implements (its servers,
+//!   ports, groups and rules), and the [`ServerSpec`] / [`Group`] of the managed cluster;
 //! - [`election`]: leader election for the `failover` workload: [`ElectionKind`], the
 //!   [`Elector`] / [`Candidate`] roles and the `[failover]` knobs.
 //!
@@ -43,6 +45,7 @@ pub mod scenario;
 pub mod seed;
 pub mod server_view;
 pub mod sweep;
+pub mod system;
 pub mod time;
 pub mod traits;
 
@@ -60,5 +63,6 @@ pub use op::{ErrorKind, Op, OpF, OpType, Outcome};
 pub use scenario::Scenario;
 pub use seed::{Seed, Stream};
 pub use server_view::{HolderRecorder, ServerObservation, ServerSink};
+pub use system::{Group, ServerSpec, System};
 pub use time::{Nanos, RunClock};
 pub use traits::{Backend, BackendInfo, Grant, LockClient, ServerCounters};

@@ -18,11 +18,19 @@
 //! ([`load_scenario`]). Deviations from the plan (`notes/system-boundary.md`), and why:
 //! `Endpoints` and `Knobs` are `indexmap` maps rather than a hand-written ordered map (a
 //! well-kept crate), and `toml` is built with `preserve_order`, because its parser otherwise
-//! hands tables over sorted and a re-written file would change order; group names are `&str`
-//! consts of the backend crates until the `System` trait (plan step S3) replaces the cluster's
-//! `Group` enum, which a test here keeps equal to them. Still per system outside the backend
-//! crates: server launch, health, compose services and chaos targets (bench/cluster, chaos,
-//! bench/compose), and the recipe tables ([`with_backend!`], [`group_of`], [`expiry()`]).
+//! hands tables over sorted and a re-written file would change order.
+//!
+//! Step S3a: each system implements [`lockbench_core::System`] in its crate's `system.rs`
+//! (its managed servers with their ports and host addresses, its groups as
+//! [`lockbench_core::Group`] consts, its standard ports, endpoint form, leader and restart
+//! rules, compose image and healthcheck); [`SYSTEMS`] lists them once, and the managed
+//! cluster, the nemeses and the compose generator iterate over it (`lockbench_cluster::SERVERS`
+//! is [`servers`]). This crate no longer depends on `lockbench-cluster`; the cluster depends
+//! on it. Still per system outside the backend crates: server launch (config files, command
+//! line), health and version probes and the install list (`bench/cluster`, matched by system
+//! name), chaos leader probes (`chaos/src/targets.rs`, by group name) and the clock-jump
+//! emulation (Redis only), and the recipe tables ([`with_backend!`], [`group_of`],
+//! [`expiry()`]).
 #![deny(missing_docs)]
 
 mod backend;
@@ -34,7 +42,10 @@ pub mod system;
 
 pub use expiry::{election_expiry, expiry, holder_pause, leader_pause};
 pub use load::{knob_schemas, load_scenario};
-pub use system::{addresses, check_endpoints, election_group_of, endpoint_groups, group_of};
+pub use system::{
+    SYSTEMS, addresses, check_endpoints, election_group_of, endpoint_groups, group_of,
+    listed_groups, servers, system,
+};
 
 /// The knob table `K` of `scenario`, as a constructor error when it does not parse (the
 /// constructor macros' way to read a recipe's knobs).

@@ -1,42 +1,69 @@
-//! Which servers a recipe runs on: the [`Group`] the server nemesis, the resource sampler and
-//! the compose fault plan act on, and the addresses its clients connect to.
+//! The registered systems ([`SYSTEMS`], the one list lockbench iterates over instead of naming
+//! systems), and which servers a recipe runs on: the [`Group`] the server nemesis, the
+//! resource sampler and the compose fault plan act on, and the addresses its clients connect
+//! to.
 
-use lockbench_cluster::Group;
-use lockbench_core::{BackendKind, ElectionKind, Endpoints};
+use crate::{etcd, redis, zookeeper};
+use lockbench_core::{BackendKind, ElectionKind, Endpoints, Group, ServerSpec, System};
+
+/// Every registered system, in the order the managed cluster starts them (and endpoints files
+/// list their groups). Adding a system is one line here.
+pub static SYSTEMS: &[&dyn System] = &[
+    &zookeeper::system::ZooKeeper,
+    &etcd::system::Etcd,
+    &redis::system::Redis,
+    &redis::system::Sentinel,
+];
+
+/// Every server of every registered system, in start order.
+pub fn servers() -> impl Iterator<Item = &'static ServerSpec> {
+    SYSTEMS.iter().flat_map(|s| s.servers().iter())
+}
+
+/// The registered system called `name` (`zookeeper`, `sentinel`).
+pub fn system(name: &str) -> Option<&'static dyn System> {
+    SYSTEMS.iter().copied().find(|s| s.name() == name)
+}
 
 /// The servers a lock backend runs on.
 pub fn group_of(backend: BackendKind) -> Group {
+    use {etcd::system::ETCD, redis::system::*, zookeeper::system::ZOOKEEPER};
     match backend {
-        BackendKind::ZkFair | BackendKind::ZkCurator | BackendKind::ZkHerd => Group::Zookeeper,
-        BackendKind::ZkRwlock | BackendKind::ZkBrokenRwlock => Group::Zookeeper,
-        BackendKind::EtcdLease | BackendKind::EtcdLockapi | BackendKind::EtcdHerd => Group::Etcd,
-        BackendKind::RedisSetnx | BackendKind::RedisBrokenNoNx => Group::Redis,
-        BackendKind::RedisPubsub | BackendKind::RedisBrokenRelease => Group::Redis,
-        BackendKind::RedisBrokenRenew => Group::Redis,
-        BackendKind::Redlock => Group::Redlock,
-        BackendKind::RedisSentinel => Group::Failover,
+        BackendKind::ZkFair | BackendKind::ZkCurator | BackendKind::ZkHerd => ZOOKEEPER,
+        BackendKind::ZkRwlock | BackendKind::ZkBrokenRwlock => ZOOKEEPER,
+        BackendKind::EtcdLease | BackendKind::EtcdLockapi | BackendKind::EtcdHerd => ETCD,
+        BackendKind::RedisSetnx | BackendKind::RedisBrokenNoNx => REDIS,
+        BackendKind::RedisPubsub | BackendKind::RedisBrokenRelease => REDIS,
+        BackendKind::RedisBrokenRenew => REDIS,
+        BackendKind::Redlock => REDLOCK,
+        BackendKind::RedisSentinel => FAILOVER,
     }
 }
 
 /// The servers an election recipe runs on.
 pub fn election_group_of(election: ElectionKind) -> Group {
     match election {
-        ElectionKind::ZkElection => Group::Zookeeper,
-        ElectionKind::EtcdElection | ElectionKind::EtcdLeaseElection => Group::Etcd,
-        ElectionKind::RedisLeaseElection => Group::Redis,
+        ElectionKind::ZkElection => zookeeper::system::ZOOKEEPER,
+        ElectionKind::EtcdElection | ElectionKind::EtcdLeaseElection => etcd::system::ETCD,
+        ElectionKind::RedisLeaseElection => redis::system::REDIS,
     }
 }
 
+/// Every group with an endpoints list of its own, in the order endpoints files list them (the
+/// registered systems' order, then their servers').
+pub fn listed_groups() -> Vec<Group> {
+    let mut groups: Vec<Group> = Vec::new();
+    for s in servers() {
+        if s.group.is_listed() && !groups.contains(&s.group) {
+            groups.push(s.group);
+        }
+    }
+    groups
+}
+
 /// Every endpoint group a registered system reads, in the order endpoints files list them.
-pub fn endpoint_groups() -> [&'static str; 5] {
-    use crate::{etcd, redis, zookeeper};
-    [
-        zookeeper::GROUP,
-        etcd::GROUP,
-        redis::REDIS,
-        redis::REDLOCK,
-        redis::SENTINEL,
-    ]
+pub fn endpoint_groups() -> Vec<&'static str> {
+    listed_groups().into_iter().map(Group::name).collect()
 }
 
 /// Rejects a list no registered system reads (a misspelled `zookeper = [...]` in an external
@@ -46,7 +73,11 @@ pub fn check_endpoints(endpoints: &Endpoints) -> Result<(), String> {
     match endpoints.iter().find(|(g, _)| !known.contains(g)) {
         Some((g, _)) => Err(format!(
             "unknown field `{g}`, expected one of {}",
-            known.map(|k| format!("`{k}`")).join(", ")
+            known
+                .iter()
+                .map(|k| format!("`{k}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
         )),
         None => Ok(()),
     }
@@ -55,20 +86,21 @@ pub fn check_endpoints(endpoints: &Endpoints) -> Result<(), String> {
 /// The client addresses of `group` in `endpoints` (the failover pair is reached through its
 /// Sentinels).
 pub fn addresses(endpoints: &Endpoints, group: Group) -> &[String] {
-    match group {
-        Group::Failover => endpoints.get(Group::Sentinel.name()),
-        g => endpoints.get(g.name()),
-    }
+    endpoints.get(group.list())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// The cluster writes the lists the systems read, in the same order.
+    /// The systems' groups, in the order endpoints files have always listed them; a
+    /// misspelled list names the known ones.
     #[test]
-    fn the_cluster_lists_the_groups_the_systems_read() {
-        assert_eq!(Group::LISTED.map(Group::name), endpoint_groups());
+    fn the_systems_list_their_groups_in_file_order() {
+        assert_eq!(
+            endpoint_groups(),
+            ["zookeeper", "etcd", "redis", "redlock", "sentinel"]
+        );
         let mut e = Endpoints::default();
         e.set("zookeper", vec![]);
         let err = check_endpoints(&e).unwrap_err();
@@ -78,33 +110,51 @@ mod tests {
         );
     }
 
+    /// Server and system names are unique, and every server is in its system's roster under
+    /// the system it names (the cluster finds a server's directory, host and launch by them).
+    #[test]
+    fn names_are_unique() {
+        let mut names: Vec<&str> = servers().map(|s| s.name).collect();
+        let n = names.len();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), n, "server names repeat");
+        for sys in SYSTEMS {
+            assert!(std::ptr::eq(system(sys.name()).unwrap(), *sys));
+            for s in sys.servers() {
+                assert_eq!(s.system.name(), sys.name(), "{}", s.name);
+            }
+        }
+    }
+
     /// Each recipe's system is the one its name says (`zk-*` on ZooKeeper, ...): a recipe put
     /// in the wrong group would have its faults applied to servers it never talks to.
     #[test]
     fn every_recipe_runs_on_the_system_its_name_says() {
+        use {etcd::system::ETCD, redis::system::*, zookeeper::system::ZOOKEEPER};
         for b in BackendKind::ALL {
             let b = &b;
             let g = group_of(*b);
             let name = b.name();
             let expected = if name.starts_with("zk-") {
-                Group::Zookeeper
+                ZOOKEEPER
             } else if name.starts_with("etcd-") {
-                Group::Etcd
+                ETCD
             } else if name == "redlock" {
-                Group::Redlock
+                REDLOCK
             } else if name == "redis-sentinel" {
-                Group::Failover
+                FAILOVER
             } else {
-                Group::Redis
+                REDIS
             };
             assert_eq!(g, expected, "{name}");
         }
         for e in ElectionKind::ALL {
             let prefix = e.name().split('-').next().unwrap();
             let expected = match prefix {
-                "zk" => Group::Zookeeper,
-                "etcd" => Group::Etcd,
-                _ => Group::Redis,
+                "zk" => ZOOKEEPER,
+                "etcd" => ETCD,
+                _ => REDIS,
             };
             assert_eq!(election_group_of(e), expected, "{}", e.name());
         }

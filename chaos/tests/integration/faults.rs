@@ -9,6 +9,9 @@
 use lockbench_chaos::{Group, Nemesis, NetConfig, Network, ServerNemesis, Topology};
 use lockbench_cluster::Cluster;
 use lockbench_core::{Fault, FaultEvent, FaultPhase, PartitionSpec, RunClock, Targets};
+use lockbench_registry::etcd::system::ETCD;
+use lockbench_registry::redis::system::{REDIS, REDLOCK};
+use lockbench_registry::zookeeper::system::ZOOKEEPER;
 use rand::SeedableRng;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -60,7 +63,7 @@ impl TestCluster {
     }
 
     fn addr(&self, name: &str) -> SocketAddr {
-        let spec = lockbench_cluster::ServerSpec::by_name(name).unwrap();
+        let spec = lockbench_cluster::by_name(name).unwrap();
         self.cluster.topology().client_addr(spec)
     }
 
@@ -152,13 +155,13 @@ fn applied(events: &[FaultEvent]) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_partition_cuts_traffic_and_heal_restores_it() {
-    let Some(tc) = test_cluster("p", 201, &[Group::Redis]).await else {
+    let Some(tc) = test_cluster("p", 201, &[REDIS]).await else {
         return;
     };
     let clock = RunClock::start();
     let client = tc.net.client_host(1).unwrap();
     let redis_addr = tc.addr("redis");
-    let mut nemesis = tc.nemesis(Group::Redis);
+    let mut nemesis = tc.nemesis(REDIS);
     assert!(ping_from_host(&client, redis_addr).await);
     assert_eq!(redis_async(redis_addr, &["PING"]).await.unwrap(), "+PONG");
 
@@ -225,7 +228,7 @@ async fn a_partition_cuts_traffic_and_heal_restores_it() {
 
     // clients-off with a fresh client host; heal_all heals it.
     let client = tc.net.client_host(1).unwrap();
-    let mut nemesis = tc.nemesis(Group::Redis);
+    let mut nemesis = tc.nemesis(REDIS);
     let ev = nemesis
         .apply(
             &Fault::Partition {
@@ -254,7 +257,7 @@ async fn partitions_are_reported_unavailable_on_loopback() {
     let dir = std::env::temp_dir().join(format!("lockbench-chaos-lo-{}", std::process::id()));
     let mut nemesis = ServerNemesis::new(
         Cluster::new(dir.clone()),
-        Group::Redlock,
+        REDLOCK,
         rand_chacha::ChaCha8Rng::seed_from_u64(1),
     );
     let clock = RunClock::start();
@@ -285,11 +288,11 @@ async fn partitions_are_reported_unavailable_on_loopback() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pausing_the_zookeeper_leader_elects_another_and_resume_restores_it() {
-    let Some(tc) = test_cluster("z", 202, &[Group::Zookeeper]).await else {
+    let Some(tc) = test_cluster("z", 202, &[ZOOKEEPER]).await else {
         return;
     };
     let clock = RunClock::start();
-    let mut nemesis = tc.nemesis(Group::Zookeeper);
+    let mut nemesis = tc.nemesis(ZOOKEEPER);
     let old = nemesis.leader().await.unwrap();
     let ev = nemesis
         .apply(
@@ -346,7 +349,7 @@ async fn pausing_the_zookeeper_leader_elects_another_and_resume_restores_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn leader_resolution_finds_the_zookeeper_and_etcd_leaders() {
-    let Some(tc) = test_cluster("l", 203, &[Group::Zookeeper, Group::Etcd]).await else {
+    let Some(tc) = test_cluster("l", 203, &[ZOOKEEPER, ETCD]).await else {
         return;
     };
     let status = tc.cluster.status().await.unwrap();
@@ -357,7 +360,7 @@ async fn leader_resolution_finds_the_zookeeper_and_etcd_leaders() {
         .unwrap()
         .name
         .clone();
-    let mut zk = tc.nemesis(Group::Zookeeper);
+    let mut zk = tc.nemesis(ZOOKEEPER);
     assert_eq!(zk.leader().await.unwrap(), zk_leader);
     let followers = zk.resolve(&Targets::Followers).await.unwrap();
     assert_eq!(followers.len(), 2);
@@ -385,23 +388,23 @@ async fn leader_resolution_finds_the_zookeeper_and_etcd_leaders() {
         .find(|e| e["Status"]["header"]["member_id"] == e["Status"]["leader"])
         .map(|e| e["Endpoint"].as_str().unwrap().to_string())
         .unwrap();
-    let etcd = tc.nemesis(Group::Etcd);
+    let etcd = tc.nemesis(ETCD);
     let name = etcd.leader().await.unwrap();
-    let spec = lockbench_cluster::ServerSpec::by_name(&name).unwrap();
+    let spec = lockbench_cluster::by_name(&name).unwrap();
     assert_eq!(tc.cluster.topology().endpoint(spec), leader_endpoint);
     tc.finish().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_and_start_restart_a_redis_server_empty() {
-    let Some(tc) = test_cluster("k", 204, &[Group::Redlock]).await else {
+    let Some(tc) = test_cluster("k", 204, &[REDLOCK]).await else {
         return;
     };
     let clock = RunClock::start();
     let addr = tc.addr("redlock2");
     assert_eq!(redis_async(addr, &["SET", "k", "v"]).await.unwrap(), "+OK");
     let before = tc.cluster.server_pid("redlock2").unwrap();
-    let mut nemesis = tc.nemesis(Group::Redlock);
+    let mut nemesis = tc.nemesis(REDLOCK);
     let ev = nemesis
         .apply(
             &Fault::Kill {
@@ -438,7 +441,7 @@ async fn kill_and_start_restart_a_redis_server_empty() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn clock_jump_shortens_every_ttl() {
-    let Some(tc) = test_cluster("c", 205, &[Group::Redis]).await else {
+    let Some(tc) = test_cluster("c", 205, &[REDIS]).await else {
         return;
     };
     let clock = RunClock::start();
@@ -453,7 +456,7 @@ async fn clock_jump_shortens_every_ttl() {
         redis_async(addr, &["SET", "counter", "1"]).await.unwrap(),
         "+OK"
     );
-    let mut nemesis = tc.nemesis(Group::Redis);
+    let mut nemesis = tc.nemesis(REDIS);
     let ev = nemesis
         .apply(
             &Fault::ClockJump {

@@ -3,8 +3,9 @@
 //! restores the link. Its own small cluster (`lb-m-`, `10.77.206.0/24`), as in `faults`.
 
 use crate::faults::test_cluster;
-use lockbench_chaos::{Group, Host, Nemesis};
+use lockbench_chaos::{Host, Nemesis};
 use lockbench_core::{Fault, LossMode, PartitionSpec, RunClock, Targets};
+use lockbench_registry::redis::system::REDIS;
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
 use std::time::Duration;
 
@@ -47,14 +48,14 @@ fn datagrams(from: Option<&Host>, to: Option<&Host>, to_addr: Ipv4Addr) -> u32 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn packet_loss_drops_its_share_both_ways_and_heal_restores_the_link() {
-    let Some(tc) = test_cluster("m", 206, &[Group::Redis]).await else {
+    let Some(tc) = test_cluster("m", 206, &[REDIS]).await else {
         return;
     };
     let clock = RunClock::start();
-    let spec = lockbench_cluster::ServerSpec::by_name("redis").unwrap();
+    let spec = lockbench_cluster::by_name("redis").unwrap();
     let redis = tc.net.server_host(spec);
     let me = tc.net.config().bridge_addr();
-    let mut nemesis = tc.nemesis(Group::Redis);
+    let mut nemesis = tc.nemesis(REDIS);
     let loss = |rate, mode| Fault::PacketLoss {
         targets: Targets::Nodes(vec!["redis".into()]),
         rate,

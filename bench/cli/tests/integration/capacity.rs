@@ -10,9 +10,10 @@
 use crate::common;
 
 use crate::common::{result_of, results, text};
-use lockbench_chaos::{Group, NetConfig, ServerNemesis, Topology};
+use lockbench_chaos::{NetConfig, ServerNemesis, Topology};
 use lockbench_cluster::Cluster;
 use lockbench_core::{Fault, RunClock, Targets};
+use lockbench_registry::redis::system::REDIS;
 use rand::SeedableRng;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -35,7 +36,7 @@ impl PrivateRedis {
         );
         let cfg = NetConfig::new(&format!("lb-{tag}-"), subnet).unwrap();
         let cluster = Cluster::new(std::env::temp_dir().join(format!("lockbench-capacity-{tag}")))
-            .with_groups(&[Group::Redis])
+            .with_groups(&[REDIS])
             .with_topology(Topology::Netns(cfg));
         let rt = tokio::runtime::Runtime::new().unwrap();
         rt.block_on(cluster.down()).unwrap(); // what a crashed earlier run left
@@ -343,7 +344,7 @@ fn the_pacer_offers_its_rate_and_a_paused_server_shows_only_in_the_corrected_tai
     std::thread::sleep(Duration::from_millis(1500));
     let mut nemesis = ServerNemesis::new(
         redis.cluster.clone(),
-        Group::Redis,
+        REDIS,
         rand_chacha::ChaCha8Rng::seed_from_u64(6),
     );
     let clock = RunClock::start();

@@ -15,9 +15,10 @@
 use crate::common;
 
 use crate::common::{result_of, results, text};
-use lockbench_chaos::{Group, Nemesis, NetConfig, ServerNemesis, Topology};
+use lockbench_chaos::{Nemesis, NetConfig, ServerNemesis, Topology};
 use lockbench_cluster::Cluster;
 use lockbench_core::{Endpoints, Fault, PartitionSpec, RunClock, Targets};
+use lockbench_registry::zookeeper::system::ZOOKEEPER;
 use rand::SeedableRng;
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -43,7 +44,7 @@ impl PrivateZk {
         );
         let cfg = NetConfig::new(&format!("lb-{tag}-"), subnet).unwrap();
         let cluster = Cluster::new(std::env::temp_dir().join(format!("lockbench-counters-{tag}")))
-            .with_groups(&[Group::Zookeeper])
+            .with_groups(&[ZOOKEEPER])
             .with_topology(Topology::Netns(cfg));
         let rt = tokio::runtime::Runtime::new().unwrap();
         rt.block_on(cluster.down()).unwrap(); // what a crashed earlier run left
@@ -147,7 +148,7 @@ fn a_follower_cut_off_from_its_peers_makes_the_servers_request_figure_unknown() 
     }
     let mut nemesis = ServerNemesis::new(
         zk.cluster.clone(),
-        Group::Zookeeper,
+        ZOOKEEPER,
         rand_chacha::ChaCha8Rng::seed_from_u64(1),
     );
     let clock = RunClock::start();

@@ -5,8 +5,9 @@
 //! managed mode).
 
 use crate::common;
-use lockbench_chaos::{Group, Nemesis};
+use lockbench_chaos::Nemesis;
 use lockbench_core::{Fault, PartitionSpec, RunClock, Targets};
+use lockbench_registry::redis::system::REDLOCK;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::collections::BTreeSet;
@@ -44,7 +45,7 @@ pub async fn a_client_container_is_a_host_of_its_own() {
     let pid = lockbench_compose::clients::host_pid(1).await.unwrap();
     assert!(pid > 1, "client container pid {pid}");
     let clock = RunClock::start();
-    let mut n = lockbench_compose::nemesis(Group::Redlock, ChaCha8Rng::seed_from_u64(1));
+    let mut n = lockbench_compose::nemesis(REDLOCK, ChaCha8Rng::seed_from_u64(1));
     assert!(
         super::compose_faults::reaches("client1", "redlock1"),
         "a client container does not reach a server before any fault"

@@ -4,9 +4,11 @@
 //! A fault the nemesis reports as applied but whose effect is missing fails the test.
 
 use lockbench_chaos::{Group, Host, LinkNemesis, LinkProxies, Nemesis};
-use lockbench_cluster::ServerSpec;
 use lockbench_compose::{ComposeNemesis, Containers};
 use lockbench_core::{Fault, FaultEvent, PartitionSpec, RunClock, Targets};
+use lockbench_registry::etcd::system::ETCD;
+use lockbench_registry::redis::system::{FAILOVER, REDLOCK as REDLOCK_GROUP};
+use lockbench_registry::zookeeper::system::ZOOKEEPER;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::sync::Arc;
@@ -22,7 +24,7 @@ fn nodes(names: &[&str]) -> Targets {
 }
 
 fn addr(name: &str) -> String {
-    let spec = ServerSpec::by_name(name).unwrap();
+    let spec = lockbench_cluster::by_name(name).unwrap();
     lockbench_compose::topology().client_addr(spec).to_string()
 }
 
@@ -117,7 +119,7 @@ const REDLOCK: [&str; 5] = ["redlock1", "redlock2", "redlock3", "redlock4", "red
 /// Redis failover on the Sentinel pair.
 pub async fn every_fault_takes_effect() {
     let clock = RunClock::start();
-    let mut n = nemesis(Group::Redlock);
+    let mut n = nemesis(REDLOCK_GROUP);
     for s in REDLOCK {
         assert!(pings(s).await, "{s} does not answer before the faults");
     }
@@ -297,10 +299,10 @@ async fn blackhole_and_clock_jump(n: &mut ComposeNemesis, clock: &RunClock) {
 
 /// `leader` resolves by the managed cluster's probes, here inside the containers.
 async fn leader_targets(clock: &RunClock) {
-    let zk = nemesis(Group::Zookeeper);
+    let zk = nemesis(ZOOKEEPER);
     let leader = zk.leader().await.expect("a ZooKeeper leader");
     assert!(leader.starts_with("zk"), "{leader}");
-    let mut etcd = nemesis(Group::Etcd);
+    let mut etcd = nemesis(ETCD);
     let leader = etcd.leader().await.expect("an etcd leader");
     let ev = apply(
         &mut etcd,
@@ -326,7 +328,7 @@ async fn leader_targets(clock: &RunClock) {
 /// `link-delay` through the in-process proxy, as managed mode runs it.
 async fn link_delay_through_the_proxy(clock: &RunClock) {
     let site = Containers::new();
-    let servers = site.servers(Group::Redlock);
+    let servers = site.servers(REDLOCK_GROUP);
     let proxied: Vec<(String, String)> = vec![("redlock1".into(), addr("redlock1"))];
     let mut proxies = LinkProxies::new("127.0.0.1".parse().unwrap(), proxied);
     let endpoints = proxies
@@ -374,7 +376,7 @@ async fn link_delay_through_the_proxy(clock: &RunClock) {
 /// next grant (one fencing counter INCRed here), Sentinel promotes the replica; heal brings
 /// the old primary back as a replica.
 async fn redis_failover(clock: &RunClock) {
-    let mut n = nemesis(Group::Failover);
+    let mut n = nemesis(FAILOVER);
     let primary = n.leader().await.expect("Sentinel names a primary");
     let grant = async {
         tokio::time::sleep(Duration::from_millis(500)).await;

@@ -1,0 +1,60 @@
+//! etcd as a [`System`]: the managed cluster's three members, their ports, and how clients
+//! write their addresses (URLs).
+
+use lockbench_core::{Group, ServerSpec, System};
+use std::net::SocketAddr;
+
+/// The cluster's group (`etcd = [...]` in an endpoints file).
+pub const ETCD: Group = Group::listed(crate::GROUP);
+
+/// The etcd system.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Etcd;
+
+const fn member(name: &'static str, id: u8, client: u16, peer: &'static [u16]) -> ServerSpec {
+    ServerSpec {
+        name,
+        system: &Etcd,
+        group: ETCD,
+        id,
+        client_port: client,
+        peer_ports: peer,
+        octet: 20 + id,
+    }
+}
+
+/// The managed cluster (loopback ports: client, peer).
+const SERVERS: [ServerSpec; 3] = [
+    member("etcd1", 1, 12379, &[12380]),
+    member("etcd2", 2, 12381, &[12382]),
+    member("etcd3", 3, 12383, &[12384]),
+];
+
+impl System for Etcd {
+    fn name(&self) -> &'static str {
+        "etcd"
+    }
+
+    fn servers(&self) -> &'static [ServerSpec] {
+        &SERVERS
+    }
+
+    fn standard_ports(&self) -> &'static [u16] {
+        &[2379, 2380]
+    }
+
+    fn endpoint(&self, addr: SocketAddr) -> String {
+        format!("http://{addr}")
+    }
+
+    fn official_image(&self) -> &'static str {
+        "quay.io/coreos/etcd:v3.4.23"
+    }
+
+    fn compose_healthcheck(&self, port: u16) -> Vec<String> {
+        let endpoints = format!("--endpoints=http://127.0.0.1:{port}");
+        ["CMD", "etcdctl", &endpoints, "endpoint", "health"]
+            .map(String::from)
+            .to_vec()
+    }
+}

@@ -1,0 +1,141 @@
+//! Redis as two [`System`]s: Redis servers (the standalone one, the five Redlock servers and
+//! the failover pair) and the Sentinels watching the pair. Both are this crate's: the pair and
+//! its Sentinels only make sense together (a Sentinel monitors `fo1` from its first second,
+//! `fo2` starts as `fo1`'s replica).
+
+use lockbench_core::{Group, SENTINEL_MASTER_NAME, ServerSpec, System};
+
+/// The standalone server's group (`redis = [...]`: `redis-setnx`, `redis-pubsub`).
+pub const REDIS: Group = Group::listed(crate::REDIS);
+/// The independent Redlock servers' group (`redlock = [...]`).
+pub const REDLOCK: Group = Group::listed(crate::REDLOCK);
+/// The failover pair: a primary and its replica, in no endpoints list (clients ask the
+/// Sentinels which one is the primary).
+pub const FAILOVER: Group = Group::through("failover", crate::SENTINEL);
+/// The three Sentinels watching the failover pair (`sentinel = [...]`).
+pub const SENTINEL: Group = Group::listed(crate::SENTINEL);
+
+/// Redis servers: standalone, Redlock and the failover pair.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Redis;
+
+/// Redis Sentinels over the failover pair.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Sentinel;
+
+const fn redis(name: &'static str, group: Group, id: u8, port: u16, octet: u8) -> ServerSpec {
+    ServerSpec {
+        name,
+        system: &Redis,
+        group,
+        id,
+        client_port: port,
+        peer_ports: &[],
+        octet,
+    }
+}
+
+const fn sentinel(name: &'static str, id: u8, port: u16) -> ServerSpec {
+    ServerSpec {
+        name,
+        system: &Sentinel,
+        group: SENTINEL,
+        id,
+        client_port: port,
+        peer_ports: &[],
+        octet: 44 + id,
+    }
+}
+
+/// The managed Redis servers, in start order (`fo2` starts as `fo1`'s replica).
+const REDIS_SERVERS: [ServerSpec; 8] = [
+    redis("redis", REDIS, 1, 16379, 30),
+    redis("redlock1", REDLOCK, 1, 16380, 31),
+    redis("redlock2", REDLOCK, 2, 16381, 32),
+    redis("redlock3", REDLOCK, 3, 16382, 33),
+    redis("redlock4", REDLOCK, 4, 16383, 34),
+    redis("redlock5", REDLOCK, 5, 16384, 35),
+    redis("fo1", FAILOVER, 1, 16390, 40),
+    redis("fo2", FAILOVER, 2, 16391, 41),
+];
+
+/// The Sentinels.
+const SENTINELS: [ServerSpec; 3] = [
+    sentinel("sen1", 1, 26390),
+    sentinel("sen2", 2, 26391),
+    sentinel("sen3", 3, 26392),
+];
+
+/// The failover pair's initial primary (`fo1`).
+pub fn initial_primary() -> &'static ServerSpec {
+    &REDIS_SERVERS[6]
+}
+
+fn cmd(shell: String) -> Vec<String> {
+    vec!["CMD".into(), "bash".into(), "-c".into(), shell]
+}
+
+impl System for Redis {
+    fn name(&self) -> &'static str {
+        "redis"
+    }
+
+    fn servers(&self) -> &'static [ServerSpec] {
+        &REDIS_SERVERS
+    }
+
+    fn standard_ports(&self) -> &'static [u16] {
+        &[6379]
+    }
+
+    fn restarts_empty(&self) -> bool {
+        true
+    }
+
+    fn depends_on(&self, spec: &ServerSpec) -> Vec<&'static str> {
+        let primary = initial_primary();
+        if spec.group == FAILOVER && spec.name != primary.name {
+            vec![primary.name]
+        } else {
+            Vec::new()
+        }
+    }
+
+    fn official_image(&self) -> &'static str {
+        "redis:7.0.15"
+    }
+
+    fn compose_healthcheck(&self, port: u16) -> Vec<String> {
+        cmd(format!("redis-cli -p {port} ping | grep -q PONG"))
+    }
+}
+
+impl System for Sentinel {
+    fn name(&self) -> &'static str {
+        "sentinel"
+    }
+
+    fn servers(&self) -> &'static [ServerSpec] {
+        &SENTINELS
+    }
+
+    fn standard_ports(&self) -> &'static [u16] {
+        &[26379]
+    }
+
+    /// The pair: a Sentinel monitors the primary from its first second.
+    fn depends_on(&self, _spec: &ServerSpec) -> Vec<&'static str> {
+        let pair = REDIS_SERVERS.iter().filter(|s| s.group == FAILOVER);
+        pair.map(|s| s.name).collect()
+    }
+
+    fn official_image(&self) -> &'static str {
+        "redis:7.0.15"
+    }
+
+    fn compose_healthcheck(&self, port: u16) -> Vec<String> {
+        cmd(format!(
+            "redis-cli -p {port} sentinel get-master-addr-by-name {SENTINEL_MASTER_NAME} | grep -q ."
+        ))
+    }
+}

@@ -1,0 +1,59 @@
+//! ZooKeeper as a [`System`]: the managed ensemble's three members, their ports, and the
+//! rules lockbench applies to them (one leader or not healthy; a restart keeps its data).
+
+use lockbench_core::{Group, ServerSpec, System};
+
+/// The ensemble's group (`zookeeper = [...]` in an endpoints file).
+pub const ZOOKEEPER: Group = Group::listed(crate::GROUP);
+
+/// The ZooKeeper system.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ZooKeeper;
+
+const fn member(name: &'static str, id: u8, client: u16, peers: &'static [u16]) -> ServerSpec {
+    ServerSpec {
+        name,
+        system: &ZooKeeper,
+        group: ZOOKEEPER,
+        id,
+        client_port: client,
+        peer_ports: peers,
+        octet: 10 + id,
+    }
+}
+
+/// The managed ensemble (loopback ports: client, quorum, election).
+const SERVERS: [ServerSpec; 3] = [
+    member("zk1", 1, 12181, &[12888, 13888]),
+    member("zk2", 2, 12182, &[12889, 13889]),
+    member("zk3", 3, 12183, &[12890, 13890]),
+];
+
+impl System for ZooKeeper {
+    fn name(&self) -> &'static str {
+        "zookeeper"
+    }
+
+    fn servers(&self) -> &'static [ServerSpec] {
+        &SERVERS
+    }
+
+    fn standard_ports(&self) -> &'static [u16] {
+        &[2181, 2888, 3888]
+    }
+
+    fn single_leader(&self) -> bool {
+        true
+    }
+
+    fn official_image(&self) -> &'static str {
+        "zookeeper:3.8.0"
+    }
+
+    fn compose_healthcheck(&self, port: u16) -> Vec<String> {
+        let check = format!(
+            "exec 3<>/dev/tcp/127.0.0.1/{port} && echo srvr >&3 && grep -qE 'Mode: (leader|follower)' <&3"
+        );
+        ["CMD", "bash", "-c", &check].map(String::from).to_vec()
+    }
+}

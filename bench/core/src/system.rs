@@ -1,0 +1,161 @@
+//! The System boundary (issue 20): what lockbench knows about one server system, behind one
+//! trait that the system's own crate implements.
+//!
+//! Why here: the backend crates (which implement [`System`]) and the crates that run servers
+//! and inject faults (`lockbench-cluster`, `lockbench-chaos`, `lockbench-compose`, which
+//! iterate over the systems `lockbench-registry` lists) both need the vocabulary, and core is
+//! the one crate below both. Like the rest of core it is data and plain functions: no runtime,
+//! no sockets. The shape follows Jepsen's `db` protocol (a system knows how to set up its
+//! servers, which of them lead, what a kill does to them) and turmoil's host model (a server
+//! is a named host with an address; faults are verbs on host names), with the doing left to
+//! the cluster and the nemeses.
+//!
+//! A [`ServerSpec`] is one server of the managed cluster (its name, ports and host address),
+//! pointing at the [`System`] that runs it; a [`Group`] is the servers clients use together
+//! (one endpoints list, or a group reached through another's list, as the failover pair is
+//! through its Sentinels). A system names its groups as consts of its crate.
+
+use serde::{Serialize, Serializer};
+use std::net::SocketAddr;
+
+/// Servers that clients use together: `zookeeper`, `redlock`, the failover pair.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Group {
+    name: &'static str,
+    list: &'static str,
+}
+
+impl Group {
+    /// A group with its own endpoints list, named like it (`zookeeper = [...]`).
+    pub const fn listed(name: &'static str) -> Group {
+        Group { name, list: name }
+    }
+
+    /// A group with no list of its own, whose clients read `list` instead (the failover pair,
+    /// found through its Sentinels' list).
+    pub const fn through(name: &'static str, list: &'static str) -> Group {
+        Group { name, list }
+    }
+
+    /// The group's name (its key in [`crate::Endpoints`] when it is listed).
+    pub fn name(self) -> &'static str {
+        self.name
+    }
+
+    /// The endpoints list its clients read.
+    pub fn list(self) -> &'static str {
+        self.list
+    }
+
+    /// `true` when the group has an endpoints list of its own.
+    pub fn is_listed(self) -> bool {
+        self.name == self.list
+    }
+}
+
+impl Serialize for Group {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name)
+    }
+}
+
+/// One server process of the managed cluster.
+#[derive(Clone, Copy, Debug)]
+pub struct ServerSpec {
+    /// Unique name, also the name of its directory and host (`zk1`, `etcd2`, `redlock5`).
+    pub name: &'static str,
+    /// The system that runs it.
+    pub system: &'static dyn System,
+    /// Which group (endpoints list) it is in.
+    pub group: Group,
+    /// 1-based member id within its group (ZooKeeper's `myid`).
+    pub id: u8,
+    /// The port clients use in the loopback topology.
+    pub client_port: u16,
+    /// Ports the members use among themselves in the loopback topology (ZooKeeper quorum and
+    /// election ports, etcd's peer port); empty for Redis. Namespaces use
+    /// [`System::standard_ports`].
+    pub peer_ports: &'static [u16],
+    /// Last octet of its host's address in the `netns` topology (`10.77.0.<octet>`).
+    pub octet: u8,
+}
+
+impl ServerSpec {
+    /// The members of this server's group (itself included), in start order.
+    pub fn members(&self) -> impl Iterator<Item = &'static ServerSpec> + '_ {
+        self.system
+            .servers()
+            .iter()
+            .filter(move |s| s.group == self.group)
+    }
+}
+
+/// Everything lockbench knows about one server system (ZooKeeper, etcd, Redis, ...),
+/// implemented by the system's crate and listed once in `lockbench-registry`.
+pub trait System: Send + Sync + 'static {
+    /// The lowercase name used in status output and the versions map (`zookeeper`).
+    fn name(&self) -> &'static str;
+
+    /// Its servers in the managed cluster, in start order.
+    fn servers(&self) -> &'static [ServerSpec];
+
+    /// The standard ports of a server (client port first, then peer ports), which it uses in
+    /// its own host (the `netns` topology, a container).
+    fn standard_ports(&self) -> &'static [u16];
+
+    /// The address clients write for a server listening on `addr` (`host:port`; etcd's is a
+    /// URL).
+    fn endpoint(&self, addr: SocketAddr) -> String {
+        addr.to_string()
+    }
+
+    /// `true` when a group of this system is healthy only with exactly one member reporting
+    /// the role `leader` (ZooKeeper: a split view during an election is not "up").
+    fn single_leader(&self) -> bool {
+        false
+    }
+
+    /// `true` when a restarted server comes back with no data (Redis without persistence),
+    /// rather than with its data directory.
+    fn restarts_empty(&self) -> bool {
+        false
+    }
+
+    /// Servers (by name) that must be up before `spec` starts (a replica's primary).
+    fn depends_on(&self, _spec: &ServerSpec) -> Vec<&'static str> {
+        Vec::new()
+    }
+
+    /// The official image of this system, for machines with a container registry.
+    fn official_image(&self) -> &'static str;
+
+    /// The compose healthcheck of a server whose client port is `port` inside its container:
+    /// what "a lock client can use it" means, asked inside the container.
+    fn compose_healthcheck(&self, port: u16) -> Vec<String>;
+}
+
+impl std::fmt::Debug for dyn System {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl PartialEq for dyn System {
+    fn eq(&self, other: &Self) -> bool {
+        self.name() == other.name()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_group_reached_through_another_list_is_not_listed() {
+        let pair = Group::through("failover", "sentinel");
+        assert!(!pair.is_listed());
+        assert_eq!(pair.list(), "sentinel");
+        assert!(Group::listed("redis").is_listed());
+        assert_eq!(serde_json::to_string(&pair).unwrap(), "\"failover\"");
+    }
+}
