@@ -403,6 +403,7 @@ pub(crate) mod tests {
                 .map(|(k, n)| (k.to_string(), *n))
                 .collect(),
             fenced: Default::default(),
+            end_note: Default::default(),
         }
     }
 

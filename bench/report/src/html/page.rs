@@ -90,6 +90,7 @@ th { background: var(--bg-alt); text-align: left; font-weight: 600; }
 td.num { text-align: right; white-space: nowrap; }
 td.bad, tr.bad td.safety { background: var(--bad-bg); color: var(--bad); font-weight: 600; }
 p.bad, ul.bad { color: var(--bad); }
+td.expected, tr.expected td.safety { background: var(--warn-bg); color: #7d4e00; font-weight: 600; }
 td.unknown { background: var(--warn-bg); }
 td.ok { color: var(--good); }
 tr.error td, td.error { color: var(--muted); }

@@ -59,10 +59,8 @@ fn headline_html(h: &Headline) -> String {
     } else {
         " class=\"bad\""
     };
-    s.push_str(&format!(
-        "<p{class}><b>Safety:</b> {}</p>\n",
-        esc(&h.safety_line())
-    ));
+    let line = capitalised(&h.safety_line());
+    s.push_str(&format!("<p{class}>{}</p>\n", esc(&line)));
     let mut items = Vec::new();
     for v in &h.unexpected {
         items.push(format!(
@@ -84,6 +82,15 @@ fn headline_html(h: &Headline) -> String {
         ));
     }
     s
+}
+
+/// `line` with its first letter upper case.
+fn capitalised(line: &str) -> String {
+    let mut chars = line.chars();
+    match chars.next() {
+        Some(c) => c.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
 }
 
 /// The environment, the scenario TOML and links to the raw files.
@@ -151,7 +158,9 @@ fn opt(x: Option<f64>, digits: usize) -> String {
         .unwrap_or_else(|| "-".into())
 }
 
-fn safety_cell(r: &BackendResult) -> String {
+/// The safety verdict of `r`; `expected` when every kind it violated was one the scenario
+/// expected (amber, not red: the fault was meant to break it).
+fn safety_cell(r: &BackendResult, expected: bool) -> String {
     let s = &r.safety;
     match s.verdict {
         Validity::Valid => "<td class=\"safety ok\">ok</td>".into(),
@@ -173,8 +182,13 @@ fn safety_cell(r: &BackendResult) -> String {
             if s.stale_writes_rejected > 0 {
                 detail.push(format!("{} stale rejected", s.stale_writes_rejected));
             }
+            let (class, word) = if expected {
+                ("expected", "VIOLATED, as expected")
+            } else {
+                ("bad", "VIOLATED")
+            };
             format!(
-                "<td class=\"safety bad\">VIOLATED: {}<br><small>{}</small></td>",
+                "<td class=\"safety {class}\">{word}: {}<br><small>{}</small></td>",
                 found.join(", "),
                 detail.join("; ")
             )
@@ -239,6 +253,11 @@ pub(crate) fn table(run: &Run) -> String {
             format!("<td>{} {}/{}</td>", esc(&r.workload), r.clients, r.keys)
         }
     };
+    let h = headline::of(&run.results);
+    let expected_only = |r: &BackendResult| {
+        let named = |v: &[headline::Violations]| v.iter().any(|v| v.backend == r.backend);
+        named(&h.expected) && !named(&h.unexpected)
+    };
     let mut t = String::new();
     if let (true, Some(r)) = (
         one_shape,
@@ -273,7 +292,7 @@ pub(crate) fn table(run: &Run) -> String {
                 chart::swatch(i, &r.backend),
                 workload_cell(r),
                 esc(r.error.as_deref().unwrap_or("error")),
-                safety_cell(r)
+                safety_cell(r, false)
             ));
             continue;
         }
@@ -288,7 +307,11 @@ pub(crate) fn table(run: &Run) -> String {
              <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
              <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}/{}</td>\
              <td class=\"num\">{} | {}</td><td class=\"faults\">{}</td>{}</tr>\n",
-            if r.safety.verdict == Validity::Invalid { " class=\"bad\"" } else { "" },
+            match (r.safety.verdict, expected_only(r)) {
+                (Validity::Invalid, true) => " class=\"expected\"",
+                (Validity::Invalid, false) => " class=\"bad\"",
+                _ => "",
+            },
             chart::swatch(i, &r.backend),
             if r.status == Status::Interrupted { " <small>(interrupted)</small>" } else { "" },
             workload_cell(r),
@@ -305,7 +328,7 @@ pub(crate) fn table(run: &Run) -> String {
             opt(r.requests.client_per_acquisition, 2),
             server_requests_cell(r),
             faults_cell(run, &r.backend),
-            safety_cell(r)
+            safety_cell(r, expected_only(r))
         ));
     }
     t.push_str("</table></div>\n");

@@ -276,9 +276,38 @@ fn the_report_has_every_section_with_charts_and_no_external_reference() {
         &html[html.find("<h1>").unwrap()..]
     );
     assert!(
-        html.contains("safety violated by 1 of 6 backends; NOT expected on 1 (redis-broken-nonx)")
+        html.contains("Safety violated by 1 of 6 backends; NOT expected on 1 (redis-broken-nonx)")
     );
     assert!(html.contains("<b>UNEXPECTED</b> redis-broken-nonx: 1 overlap"));
+    assert!(section(&html, "summary").contains("class=\"safety bad\">VIOLATED: 1 overlap"));
+}
+
+/// Issue 19 item 6: a violation the scenario expected (a chaos run's holder pause) reads as
+/// met, amber, not as a red regression.
+#[test]
+fn an_expected_violation_heads_the_report_as_met() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = synthetic_run(tmp.path(), "run", "2026-01-01T00:00:00Z", true);
+    let file = dir.join("results.json");
+    let mut results: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    results["expectations"][1] = json!({"backend": "redis-broken-nonx", "expect": "violated",
+        "outcome": "met", "measured": "invalid: 1 overlap"});
+    std::fs::write(&file, results.to_string()).unwrap();
+    let html = std::fs::read_to_string(write_report(&dir).unwrap()).unwrap();
+    assert!(
+        html.contains("<span class=\"verdict met\">EXPECTATIONS MET</span> (2 of 2)"),
+        "{:.1500}",
+        &html[html.find("<h1>").unwrap()..]
+    );
+    assert!(html.contains(
+        "Safety violated by 1 of 6 backends; all as expected on 1 (redis-broken-nonx); none unexpected"
+    ));
+    assert!(!html.contains("UNEXPECTED"));
+    assert!(
+        section(&html, "summary")
+            .contains("class=\"safety expected\">VIOLATED, as expected: 1 overlap")
+    );
 }
 
 #[test]
