@@ -262,6 +262,54 @@ impl Host {
     }
 }
 
+/// How many of `sent` UDP datagrams sent from `from` (`None`: the caller's namespace) reach a
+/// socket bound inside `to` (`None`: the caller's) on `to_addr`: a link's loss measured end to
+/// end, independently of any firewall's counters (how the `packet-loss` tests check the rules).
+/// A datagram a local OUTPUT rule drops fails to send and is simply not received. Paced (2 ms
+/// after every 50) so the receiver never overflows; blocking, about `sent` / 25 ms plus half a
+/// second of silence at the end.
+pub fn udp_delivered(
+    from: Option<&Host>,
+    to: Option<&Host>,
+    to_addr: std::net::Ipv4Addr,
+    sent: u32,
+) -> anyhow::Result<u32> {
+    use std::net::{SocketAddr, UdpSocket};
+    use std::time::Duration;
+    let bind = move || UdpSocket::bind(SocketAddr::from((to_addr, 0)));
+    let rx = match to {
+        Some(h) => h.run_inside(bind)??,
+        None => bind()?,
+    };
+    rx.set_read_timeout(Some(Duration::from_millis(500)))?;
+    let dest = rx.local_addr()?;
+    let counter = std::thread::spawn(move || {
+        let mut buf = [0u8; 64];
+        let mut n = 0u32;
+        while rx.recv(&mut buf).is_ok() {
+            n += 1;
+        }
+        n
+    });
+    let send = move || -> std::io::Result<()> {
+        let tx = UdpSocket::bind("0.0.0.0:0")?;
+        for i in 0..sent {
+            let _ = tx.send_to(b"lockbench loss count", dest);
+            if i % 50 == 49 {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        }
+        Ok(())
+    };
+    match from {
+        Some(h) => h.run_inside(send)??,
+        None => send()?,
+    }
+    counter
+        .join()
+        .map_err(|_| anyhow!("the datagram counter panicked"))
+}
+
 /// The project's network: a bridge and the hosts on it. Holds no resources; every call looks
 /// at the system afresh, so any process can manage a network another one created.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -66,7 +66,7 @@ pub mod topology;
 mod zookeeper;
 
 pub use cluster::{Cluster, UpReport, endpoints};
-pub use hosts::{Host, NetConfig, Network};
+pub use hosts::{Host, NetConfig, Network, udp_delivered};
 pub use install::{ensure_installed, missing as missing_packages};
 pub use launch::{Launch, Site};
 pub use lock::{ClusterLock, holder as lock_holder, lock_path, try_lock_path};

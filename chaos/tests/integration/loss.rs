@@ -6,44 +6,13 @@ use crate::faults::test_cluster;
 use lockbench_chaos::{Host, Nemesis};
 use lockbench_core::{Fault, LossMode, PartitionSpec, RunClock, Targets};
 use lockbench_registry::redis::system::REDIS;
-use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
-use std::time::Duration;
+use std::net::Ipv4Addr;
 
 const SENT: u32 = 2000;
 
-/// Sends [`SENT`] datagrams from `from` (`None`: this process, the root namespace) to a socket
-/// bound inside `to` (`None`: here) on `to_addr`, and returns how many arrived.
+/// How many of [`SENT`] datagrams from `from` (`None`: here) reach `to` at `to_addr`.
 fn datagrams(from: Option<&Host>, to: Option<&Host>, to_addr: Ipv4Addr) -> u32 {
-    let bind = move || UdpSocket::bind(SocketAddr::from((to_addr, 0))).unwrap();
-    let rx = match to {
-        Some(h) => h.run_inside(bind).unwrap(),
-        None => bind(),
-    };
-    rx.set_read_timeout(Some(Duration::from_millis(500)))
-        .unwrap();
-    let dest = rx.local_addr().unwrap();
-    let counter = std::thread::spawn(move || {
-        let mut buf = [0u8; 64];
-        let mut n = 0;
-        while rx.recv(&mut buf).is_ok() {
-            n += 1;
-        }
-        n
-    });
-    let send = move || {
-        let tx = UdpSocket::bind("0.0.0.0:0").unwrap();
-        for i in 0..SENT {
-            let _ = tx.send_to(b"loss test", dest); // a local OUTPUT drop fails the send
-            if i % 50 == 49 {
-                std::thread::sleep(Duration::from_millis(2)); // never overflow the receiver
-            }
-        }
-    };
-    match from {
-        Some(h) => h.run_inside(send).unwrap(),
-        None => send(),
-    }
-    counter.join().unwrap()
+    lockbench_cluster::udp_delivered(from, to, to_addr, SENT).unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

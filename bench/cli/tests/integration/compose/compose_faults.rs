@@ -3,9 +3,9 @@
 //! container's network namespace (server to server), in Docker's state, or in Redis.
 //! A fault the nemesis reports as applied but whose effect is missing fails the test.
 
-use lockbench_chaos::{Group, Host, LinkNemesis, LinkProxies, Nemesis};
+use lockbench_chaos::{Group, Host, LinkNemesis, LinkProxies, Nemesis, Reach};
 use lockbench_compose::{ComposeNemesis, Containers};
-use lockbench_core::{Fault, FaultEvent, PartitionSpec, RunClock, Targets};
+use lockbench_core::{Fault, FaultEvent, LossMode, PartitionSpec, RunClock, Targets};
 use lockbench_registry::etcd::system::ETCD;
 use lockbench_registry::redis::system::{FAILOVER, REDLOCK as REDLOCK_GROUP};
 use lockbench_registry::zookeeper::system::ZOOKEEPER;
@@ -114,8 +114,8 @@ async fn heal(n: &mut impl Nemesis, clock: &RunClock, back: &[&str]) {
 
 const REDLOCK: [&str; 5] = ["redlock1", "redlock2", "redlock3", "redlock4", "redlock5"];
 
-/// Pause, kill, every partition shape, the iptables black hole and the clock jump on the
-/// Redlock servers; leader targets on etcd; link delay through the in-process proxy; the
+/// Pause, kill, every partition shape, the iptables black hole, packet loss and the clock jump
+/// on the Redlock servers; leader targets on etcd; link delay through the in-process proxy; the
 /// Redis failover on the Sentinel pair.
 pub async fn every_fault_takes_effect() {
     let clock = RunClock::start();
@@ -126,6 +126,7 @@ pub async fn every_fault_takes_effect() {
     pause_and_kill(&mut n, &clock).await;
     partitions(&mut n, &clock).await;
     blackhole_and_clock_jump(&mut n, &clock).await;
+    packet_loss(&mut n, &clock).await;
     assert!(n.heal_all(&clock).await.iter().all(|e| e.applied));
 
     leader_targets(&clock).await;
@@ -294,6 +295,87 @@ async fn blackhole_and_clock_jump(n: &mut ComposeNemesis, clock: &RunClock) {
     assert!(
         (0..=30_000).contains(&pttl),
         "PTTL {pttl} after a 30 s jump"
+    );
+}
+
+/// `packet-loss` on redlock1's links, counted end to end with UDP datagrams both ways between
+/// here (the coordinator) and its container, not by the rules' counters: `nth` drops exactly
+/// one in four each way, `random` its share within five standard deviations, and heal restores
+/// the link (what `chaos/tests/integration/loss.rs` checks on a managed host).
+async fn packet_loss(n: &mut ComposeNemesis, clock: &RunClock) {
+    const SENT: u32 = 2000;
+    let site = Containers::new();
+    let r1 = site
+        .server_host(lockbench_cluster::by_name("redlock1").unwrap())
+        .expect("redlock1's container runs");
+    let me = site
+        .coordinator_addr()
+        .expect("the coordinator's address on the compose network");
+    let both = || {
+        let r1 = r1.clone();
+        tokio::task::spawn_blocking(move || {
+            let to = lockbench_cluster::udp_delivered(None, Some(&r1), r1.addr, SENT).unwrap();
+            let back = lockbench_cluster::udp_delivered(Some(&r1), None, me, SENT).unwrap();
+            (to, back)
+        })
+    };
+    assert_eq!(
+        both().await.unwrap(),
+        (SENT, SENT),
+        "a clean link loses datagrams"
+    );
+    let loss = |rate, mode| Fault::PacketLoss {
+        targets: nodes(&["redlock1"]),
+        rate,
+        mode,
+    };
+
+    // nth: exactly one in four, each way.
+    let ev = apply(n, loss(0.25, LossMode::Nth), clock).await;
+    assert_eq!(ev[0].targets, vec!["redlock1"]);
+    assert!(ev[0].note.contains("every 4th packet"), "{}", ev[0].note);
+    assert!(
+        ev[0]
+            .note
+            .contains("inside the containers' network namespaces"),
+        "{}",
+        ev[0].note
+    );
+    assert_eq!(
+        both().await.unwrap(),
+        (SENT * 3 / 4, SENT * 3 / 4),
+        "nth 0.25 must drop exactly one datagram in four each way"
+    );
+    let healed = apply(n, Fault::Heal, clock).await;
+    let stop = healed.iter().find(|e| e.fault == "packet-loss").unwrap();
+    assert!(
+        stop.note.contains("measured over the window's traffic") && stop.note.contains("(25.0%)"),
+        "{}",
+        stop.note
+    );
+    assert_eq!(
+        both().await.unwrap(),
+        (SENT, SENT),
+        "heal restores the link"
+    );
+
+    // random: the kernel's draw, within five standard deviations each way.
+    let ev = apply(n, loss(0.2, LossMode::Random), clock).await;
+    assert!(ev[0].note.contains("not seeded"), "{}", ev[0].note);
+    let (to, back) = both().await.unwrap();
+    let sd = (f64::from(SENT) * 0.2 * 0.8).sqrt();
+    for (way, got) in [("to redlock1", to), ("from redlock1", back)] {
+        let lost = f64::from(SENT - got);
+        assert!(
+            (lost - 0.2 * f64::from(SENT)).abs() < 5.0 * sd,
+            "{way}: lost {lost} of {SENT} datagrams at random 0.2"
+        );
+    }
+    heal(n, clock, &["redlock1"]).await;
+    assert_eq!(
+        both().await.unwrap(),
+        (SENT, SENT),
+        "heal restores the link"
     );
 }
 
