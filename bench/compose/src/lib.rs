@@ -39,6 +39,7 @@
 //! | `link-delay`, `link-blackhole` with link proxies | toxics on the coordinator's in-process proxies |
 //! | `redis-failover` | the replica's namespace drops the primary, `docker kill` of the primary after its next grant; heal: `docker start`, `REPLICAOF` |
 //! | `clock-jump` | the Redis TTL emulation, as in managed mode |
+//! | `packet-loss` | iptables `statistic` DROP (random or nth) in the target containers' namespaces on their links with the coordinator (the compose bridge's gateway address) and the client containers, checked with a UDP probe against the rules' counters, flushed on `heal`, as in managed mode; refused on a client container when the schedule has a link fault (the proxies hide its address) |
 //! | faults on client hosts (`client<N>`, `isolate = "holder"`) | the worker's container `lockbench-client<N>` ([`clients`]): SIGSTOP/SIGKILL of its process by the coordinator, iptables in its namespace |
 #![deny(missing_docs)]
 
