@@ -392,7 +392,6 @@ pub(crate) mod tests {
             targets: vec![targets.into()],
             applied: true,
             note: String::new(),
-            end_note: String::new(),
             start_s,
             end_s: start_s + length_s,
             before: Default::default(),
