@@ -80,11 +80,30 @@ impl<S: Nemesis> Nemesis for Composite<S> {
     }
 }
 
-/// The server nemesis of a cluster lockbench cannot reach (`--cluster external:FILE`): its
-/// machines are someone else's, so no server can be signalled, restarted or firewalled, and
-/// every server fault is recorded as not applied, with that reason. Client faults still work
+/// The server nemesis of a cluster lockbench cannot reach (`--cluster external:FILE`: its
+/// machines are someone else's; compose through its published ports: no container address or
+/// namespace is reachable), so no server can be signalled, restarted or firewalled, and
+/// every server fault is recorded as not applied, with the reason. Client faults still work
 /// (the workers are lockbench's own processes), and so do link faults when the run has proxies.
-pub struct Unreachable;
+pub struct Unreachable {
+    why: std::borrow::Cow<'static, str>,
+}
+
+impl Unreachable {
+    /// An external cluster's servers.
+    pub fn external() -> Unreachable {
+        Unreachable {
+            why: "an external cluster's machines cannot be reached: no server fault (signals, \
+                  restarts, firewall rules) can be applied to them"
+                .into(),
+        }
+    }
+
+    /// Servers no fault can reach, for the reason `why` (recorded on every fault).
+    pub fn because(why: String) -> Unreachable {
+        Unreachable { why: why.into() }
+    }
+}
 
 impl Nemesis for Unreachable {
     async fn apply(&mut self, fault: &Fault, clock: &RunClock) -> Vec<FaultEvent> {
@@ -103,8 +122,7 @@ impl Nemesis for Unreachable {
                 fault.verb(),
                 FaultPhase::Start,
                 vec![],
-                "an external cluster's machines cannot be reached: no server fault (signals, \
-                 restarts, firewall rules) can be applied to them",
+                self.why.clone(),
                 false,
             )],
         }

@@ -1,7 +1,9 @@
-//! Waiting for the compose cluster: from where lockbench runs, with the managed cluster's
-//! health checks, bounded, and naming what is not healthy.
+//! Waiting for the compose cluster: from where lockbench runs, the way it reaches the servers
+//! ([`mod@crate::route`]), with the managed cluster's health checks, bounded, and naming what is
+//! not healthy.
 
-use crate::file::{container, topology};
+use crate::file::container;
+use crate::route::route;
 use anyhow::bail;
 use std::time::Duration;
 
@@ -16,24 +18,32 @@ pub fn detect() -> bool {
         .is_ok_and(|o| o.status.success() && o.stdout.starts_with(b"true"))
 }
 
-/// Waits until every server of the compose cluster answers as healthy (ZooKeeper serving with
-/// one leader, etcd `/health`, Redis `PING`, Sentinels naming a primary), at most `timeout`.
-/// Fails at once when Docker says the cluster does not run, else at the deadline, naming each
-/// unhealthy server with its address and its container.
-pub async fn wait_healthy(timeout: Duration) -> anyhow::Result<()> {
-    let topo = topology();
-    if lockbench_cluster::wait_healthy(&topo, Duration::ZERO)
-        .await
-        .is_ok()
-    {
-        return Ok(());
-    }
+/// Fails when a Docker engine answers and says the compose cluster does not run (so the
+/// route is not probed against containers that do not exist).
+pub fn ensure_runs() -> anyhow::Result<()> {
     if docker_answers() && !detect() {
         bail!(
             "the compose cluster does not run (no running container {}): start it with \
              `docker-compose up -d` (or `docker compose up -d --wait`) after scripts/build-images",
             container(lockbench_cluster::SERVERS[0].name)
         );
+    }
+    Ok(())
+}
+
+/// Waits until every server of the compose cluster answers as healthy (ZooKeeper serving with
+/// one leader, etcd `/health`, Redis `PING`, Sentinels naming a primary) the way this process
+/// reaches them ([`route`]: container addresses or published ports), at most `timeout`.
+/// Fails at once when Docker says the cluster does not run, else at the deadline, naming each
+/// unhealthy server with its address and its container.
+pub async fn wait_healthy(timeout: Duration) -> anyhow::Result<()> {
+    ensure_runs()?;
+    let topo = route().topology();
+    if lockbench_cluster::wait_healthy(&topo, Duration::ZERO)
+        .await
+        .is_ok()
+    {
+        return Ok(());
     }
     eprintln!(
         "lockbench: waiting up to {}s for the compose cluster to be healthy",
@@ -76,15 +86,22 @@ fn docker_answers() -> bool {
 
 /// Which cluster a bench uses, and why (for the bench's first line): `LOCKBENCH_CLUSTER`
 /// (`managed` or `compose`) when set, else `compose` when its containers run (`docker-compose
-/// up` then `cargo bench` just works), else `managed`.
-pub fn bench_cluster() -> Result<(&'static str, &'static str), String> {
-    match std::env::var("LOCKBENCH_CLUSTER").ok().as_deref() {
-        Some("compose") => Ok(("compose", "LOCKBENCH_CLUSTER=compose")),
-        Some("managed") => Ok(("managed", "LOCKBENCH_CLUSTER=managed")),
-        Some("") | None if detect() => Ok(("compose", "its containers run")),
-        Some("") | None => Ok(("managed", "no compose cluster runs")),
-        Some(other) => Err(format!(
-            "LOCKBENCH_CLUSTER={other}: expected `managed` or `compose`"
-        )),
+/// up` then `cargo bench` just works), else `managed`. On compose the reason ends with the
+/// way the servers are reached ([`Route::describe`](crate::Route::describe)).
+pub fn bench_cluster() -> Result<(&'static str, String), String> {
+    let (cluster, why) = match std::env::var("LOCKBENCH_CLUSTER").ok().as_deref() {
+        Some("compose") => ("compose", "LOCKBENCH_CLUSTER=compose"),
+        Some("managed") => ("managed", "LOCKBENCH_CLUSTER=managed"),
+        Some("") | None if detect() => ("compose", "its containers run"),
+        Some("") | None => ("managed", "no compose cluster runs"),
+        Some(other) => {
+            return Err(format!(
+                "LOCKBENCH_CLUSTER={other}: expected `managed` or `compose`"
+            ));
+        }
+    };
+    if cluster == "compose" && detect() {
+        return Ok((cluster, format!("{why}; {}", route().describe())));
     }
+    Ok((cluster, why.to_string()))
 }

@@ -14,6 +14,13 @@
 //!   ports, which the host reaches directly: lockbench, the Sentinels and the replicas all see
 //!   the same addresses, so `redis-sentinel` works from the host with no announce settings.
 //!   [`endpoints`] are those addresses (`compose/endpoints.toml` is the same, generated).
+//! - **Published ports where the host cannot route to them.** Every server's client port is
+//!   also published on `127.0.0.1`, at its managed loopback port, for Docker Desktop, whose
+//!   containers live in a VM the host does not route to. A bounded probe ([`mod@route`]) picks
+//!   the container addresses when the host reaches them, else the published ports, and says
+//!   which on the first line; what the published ports cannot carry (a Sentinel naming its
+//!   primary's container address, client containers, server and link faults) is refused or
+//!   recorded as not applied, with the reason, never skipped silently.
 //! - **Ready means healthy.** Every service has a healthcheck (the managed cluster's notion of
 //!   healthy, asked inside the container); [`wait_healthy`] asks the same from where lockbench
 //!   runs, bounded, naming the server and address that is not.
@@ -46,10 +53,12 @@
 pub mod clients;
 pub mod file;
 mod health;
+pub mod route;
 mod site;
 
 pub use file::{NETWORK, container, endpoints, topology};
-pub use health::{bench_cluster, detect, wait_healthy};
+pub use health::{bench_cluster, detect, ensure_runs, wait_healthy};
+pub use route::{Route, route};
 pub use site::Containers;
 
 use lockbench_chaos::{Group, ServerNemesis};

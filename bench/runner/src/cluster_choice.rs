@@ -78,11 +78,15 @@ impl ClusterChoice {
                 let endpoints = report.status.endpoints.clone();
                 Ok((endpoints, report.started.then_some(cluster)))
             }
-            // docker-compose.yml's servers at their container addresses (compose/endpoints.toml),
-            // once every one is healthy.
+            // docker-compose.yml's servers at their container addresses (compose/endpoints.toml)
+            // when this host routes to them, else at their published ports on 127.0.0.1 (said
+            // on the first line), once every one is healthy.
             ClusterChoice::Compose => {
+                lockbench_compose::ensure_runs()?;
+                let route = lockbench_compose::route();
+                eprintln!("lockbench: {}", route.describe());
                 lockbench_compose::wait_healthy(COMPOSE_HEALTH_TIMEOUT).await?;
-                Ok((lockbench_compose::endpoints(), None))
+                Ok((route.endpoints(), None))
             }
             ClusterChoice::External(file) => {
                 let text = std::fs::read_to_string(file)
@@ -107,9 +111,15 @@ impl ClusterChoice {
                 ServerSide::Managed(ServerNemesis::new(Cluster::new(dir.clone()), group, rng))
             }
             // The same nemesis on the containers (their namespaces; Docker pause/kill/start).
+            // Through the published ports: no container address or namespace is reachable.
+            ClusterChoice::Compose if lockbench_compose::route().is_published() => {
+                ServerSide::External(Unreachable::because(
+                    lockbench_compose::route::faults_not_applied(),
+                ))
+            }
             ClusterChoice::Compose => ServerSide::Compose(lockbench_compose::nemesis(group, rng)),
             // Its machines are someone else's: every server fault is reported not applied.
-            ClusterChoice::External(_) => ServerSide::External(Unreachable),
+            ClusterChoice::External(_) => ServerSide::External(Unreachable::external()),
         }
     }
 
@@ -130,6 +140,7 @@ impl ClusterChoice {
                 group,
                 rng,
             )),
+            ClusterChoice::Compose if lockbench_compose::route().is_published() => None,
             ClusterChoice::Compose => {
                 let site = lockbench_compose::Containers::new();
                 let servers = site.servers(group);
@@ -140,10 +151,12 @@ impl ClusterChoice {
     }
 
     /// The servers of `kind` a run's link proxies stand in front of: (name, endpoint as the
-    /// clients write it); `None` on an external cluster.
+    /// clients write it); `None` on an external cluster and on compose through its published
+    /// ports (their link faults are then recorded as not applied).
     pub fn proxied_servers(&self, kind: BackendKind) -> Option<Vec<(String, String)>> {
         let group = lockbench_registry::group_of(kind);
         let (topo, servers) = match self {
+            ClusterChoice::Compose if lockbench_compose::route().is_published() => return None,
             ClusterChoice::Managed(dir) => {
                 let site = lockbench_chaos::Managed::new(Cluster::new(dir.clone()));
                 (site.topology().clone(), site.servers(group))
@@ -169,7 +182,8 @@ pub enum ServerSide {
     Managed(ServerNemesis),
     /// docker-compose.yml's.
     Compose(lockbench_compose::ComposeNemesis),
-    /// An external cluster's: nothing on its machines can be done.
+    /// An external cluster's, or compose's through its published ports: nothing on its
+    /// machines can be done (every server fault is recorded as not applied, with the reason).
     External(Unreachable),
 }
 

@@ -114,7 +114,17 @@ impl RunEnv {
         env._fault_lock =
             Some(run_lock(lock, "the compose cluster's client containers and faults").await?);
         remove_left_containers().await?;
-        if uses_workers(scenario) {
+        if uses_workers(scenario) && lockbench_compose::route().is_published() {
+            // A client container could not reach the resource service (the bridge's address is
+            // the host's only where the host routes to the compose subnet).
+            eprintln!(
+                "lockbench: compose through published ports: the workers run as processes on \
+                 this host, not in client containers (a client container cannot reach the \
+                 coordinator's resource service here); faults on client hosts are not applied; \
+                 for client containers, {}",
+                lockbench_compose::route::ON_THE_NETWORK
+            );
+        } else if uses_workers(scenario) {
             env.bind = IpAddr::V4(lockbench_compose::clients::gateway());
             env.place = Place::Containers;
         }

@@ -31,7 +31,10 @@ impl Servers {
         let label = cluster.label();
         let env = match &cluster {
             ClusterChoice::Managed(dir) => RunEnv::managed(dir.clone(), scenario).await?,
-            ClusterChoice::Compose => RunEnv::compose(scenario).await?,
+            ClusterChoice::Compose => {
+                refuse_unreachable(scenario)?;
+                RunEnv::compose(scenario).await?
+            }
             _ => RunEnv::loopback(cluster),
         };
         Ok(Servers {
@@ -72,6 +75,18 @@ impl Servers {
             expectations: Vec::new(),
         }
     }
+}
+
+/// Fails when a backend of `scenario` cannot run the way this process reaches the compose
+/// cluster (`redis-sentinel` through the published ports), naming it and why.
+fn refuse_unreachable(scenario: &Scenario) -> anyhow::Result<()> {
+    let route = lockbench_compose::route();
+    for &kind in &scenario.backends {
+        if let Some(why) = route.cannot_carry(lockbench_registry::group_of(kind)) {
+            anyhow::bail!("{} cannot run on compose here: {why}", kind.name());
+        }
+    }
+    Ok(())
 }
 
 /// Waits for a request to stop and names it: Ctrl-C (SIGINT), SIGTERM (what `timeout`, a
