@@ -5,7 +5,8 @@
 //! apply one fault of every kind compose mode applies and check that it took effect
 //! (`compose_faults`), run client workers as containers and fault them (`compose_clients`),
 //! then `down -v` and check that nothing is left: no container, network or volume, no firewall
-//! rule for the compose network.
+//! rule for the compose network. `compose_published` brings up its own cluster and makes its
+//! subnet unreachable, as on Docker Desktop, to check the published ports' route.
 //!
 //! A machine without a Docker Engine fails this test; it never skips. It owns the containers
 //! named `lockbench-*`, so it refuses to start while a compose cluster exists. `#[ignore]`d
@@ -14,6 +15,7 @@
 use crate::common;
 mod compose_clients;
 mod compose_faults;
+mod compose_published;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -115,6 +117,29 @@ impl Drop for Down {
     }
 }
 
+/// Panics when containers named `lockbench-*` exist: a compose test brings its own cluster up
+/// and down.
+fn no_compose_cluster_yet() {
+    let existing = docker(&["ps", "-a", "-q", "--filter", "name=^lockbench-"]);
+    assert!(
+        existing.trim().is_empty(),
+        "containers named lockbench-* exist already (a compose cluster is up?): this test brings \
+         its own up and down; run `docker-compose down -v` first"
+    );
+}
+
+/// `backend`'s result in `r`, after checking that it ran, acquired and stayed safe.
+fn ran_well<'a>(r: &'a serde_json::Value, backend: &str) -> &'a serde_json::Value {
+    let x = common::result_of(r, backend);
+    assert_eq!(x["status"], "ok", "{backend}: {x}");
+    assert!(
+        x["acquisitions"].as_u64().unwrap() > 0,
+        "{backend}: no acquisition: {x}"
+    );
+    assert_eq!(x["safety"]["verdict"], "valid", "{backend}: {x}");
+    x
+}
+
 fn timed<T>(what: &str, f: impl FnOnce() -> T) -> T {
     let start = Instant::now();
     let t = f();
@@ -137,12 +162,7 @@ fn compose_cluster_runs_the_quick_suite_and_faults_and_leaves_nothing() {
         info.map(|o| common::text(&o))
             .unwrap_or_else(|e| e.to_string())
     );
-    let existing = docker(&["ps", "-a", "-q", "--filter", "name=^lockbench-"]);
-    assert!(
-        existing.trim().is_empty(),
-        "containers named lockbench-* exist already (a compose cluster is up?): this test brings \
-         its own up and down; run `docker-compose down -v` first"
-    );
+    no_compose_cluster_yet();
     assert!(
         compose_rules("").is_empty(),
         "firewall rules for 10.78.0.0/24 exist before the test"
@@ -172,6 +192,17 @@ fn compose_cluster_runs_the_quick_suite_and_faults_and_leaves_nothing() {
             .unwrap()
     });
     assert!(out.status.success(), "{}", common::text(&out));
+    // This host routes to the compose subnet: the route probe chose the container addresses
+    // (`compose_published` checks the other way).
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr
+            .lines()
+            .next()
+            .is_some_and(|l| l
+                .contains("compose: reaching the containers at their addresses on 10.78.0.0/24")),
+        "the first line does not say the container addresses are used: {stderr}"
+    );
     let r = common::results(&dir.join("run"));
     assert_eq!(r["cluster"], "compose");
     for backend in [
@@ -182,13 +213,7 @@ fn compose_cluster_runs_the_quick_suite_and_faults_and_leaves_nothing() {
         "redis-setnx",
         "redlock",
     ] {
-        let x = common::result_of(&r, backend);
-        assert_eq!(x["status"], "ok", "{backend}: {x}");
-        assert!(
-            x["acquisitions"].as_u64().unwrap() > 0,
-            "{backend}: no acquisition: {x}"
-        );
-        assert_eq!(x["safety"]["verdict"], "valid", "{backend}: {x}");
+        let x = ran_well(&r, backend);
         eprintln!(
             "compose test: {backend}: {} acq/s",
             x["throughput_per_s"].as_f64().unwrap()
