@@ -523,7 +523,7 @@ duration = "2s"
     assert!(err.contains("evry_jitter"), "{err}");
 }
 
-/// Issue 11 item 10: every built-in scenario states what its results must show (the README's
+/// Issue 11 item 10: every built-in scenario states what its results must show (`docs/reading-results.md`'s
 /// promise for it), so `lockbench run <name>` can gate a CI job on its exit code.
 #[test]
 fn every_builtin_scenario_carries_its_expectations() {

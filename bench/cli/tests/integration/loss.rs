@@ -3,7 +3,7 @@
 //! client link to every server) are applied, each one's measured dropped share is within the
 //! tolerance of the asked rate (the start probe's, and the window's own traffic's, from the
 //! rules' counters at heal), and the exit code follows the scenario's expectations (every
-//! recipe safe under packet loss alone, as measured: README "Packet-loss scenario").
+//! recipe safe under packet loss alone, as measured: docs/chaos.md, "Packet-loss scenario").
 //!
 //! One backend, etcd-lease (not Redis: other tests compare Redis's global command counts), on
 //! keys of its own, with the scenario's own schedule (about 18 s). Packet loss needs the

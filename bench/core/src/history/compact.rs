@@ -30,7 +30,7 @@
 //! since `"history":3`, that a finished run ends with an end line, [`super::End`]); readers
 //! skip it.
 //!
-//! With standard tools, absolute values are a running sum (README, "History files"):
+//! With standard tools, absolute values are a running sum (`docs/reading-results.md`, the run directory):
 //!
 //! ```sh
 //! zstdcat history.jsonl.zst | jq -c 'foreach . as $l ({}; (if $l.t then .t = $l.t
