@@ -24,7 +24,7 @@
 use crate::{Reach, probe};
 use anyhow::{anyhow, bail};
 use lockbench_cluster::{SERVERS, ServerSpec};
-use lockbench_registry::redis::system::SENTINEL;
+use lockbench_registry::redis::{server, system::SENTINEL};
 use std::time::{Duration, Instant};
 
 /// How many lock keys (`*lock:*`) `spec` holds, and its grant count (the sum of
@@ -55,8 +55,9 @@ pub(crate) async fn primary(
     pair: &[&'static ServerSpec],
 ) -> anyhow::Result<String> {
     for s in SERVERS.iter().filter(|s| s.group == SENTINEL) {
-        let Some(addr) = lockbench_cluster::sentinel::primary(&reach.topology().endpoint(s)).await
-        else {
+        let ask = server::primary_query(&reach.topology().endpoint(s));
+        let reply = lockbench_cluster::exchange(&ask).await.ok();
+        let Some(addr) = reply.and_then(|r| server::primary(&r)) else {
             continue;
         };
         return pair

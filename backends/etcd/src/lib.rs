@@ -56,6 +56,7 @@ mod metrics;
 pub mod mutex;
 mod observe;
 pub mod prefix_watch;
+mod server;
 pub mod session;
 pub mod synced;
 pub mod system;

@@ -1,7 +1,9 @@
 //! etcd as a [`System`]: the managed cluster's three members, their ports, and how clients
 //! write their addresses (URLs).
 
-use lockbench_core::{Group, ServerSpec, System};
+use crate::server;
+use lockbench_core::launch::{Launch, Site};
+use lockbench_core::{Exchange, Group, Probe, ServerSpec, System};
 use std::net::SocketAddr;
 
 /// The cluster's group (`etcd = [...]` in an endpoints file).
@@ -45,6 +47,34 @@ impl System for Etcd {
 
     fn endpoint(&self, addr: SocketAddr) -> String {
         format!("http://{addr}")
+    }
+
+    fn launch(&self, spec: &ServerSpec, site: &Site) -> Launch {
+        server::launch(spec, site)
+    }
+
+    fn needs(&self) -> &'static [&'static str] {
+        &["etcd"]
+    }
+
+    fn health_check(&self, endpoint: &str) -> Exchange {
+        server::get(endpoint, "/health")
+    }
+
+    /// `/health` says `true`: the member has a leader and a quorum.
+    fn health(&self, reply: &[u8]) -> Probe {
+        Probe {
+            healthy: server::healthy(reply),
+            role: None,
+        }
+    }
+
+    fn version_check(&self, endpoint: &str) -> Option<Exchange> {
+        Some(server::get(endpoint, "/version"))
+    }
+
+    fn version(&self, reply: &[u8]) -> Option<String> {
+        server::version(reply)
     }
 
     fn official_image(&self) -> &'static str {

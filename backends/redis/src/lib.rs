@@ -52,6 +52,7 @@ pub mod redlock;
 mod retry;
 pub mod scripts;
 mod sentinel;
+pub mod server;
 pub mod setnx;
 pub mod system;
 mod value;

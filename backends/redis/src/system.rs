@@ -3,7 +3,9 @@
 //! its Sentinels only make sense together (a Sentinel monitors `fo1` from its first second,
 //! `fo2` starts as `fo1`'s replica).
 
-use lockbench_core::{Group, SENTINEL_MASTER_NAME, ServerSpec, System};
+use crate::server;
+use lockbench_core::launch::{Launch, Site};
+use lockbench_core::{Exchange, Group, Probe, SENTINEL_MASTER_NAME, ServerSpec, System};
 
 /// The standalone server's group (`redis = [...]`: `redis-setnx`, `redis-pubsub`).
 pub const REDIS: Group = Group::listed(crate::REDIS);
@@ -92,6 +94,34 @@ impl System for Redis {
         true
     }
 
+    fn launch(&self, spec: &ServerSpec, site: &Site) -> Launch {
+        server::redis(spec, site)
+    }
+
+    fn needs(&self) -> &'static [&'static str] {
+        &["redis-server"]
+    }
+
+    fn health_check(&self, endpoint: &str) -> Exchange {
+        server::ping(endpoint)
+    }
+
+    /// It answers `PING`.
+    fn health(&self, reply: &[u8]) -> Probe {
+        Probe {
+            healthy: server::pong(reply),
+            role: None,
+        }
+    }
+
+    fn version_check(&self, endpoint: &str) -> Option<Exchange> {
+        Some(server::info_server(endpoint))
+    }
+
+    fn version(&self, reply: &[u8]) -> Option<String> {
+        server::version(reply)
+    }
+
     fn depends_on(&self, spec: &ServerSpec) -> Vec<&'static str> {
         let primary = initial_primary();
         if spec.group == FAILOVER && spec.name != primary.name {
@@ -121,6 +151,26 @@ impl System for Sentinel {
 
     fn standard_ports(&self) -> &'static [u16] {
         &[26379]
+    }
+
+    fn launch(&self, spec: &ServerSpec, site: &Site) -> Launch {
+        server::sentinel(spec, site)
+    }
+
+    fn needs(&self) -> &'static [&'static str] {
+        &["redis-sentinel"]
+    }
+
+    fn health_check(&self, endpoint: &str) -> Exchange {
+        server::primary_query(endpoint)
+    }
+
+    /// It answers and names a primary.
+    fn health(&self, reply: &[u8]) -> Probe {
+        Probe {
+            healthy: server::primary(reply).is_some(),
+            role: None,
+        }
     }
 
     /// The pair: a Sentinel monitors the primary from its first second.

@@ -68,6 +68,7 @@ mod fair;
 mod knobs;
 mod observe;
 mod paths;
+mod server;
 pub mod system;
 
 /// The endpoint group ZooKeeper's clients read (`zookeeper = [...]` in an endpoints file).

@@ -1,7 +1,9 @@
 //! ZooKeeper as a [`System`]: the managed ensemble's three members, their ports, and the
 //! rules lockbench applies to them (one leader or not healthy; a restart keeps its data).
 
-use lockbench_core::{Group, ServerSpec, System};
+use crate::server;
+use lockbench_core::launch::{Launch, Site};
+use lockbench_core::{Exchange, Group, Probe, ServerSpec, System};
 
 /// The ensemble's group (`zookeeper = [...]` in an endpoints file).
 pub const ZOOKEEPER: Group = Group::listed(crate::GROUP);
@@ -44,6 +46,33 @@ impl System for ZooKeeper {
 
     fn single_leader(&self) -> bool {
         true
+    }
+
+    fn launch(&self, spec: &ServerSpec, site: &Site) -> Launch {
+        server::launch(spec, site)
+    }
+
+    fn needs(&self) -> &'static [&'static str] {
+        &server::NEEDS
+    }
+
+    fn health_check(&self, endpoint: &str) -> Exchange {
+        server::srvr(endpoint)
+    }
+
+    /// Serving as `leader` or `follower` (not while electing, not `standalone`).
+    fn health(&self, reply: &[u8]) -> Probe {
+        let role = server::mode(&String::from_utf8_lossy(reply));
+        let healthy = matches!(role.as_deref(), Some("leader" | "follower"));
+        Probe { healthy, role }
+    }
+
+    fn version_check(&self, endpoint: &str) -> Option<Exchange> {
+        Some(server::srvr(endpoint))
+    }
+
+    fn version(&self, reply: &[u8]) -> Option<String> {
+        server::version(&String::from_utf8_lossy(reply))
     }
 
     fn official_image(&self) -> &'static str {

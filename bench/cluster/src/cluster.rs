@@ -1,7 +1,7 @@
 //! `up`, `down` and `status` of the managed cluster: loops over [`SERVERS`] that compare what
 //! runs (pid files, `/proc`, health probes) with what should run, and fix the difference.
 
-use crate::health::{self, Probe};
+use crate::health;
 use crate::hosts::{NetConfig, Network};
 use crate::lock::{self, ClusterLock};
 use crate::process::{self, PortUse};
@@ -10,6 +10,7 @@ use crate::state_dir::{NodeDir, absolute};
 use crate::topology::Topology;
 use crate::{ClusterStatus, ServerStatus, install};
 use anyhow::{Context, bail};
+use lockbench_core::Probe;
 use lockbench_core::{Group, ServerSpec};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

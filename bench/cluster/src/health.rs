@@ -1,48 +1,24 @@
 //! Whether each server is serving, and waiting until all are.
 //!
-//! "Healthy" means what a lock client needs: ZooKeeper answers `srvr` with `Mode: leader` or
-//! `Mode: follower` (and the ensemble has exactly one leader), etcd's `/health` says `true`
-//! (it has a leader and a quorum), Redis answers `PING`.
+//! "Healthy" means what a lock client needs, as each system says
+//! ([`System::health`](lockbench_core::System::health)): ZooKeeper answers `srvr` with
+//! `Mode: leader` or `Mode: follower` (and the ensemble has exactly one leader: a
+//! [`single_leader`](lockbench_core::System::single_leader) system), etcd's `/health` says
+//! `true` (it has a leader and a quorum), Redis answers `PING`, a Sentinel names a primary.
 
+use crate::net;
 use crate::topology::Topology;
-use crate::{etcd, redis, zookeeper};
 use futures::future::join_all;
-use lockbench_core::ServerSpec;
+use lockbench_core::{Probe, ServerSpec};
 use std::time::{Duration, Instant};
 
-/// One probe's result.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Probe {
-    pub healthy: bool,
-    /// ZooKeeper's mode (`leader` / `follower`); `None` for the others.
-    pub role: Option<String>,
-}
-
-/// Probes one server.
+/// Probes one server: its system's [`System::health_check`](lockbench_core::System::health_check),
+/// read by its [`System::health`](lockbench_core::System::health); no answer is unhealthy.
 pub(crate) async fn probe(topo: &Topology, spec: &ServerSpec) -> Probe {
-    let endpoint = topo.endpoint(spec);
-    match spec.system.name() {
-        "zookeeper" => {
-            let role = zookeeper::srvr(&endpoint)
-                .await
-                .ok()
-                .and_then(|s| zookeeper::mode(&s));
-            let healthy = matches!(role.as_deref(), Some("leader" | "follower"));
-            Probe { healthy, role }
-        }
-        "etcd" => Probe {
-            healthy: etcd::healthy(&endpoint).await,
-            role: None,
-        },
-        "redis" => Probe {
-            healthy: redis::healthy(&endpoint).await,
-            role: None,
-        },
-        "sentinel" => Probe {
-            healthy: crate::sentinel::healthy(&endpoint).await,
-            role: None,
-        },
-        other => unreachable!("no health probe for system {other}"),
+    let check = spec.system.health_check(&topo.endpoint(spec));
+    match net::exchange(&check).await {
+        Ok(reply) => spec.system.health(&reply),
+        Err(_) => Probe::default(),
     }
 }
 

@@ -5,16 +5,12 @@
 //! binary or jar is actually missing: it may need `sudo`, and `dpkg-query` for every package
 //! on every `up` would be slow.
 
-use crate::zookeeper;
 use anyhow::{Context, bail};
 use std::path::PathBuf;
 use std::process::Stdio;
 use tokio::io::AsyncWriteExt;
 
 const INSTALL_DEPS: &str = include_str!("../../../scripts/install-deps");
-
-/// The programs the servers are started with.
-const PROGRAMS: [&str; 4] = ["java", "etcd", "redis-server", "redis-sentinel"];
 
 /// `program` found on `PATH` (or in `/usr/bin`, `/usr/sbin` when `PATH` lacks them).
 pub(crate) fn which(program: &str) -> Option<PathBuf> {
@@ -25,17 +21,30 @@ pub(crate) fn which(program: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// What is missing for the managed cluster, by name.
+/// What is missing for the managed cluster, by name: every registered system's
+/// [`needs`](lockbench_core::System::needs) (programs on `PATH`, files by absolute path).
 pub fn missing() -> Vec<String> {
-    let programs = PROGRAMS
-        .iter()
-        .filter(|p| which(p).is_none())
-        .map(|p| p.to_string());
-    let jars = zookeeper::JARS
-        .iter()
-        .filter(|j| !std::path::Path::new(j).exists())
-        .map(|j| j.to_string());
-    programs.chain(jars).collect()
+    let mut missing: Vec<String> = Vec::new();
+    for need in lockbench_registry::SYSTEMS.iter().flat_map(|s| s.needs()) {
+        let present = if need.starts_with('/') {
+            std::path::Path::new(need).exists()
+        } else {
+            which(need).is_some()
+        };
+        if !present && !missing.iter().any(|m| m == need) {
+            missing.push(need.to_string());
+        }
+    }
+    missing
+}
+
+/// `java` from `$JAVA_HOME`, else the one on `PATH`.
+pub(crate) fn java() -> PathBuf {
+    std::env::var_os("JAVA_HOME")
+        .map(|home| PathBuf::from(home).join("bin/java"))
+        .filter(|p| p.exists())
+        .or_else(|| which("java"))
+        .unwrap_or_else(|| "java".into())
 }
 
 /// Runs `scripts/install-deps` (via `bash -s`) when something is missing, and checks that it

@@ -31,14 +31,18 @@
 //!   only ever signalled after it is recognised as ours (its command line or working directory
 //!   is inside the state directory), so a recycled pid never gets a stranger killed; a port
 //!   held by a stranger is an error that names it.
-//! - **The cluster is data.** [`spec::SERVERS`] lists every server (name, system, ports); what
-//!   differs per system (command line and config files, health check, version query) sits in
-//!   one small module each: `zookeeper.rs`, `etcd.rs`, `redis.rs`. `up`, `down` and `status` are
-//!   loops over that list.
+//! - **The cluster is data, and knows no system by name.** [`spec::SERVERS`] lists every
+//!   server (name, system, ports) of the systems `lockbench-registry` registers; what differs
+//!   per system (command line and config files, health check, version query, what must be
+//!   installed, its standard ports, its leader and restart rules) is the system's, in its own
+//!   crate behind [`System`] (issue 20). `up`, `down` and `status` are loops over that list,
+//!   with no per-system `match`.
 //! - **Health means "a lock client can use it"** (asked from the root namespace, like the
 //!   coordinator's clients): ZooKeeper `srvr` says `leader`/`follower` with
 //!   exactly one leader, etcd `/health` is `true`, Redis answers `PING`. Probes are raw
-//!   request/reply exchanges over `TcpStream` with a timeout, so no client crate is needed.
+//!   request/reply exchanges over `TcpStream` with a timeout, so no client crate is needed:
+//!   the system gives the bytes to send and reads the reply ([`lockbench_core::Exchange`]),
+//!   the cluster does the I/O ([`exchange`]).
 //! - **Parallel callers are serialised** by `flock` on `<state>/cluster.lock` ([`ClusterLock`]),
 //!   so parallel test processes calling [`for_tests`] never start a server twice.
 //!
@@ -50,27 +54,23 @@
 
 pub mod bridge_firewall;
 mod cluster;
-mod etcd;
 mod health;
 pub mod hosts;
 mod install;
-pub mod launch;
 mod lock;
 mod net;
 mod process;
-mod redis;
-pub mod sentinel;
 pub mod spec;
 mod state_dir;
 pub mod topology;
-mod zookeeper;
 
 pub use cluster::{Cluster, UpReport, endpoints};
 pub use hosts::{Host, NetConfig, Network, udp_delivered};
 pub use install::{ensure_installed, missing as missing_packages};
-pub use launch::{Launch, Site};
 pub use lock::{ClusterLock, holder as lock_holder, lock_path, try_lock_path};
+pub use lockbench_core::launch::{Launch, Site};
 pub use lockbench_core::{Group, ServerSpec, System};
+pub use net::exchange;
 pub use spec::{SERVERS, by_name};
 pub use state_dir::default_state_dir;
 pub use topology::Topology;
@@ -130,37 +130,35 @@ pub struct ServerStatus {
 }
 
 /// Server versions for the results' environment block, asked from the servers themselves
-/// (ZooKeeper `srvr`, etcd `GET /version`, Redis `INFO server`), so they are right for external
-/// clusters too. Maps `zookeeper` / `etcd` / `redis` to a version; a system whose servers do
-/// not answer (or that has no endpoints) is left out. Every address is asked at once, so
-/// servers that accept connections but never answer cost one probe timeout in all, not one
-/// each (eight silent servers used to hold a run up for 12 s before it began).
+/// (each system's [`System::version_check`]: ZooKeeper `srvr`, etcd `GET /version`, Redis
+/// `INFO server`), so they are right for external clusters too. Maps a system's name to a
+/// version; a system whose servers do not answer (or that has no endpoints, or reports no
+/// version) is left out. Every address is asked at once, so servers that accept connections
+/// but never answer cost one probe timeout in all, not one each (eight silent servers used to
+/// hold a run up for 12 s before it began).
 pub async fn server_versions(endpoints: &Endpoints) -> BTreeMap<String, String> {
-    async fn first<F: Future<Output = Option<String>>>(
-        addrs: &[String],
-        ask: impl Fn(String) -> F,
-    ) -> Option<String> {
-        let answers = futures::future::join_all(addrs.iter().map(|a| ask(a.clone()))).await;
-        answers.into_iter().flatten().next()
-    }
-    let redis_addrs: Vec<String> = ["redis", "redlock"]
-        .iter()
-        .flat_map(|g| endpoints.get(g))
-        .cloned()
-        .collect();
-    let (zk, etcd, redis) = tokio::join!(
-        first(endpoints.get("zookeeper"), |a| async move {
-            zookeeper::version(&zookeeper::srvr(&a).await.ok()?)
-        }),
-        first(
-            endpoints.get("etcd"),
-            |a| async move { etcd::version(&a).await }
-        ),
-        first(&redis_addrs, |a| async move { redis::version(&a).await }),
-    );
-    [("zookeeper", zk), ("etcd", etcd), ("redis", redis)]
+    let ask = |system: &'static dyn System| async move {
+        let groups = lockbench_registry::listed_groups();
+        let lists = groups.into_iter().filter(|g| {
+            let mut servers = system.servers().iter();
+            servers.any(|s| s.group == *g)
+        });
+        let addrs: Vec<String> = lists
+            .flat_map(|g| endpoints.get(g.name()))
+            .cloned()
+            .collect();
+        let answers = futures::future::join_all(addrs.iter().map(|a| async move {
+            let check = system.version_check(a)?;
+            system.version(&net::exchange(&check).await.ok()?)
+        }));
+        let version = answers.await.into_iter().flatten().next()?;
+        Some((system.name().to_string(), version))
+    };
+    let all = lockbench_registry::SYSTEMS.iter().map(|s| ask(*s));
+    futures::future::join_all(all)
+        .await
         .into_iter()
-        .filter_map(|(k, v)| Some((k.to_string(), v?)))
+        .flatten()
         .collect()
 }
 

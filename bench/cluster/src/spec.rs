@@ -3,15 +3,13 @@
 //! `up`, `down` and `status` iterate over [`SERVERS`], which is every registered system's
 //! roster (each system's crate lists its servers, ports and host addresses: the
 //! [`System`](lockbench_core::System) trait); what differs between systems (the command
-//! line, the config files, the health check) is still looked up by system name in the
-//! per-system modules here. Ports are fixed because other crates' tests and the docs rely on
+//! line, the config files, the health check) is the system's too, asked through the trait. Ports are fixed because other crates' tests and the docs rely on
 //! them.
 
-use crate::launch::Site;
 use crate::state_dir::NodeDir;
 use crate::topology::Topology;
-use crate::{etcd, zookeeper};
 use lockbench_core::ServerSpec;
+use lockbench_core::launch::Site;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
@@ -32,8 +30,8 @@ pub(crate) struct Command {
     pub args: Vec<OsString>,
 }
 
-/// Writes the config files a server needs (its [`launch`](crate::launch::launch) in the
-/// managed cluster's node directory) and returns its command line.
+/// Writes the config files a server needs (its [`System::launch`](lockbench_core::System::launch)
+/// in the managed cluster's node directory) and returns its command line.
 pub(crate) fn prepare(
     spec: &ServerSpec,
     topo: &Topology,
@@ -45,9 +43,9 @@ pub(crate) fn prepare(
         bind: topo.ip(spec),
         root: node.root.clone(),
         log: Some(node.log()),
-        cluster_token: etcd::cluster_token(state_dir),
+        cluster_token: cluster_token(state_dir),
     };
-    let launch = crate::launch::launch(spec, &site);
+    let launch = spec.system.launch(spec, &site);
     for dir in &launch.dirs {
         std::fs::create_dir_all(dir)?;
     }
@@ -60,11 +58,27 @@ pub(crate) fn prepare(
         }
     }
     let program = match launch.program {
-        "java" => zookeeper::java(),
+        "java" => crate::install::java(),
         p => crate::install::which(p).unwrap_or_else(|| p.into()),
     };
     Ok(Command {
         program,
         args: launch.args.into_iter().map(Into::into).collect(),
+    })
+}
+
+/// The managed cluster's token: derived from the state directory, so two state directories
+/// never bootstrap into each other (etcd's `--initial-cluster-token`).
+fn cluster_token(state_dir: &Path) -> String {
+    format!(
+        "lockbench-{:016x}",
+        fnv1a(state_dir.as_os_str().as_encoded_bytes())
+    )
+}
+
+/// 64-bit FNV-1a: a stable hash (unlike `DefaultHasher`) for the cluster token.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3)
     })
 }

@@ -10,6 +10,7 @@
 use crate::hosts::{self, NetConfig};
 use anyhow::{Context, bail};
 use lockbench_core::ServerSpec;
+use lockbench_core::launch::Layout;
 use serde::{Deserialize, Serialize};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::Path;
@@ -129,8 +130,8 @@ impl Topology {
         SocketAddr::new(self.ip(spec), self.client_port(spec))
     }
 
-    /// The address clients use: `host:port`, or a URL for etcd ([`System::endpoint`]
-    /// (lockbench_core::System::endpoint)).
+    /// The address clients use: `host:port`, or a URL for etcd
+    /// ([`System::endpoint`](lockbench_core::System::endpoint)).
     pub fn endpoint(&self, spec: &ServerSpec) -> String {
         spec.system.endpoint(self.client_addr(spec))
     }
@@ -138,6 +139,25 @@ impl Topology {
     /// The namespace a server runs in (`lb-zk1`), in the `netns` topology.
     pub fn netns(&self, spec: &ServerSpec) -> Option<String> {
         self.net().map(|cfg| cfg.netns_name(spec.name))
+    }
+}
+
+/// The members' addresses as a server's launch reads them.
+impl Layout for Topology {
+    fn ip(&self, spec: &ServerSpec) -> IpAddr {
+        Topology::ip(self, spec)
+    }
+
+    fn client_port(&self, spec: &ServerSpec) -> u16 {
+        Topology::client_port(self, spec)
+    }
+
+    fn peer_ports(&self, spec: &ServerSpec) -> Vec<u16> {
+        Topology::peer_ports(self, spec)
+    }
+
+    fn endpoint(&self, spec: &ServerSpec) -> String {
+        Topology::endpoint(self, spec)
     }
 }
 

@@ -15,10 +15,10 @@
 //! (`UPDATE_EXPECT=1` rewrites them).
 
 use crate::route::published_port;
-use lockbench_cluster::launch::{Launch, Site};
 use lockbench_cluster::{NetConfig, SERVERS, ServerSpec, Topology};
 use lockbench_core::Endpoints;
 use lockbench_core::System as _;
+use lockbench_core::launch::{Launch, Site};
 use std::fmt::Write as _;
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::PathBuf;
@@ -66,7 +66,7 @@ pub fn address(spec: &ServerSpec) -> IpAddr {
 /// How `spec` starts inside its container.
 pub fn launch(spec: &ServerSpec) -> Launch {
     let topology = topology();
-    lockbench_cluster::launch::launch(
+    spec.system.launch(
         spec,
         &Site {
             topology: &topology,

@@ -5,7 +5,7 @@
 //!
 //! - **One topology, two ways to run it.** The compose file is *generated* ([`mod@file`]) from the
 //!   managed cluster's own data: the same [`SERVERS`](lockbench_cluster::SERVERS) (names,
-//!   systems, octets) and the same [`Launch`](lockbench_cluster::Launch) (command line and
+//!   systems, octets) and the same [`Launch`](lockbench_core::launch::Launch) (command line and
 //!   config files, so `tickTime`, the 4lw whitelist, Sentinel timings and Redis persistence
 //!   settings are written once). A test fails when the committed files differ from the
 //!   generator's output, so they cannot drift again.

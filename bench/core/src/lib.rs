@@ -22,7 +22,9 @@
 //! - [`server_view`]: who the servers say holds a lock ([`ServerObservation`]), recorded by a
 //!   server-side observer beside the clients' ops;
 //! - [`system`]: the [`System`] trait each server system's crate implements (its servers,
-//!   ports, groups and rules), and the [`ServerSpec`] / [`Group`] of the managed cluster;
+//!   ports, groups and rules, its launch and its probes as data), and the [`ServerSpec`] /
+//!   [`Group`] of the managed cluster; [`launch`]: how a server starts ([`launch::Launch`]),
+//!   the same in managed mode and in a container;
 //! - [`election`]: leader election for the `failover` workload: [`ElectionKind`], the
 //!   [`Elector`] / [`Candidate`] roles and the `[failover]` knobs.
 //!
@@ -40,6 +42,7 @@ pub mod finding;
 pub mod history;
 pub mod ids;
 pub mod knobs;
+pub mod launch;
 pub mod op;
 pub mod scenario;
 pub mod seed;
@@ -63,6 +66,6 @@ pub use op::{ErrorKind, Op, OpF, OpType, Outcome};
 pub use scenario::Scenario;
 pub use seed::{Seed, Stream};
 pub use server_view::{HolderRecorder, ServerObservation, ServerSink};
-pub use system::{Group, ServerSpec, System};
+pub use system::{Exchange, Group, Probe, ServerSpec, System};
 pub use time::{Nanos, RunClock};
 pub use traits::{Backend, BackendInfo, Grant, LockClient, ServerCounters};

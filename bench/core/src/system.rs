@@ -15,6 +15,7 @@
 //! (one endpoints list, or a group reached through another's list, as the failover pair is
 //! through its Sentinels). A system names its groups as consts of its crate.
 
+use crate::launch::{Launch, Site};
 use serde::{Serialize, Serializer};
 use std::net::SocketAddr;
 
@@ -90,6 +91,32 @@ impl ServerSpec {
     }
 }
 
+/// One request/reply exchange with a server, as data: the address to dial, the bytes to send,
+/// and when the reply is complete (else it ends when the server closes the connection).
+///
+/// Why data: the system knows what to ask and how to read the answer; the caller (the
+/// managed cluster) owns the socket, the timeout and the concurrency (a paused server must not
+/// hang `up`, and every server is asked at once). Core and the system crates stay free of a
+/// runtime, and the reading is unit-tested on recorded replies.
+#[derive(Clone, Debug)]
+pub struct Exchange {
+    /// `host:port` to connect to.
+    pub addr: String,
+    /// What to send.
+    pub request: Vec<u8>,
+    /// `true` once the reply read so far is whole.
+    pub complete: fn(&[u8]) -> bool,
+}
+
+/// What a health probe found.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Probe {
+    /// A lock client can use the server.
+    pub healthy: bool,
+    /// Its role, when the system has roles (ZooKeeper's `leader` / `follower`).
+    pub role: Option<String>,
+}
+
 /// Everything lockbench knows about one server system (ZooKeeper, etcd, Redis, ...),
 /// implemented by the system's crate and listed once in `lockbench-registry`.
 pub trait System: Send + Sync + 'static {
@@ -124,6 +151,32 @@ pub trait System: Send + Sync + 'static {
     /// Servers (by name) that must be up before `spec` starts (a replica's primary).
     fn depends_on(&self, _spec: &ServerSpec) -> Vec<&'static str> {
         Vec::new()
+    }
+
+    /// How `spec` starts at `site` (its program, arguments and files), with the project's
+    /// settings for this system: the same in managed mode and in a container.
+    fn launch(&self, spec: &ServerSpec, site: &Site) -> Launch;
+
+    /// What the server needs on this machine: programs (found on `PATH`) and files (absolute
+    /// paths), which the managed cluster installs (`scripts/install-deps`) when one is missing.
+    fn needs(&self) -> &'static [&'static str];
+
+    /// How to ask the server at `endpoint` whether a lock client can use it.
+    fn health_check(&self, endpoint: &str) -> Exchange;
+
+    /// What a reply to [`health_check`](Self::health_check) says.
+    fn health(&self, reply: &[u8]) -> Probe;
+
+    /// How to ask the server at `endpoint` for its version (for the results' environment
+    /// block); `None` when this system reports none (the Sentinels: their Redis's version is
+    /// the Redis servers').
+    fn version_check(&self, _endpoint: &str) -> Option<Exchange> {
+        None
+    }
+
+    /// The version a reply to [`version_check`](Self::version_check) names.
+    fn version(&self, _reply: &[u8]) -> Option<String> {
+        None
     }
 
     /// The official image of this system, for machines with a container registry.

@@ -26,11 +26,14 @@
 //! rules, compose image and healthcheck); [`SYSTEMS`] lists them once, and the managed
 //! cluster, the nemeses and the compose generator iterate over it (`lockbench_cluster::SERVERS`
 //! is [`servers`]). This crate no longer depends on `lockbench-cluster`; the cluster depends
-//! on it. Still per system outside the backend crates: server launch (config files, command
-//! line), health and version probes and the install list (`bench/cluster`, matched by system
-//! name), chaos leader probes (`chaos/src/targets.rs`, by group name) and the clock-jump
-//! emulation (Redis only), and the recipe tables ([`with_backend!`], [`group_of`],
-//! [`expiry()`]).
+//! on it. Step S3b (first part): each system's launch (config files, command line), health
+//! and version probes (as data: [`lockbench_core::Exchange`], the cluster does the I/O) and
+//! what it needs installed moved into its crate's `server.rs`, so `bench/cluster` has no
+//! per-system code left. Still per system outside the backend crates: the Debian package
+//! names (`scripts/install-deps`, also the image's `compose/servers/Dockerfile`), chaos
+//! leader probes (`chaos/src/targets.rs`, by group name), the clock-jump emulation (Redis
+//! only), the official-images override's ZooKeeper command (`bench/compose/src/file.rs`), and
+//! the recipe tables ([`with_backend!`], [`group_of`], [`expiry()`]).
 #![deny(missing_docs)]
 
 mod backend;
@@ -44,7 +47,7 @@ pub use expiry::{election_expiry, expiry, holder_pause, leader_pause};
 pub use load::{knob_schemas, load_scenario};
 pub use system::{
     SYSTEMS, addresses, check_endpoints, election_group_of, endpoint_groups, group_of,
-    listed_groups, servers, system,
+    listed_groups, servers, system_named,
 };
 
 /// The knob table `K` of `scenario`, as a constructor error when it does not parse (the

@@ -21,7 +21,7 @@ pub fn servers() -> impl Iterator<Item = &'static ServerSpec> {
 }
 
 /// The registered system called `name` (`zookeeper`, `sentinel`).
-pub fn system(name: &str) -> Option<&'static dyn System> {
+pub fn system_named(name: &str) -> Option<&'static dyn System> {
     SYSTEMS.iter().copied().find(|s| s.name() == name)
 }
 
@@ -120,7 +120,7 @@ mod tests {
         names.dedup();
         assert_eq!(names.len(), n, "server names repeat");
         for sys in SYSTEMS {
-            assert!(std::ptr::eq(system(sys.name()).unwrap(), *sys));
+            assert!(std::ptr::eq(system_named(sys.name()).unwrap(), *sys));
             for s in sys.servers() {
                 assert_eq!(s.system.name(), sys.name(), "{}", s.name);
             }

@@ -1,5 +1,7 @@
-//! ZooKeeper members: `zoo.cfg`, logging, the JVM command line, and the `srvr` four-letter
-//! command used both as health check (`Mode: leader|follower`) and version source.
+//! How a ZooKeeper member starts ([`System::launch`](lockbench_core::System::launch)):
+//! `zoo.cfg`, logging and the JVM command line, the same in managed mode and in a container;
+//! and the `srvr` four-letter command, used both as health check (`Mode: leader|follower`)
+//! and version source.
 //!
 //! Gotcha: Debian's `zookeeper.jar` names its dependencies in its manifest `Class-Path`, but not
 //! an SLF4J binding; with only the jar and a `log4j.properties` directory on the class path the
@@ -7,14 +9,17 @@
 //! carries `slf4j-log4j12.jar` and `log4j-1.2.jar` (both pulled in by the `zookeeper` package),
 //! and `log4j.properties` sends everything to stdout, which the spawner sends to `server.log`.
 
-use crate::launch::{File, Launch, Site};
-use crate::net;
-use lockbench_core::ServerSpec;
+use lockbench_core::launch::{File, Launch, Site};
+use lockbench_core::{Exchange, ServerSpec};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
 /// Jars the server's class path is made of (the first one names the rest in its manifest).
-pub(crate) const JARS: [&str; 3] = [
+const JARS: [&str; 3] = [NEEDS[1], NEEDS[2], NEEDS[3]];
+
+/// The JVM and the jars.
+pub(crate) const NEEDS: [&str; 4] = [
+    "java",
     "/usr/share/java/zookeeper.jar",
     "/usr/share/java/slf4j-log4j12.jar",
     "/usr/share/java/log4j-1.2.jar",
@@ -102,19 +107,14 @@ fn zoo_cfg(spec: &ServerSpec, site: &Site) -> String {
     cfg
 }
 
-/// `java` from `$JAVA_HOME`, else the one on `PATH`.
-pub(crate) fn java() -> PathBuf {
-    std::env::var_os("JAVA_HOME")
-        .map(|home| PathBuf::from(home).join("bin/java"))
-        .filter(|p| p.exists())
-        .or_else(|| crate::install::which("java"))
-        .unwrap_or_else(|| "java".into())
-}
-
-/// The reply to the `srvr` four-letter command.
-pub(crate) async fn srvr(addr: &str) -> anyhow::Result<String> {
-    let reply = net::exchange(addr, b"srvr", |_| false).await?;
-    Ok(String::from_utf8_lossy(&reply).into_owned())
+/// The `srvr` four-letter command (the server closes the connection after its reply): the
+/// health check (`Mode: leader|follower`) and the version source.
+pub(crate) fn srvr(endpoint: &str) -> Exchange {
+    Exchange {
+        addr: endpoint.to_string(),
+        request: b"srvr".to_vec(),
+        complete: |_| false,
+    }
 }
 
 /// `leader` / `follower` / `standalone` / `observer` from a `srvr` reply; `None` while the

@@ -1,0 +1,105 @@
+//! How an etcd member starts ([`System::launch`](lockbench_core::System::launch)): the command
+//! line (everything is a flag, no config file); and `GET /health`, `GET /version` as plain
+//! HTTP/1.0 exchanges (the probes need no gRPC client).
+
+use lockbench_core::launch::{Launch, Site};
+use lockbench_core::{Exchange, ServerSpec};
+
+/// The `etcd` command line (etcd ignores the `--initial-*` flags once its data dir exists, so
+/// a restarted member rejoins its own cluster).
+pub(crate) fn launch(spec: &ServerSpec, site: &Site) -> Launch {
+    let topo = site.topology;
+    let peer = |s: &ServerSpec| format!("http://{}:{}", topo.ip(s), topo.peer_ports(s)[0]);
+    let listen = |port: u16| format!("http://{}:{port}", site.bind);
+    let initial_cluster: Vec<String> = spec
+        .members()
+        .map(|m| format!("{}={}", m.name, peer(m)))
+        .collect();
+    let args = [
+        "--name".into(),
+        spec.name.into(),
+        "--data-dir".into(),
+        site.data().display().to_string(),
+        "--listen-client-urls".into(),
+        listen(topo.client_port(spec)),
+        "--advertise-client-urls".into(),
+        topo.endpoint(spec),
+        "--listen-peer-urls".into(),
+        listen(topo.peer_ports(spec)[0]),
+        "--initial-advertise-peer-urls".into(),
+        peer(spec),
+        "--initial-cluster".into(),
+        initial_cluster.join(","),
+        "--initial-cluster-state".into(),
+        "new".into(),
+        "--initial-cluster-token".into(),
+        site.cluster_token.clone(),
+        "--logger".into(),
+        "zap".into(),
+        "--log-outputs".into(),
+        "stderr".into(),
+    ];
+    Launch {
+        program: "etcd",
+        args: args.to_vec(),
+        dirs: vec![site.data()],
+        remove: Vec::new(),
+        files: Vec::new(),
+    }
+}
+
+/// `GET path` over HTTP/1.0 against a base URL like `http://127.0.0.1:2379` (the server
+/// closes the connection after its reply).
+pub(crate) fn get(endpoint: &str, path: &str) -> Exchange {
+    let hostport = endpoint.strip_prefix("http://").unwrap_or(endpoint);
+    let hostport = hostport.trim_end_matches('/');
+    Exchange {
+        addr: hostport.to_string(),
+        request: format!("GET {path} HTTP/1.0\r\nHost: {hostport}\r\n\r\n").into_bytes(),
+        complete: |_| false,
+    }
+}
+
+/// The JSON body of a `200` reply.
+fn body(reply: &[u8]) -> Option<serde_json::Value> {
+    let text = String::from_utf8_lossy(reply);
+    let (head, body) = text.split_once("\r\n\r\n")?;
+    let status = head.lines().next().unwrap_or_default();
+    if status.split_whitespace().nth(1) != Some("200") {
+        return None;
+    }
+    serde_json::from_str(body).ok()
+}
+
+/// `true` when `GET /health` says `{"health":"true"}`.
+pub(crate) fn healthy(reply: &[u8]) -> bool {
+    body(reply).is_some_and(|v| v.get("health").and_then(|h| h.as_str()) == Some("true"))
+}
+
+/// The server version from `GET /version` (`{"etcdserver":"3.4.23",...}`).
+pub(crate) fn version(reply: &[u8]) -> Option<String> {
+    Some(body(reply)?.get("etcdserver")?.as_str()?.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_health_and_version_replies() {
+        let ok = b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\n{\"health\":\"true\"}";
+        assert!(healthy(ok));
+        assert!(!healthy(
+            b"HTTP/1.0 503 Service Unavailable\r\n\r\n{\"health\":\"true\"}"
+        ));
+        assert!(!healthy(b""));
+        let v = b"HTTP/1.0 200 OK\r\n\r\n{\"etcdserver\":\"3.4.23\",\"etcdcluster\":\"3.4.0\"}";
+        assert_eq!(version(v).as_deref(), Some("3.4.23"));
+        let get = get("http://127.0.0.1:2379", "/health");
+        assert_eq!(get.addr, "127.0.0.1:2379");
+        assert!(
+            get.request
+                .starts_with(b"GET /health HTTP/1.0\r\nHost: 127.0.0.1:2379")
+        );
+    }
+}
