@@ -3,6 +3,11 @@
 //!
 //! Servers must outlive the `lockbench` command that started them, so each runs in its own
 //! process group (Ctrl-C in the terminal does not reach it) with its output in a log file.
+//! For the same reason a server must not keep anything of ours open: every file descriptor
+//! beyond 0-2 it would inherit is made close-on-exec between fork and exec. Rust opens its own
+//! files close-on-exec, but not what lockbench inherited itself: `flock /tmp/x.lock cargo test`
+//! hands its lock's descriptor to every process below it, and a server the chaos nemesis
+//! restarted once held such a lock for 50 minutes after the tests ended.
 //! Before anything is signalled it is checked to be *ours*: its command line or working
 //! directory lies inside its node directory. A recycled pid in a stale pid file therefore never
 //! gets an unrelated process killed.
@@ -39,6 +44,14 @@ pub(crate) fn spawn(cmd: &Command, node: &NodeDir, netns: Option<&str>) -> anyho
         }
         None => std::process::Command::new(&cmd.program),
     };
+    // SAFETY: the closure only makes raw system calls (close_range, fcntl), which are
+    // async-signal-safe, between fork and exec; it allocates nothing and takes no lock.
+    unsafe {
+        command.pre_exec(|| {
+            cloexec_inherited();
+            Ok(())
+        });
+    }
     let mut child = command
         .args(&cmd.args)
         .current_dir(&node.root)
@@ -54,6 +67,32 @@ pub(crate) fn spawn(cmd: &Command, node: &NodeDir, netns: Option<&str>) -> anyho
     // linger as a zombie that still looks alive. When we exit, init adopts it instead.
     std::thread::spawn(move || child.wait());
     Ok(pid)
+}
+
+/// Marks every file descriptor from 3 on close-on-exec, in a child between fork and exec (see
+/// the module docs): `close_range(3, ~0, CLOSE_RANGE_CLOEXEC)` (Linux 5.11), else `fcntl` on
+/// each descriptor below the limit. Close-on-exec rather than closed: the standard library
+/// reports a failed `exec` through a close-on-exec pipe of its own, which must stay open
+/// until the `exec`.
+fn cloexec_inherited() {
+    use nix::libc;
+    // SAFETY: plain system calls on descriptor numbers; no memory is passed.
+    unsafe {
+        let flags = libc::CLOSE_RANGE_CLOEXEC as libc::c_uint;
+        if libc::syscall(
+            libc::SYS_close_range,
+            3 as libc::c_uint,
+            libc::c_uint::MAX,
+            flags,
+        ) == 0
+        {
+            return;
+        }
+        let limit = libc::sysconf(libc::_SC_OPEN_MAX).clamp(3, 1 << 20) as libc::c_int;
+        for fd in 3..limit {
+            libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+        }
+    }
 }
 
 /// The pid recorded in a pid file, if any.
@@ -212,6 +251,43 @@ mod tests {
         assert_eq!(port_use(port), PortUse::Pid(std::process::id()));
         drop(listener);
         assert_eq!(port_use(port), PortUse::Free);
+    }
+
+    /// Regression: a restarted server held a `flock` descriptor lockbench had inherited (from
+    /// `flock /tmp/lb-heavy.lock cargo ...`) for 50 minutes. A descriptor this process holds
+    /// without close-on-exec must not reach a spawned server.
+    #[test]
+    fn a_spawned_server_inherits_no_descriptor_beyond_stdio() {
+        use std::os::fd::AsRawFd;
+        let dir = std::env::temp_dir().join(format!("lb-fd-test-{}", std::process::id()));
+        let node = NodeDir::new(&dir, "srv");
+        fs::create_dir_all(&node.root).unwrap();
+        let held = dir.join("held.lock");
+        let file = fs::File::create(&held).unwrap();
+        // What flock(1) hands down: a descriptor without close-on-exec.
+        nix::fcntl::fcntl(
+            &file,
+            nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::empty()),
+        )
+        .unwrap();
+        let cmd = crate::spec::Command {
+            program: "sleep".into(),
+            args: vec!["30".into()],
+        };
+        let pid = spawn(&cmd, &node, None).unwrap();
+        let fds: Vec<std::path::PathBuf> = fs::read_dir(format!("/proc/{pid}/fd"))
+            .unwrap()
+            .flatten()
+            .filter_map(|e| fs::read_link(e.path()).ok())
+            .collect();
+        let _ = kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
+        let _ = fs::remove_dir_all(&dir);
+        assert!(file.as_raw_fd() > 2);
+        assert!(
+            !fds.iter().any(|f| f == &held),
+            "the server inherited {} (its descriptors: {fds:?})",
+            held.display()
+        );
     }
 
     #[test]
