@@ -8,7 +8,7 @@
 //! its network namespace (`/proc/<pid>/ns/net`), entered the same way.
 
 use crate::Reach;
-use anyhow::{Context, anyhow, bail};
+use anyhow::{Context, bail};
 use lockbench_cluster::ServerSpec;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -55,43 +55,6 @@ fn blocking_exchange(
         } {
             return Ok(reply);
         }
-    }
-}
-
-/// ZooKeeper's `srvr` mode (`leader`, `follower`), `None` when not serving.
-pub(crate) async fn zk_mode(
-    reach: &dyn Reach,
-    spec: &ServerSpec,
-) -> anyhow::Result<Option<String>> {
-    let reply = exchange(reach, spec, b"srvr".to_vec(), |_| false).await?;
-    Ok(String::from_utf8_lossy(&reply)
-        .lines()
-        .find_map(|l| l.strip_prefix("Mode: "))
-        .map(|m| m.trim().to_string()))
-}
-
-/// `true` when this etcd member is the leader, from `POST /v3/maintenance/status` (the gRPC
-/// gateway's JSON form of the Maintenance Status API): `header.member_id == leader`.
-pub(crate) async fn etcd_is_leader(reach: &dyn Reach, spec: &ServerSpec) -> anyhow::Result<bool> {
-    let addr = reach.topology().client_addr(spec);
-    let request = format!(
-        "POST /v3/maintenance/status HTTP/1.0\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
-         Content-Length: 2\r\n\r\n{{}}"
-    );
-    let reply = exchange(reach, spec, request.into_bytes(), |_| false).await?;
-    let text = String::from_utf8_lossy(&reply);
-    let (head, body) = text
-        .split_once("\r\n\r\n")
-        .ok_or_else(|| anyhow!("malformed HTTP reply"))?;
-    if head.split_whitespace().nth(1) != Some("200") {
-        bail!("{}", head.lines().next().unwrap_or_default());
-    }
-    let v: serde_json::Value = serde_json::from_str(body).context("status JSON")?;
-    let member = v.pointer("/header/member_id").and_then(|m| m.as_str());
-    let leader = v.get("leader").and_then(|m| m.as_str());
-    match (member, leader) {
-        (Some(m), Some(l)) => Ok(m == l),
-        _ => bail!("status without header.member_id / leader: {body}"),
     }
 }
 

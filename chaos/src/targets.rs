@@ -1,42 +1,44 @@
 //! Resolving [`Targets`] against the backend's servers at the moment a fault starts: the
-//! leader is asked for (ZooKeeper `srvr`, etcd's maintenance status), seeded choices draw from
+//! leader is asked for (the system's [`Leadership`] rule and leader probe, asked from inside
+//! each server's host: ZooKeeper `srvr`, etcd's maintenance status), seeded choices draw from
 //! the nemesis's RNG, and the result is a list of host names in server order.
 
 use crate::{Reach, probe};
 use anyhow::{anyhow, bail};
 use lockbench_cluster::ServerSpec;
+use lockbench_core::Leadership;
 use lockbench_core::Targets;
 use rand::RngCore;
 use rand::seq::SliceRandom;
 
-/// The current leader among `servers`: ZooKeeper's member in `Mode: leader`, etcd's member
-/// whose id is the leader id, the standalone Redis server (it is the primary). Errors for
-/// Redlock (independent servers have no leader) and when no single leader answers.
+/// The current leader among `servers` (one group), by its system's
+/// [`leadership`](lockbench_core::System::leadership): ZooKeeper's member in `Mode: leader`,
+/// etcd's member whose id is the leader id, the standalone Redis server (it is the primary),
+/// the failover pair's primary by its Sentinels. Errors for Redlock (independent servers have
+/// no leader) and when no single leader answers.
 pub async fn leader(reach: &dyn Reach, servers: &[&'static ServerSpec]) -> anyhow::Result<String> {
-    let group = servers
-        .first()
-        .map(|s| s.group)
-        .ok_or_else(|| anyhow!("no servers"))?;
+    let first = servers.first().ok_or_else(|| anyhow!("no servers"))?;
     let mut leaders = Vec::new();
-    match group.name() {
-        "zookeeper" => {
+    match first.system.leadership(first.group) {
+        Leadership::Elected => {
             for s in servers {
-                if probe::zk_mode(reach, s).await.ok().flatten().as_deref() == Some("leader") {
+                let Some(check) = s.system.leader_check(&reach.topology().endpoint(s)) else {
+                    continue;
+                };
+                let reply = probe::exchange(reach, s, check.request, check.complete).await;
+                if reply.is_ok_and(|r| s.system.is_leader(&r)) {
                     leaders.push(s.name);
                 }
             }
         }
-        "etcd" => {
-            for s in servers {
-                if probe::etcd_is_leader(reach, s).await.unwrap_or(false) {
-                    leaders.push(s.name);
-                }
-            }
-        }
-        "redis" if servers.len() == 1 => leaders.push(servers[0].name),
-        "failover" => return crate::failover::primary(reach, servers).await,
-        "sentinel" => bail!("Sentinels have no leader (the failover pair has a primary)"),
-        _ => bail!("independent {} servers have no leader", group.name()),
+        Leadership::Sole if servers.len() == 1 => leaders.push(first.name),
+        Leadership::Sole => bail!(
+            "{} has {} servers and no leader",
+            first.group.name(),
+            servers.len()
+        ),
+        Leadership::Watched => return crate::failover::primary(reach, servers).await,
+        Leadership::None(why) => bail!("{why}"),
     }
     match leaders.as_slice() {
         [one] => Ok(one.to_string()),

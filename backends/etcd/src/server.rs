@@ -60,6 +60,33 @@ pub(crate) fn get(endpoint: &str, path: &str) -> Exchange {
     }
 }
 
+/// `POST /v3/maintenance/status` (the gRPC gateway's JSON form of the Maintenance Status
+/// API): who the member is and whom it follows.
+pub(crate) fn status(endpoint: &str) -> Exchange {
+    let hostport = endpoint.strip_prefix("http://").unwrap_or(endpoint);
+    let hostport = hostport.trim_end_matches('/');
+    let request = format!(
+        "POST /v3/maintenance/status HTTP/1.0\r\nHost: {hostport}\r\nContent-Type: application/json\r\n\
+         Content-Length: 2\r\n\r\n{{}}"
+    );
+    Exchange {
+        addr: hostport.to_string(),
+        request: request.into_bytes(),
+        complete: |_| false,
+    }
+}
+
+/// `true` when a [`status`] reply says the member is the leader: `header.member_id ==
+/// leader`.
+pub(crate) fn is_leader(reply: &[u8]) -> bool {
+    let Some(v) = body(reply) else {
+        return false;
+    };
+    let member = v.pointer("/header/member_id").and_then(|m| m.as_str());
+    let leader = v.get("leader").and_then(|m| m.as_str());
+    matches!((member, leader), (Some(m), Some(l)) if m == l)
+}
+
 /// The JSON body of a `200` reply.
 fn body(reply: &[u8]) -> Option<serde_json::Value> {
     let text = String::from_utf8_lossy(reply);
@@ -95,6 +122,13 @@ mod tests {
         assert!(!healthy(b""));
         let v = b"HTTP/1.0 200 OK\r\n\r\n{\"etcdserver\":\"3.4.23\",\"etcdcluster\":\"3.4.0\"}";
         assert_eq!(version(v).as_deref(), Some("3.4.23"));
+        let status = |m: &str| {
+            format!(
+                "HTTP/1.0 200 OK\r\n\r\n{{\"header\":{{\"member_id\":\"{m}\"}},\"leader\":\"7\"}}"
+            )
+        };
+        assert!(is_leader(status("7").as_bytes()));
+        assert!(!is_leader(status("8").as_bytes()));
         let get = get("http://127.0.0.1:2379", "/health");
         assert_eq!(get.addr, "127.0.0.1:2379");
         assert!(

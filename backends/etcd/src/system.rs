@@ -3,7 +3,7 @@
 
 use crate::server;
 use lockbench_core::launch::{Launch, Site};
-use lockbench_core::{Exchange, Group, Probe, ServerSpec, System};
+use lockbench_core::{Exchange, Group, Leadership, Probe, ServerSpec, System};
 use std::net::SocketAddr;
 
 /// The cluster's group (`etcd = [...]` in an endpoints file).
@@ -67,6 +67,18 @@ impl System for Etcd {
             healthy: server::healthy(reply),
             role: None,
         }
+    }
+
+    fn leadership(&self, _group: Group) -> Leadership {
+        Leadership::Elected
+    }
+
+    fn leader_check(&self, endpoint: &str) -> Option<Exchange> {
+        Some(server::status(endpoint))
+    }
+
+    fn is_leader(&self, reply: &[u8]) -> bool {
+        server::is_leader(reply)
     }
 
     fn version_check(&self, endpoint: &str) -> Option<Exchange> {

@@ -5,7 +5,9 @@
 
 use crate::server;
 use lockbench_core::launch::{Launch, Site};
-use lockbench_core::{Exchange, Group, Probe, SENTINEL_MASTER_NAME, ServerSpec, System};
+use lockbench_core::{
+    Exchange, Group, Leadership, Probe, SENTINEL_MASTER_NAME, ServerSpec, System,
+};
 
 /// The standalone server's group (`redis = [...]`: `redis-setnx`, `redis-pubsub`).
 pub const REDIS: Group = Group::listed(crate::REDIS);
@@ -94,6 +96,16 @@ impl System for Redis {
         true
     }
 
+    /// The standalone server leads itself, the failover pair's primary is whom the Sentinels
+    /// name, the Redlock servers are independent.
+    fn leadership(&self, group: Group) -> Leadership {
+        match group {
+            REDIS => Leadership::Sole,
+            FAILOVER => Leadership::Watched,
+            _ => Leadership::None("independent Redis servers have no leader"),
+        }
+    }
+
     fn launch(&self, spec: &ServerSpec, site: &Site) -> Launch {
         server::redis(spec, site)
     }
@@ -159,6 +171,10 @@ impl System for Sentinel {
 
     fn needs(&self) -> &'static [&'static str] {
         &["redis-sentinel"]
+    }
+
+    fn leadership(&self, _group: Group) -> Leadership {
+        Leadership::None("Sentinels have no leader (the failover pair has a primary)")
     }
 
     fn health_check(&self, endpoint: &str) -> Exchange {

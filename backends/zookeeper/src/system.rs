@@ -3,7 +3,7 @@
 
 use crate::server;
 use lockbench_core::launch::{Launch, Site};
-use lockbench_core::{Exchange, Group, Probe, ServerSpec, System};
+use lockbench_core::{Exchange, Group, Leadership, Probe, ServerSpec, System};
 
 /// The ensemble's group (`zookeeper = [...]` in an endpoints file).
 pub const ZOOKEEPER: Group = Group::listed(crate::GROUP);
@@ -46,6 +46,19 @@ impl System for ZooKeeper {
 
     fn single_leader(&self) -> bool {
         true
+    }
+
+    fn leadership(&self, _group: Group) -> Leadership {
+        Leadership::Elected
+    }
+
+    fn leader_check(&self, endpoint: &str) -> Option<Exchange> {
+        Some(server::srvr(endpoint))
+    }
+
+    /// `Mode: leader`.
+    fn is_leader(&self, reply: &[u8]) -> bool {
+        server::mode(&String::from_utf8_lossy(reply)).as_deref() == Some("leader")
     }
 
     fn launch(&self, spec: &ServerSpec, site: &Site) -> Launch {

@@ -66,6 +66,6 @@ pub use op::{ErrorKind, Op, OpF, OpType, Outcome};
 pub use scenario::Scenario;
 pub use seed::{Seed, Stream};
 pub use server_view::{HolderRecorder, ServerObservation, ServerSink};
-pub use system::{Exchange, Group, Probe, ServerSpec, System};
+pub use system::{Exchange, Group, Leadership, Probe, ServerSpec, System};
 pub use time::{Nanos, RunClock};
 pub use traits::{Backend, BackendInfo, Grant, LockClient, ServerCounters};

@@ -117,6 +117,20 @@ pub struct Probe {
     pub role: Option<String>,
 }
 
+/// How the leader of a group is found, for the `leader` and `followers` fault targets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Leadership {
+    /// Each member is asked ([`System::leader_check`], read by [`System::is_leader`]); exactly
+    /// one must say it leads (ZooKeeper, etcd).
+    Elected,
+    /// A group of one server: it is the leader (a standalone primary).
+    Sole,
+    /// The primary a watcher names (the failover pair: whom its Sentinels name).
+    Watched,
+    /// The group has no leader; why, for the error (independent Redlock servers).
+    None(&'static str),
+}
+
 /// Everything lockbench knows about one server system (ZooKeeper, etcd, Redis, ...),
 /// implemented by the system's crate and listed once in `lockbench-registry`.
 pub trait System: Send + Sync + 'static {
@@ -139,6 +153,21 @@ pub trait System: Send + Sync + 'static {
     /// `true` when a group of this system is healthy only with exactly one member reporting
     /// the role `leader` (ZooKeeper: a split view during an election is not "up").
     fn single_leader(&self) -> bool {
+        false
+    }
+
+    /// How the leader of `group` (one of this system's) is found.
+    fn leadership(&self, _group: Group) -> Leadership {
+        Leadership::None("its servers have no leader")
+    }
+
+    /// How to ask the server at `endpoint` whether it leads (for [`Leadership::Elected`]).
+    fn leader_check(&self, _endpoint: &str) -> Option<Exchange> {
+        None
+    }
+
+    /// `true` when a reply to [`leader_check`](Self::leader_check) says the server leads.
+    fn is_leader(&self, _reply: &[u8]) -> bool {
         false
     }
 

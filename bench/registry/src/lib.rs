@@ -29,11 +29,15 @@
 //! on it. Step S3b (first part): each system's launch (config files, command line), health
 //! and version probes (as data: [`lockbench_core::Exchange`], the cluster does the I/O) and
 //! what it needs installed moved into its crate's `server.rs`, so `bench/cluster` has no
-//! per-system code left. Still per system outside the backend crates: the Debian package
-//! names (`scripts/install-deps`, also the image's `compose/servers/Dockerfile`), chaos
-//! leader probes (`chaos/src/targets.rs`, by group name), the clock-jump emulation (Redis
-//! only), the official-images override's ZooKeeper command (`bench/compose/src/file.rs`), and
-//! the recipe tables ([`with_backend!`], [`group_of`], [`expiry()`]).
+//! per-system code left. Then the chaos leader rule and probe (`System::leadership`,
+//! `leader_check`, `is_leader`), so `chaos/src/targets.rs` matches no group. Still per system
+//! outside the backend crates: the Debian package names (`scripts/install-deps`, also the
+//! image's `compose/servers/Dockerfile`), the clock-jump emulation and the `redis-failover`
+//! fault (Redis only, `chaos`), the official-images override's ZooKeeper command
+//! (`bench/compose/src/file.rs`), the registry's lists of knob tables and key separation
+//! ([`knob_schemas`], [`keys`]: a `System` method each would remove them), and the recipe
+//! tables ([`with_backend!`], [`group_of`], [`expiry()`]). CONTRIBUTING's "Adding a system"
+//! lists the files a new system touches today.
 #![deny(missing_docs)]
 
 mod backend;
