@@ -2,6 +2,7 @@
 //! write their addresses (URLs).
 
 use crate::server;
+use lockbench_core::knobs::{KnobSchema, Knobs};
 use lockbench_core::launch::{Launch, Site};
 use lockbench_core::{Exchange, Group, Leadership, Probe, ServerSpec, System};
 use std::net::SocketAddr;
@@ -39,6 +40,14 @@ impl System for Etcd {
 
     fn servers(&self) -> &'static [ServerSpec] {
         &SERVERS
+    }
+
+    fn knobs(&self) -> &'static [KnobSchema] {
+        crate::KNOBS
+    }
+
+    fn separate_keys(&self, knobs: &mut Knobs, id: &str) -> Result<(), String> {
+        crate::separate_keys(knobs, id)
     }
 
     fn standard_ports(&self) -> &'static [u16] {

@@ -4,6 +4,7 @@
 //! `fo2` starts as `fo1`'s replica).
 
 use crate::server;
+use lockbench_core::knobs::{KnobSchema, Knobs};
 use lockbench_core::launch::{Launch, Site};
 use lockbench_core::{
     Exchange, Group, Leadership, Probe, SENTINEL_MASTER_NAME, ServerSpec, System,
@@ -86,6 +87,15 @@ impl System for Redis {
 
     fn servers(&self) -> &'static [ServerSpec] {
         &REDIS_SERVERS
+    }
+
+    /// The standalone server's and the Redlock servers' tables (the Sentinels have none).
+    fn knobs(&self) -> &'static [KnobSchema] {
+        crate::KNOBS
+    }
+
+    fn separate_keys(&self, knobs: &mut Knobs, id: &str) -> Result<(), String> {
+        crate::separate_keys(knobs, id)
     }
 
     fn standard_ports(&self) -> &'static [u16] {

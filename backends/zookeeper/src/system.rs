@@ -2,6 +2,7 @@
 //! rules lockbench applies to them (one leader or not healthy; a restart keeps its data).
 
 use crate::server;
+use lockbench_core::knobs::KnobSchema;
 use lockbench_core::launch::{Launch, Site};
 use lockbench_core::{Exchange, Group, Leadership, Probe, ServerSpec, System};
 
@@ -38,6 +39,10 @@ impl System for ZooKeeper {
 
     fn servers(&self) -> &'static [ServerSpec] {
         &SERVERS
+    }
+
+    fn knobs(&self) -> &'static [KnobSchema] {
+        crate::KNOBS
     }
 
     fn standard_ports(&self) -> &'static [u16] {

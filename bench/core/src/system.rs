@@ -15,6 +15,7 @@
 //! (one endpoints list, or a group reached through another's list, as the failover pair is
 //! through its Sentinels). A system names its groups as consts of its crate.
 
+use crate::knobs::{KnobSchema, Knobs};
 use crate::launch::{Launch, Site};
 use serde::{Serialize, Serializer};
 use std::net::SocketAddr;
@@ -139,6 +140,19 @@ pub trait System: Send + Sync + 'static {
 
     /// Its servers in the managed cluster, in start order.
     fn servers(&self) -> &'static [ServerSpec];
+
+    /// Its knob tables (connection settings and recipe knobs, with their defaults and
+    /// validation), in the order a saved scenario lists them.
+    fn knobs(&self) -> &'static [KnobSchema] {
+        &[]
+    }
+
+    /// Moves this system's lock keys in `knobs` under `id`, so a run never meets keys another
+    /// run left behind (a key that outlives its holder until a TTL or a lease); nothing for a
+    /// system whose keys die with their session.
+    fn separate_keys(&self, _knobs: &mut Knobs, _id: &str) -> Result<(), String> {
+        Ok(())
+    }
 
     /// The standard ports of a server (client port first, then peer ports), which it uses in
     /// its own host (the `netns` topology, a container).

@@ -5,12 +5,13 @@ use lockbench_core::Scenario;
 /// Moves every system's lock keys under `id`, so this run never meets a key another run left
 /// behind: a Redis key an acquire cut short lives until its TTL, an etcd key until its lease
 /// expires (ZooKeeper's ephemeral nodes die with their session, and its recipes already take a
-/// fresh path per run). Each system's crate says how (`separate_keys`).
+/// fresh path per run). Each system says how
+/// ([`System::separate_keys`](lockbench_core::System::separate_keys)).
 pub fn separate(scenario: &mut Scenario, id: &str) {
-    let knobs = &mut scenario.knobs;
-    let separated = lockbench_etcd::separate_keys(knobs, id)
-        .and_then(|()| lockbench_redis::separate_keys(knobs, id));
-    separated.unwrap_or_else(|e| panic!("knobs are checked when a scenario is loaded: {e}"));
+    for system in crate::SYSTEMS {
+        let separated = system.separate_keys(&mut scenario.knobs, id);
+        separated.unwrap_or_else(|e| panic!("knobs are checked when a scenario is loaded: {e}"));
+    }
 }
 
 #[cfg(test)]

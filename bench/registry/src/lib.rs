@@ -34,10 +34,10 @@
 //! outside the backend crates: the Debian package names (`scripts/install-deps`, also the
 //! image's `compose/servers/Dockerfile`), the clock-jump emulation and the `redis-failover`
 //! fault (Redis only, `chaos`), the official-images override's ZooKeeper command
-//! (`bench/compose/src/file.rs`), the registry's lists of knob tables and key separation
-//! ([`knob_schemas`], [`keys`]: a `System` method each would remove them), and the recipe
-//! tables ([`with_backend!`], [`group_of`], [`expiry()`]). CONTRIBUTING's "Adding a system"
-//! lists the files a new system touches today.
+//! (`bench/compose/src/file.rs`), and the recipe tables ([`with_backend!`], [`group_of`], [`expiry()`]). CONTRIBUTING's "Adding a system"
+//! lists the files a new system touches today. The knob tables and key separation are
+//! the systems' too (`System::knobs`, `System::separate_keys`), so [`knob_schemas`] and
+//! [`keys`] iterate over [`SYSTEMS`].
 #![deny(missing_docs)]
 
 mod backend;

@@ -6,14 +6,11 @@
 use lockbench_core::Scenario;
 use lockbench_core::knobs::KnobSchema;
 
-/// Every registered system's knob tables, in the order a saved scenario lists them.
+/// Every registered system's knob tables ([`System::knobs`](lockbench_core::System::knobs)),
+/// in the order a saved scenario lists them (the systems' order).
 pub fn knob_schemas() -> Vec<KnobSchema> {
-    [
-        lockbench_zookeeper::KNOBS,
-        lockbench_etcd::KNOBS,
-        lockbench_redis::KNOBS,
-    ]
-    .concat()
+    let tables = crate::SYSTEMS.iter().flat_map(|s| s.knobs());
+    tables.copied().collect()
 }
 
 /// Parses TOML text, applies `--set path=value` overrides, fills defaults (every system's
