@@ -9,9 +9,8 @@
 
 use crate::common;
 
-use crate::common::{result_of, results, text};
-use lockbench_chaos::{NetConfig, ServerNemesis, Topology};
-use lockbench_cluster::Cluster;
+use crate::common::{PrivateCluster, result_of, results, text};
+use lockbench_chaos::ServerNemesis;
 use lockbench_core::{Fault, RunClock, Targets};
 use lockbench_registry::redis::system::REDIS;
 use rand::SeedableRng;
@@ -19,44 +18,6 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
-
-/// A private one-Redis cluster; stopped (namespaces and all) when dropped.
-struct PrivateRedis {
-    cluster: Cluster,
-    rt: tokio::runtime::Runtime,
-    /// `--cluster external:<file>` for it.
-    arg: String,
-}
-
-impl PrivateRedis {
-    fn up(tag: &str, subnet: &str, dir: &Path) -> PrivateRedis {
-        assert!(
-            nix::unistd::geteuid().is_root(),
-            "this test needs root for its private Redis host (network namespaces); CI runs as root"
-        );
-        let cfg = NetConfig::new(&format!("lb-{tag}-"), subnet).unwrap();
-        let cluster = Cluster::new(std::env::temp_dir().join(format!("lockbench-capacity-{tag}")))
-            .with_groups(&[REDIS])
-            .with_topology(Topology::Netns(cfg));
-        let rt = tokio::runtime::Runtime::new().unwrap();
-        rt.block_on(cluster.down()).unwrap(); // what a crashed earlier run left
-        let report = rt.block_on(cluster.up()).unwrap();
-        assert!(report.status.all_healthy(), "{:?}", report.status);
-        let file = dir.join("cluster.toml");
-        std::fs::write(&file, report.status.endpoints.to_toml()).unwrap();
-        PrivateRedis {
-            cluster,
-            rt,
-            arg: format!("external:{}", file.display()),
-        }
-    }
-}
-
-impl Drop for PrivateRedis {
-    fn drop(&mut self) {
-        let _ = self.rt.block_on(self.cluster.down());
-    }
-}
 
 fn lockbench(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_lockbench"))
@@ -173,7 +134,7 @@ fn assert_starved_by_lag(sweep: &Path, row: &Value, steps: &[Value]) {
 #[test]
 fn the_knee_of_a_lock_capped_by_its_hold_time_is_within_10_percent_of_the_cap() {
     let dir = common::scratch("capacity", "knee");
-    let redis = PrivateRedis::up("lcq", "10.83.1.0/24", &dir);
+    let redis = PrivateCluster::up("lcq", "10.83.1.0/24", &dir, &[REDIS]);
     let scenario = write_scenario(&dir, CAPPED);
 
     // The cap, measured: a closed loop with 8 clients keeps the lock busy all the time.
@@ -294,7 +255,7 @@ fn percentiles(res: &Value, field: &str) -> (f64, f64) {
 #[test]
 fn the_pacer_offers_its_rate_and_a_paused_server_shows_only_in_the_corrected_tail() {
     let dir = common::scratch("capacity", "pacer");
-    let redis = PrivateRedis::up("lcr", "10.83.2.0/24", &dir);
+    let redis = PrivateCluster::up("lcr", "10.83.2.0/24", &dir, &[REDIS]);
 
     // A fast backend: the achieved rate is the offered one, within 2%.
     let scenario = write_scenario(&dir, &open_loop(400, "3s"));

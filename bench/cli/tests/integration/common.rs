@@ -97,3 +97,57 @@ pub fn run_quietly(suite: &str, name: &str, scenario: &str, sets: &[&str]) -> (O
         .expect("run lockbench");
     (out, out_dir)
 }
+
+/// A private cluster of `groups` on hosts of its own (network namespaces under `lb-<tag>-`,
+/// `subnet`), for a test that faults or caps its servers without touching the shared
+/// cluster's; stopped on drop.
+pub struct PrivateCluster {
+    /// The cluster, for a nemesis of the test's own.
+    pub cluster: lockbench_cluster::Cluster,
+    /// The runtime its calls (and the test's nemesis) run on.
+    pub rt: tokio::runtime::Runtime,
+    /// Its servers' addresses.
+    pub endpoints: lockbench_core::Endpoints,
+    /// `--cluster external:<file>` for it.
+    pub arg: String,
+}
+
+impl PrivateCluster {
+    /// Brings it up (after removing what a crashed earlier run left), healthy, and writes its
+    /// endpoints file into `dir`. Needs root (namespaces): fails saying so otherwise.
+    pub fn up(
+        tag: &str,
+        subnet: &str,
+        dir: &Path,
+        groups: &[lockbench_core::Group],
+    ) -> PrivateCluster {
+        assert!(
+            nix::unistd::geteuid().is_root(),
+            "this test needs root for its private server hosts (network namespaces); CI runs \
+             as root"
+        );
+        let cfg = lockbench_chaos::NetConfig::new(&format!("lb-{tag}-"), subnet).unwrap();
+        let state = std::env::temp_dir().join(format!("lockbench-private-{tag}"));
+        let cluster = lockbench_cluster::Cluster::new(state)
+            .with_groups(groups)
+            .with_topology(lockbench_chaos::Topology::Netns(cfg));
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        rt.block_on(cluster.down()).unwrap(); // what a crashed earlier run left
+        let report = rt.block_on(cluster.up()).unwrap();
+        assert!(report.status.all_healthy(), "{:?}", report.status);
+        let file = dir.join("cluster.toml");
+        std::fs::write(&file, report.status.endpoints.to_toml()).unwrap();
+        PrivateCluster {
+            cluster,
+            rt,
+            endpoints: report.status.endpoints,
+            arg: format!("external:{}", file.display()),
+        }
+    }
+}
+
+impl Drop for PrivateCluster {
+    fn drop(&mut self) {
+        let _ = self.rt.block_on(self.cluster.down());
+    }
+}

@@ -14,58 +14,15 @@
 
 use crate::common;
 
-use crate::common::{result_of, results, text};
-use lockbench_chaos::{Nemesis, NetConfig, ServerNemesis, Topology};
-use lockbench_cluster::Cluster;
-use lockbench_core::{Endpoints, Fault, PartitionSpec, RunClock, Targets};
+use crate::common::{PrivateCluster, result_of, results, text};
+use lockbench_chaos::{Nemesis, ServerNemesis};
+use lockbench_core::{Fault, PartitionSpec, RunClock, Targets};
 use lockbench_registry::zookeeper::system::ZOOKEEPER;
 use rand::SeedableRng;
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-/// A private three-member ZooKeeper ensemble; stopped (namespaces and all) when dropped.
-struct PrivateZk {
-    cluster: Cluster,
-    rt: tokio::runtime::Runtime,
-    endpoints: Endpoints,
-    /// `--cluster external:<file>` for it.
-    arg: String,
-}
-
-impl PrivateZk {
-    fn up(tag: &str, subnet: &str, dir: &Path) -> PrivateZk {
-        assert!(
-            nix::unistd::geteuid().is_root(),
-            "this test needs root for its private ZooKeeper hosts (network namespaces); CI runs \
-             as root"
-        );
-        let cfg = NetConfig::new(&format!("lb-{tag}-"), subnet).unwrap();
-        let cluster = Cluster::new(std::env::temp_dir().join(format!("lockbench-counters-{tag}")))
-            .with_groups(&[ZOOKEEPER])
-            .with_topology(Topology::Netns(cfg));
-        let rt = tokio::runtime::Runtime::new().unwrap();
-        rt.block_on(cluster.down()).unwrap(); // what a crashed earlier run left
-        let report = rt.block_on(cluster.up()).unwrap();
-        assert!(report.status.all_healthy(), "{:?}", report.status);
-        let file = dir.join("cluster.toml");
-        std::fs::write(&file, report.status.endpoints.to_toml()).unwrap();
-        PrivateZk {
-            cluster,
-            rt,
-            endpoints: report.status.endpoints,
-            arg: format!("external:{}", file.display()),
-        }
-    }
-}
-
-impl Drop for PrivateZk {
-    fn drop(&mut self) {
-        let _ = self.rt.block_on(self.cluster.down());
-    }
-}
 
 /// A member's `mntr` answer (empty if it does not answer).
 fn mntr(address: &str) -> String {
@@ -109,7 +66,7 @@ const CUT_OFF: Duration = Duration::from_secs(4);
 #[test]
 fn a_follower_cut_off_from_its_peers_makes_the_servers_request_figure_unknown() {
     let dir = common::scratch("counters", "rejoin");
-    let zk = PrivateZk::up("lzc", "10.84.1.0/24", &dir);
+    let zk = PrivateCluster::up("lzc", "10.84.1.0/24", &dir, &[ZOOKEEPER]);
     let members = zk.endpoints.get("zookeeper");
     let i = members
         .iter()
