@@ -253,5 +253,5 @@ impl Nemesis for ClientNemesis {
 }
 
 fn not_mine(clock: &RunClock, verb: &str, why: String) -> FaultEvent {
-    FaultEvent::now(clock, verb, FaultPhase::Start, vec![], why, false)
+    FaultEvent::not_applied(clock, verb, vec![], why)
 }

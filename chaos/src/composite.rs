@@ -11,7 +11,7 @@
 //! targets (`pause` ... `pause`), so the availability analysis can pair them.
 
 use crate::{ClientNemesis, LinkNemesis, Nemesis};
-use lockbench_core::{Fault, FaultEvent, FaultPhase, Route, RunClock, Targets};
+use lockbench_core::{Fault, FaultEvent, Route, RunClock, Targets};
 
 /// Routes faults on client *processes* (pause, resume, kill of workers) to `client`, faults on
 /// servers or on the network to `server`: partitions and packet faults on client hosts are
@@ -53,14 +53,7 @@ impl<S: Nemesis> Nemesis for Composite<S> {
                             .apply(&on_host.expect("has targets"), clock)
                             .await
                     }
-                    Err(why) => vec![FaultEvent::now(
-                        clock,
-                        fault.verb(),
-                        FaultPhase::Start,
-                        vec![],
-                        why,
-                        false,
-                    )],
+                    Err(why) => vec![FaultEvent::not_applied(clock, fault.verb(), vec![], why)],
                 }
             }
             Route::Proxies => match self.links.as_mut() {
@@ -117,13 +110,11 @@ impl Nemesis for Unreachable {
             | Fault::LinkDelay { .. }
             | Fault::LinkBlackhole { .. }
             | Fault::PacketLoss { .. }
-            | Fault::RedisFailover => vec![FaultEvent::now(
+            | Fault::RedisFailover => vec![FaultEvent::not_applied(
                 clock,
                 fault.verb(),
-                FaultPhase::Start,
                 vec![],
-                self.why.clone(),
-                false,
+                self.why.to_string(),
             )],
         }
     }
@@ -136,7 +127,7 @@ impl Nemesis for Unreachable {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lockbench_core::PartitionSpec;
+    use lockbench_core::{FaultPhase, PartitionSpec};
     use std::sync::Arc;
     use std::sync::atomic::AtomicBool;
 

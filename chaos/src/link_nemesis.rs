@@ -105,14 +105,7 @@ impl LinkNemesis {
         let (servers, named_clients) = match self.links(t).await {
             Ok(l) => l,
             Err(e) => {
-                return FaultEvent::now(
-                    clock,
-                    verb,
-                    FaultPhase::Start,
-                    vec![],
-                    format!("{e:#}"),
-                    false,
-                );
+                return FaultEvent::not_applied(clock, verb, vec![], format!("{e:#}"));
             }
         };
         let clients = if named_clients.is_empty() {
@@ -216,13 +209,11 @@ impl Nemesis for LinkNemesis {
             | Fault::Kill { .. }
             | Fault::ClockJump { .. }
             | Fault::PacketLoss { .. }
-            | Fault::RedisFailover => vec![FaultEvent::now(
+            | Fault::RedisFailover => vec![FaultEvent::not_applied(
                 clock,
                 fault.verb(),
-                FaultPhase::Start,
                 vec![],
-                "the link nemesis applies link faults only",
-                false,
+                "the link nemesis applies link faults only".into(),
             )],
         }
     }

@@ -21,7 +21,7 @@
 //! of the window's own traffic (the probe's taken off), in the stop event's note.
 
 use crate::ServerNemesis;
-use crate::server_nemesis::{not_applied, unavailable};
+use crate::server_nemesis::unavailable;
 use crate::site::Site;
 use lockbench_cluster::{Host, ServerSpec};
 use lockbench_core::{FaultEvent, FaultPhase, LossMode, RunClock, Targets};
@@ -221,11 +221,11 @@ impl<S: Site> ServerNemesis<S> {
     ) -> FaultEvent {
         const VERB: &str = "packet-loss";
         let Some(coordinator) = self.site.coordinator_addr() else {
-            return not_applied(clock, VERB, vec![], unavailable("packet faults"));
+            return FaultEvent::not_applied(clock, VERB, vec![], unavailable("packet faults"));
         };
         let targets = match self.resolve(t).await {
             Ok(t) => t,
-            Err(e) => return not_applied(clock, VERB, vec![], format!("{e:#}")),
+            Err(e) => return FaultEvent::not_applied(clock, VERB, vec![], format!("{e:#}")),
         };
         let clients = self.client_hosts();
         let named_clients: Vec<Host> = clients
@@ -275,7 +275,7 @@ impl<S: Site> ServerNemesis<S> {
             }
         }
         if hosts.is_empty() {
-            return not_applied(
+            return FaultEvent::not_applied(
                 clock,
                 VERB,
                 targets,
@@ -335,9 +335,14 @@ impl<S: Site> ServerNemesis<S> {
             Ok(Ok(c)) => c,
             Ok(Err(e)) => {
                 self.remove_loss(&hosts, &lines).await;
-                return not_applied(clock, VERB, targets, format!("iptables failed: {e:#}"));
+                return FaultEvent::not_applied(
+                    clock,
+                    VERB,
+                    targets,
+                    format!("iptables failed: {e:#}"),
+                );
             }
-            Err(e) => return not_applied(clock, VERB, targets, e.to_string()),
+            Err(e) => return FaultEvent::not_applied(clock, VERB, targets, e.to_string()),
         };
         let tol = tolerance(rate, probed.total, drop_rules);
         let measured = probed.share();
@@ -353,7 +358,7 @@ impl<S: Site> ServerNemesis<S> {
         );
         if !within {
             self.remove_loss(&hosts, &lines).await;
-            return not_applied(
+            return FaultEvent::not_applied(
                 clock,
                 VERB,
                 targets,

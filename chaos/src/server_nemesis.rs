@@ -142,14 +142,16 @@ impl<S: Site> ServerNemesis<S> {
 
     async fn partition(&mut self, split: &PartitionSpec, clock: &RunClock) -> FaultEvent {
         let Some(coordinator) = self.site.coordinator_addr() else {
-            return not_applied(clock, "partition", vec![], unavailable("partitions"));
+            return FaultEvent::not_applied(clock, "partition", vec![], unavailable("partitions"));
         };
         let clients = self.client_hosts();
         let client_names: Vec<String> = clients.iter().map(|h| h.name.clone()).collect();
         let isolated = match split {
             PartitionSpec::Isolate(t) => match self.resolve(t).await {
                 Ok(t) => t,
-                Err(e) => return not_applied(clock, "partition", vec![], format!("{e:#}")),
+                Err(e) => {
+                    return FaultEvent::not_applied(clock, "partition", vec![], format!("{e:#}"));
+                }
             },
             _ => Vec::new(),
         };
@@ -210,24 +212,31 @@ impl<S: Site> ServerNemesis<S> {
             }
             Ok(Err(e)) => {
                 let _ = self.flush().await;
-                not_applied(
+                FaultEvent::not_applied(
                     clock,
                     "partition",
                     targets,
                     format!("iptables failed: {e:#}"),
                 )
             }
-            Err(e) => not_applied(clock, "partition", targets, format!("{e}")),
+            Err(e) => FaultEvent::not_applied(clock, "partition", targets, format!("{e}")),
         }
     }
 
     async fn blackhole(&mut self, t: &Targets, clock: &RunClock) -> FaultEvent {
         let Some(coordinator) = self.site.coordinator_addr() else {
-            return not_applied(clock, "link-blackhole", vec![], unavailable("link faults"));
+            return FaultEvent::not_applied(
+                clock,
+                "link-blackhole",
+                vec![],
+                unavailable("link faults"),
+            );
         };
         let targets = match self.resolve(t).await {
             Ok(t) => t,
-            Err(e) => return not_applied(clock, "link-blackhole", vec![], format!("{e:#}")),
+            Err(e) => {
+                return FaultEvent::not_applied(clock, "link-blackhole", vec![], format!("{e:#}"));
+            }
         };
         let clients = self.client_hosts();
         let mut g = grudge::Grudge::new();
@@ -269,14 +278,14 @@ impl<S: Site> ServerNemesis<S> {
             }
             Ok(Err(e)) => {
                 let _ = self.flush().await;
-                not_applied(
+                FaultEvent::not_applied(
                     clock,
                     "link-blackhole",
                     targets,
                     format!("iptables failed: {e:#}"),
                 )
             }
-            Err(e) => not_applied(clock, "link-blackhole", targets, format!("{e}")),
+            Err(e) => FaultEvent::not_applied(clock, "link-blackhole", targets, format!("{e}")),
         }
     }
 
@@ -431,7 +440,7 @@ impl<S: Site> ServerNemesis<S> {
         if self.site.coordinator_addr().is_none() {
             let windows = std::mem::take(&mut self.windows);
             if windows.is_empty() {
-                return vec![not_applied(
+                return vec![FaultEvent::not_applied(
                     clock,
                     "partition",
                     vec![],
@@ -440,7 +449,7 @@ impl<S: Site> ServerNemesis<S> {
             }
             return windows
                 .into_iter()
-                .map(|(v, t)| not_applied(clock, v, t, unavailable("partitions")))
+                .map(|(v, t)| FaultEvent::not_applied(clock, v, t, unavailable("partitions")))
                 .collect();
         };
         let measured = self.measure_losses().await;
@@ -548,7 +557,7 @@ impl<S: Site> ServerNemesis<S> {
     /// grant, SIGKILL the primary (see `failover.rs`).
     async fn redis_failover(&mut self, clock: &RunClock) -> FaultEvent {
         if self.servers.first().map(|s| s.group) != Some(FAILOVER_PAIR) {
-            return not_applied(
+            return FaultEvent::not_applied(
                 clock,
                 FAILOVER,
                 vec![],
@@ -558,15 +567,15 @@ impl<S: Site> ServerNemesis<S> {
             );
         }
         let Some(coordinator) = self.site.coordinator_addr() else {
-            return not_applied(clock, FAILOVER, vec![], unavailable("redis-failover"));
+            return FaultEvent::not_applied(clock, FAILOVER, vec![], unavailable("redis-failover"));
         };
         let primary = match failover::primary(&self.site, &self.servers).await {
             Ok(p) => p,
-            Err(e) => return not_applied(clock, FAILOVER, vec![], format!("{e:#}")),
+            Err(e) => return FaultEvent::not_applied(clock, FAILOVER, vec![], format!("{e:#}")),
         };
         let pspec = self.spec(&primary).expect("primary is of the pair");
         let Some(replica) = self.servers.iter().find(|s| s.name != primary) else {
-            return not_applied(clock, FAILOVER, vec![primary], "no replica".into());
+            return FaultEvent::not_applied(clock, FAILOVER, vec![primary], "no replica".into());
         };
         let replica = replica.name.to_string();
         let mut g = grudge::Grudge::new();
@@ -595,9 +604,16 @@ impl<S: Site> ServerNemesis<S> {
                 Ok(Ok(_)) => {}
                 Ok(Err(e)) => {
                     let _ = self.flush().await;
-                    return not_applied(clock, FAILOVER, vec![primary], format!("iptables: {e:#}"));
+                    return FaultEvent::not_applied(
+                        clock,
+                        FAILOVER,
+                        vec![primary],
+                        format!("iptables: {e:#}"),
+                    );
                 }
-                Err(e) => return not_applied(clock, FAILOVER, vec![primary], e.to_string()),
+                Err(e) => {
+                    return FaultEvent::not_applied(clock, FAILOVER, vec![primary], e.to_string());
+                }
             }
             if failover::locks(&self.site, rspec)
                 .await
@@ -611,7 +627,7 @@ impl<S: Site> ServerNemesis<S> {
         }
         if !free_at_cut {
             let _ = self.flush().await;
-            return not_applied(
+            return FaultEvent::not_applied(
                 clock,
                 FAILOVER,
                 vec![primary],
@@ -626,7 +642,7 @@ impl<S: Site> ServerNemesis<S> {
         let killed = match self.site.kill(&primary).await {
             Ok(note) => note,
             Err(_) => {
-                return not_applied(
+                return FaultEvent::not_applied(
                     clock,
                     FAILOVER,
                     vec![primary],
@@ -679,7 +695,7 @@ impl<S: Site> ServerNemesis<S> {
         } else {
             match self.resolve(t).await {
                 Ok(n) => n,
-                Err(e) => return not_applied(clock, verb, vec![], format!("{e:#}")),
+                Err(e) => return FaultEvent::not_applied(clock, verb, vec![], format!("{e:#}")),
             }
         };
         let mut done = Vec::new();
@@ -715,10 +731,10 @@ impl<S: Site> ServerNemesis<S> {
     async fn kill(&mut self, t: &Targets, clock: &RunClock) -> FaultEvent {
         let names = match self.resolve(t).await {
             Ok(n) => n,
-            Err(e) => return not_applied(clock, "kill", vec![], format!("{e:#}")),
+            Err(e) => return FaultEvent::not_applied(clock, "kill", vec![], format!("{e:#}")),
         };
         if let Some(c) = names.iter().find(|n| self.spec(n).is_none()) {
-            return not_applied(
+            return FaultEvent::not_applied(
                 clock,
                 "kill",
                 names.clone(),
@@ -785,13 +801,15 @@ impl<S: Site> ServerNemesis<S> {
     async fn clock_jump(&mut self, t: &Targets, by: Duration, clock: &RunClock) -> FaultEvent {
         let names = match self.resolve(t).await {
             Ok(n) => n,
-            Err(e) => return not_applied(clock, "clock-jump", vec![], format!("{e:#}")),
+            Err(e) => {
+                return FaultEvent::not_applied(clock, "clock-jump", vec![], format!("{e:#}"));
+            }
         };
         let mut parts = Vec::new();
         let mut ok = true;
         for name in &names {
             let Some(spec) = self.spec(name).filter(|s| s.system.name() == "redis") else {
-                return not_applied(
+                return FaultEvent::not_applied(
                     clock,
                     "clock-jump",
                     names.clone(),
@@ -844,7 +862,7 @@ impl<S: Site> Nemesis for ServerNemesis<S> {
                 rate,
                 mode,
             } => vec![self.packet_loss(targets, *rate, *mode, clock).await],
-            Fault::LinkDelay { .. } => vec![not_applied(
+            Fault::LinkDelay { .. } => vec![FaultEvent::not_applied(
                 clock,
                 "link-delay",
                 vec![],
@@ -912,13 +930,4 @@ pub(crate) fn unavailable(what: &str) -> String {
         "{what} need the netns topology (root and network namespaces); this cluster runs on \
          loopback, so the fault was NOT applied"
     )
-}
-
-pub(crate) fn not_applied(
-    clock: &RunClock,
-    fault: &str,
-    targets: Vec<String>,
-    why: String,
-) -> FaultEvent {
-    FaultEvent::now(clock, fault, FaultPhase::Start, targets, why, false)
 }

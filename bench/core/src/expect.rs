@@ -333,6 +333,20 @@ impl Expectations {
         ]
     }
 
+    /// Every `(field, backend or all)` the table names, in every field.
+    fn named(&self) -> impl Iterator<Item = (&'static str, String)> + '_ {
+        let min = self
+            .min_throughput
+            .keys()
+            .map(|n| ("min_throughput", n.clone()));
+        let safe_in = self.safe_in.keys().map(|n| ("safe_in", n.clone()));
+        self.lists()
+            .into_iter()
+            .flat_map(|(field, v)| v.into_iter().map(move |n| (field, n)))
+            .chain(min)
+            .chain(safe_in)
+    }
+
     /// Checks every name and value, naming the field (`expect.violated`, ...).
     pub fn validate(&self, run: &[String]) -> Result<(), ScenarioError> {
         let known = |name: &str| {
@@ -340,16 +354,7 @@ impl Expectations {
                 || BackendKind::parse(name).is_ok()
                 || ElectionKind::ALL.iter().any(|e| e.name() == name)
         };
-        let names = self
-            .lists()
-            .into_iter()
-            .flat_map(|(field, v)| v.into_iter().map(move |n| (field, n)))
-            .chain(
-                self.min_throughput
-                    .keys()
-                    .map(|n| ("min_throughput", n.clone())),
-            )
-            .chain(self.safe_in.keys().map(|n| ("safe_in", n.clone())));
+        let names = self.named();
         for (field, name) in names {
             if !known(&name) {
                 let e = BackendKind::parse(&name).unwrap_err();
@@ -440,16 +445,7 @@ impl Expectations {
                 }
             }
         }
-        let named = self
-            .lists()
-            .into_iter()
-            .flat_map(|(field, v)| v.into_iter().map(move |n| (field, n)))
-            .chain(
-                self.min_throughput
-                    .keys()
-                    .map(|n| ("min_throughput", n.clone())),
-            )
-            .chain(self.safe_in.keys().map(|n| ("safe_in", n.clone())));
+        let named = self.named();
         for (field, name) in named {
             if name != ALL && !run.contains(&name) {
                 out.not_in_run.push((format!("expect.{field}"), name));

@@ -422,6 +422,18 @@ impl FaultEvent {
             applied,
         }
     }
+
+    /// The start of a window of `fault` that was NOT applied (`applied = false`), with `why`:
+    /// what every nemesis records for a fault that is not its own or that it could not make
+    /// real, so the window is reported as unavailable instead of skipped.
+    pub fn not_applied(
+        clock: &RunClock,
+        fault: &str,
+        targets: Vec<String>,
+        why: String,
+    ) -> FaultEvent {
+        FaultEvent::now(clock, fault, FaultPhase::Start, targets, why, false)
+    }
 }
 
 #[cfg(test)]

@@ -8,7 +8,6 @@ use super::summary::overall_verdict;
 use anyhow::Context;
 use lockbench_results::Validity;
 use lockbench_results::expect::Outcome;
-use lockbench_results::headline::Verdict;
 use serde::Deserialize;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -97,15 +96,8 @@ pub fn write_index(results_root: &Path) -> anyhow::Result<PathBuf> {
         let expected = match (e.complete, e.expectations) {
             (false, _) => "<span class=\"verdict incomplete\">incomplete</span>".to_string(),
             (true, None) => "-".to_string(),
-            (true, Some(o)) => {
-                let class = match o {
-                    Outcome::Met => Verdict::Met,
-                    Outcome::Failed => Verdict::Failed,
-                    Outcome::Unknown => Verdict::Unknown,
-                }
-                .name();
-                format!("<span class=\"verdict {class}\">{}</span>", o.name())
-            }
+            // The outcome's word is also the headline's CSS class (`met`, `failed`, `unknown`).
+            (true, Some(o)) => format!("<span class=\"verdict {0}\">{0}</span>", o.name()),
         };
         let verdicts: Vec<Validity> = e.backends.iter().map(|(_, v)| *v).collect();
         let overall = overall_verdict(&verdicts).name();
