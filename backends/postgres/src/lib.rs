@@ -10,4 +10,32 @@
 //!
 //! This crate is the whole system, behind `lockbench_core::System`: nothing outside it names
 //! PostgreSQL but the registry's line, the install list and the README's table.
+//!
+//! The recipes' parts, one concept a file:
+//! - `recipe`: the three recipes ([`PgRecipe`]) and how each waits;
+//! - `knobs`: `[postgres]` ([`PostgresKnobs`]), and how long a dead holder's lock lives;
+//! - `sql`: every statement a client sends, and why each has its shape;
+//! - `session`: one session, and whether the server certainly ended it;
+//! - `client`: [`PgClient`], what each outcome means;
+//! - `backend`: [`PgBackend`], the recipe bound to the servers;
+//! - `counters`: the servers' count of the clients' statements (`pg_stat_statements`);
+//! - `observe`: who the primary says holds each lock (`pg_locks`).
 #![deny(missing_docs)]
+
+/// The endpoint group of the PostgreSQL servers (primary and replica; clients use the one
+/// that accepts writes).
+pub const POSTGRES: &str = "postgres";
+
+mod backend;
+mod client;
+mod counters;
+mod knobs;
+mod observe;
+pub mod recipe;
+mod session;
+pub mod sql;
+
+pub use backend::{PgBackend, application_name};
+pub use client::{PgClient, PgHandle};
+pub use knobs::{KNOBS, PostgresKnobs};
+pub use recipe::PgRecipe;
