@@ -5,6 +5,7 @@ use crate::knobs::PostgresKnobs;
 use crate::observe::CLIENT_NAME;
 use crate::recipe::PgRecipe;
 use crate::session::Connector;
+use crate::sql::Statements;
 use lockbench_core::traits::BackendError;
 use lockbench_core::{
     Backend, BackendInfo, ClientId, Endpoints, RunClock, ServerCounters, ServerSink, WakeupTally,
@@ -22,6 +23,7 @@ pub struct PgBackend {
     addresses: Vec<String>,
     connector: Connector,
     setup: Arc<OnceCell<()>>,
+    sql: Arc<Statements>,
     seed: u64,
     tally: WakeupTally,
 }
@@ -47,6 +49,7 @@ impl PgBackend {
             addresses,
             connector,
             setup: Arc::new(OnceCell::new()),
+            sql: Arc::new(Statements::new(knobs.namespace)),
             seed,
             tally: WakeupTally::default(),
         })
@@ -120,6 +123,7 @@ impl Backend for PgBackend {
             self.knobs.clone(),
             connector,
             self.setup.clone(),
+            self.sql.clone(),
             seed,
             self.tally.clone(),
         );
@@ -137,7 +141,7 @@ impl Backend for PgBackend {
     async fn server_counters(&self) -> Result<ServerCounters, String> {
         let servers = Connector::each(&self.addresses, &self.knobs, "lockbench-counters")
             .map_err(|e| e.to_string())?;
-        crate::counters::read(&servers, self.knobs.response_timeout).await
+        crate::counters::read(&servers, &self.sql.tag, self.knobs.response_timeout).await
     }
 
     async fn observe_server(

@@ -20,7 +20,7 @@
 use crate::knobs::PostgresKnobs;
 use crate::recipe::PgRecipe;
 use crate::session::{Connector, Session};
-use crate::sql;
+use crate::sql::{self, Statements};
 use lockbench_core::traits::BackendError;
 use lockbench_core::{ErrorKind, FencingToken, Grant, KeyId, LockClient, Outcome, WakeupTally};
 use std::future::Future;
@@ -79,6 +79,8 @@ pub struct PgClient {
     connector: Arc<Connector>,
     /// The fencing sequence exists (made once per backend, by its first session).
     setup: Arc<OnceCell<()>>,
+    /// The statements of the run's namespace.
+    sql: Arc<Statements>,
     open: Option<Open>,
     sessions: u64,
     /// Recently closed sessions and whether the server certainly ended each.
@@ -114,6 +116,7 @@ impl PgClient {
         knobs: Arc<PostgresKnobs>,
         connector: Arc<Connector>,
         setup: Arc<OnceCell<()>>,
+        sql: Arc<Statements>,
         seed: u64,
         tally: WakeupTally,
     ) -> PgClient {
@@ -122,6 +125,7 @@ impl PgClient {
             knobs,
             connector,
             setup,
+            sql,
             open: None,
             sessions: 0,
             ended: Vec::new(),
@@ -159,13 +163,13 @@ impl PgClient {
                 let mut ran = false;
                 let setup = self.setup.get_or_try_init(|| {
                     ran = true;
-                    make_fence(&session.client)
+                    make_fence(&session.client, &self.sql)
                 });
                 let made = tokio::time::timeout(self.knobs.response_timeout * 4, setup)
                     .await
                     .unwrap_or_else(|_| Err("no reply in time".into()));
                 if ran {
-                    self.sent += sql::SETUP.len() as u64;
+                    self.sent += self.sql.setup.len() as u64;
                 }
                 if let Err(e) = made {
                     session.close().await;
@@ -175,7 +179,7 @@ impl PgClient {
                     ));
                 }
             }
-            let st = match prepare(&session.client, self.recipe).await {
+            let st = match prepare(&session.client, self.recipe, &self.sql).await {
                 Ok(st) => st,
                 Err(e) => {
                     session.close().await;
@@ -295,11 +299,11 @@ impl PgClient {
                 return Outcome::Fail(ErrorKind::Other);
             }
             self.sent += 2;
-            let (client, st) = (&open.session.client, &open.st);
+            let (client, st, sql) = (&open.session.client, &open.st, &self.sql);
             // Pipelined: both go out before the first reply comes back.
             let both = async {
                 let (b, l) = tokio::join!(
-                    client.batch_execute(sql::BEGIN),
+                    client.batch_execute(&sql.begin),
                     client.query_one(&st.lock, &params)
                 );
                 b?;
@@ -345,9 +349,12 @@ impl PgClient {
             return;
         };
         self.sent += 1;
-        if call(budget, open.session.client.batch_execute(sql::ROLLBACK))
-            .await
-            .is_err()
+        if call(
+            budget,
+            open.session.client.batch_execute(&self.sql.rollback),
+        )
+        .await
+        .is_err()
         {
             self.retire().await;
         }
@@ -406,16 +413,16 @@ fn unavailable(recipe: PgRecipe, e: String) -> Outcome<Grant<PgHandle>> {
     Outcome::Fail(ErrorKind::Unavailable)
 }
 
-/// Creates the fencing sequence where it is missing (see [`sql::SETUP`]).
-async fn make_fence(client: &tokio_postgres::Client) -> Result<(), String> {
+/// Creates the fencing sequence where it is missing (see [`Statements::setup`]).
+async fn make_fence(client: &tokio_postgres::Client, sql: &Statements) -> Result<(), String> {
     let e = |e: tokio_postgres::Error| match e.as_db_error() {
         Some(db) => format!("{}: {}", db.code().code(), db.message()),
         None => e.to_string(),
     };
-    client.batch_execute(sql::SETUP[0]).await.map_err(e)?;
-    client.execute(sql::SETUP[1], &[]).await.map_err(e)?;
-    client.batch_execute(sql::SETUP[2]).await.map_err(e)?;
-    client.batch_execute(sql::SETUP[3]).await.map_err(e)?;
+    client.batch_execute(&sql.setup[0]).await.map_err(e)?;
+    client.execute(&sql.setup[1], &[]).await.map_err(e)?;
+    client.batch_execute(&sql.setup[2]).await.map_err(e)?;
+    client.batch_execute(&sql.setup[3]).await.map_err(e)?;
     Ok(())
 }
 
@@ -423,16 +430,17 @@ async fn make_fence(client: &tokio_postgres::Client) -> Result<(), String> {
 async fn prepare(
     client: &tokio_postgres::Client,
     recipe: PgRecipe,
+    sql: &Statements,
 ) -> Result<Prepared, tokio_postgres::Error> {
     let lock = match recipe {
-        PgRecipe::Advisory => sql::LOCK,
-        PgRecipe::TryAdvisory => sql::TRY_LOCK,
-        PgRecipe::Xact => sql::XACT_LOCK,
+        PgRecipe::Advisory => &sql.lock,
+        PgRecipe::TryAdvisory => &sql.try_lock,
+        PgRecipe::Xact => &sql.xact_lock,
     };
     let (lock, unlock, holds) = tokio::try_join!(
         client.prepare(lock),
-        client.prepare(sql::UNLOCK),
-        client.prepare(sql::HOLDS),
+        client.prepare(&sql.unlock),
+        client.prepare(&sql.holds),
     )?;
     Ok(Prepared {
         lock,
@@ -464,7 +472,7 @@ impl LockClient for PgClient {
         };
         self.sent += 1;
         if self.recipe == PgRecipe::Xact {
-            let result = call(budget, open.session.client.batch_execute(sql::COMMIT)).await;
+            let result = call(budget, open.session.client.batch_execute(&self.sql.commit)).await;
             open.in_xact = false;
             return match result {
                 Ok(_) => Outcome::Ok(()),

@@ -15,7 +15,7 @@
 //!   session never ends and the lock is **never** freed while the pause lasts. The opposite
 //!   failure of a lease: no overlap, but everyone else waits.
 
-use lockbench_core::knobs::{KnobSchema, KnobTable, schema};
+use lockbench_core::knobs::{KnobSchema, KnobTable, Knobs, schema};
 use lockbench_core::scenario::ScenarioError;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -185,6 +185,25 @@ impl KnobTable for PostgresKnobs {
 /// PostgreSQL's knob tables, for the registry.
 pub const KNOBS: &[KnobSchema] = &[schema::<PostgresKnobs>()];
 
+/// Gives the run `id` a lock namespace of its own, derived from the configured one and `id`
+/// (FNV-1a). Its locks die with their sessions, so nothing is left behind for a later run to
+/// meet; this is for runs at the same time on the same servers (tests, two users): their
+/// clients would queue on each other's locks, the observer would name the other run's
+/// clients, and each run's counters would sum the other's statements (see `crate::sql`).
+pub fn separate_keys(knobs: &mut Knobs, id: &str) -> Result<(), String> {
+    knobs.update(|k: &mut PostgresKnobs| k.namespace = namespace_of(k.namespace, id))
+}
+
+fn namespace_of(base: i32, id: &str) -> i32 {
+    let mut h: u32 = 0x811c_9dc5;
+    for b in base.to_le_bytes().iter().chain(id.as_bytes()) {
+        h ^= u32::from(*b);
+        h = h.wrapping_mul(0x0100_0193);
+    }
+    // Non-negative, and never -1 (the fencing sequence's setup lock is `(-1, -1)`).
+    (h & 0x7fff_ffff) as i32
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -199,6 +218,22 @@ mod tests {
             "-c lock_timeout=10000ms -c tcp_keepalives_idle=5 -c tcp_keepalives_interval=1 \
              -c tcp_keepalives_count=3"
         );
+    }
+
+    #[test]
+    fn each_run_gets_its_own_valid_namespace() {
+        let a = namespace_of(0x6c62, "run-a");
+        let b = namespace_of(0x6c62, "run-b");
+        assert_ne!(a, b);
+        assert_eq!(a, namespace_of(0x6c62, "run-a"));
+        for n in [a, b] {
+            PostgresKnobs {
+                namespace: n,
+                ..PostgresKnobs::default()
+            }
+            .validate()
+            .unwrap();
+        }
     }
 
     #[test]

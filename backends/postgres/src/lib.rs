@@ -37,5 +37,5 @@ pub mod sql;
 
 pub use backend::{PgBackend, application_name};
 pub use client::{PgClient, PgHandle};
-pub use knobs::{KNOBS, PostgresKnobs};
+pub use knobs::{KNOBS, PostgresKnobs, separate_keys};
 pub use recipe::PgRecipe;

@@ -34,6 +34,8 @@ pub(crate) enum End {
 #[derive(Clone, Debug)]
 pub(crate) struct Connector {
     config: Config,
+    /// What a failed connect says to check.
+    hint: &'static str,
     /// The addresses, as error messages name them.
     pub(crate) addresses: String,
     budget: Duration,
@@ -113,8 +115,13 @@ impl Connector {
             .keepalives_interval(knobs.tcp_keepalives_interval)
             .keepalives_retries(knobs.tcp_keepalives_count)
             .target_session_attrs(attrs);
+        let hint = match attrs {
+            TargetSessionAttrs::ReadWrite => "is one of them an accepting read-write primary?",
+            _ => "is the server up and accepting connections?",
+        };
         Ok(Connector {
             config,
+            hint,
             addresses: addresses.join(","),
             // Each address gets its connect timeout, plus the read-write check's round trip.
             budget: (knobs.connect_timeout + knobs.response_timeout) * addresses.len() as u32,
@@ -138,7 +145,7 @@ impl Connector {
             match tokio::time::timeout(self.budget, self.config.connect(NoTls)).await {
                 Ok(Ok(pair)) => pair,
                 Ok(Err(e)) => {
-                    return Err(unreachable(format!("{e} (is a read-write primary up?)")));
+                    return Err(unreachable(format!("{e} ({})", self.hint)));
                 }
                 Err(_) => return Err(unreachable(format!("no session within {:?}", self.budget))),
             };
