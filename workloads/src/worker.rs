@@ -630,7 +630,7 @@ mod tests {
             let name = path.display().to_string();
             let scenario = Scenario::load(&name, &text, &["seed=3".into()]).unwrap();
             let job = Job {
-                backend: BackendKind::EtcdLease,
+                backend: BackendKind::of("etcd-lease"),
                 endpoints: Endpoints::default(),
                 scenario: scenario.clone(),
                 duration: scenario.duration + scenario.recovery,

@@ -71,7 +71,7 @@ impl Backend for MemoryBackend {
 
     fn info(&self) -> BackendInfo {
         BackendInfo {
-            backend: BackendKind::RedisSetnx,
+            backend: BackendKind::of("redis-setnx"),
             waits_by: "in-memory mutex".into(),
             fencing: "per-key counter".into(),
             knobs: vec![],

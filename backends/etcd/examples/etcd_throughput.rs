@@ -27,7 +27,7 @@ async fn main() {
         eprintln!("usage: etcd_throughput <etcd-lease|etcd-lockapi> N K SECONDS [go-watch]");
         std::process::exit(2);
     }
-    let kind = BackendKind::parse(&args[0]).unwrap_or_else(|e| panic!("{e}"));
+    let kind = BackendKind::named(&args[0]);
     let n: u32 = args[1].parse().expect("N");
     let k: u32 = args[2].parse().expect("K");
     let secs: f64 = args[3].parse().expect("SECONDS");

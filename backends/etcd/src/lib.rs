@@ -56,6 +56,7 @@ mod metrics;
 pub mod mutex;
 mod observe;
 pub mod prefix_watch;
+pub mod recipes;
 mod server;
 pub mod session;
 pub mod synced;
@@ -69,6 +70,7 @@ pub use client::{EtcdClient, EtcdHandle};
 pub use election::EtcdElection;
 pub use knobs::{EtcdKnobs, KNOBS, separate_keys};
 pub use lease_election::EtcdLeaseElection;
+pub use recipes::{ETCD_HERD, ETCD_LEASE, ETCD_LOCKAPI};
 pub use wait::WatchStart;
 
 use client::Recipe;
@@ -98,8 +100,8 @@ pub struct EtcdBackend {
 }
 
 impl EtcdBackend {
-    /// A backend for `kind` ([`BackendKind::EtcdLease`], [`BackendKind::EtcdLockapi`] or
-    /// [`BackendKind::EtcdHerd`]) on the
+    /// A backend for `kind` ([`ETCD_LEASE`], [`ETCD_LOCKAPI`] or
+    /// [`ETCD_HERD`]) on the
     /// cluster's etcd members, for lock keys `0..keys`. The lease TTL is rounded up to whole
     /// seconds. `seed` is accepted for a uniform constructor: neither recipe makes a random
     /// choice. Fails with [`BackendError::Config`] when `endpoints.etcd` is empty or `kind` is
@@ -112,10 +114,7 @@ impl EtcdBackend {
         seed: u64,
     ) -> Result<EtcdBackend, BackendError> {
         let _ = seed;
-        if !matches!(
-            kind,
-            BackendKind::EtcdLease | BackendKind::EtcdLockapi | BackendKind::EtcdHerd
-        ) {
+        if !matches!(kind, ETCD_LEASE | ETCD_LOCKAPI | ETCD_HERD) {
             return Err(BackendError::Config(format!(
                 "{kind} is not an etcd recipe"
             )));
@@ -163,7 +162,7 @@ impl Backend for EtcdBackend {
             ("prefix".to_string(), self.prefix.clone()),
         ];
         let (waits_by, fencing) = match self.kind {
-            BackendKind::EtcdLease => {
+            ETCD_LEASE => {
                 knobs.push((
                     "watch_start".to_string(),
                     self.watch_start.name().to_string(),
@@ -181,7 +180,7 @@ impl Backend for EtcdBackend {
                 };
                 (waits_by, "create revision of the client's lock entry")
             }
-            BackendKind::EtcdHerd => (
+            ETCD_HERD => (
                 "watch on the whole lock prefix, re-check the oldest entry on any event (a \
                  release wakes every waiter)",
                 "create revision of the client's lock entry",
@@ -203,13 +202,13 @@ impl Backend for EtcdBackend {
     async fn connect(&self, client: ClientId) -> Result<EtcdClient, BackendError> {
         let session = Session::open(&self.endpoints, self.ttl_secs, Some(client)).await?;
         let recipe = match self.kind {
-            BackendKind::EtcdLease => Recipe::Lease {
+            ETCD_LEASE => Recipe::Lease {
                 keys: (0..self.keys)
                     .map(|k| LeaseKey::new(&self.prefix, "lease", k, session.lease))
                     .collect(),
                 waiter: DeletionWaiter::new(self.watch_start, self.unproven.clone()),
             },
-            BackendKind::EtcdHerd => Recipe::Herd {
+            ETCD_HERD => Recipe::Herd {
                 keys: (0..self.keys)
                     .map(|k| LeaseKey::new(&self.prefix, "herd", k, session.lease))
                     .collect(),
@@ -239,8 +238,8 @@ impl Backend for EtcdBackend {
         sink: lockbench_core::ServerSink,
     ) -> Result<(), String> {
         let (recipe, tokens) = match self.kind {
-            BackendKind::EtcdLease => ("lease", true),
-            BackendKind::EtcdHerd => ("herd", true),
+            ETCD_LEASE => ("lease", true),
+            ETCD_HERD => ("herd", true),
             _ => ("lockapi", false),
         };
         let dir = format!("{}/{recipe}/", self.prefix);
@@ -249,7 +248,7 @@ impl Backend for EtcdBackend {
 
     fn wakeups(&self) -> Option<Wakeups> {
         match self.kind {
-            BackendKind::EtcdLease | BackendKind::EtcdHerd => Some(self.tally.read()),
+            ETCD_LEASE | ETCD_HERD => Some(self.tally.read()),
             _ => None,
         }
     }

@@ -34,6 +34,10 @@ const SERVERS: [ServerSpec; 3] = [
 ];
 
 impl System for Etcd {
+    fn recipes(&self) -> &'static [lockbench_core::Recipe] {
+        crate::recipes::RECIPES
+    }
+
     fn name(&self) -> &'static str {
         "etcd"
     }

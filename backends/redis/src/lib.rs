@@ -48,6 +48,7 @@ mod knobs;
 pub use knobs::{KNOBS, RedisKnobs, RedlockKnobs, separate_keys};
 mod observe;
 pub mod pubsub;
+pub mod recipes;
 pub mod redlock;
 mod retry;
 pub mod scripts;

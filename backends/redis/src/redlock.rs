@@ -38,8 +38,8 @@ use crate::scripts::{self, SCRIPTS};
 use crate::value::{KeyTable, LockValue, Nonce};
 use lockbench_core::traits::BackendError;
 use lockbench_core::{
-    Backend, BackendInfo, BackendKind, ClientId, Endpoints, ErrorKind, Grant, KeyId, LockClient,
-    Outcome, ServerCounters,
+    Backend, BackendInfo, ClientId, Endpoints, ErrorKind, Grant, KeyId, LockClient, Outcome,
+    ServerCounters,
 };
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Cmd, Script, Value};
@@ -97,7 +97,7 @@ impl Backend for RedlockBackend {
         let k = &self.knobs;
         let servers: Vec<&str> = self.servers.iter().map(|s| s.address.as_str()).collect();
         BackendInfo {
-            backend: BackendKind::Redlock,
+            backend: crate::recipes::REDLOCK_KIND,
             waits_by: retry::waits_by(k.retry_delay, k.retry_jitter),
             fencing: "none: Redlock has no fencing token".to_string(),
             knobs: vec![

@@ -62,10 +62,10 @@ pub enum SetMode {
 impl SetMode {
     fn kind(self) -> BackendKind {
         match self {
-            SetMode::Nx => BackendKind::RedisSetnx,
-            SetMode::BrokenNoNx => BackendKind::RedisBrokenNoNx,
-            SetMode::BrokenRelease => BackendKind::RedisBrokenRelease,
-            SetMode::BrokenRenew => BackendKind::RedisBrokenRenew,
+            SetMode::Nx => crate::recipes::REDIS_SETNX,
+            SetMode::BrokenNoNx => crate::recipes::REDIS_BROKEN_NONX,
+            SetMode::BrokenRelease => crate::recipes::REDIS_BROKEN_RELEASE,
+            SetMode::BrokenRenew => crate::recipes::REDIS_BROKEN_RENEW,
         }
     }
 
@@ -181,8 +181,8 @@ impl SetNxBackend {
 
     fn kind(&self) -> BackendKind {
         match self.sentinels {
-            Some(_) => BackendKind::RedisSentinel,
-            None if self.pubsub => BackendKind::RedisPubsub,
+            Some(_) => crate::recipes::REDIS_SENTINEL,
+            None if self.pubsub => crate::recipes::REDIS_PUBSUB,
             None => self.mode.kind(),
         }
     }

@@ -89,6 +89,12 @@ impl System for Redis {
         &REDIS_SERVERS
     }
 
+    /// Every Redis recipe, the failover pair's `redis-sentinel` included (the pair are Redis
+    /// servers; the Sentinels only name its primary).
+    fn recipes(&self) -> &'static [lockbench_core::Recipe] {
+        crate::recipes::RECIPES
+    }
+
     /// The standalone server's and the Redlock servers' tables (the Sentinels have none).
     fn knobs(&self) -> &'static [KnobSchema] {
         crate::KNOBS

@@ -41,8 +41,8 @@ use crate::fair::knobs;
 use crate::paths::{self, KeyTable};
 use lockbench_core::traits::BackendError;
 use lockbench_core::{
-    Backend, BackendInfo, BackendKind, ClientId, Endpoints, ErrorKind, FencingToken, Grant, KeyId,
-    LockClient, Outcome, ServerCounters,
+    Backend, BackendInfo, ClientId, Endpoints, ErrorKind, FencingToken, Grant, KeyId, LockClient,
+    Outcome, ServerCounters,
 };
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
@@ -87,7 +87,7 @@ impl Backend for ZkCurator {
 
     fn info(&self) -> BackendInfo {
         BackendInfo {
-            backend: BackendKind::ZkCurator,
+            backend: crate::recipes::ZK_CURATOR,
             waits_by:
                 "curator recipe: getData watch on the predecessor node (zookeeper-client crate)"
                     .into(),

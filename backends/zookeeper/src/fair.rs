@@ -122,7 +122,7 @@ pub struct Queue {
 impl Queue {
     /// zk-fair: exclusive, predecessor watch.
     pub const FAIR: Queue = Queue {
-        kind: BackendKind::ZkFair,
+        kind: crate::recipes::ZK_FAIR,
         wait: WaitStrategy::Predecessor,
         dir: "fair",
         shared: false,
@@ -130,7 +130,7 @@ impl Queue {
     };
     /// zk-herd: exclusive, children watch (the herd effect, on purpose).
     pub const HERD: Queue = Queue {
-        kind: BackendKind::ZkHerd,
+        kind: crate::recipes::ZK_HERD,
         wait: WaitStrategy::Children,
         dir: "herd",
         shared: false,
@@ -138,7 +138,7 @@ impl Queue {
     };
     /// zk-rwlock: the shared (read/write) lock of the recipes page, predecessor watch.
     pub const RWLOCK: Queue = Queue {
-        kind: BackendKind::ZkRwlock,
+        kind: crate::recipes::ZK_RWLOCK,
         wait: WaitStrategy::Predecessor,
         dir: "rwlock",
         shared: true,
@@ -148,7 +148,7 @@ impl Queue {
     /// writer waits for the lower write nodes only), so a writer holds beside readers. Exists
     /// to prove the shared-lock checker catches it; never part of a comparison.
     pub const BROKEN_RWLOCK: Queue = Queue {
-        kind: BackendKind::ZkBrokenRwlock,
+        kind: crate::recipes::ZK_BROKEN_RWLOCK,
         wait: WaitStrategy::Predecessor,
         dir: "broken-rwlock",
         shared: true,

@@ -68,6 +68,7 @@ mod fair;
 mod knobs;
 mod observe;
 mod paths;
+pub mod recipes;
 mod server;
 pub mod system;
 

@@ -45,6 +45,10 @@ impl System for ZooKeeper {
         crate::KNOBS
     }
 
+    fn recipes(&self) -> &'static [lockbench_core::Recipe] {
+        crate::recipes::RECIPES
+    }
+
     fn standard_ports(&self) -> &'static [u16] {
         &[2181, 2888, 3888]
     }

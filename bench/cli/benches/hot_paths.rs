@@ -2,13 +2,95 @@
 //! round trip so they never shape the results: recording a latency into an HdrHistogram (once
 //! per op in the client loop), merging per-client buffers into one history
 //! (`History::from_unordered`), and the mutual-exclusion, fencing and full safety checkers on
-//! a 100k-op synthetic history (run once per backend after the load). No servers needed.
+//! a 100k-op synthetic history (run once per backend after the load), and what a lock call
+//! pays for going through `AnyBackend` (the type-erased backend every recipe is built as) on
+//! a recipe that answers at once, beside the same recipe called directly. No servers needed.
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
-use lockbench_core::{ClientId, FencingToken, History, KeyId, Nanos, Op, OpF, OpType};
+use lockbench_core::traits::BackendError;
+use lockbench_core::{
+    BackendInfo, ClientId, FencingToken, Grant, History, KeyId, Nanos, Op, OpF, OpType, Outcome,
+};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+/// A recipe that grants at once, to time what the harness adds to a lock call.
+struct Instant0;
+
+/// Its client: no I/O, a grant is the key.
+struct InstantClient;
+
+impl lockbench_core::LockClient for InstantClient {
+    type Handle = u64;
+
+    async fn acquire(&mut self, key: KeyId) -> Outcome<Grant<u64>> {
+        Outcome::Ok(Grant {
+            key,
+            token: None,
+            handle: u64::from(key.0),
+        })
+    }
+
+    async fn release(&mut self, grant: Grant<u64>) -> Outcome<()> {
+        black_box(grant.handle);
+        Outcome::Ok(())
+    }
+
+    async fn renew(&mut self, _grant: &Grant<u64>) -> Outcome<()> {
+        Outcome::Ok(())
+    }
+
+    fn requests_sent(&self) -> Option<u64> {
+        None
+    }
+
+    async fn close(self) {}
+
+    async fn abandon(self) {}
+}
+
+impl lockbench_core::Backend for Instant0 {
+    type Client = InstantClient;
+
+    fn info(&self) -> BackendInfo {
+        BackendInfo {
+            backend: lockbench_core::BackendKind::of("instant"),
+            waits_by: "never waits".into(),
+            fencing: "none".into(),
+            knobs: Vec::new(),
+        }
+    }
+
+    async fn connect(&self, _client: ClientId) -> Result<InstantClient, BackendError> {
+        Ok(InstantClient)
+    }
+
+    async fn server_counters(&self) -> Result<lockbench_core::ServerCounters, String> {
+        Err("no server".into())
+    }
+}
+
+/// `iters` acquire + release pairs on a client of `backend`, timed as one batch.
+fn lock_calls<B: lockbench_core::Backend>(
+    rt: &tokio::runtime::Runtime,
+    b: &B,
+    iters: u64,
+) -> Duration {
+    use lockbench_core::LockClient;
+    rt.block_on(async {
+        let mut c = b.connect(ClientId(0)).await.expect("connects");
+        let start = Instant::now();
+        for i in 0..iters {
+            let Outcome::Ok(g) = c.acquire(KeyId(i as u32 & 7)).await else {
+                unreachable!("it grants at once")
+            };
+            black_box(c.release(g).await.is_ok());
+        }
+        start.elapsed()
+    })
+}
 
 /// 100k ops: 8 clients taking turns on 4 keys (acquire, write, release, each invoke + ok), with
 /// increasing tokens, as per-client buffers concatenated (unordered across clients).
@@ -68,6 +150,17 @@ fn hot_paths(c: &mut Criterion) {
     });
     g.bench_function("safety_check_100k", |b| {
         b.iter(|| black_box(lockbench_analysis::safety::check(&history)))
+    });
+
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("runtime");
+    g.bench_function("lock_call_direct", |b| {
+        b.iter_custom(|iters| lock_calls(&rt, &Instant0, iters))
+    });
+    let erased = lockbench_core::AnyBackend::new(Instant0);
+    g.bench_function("lock_call_erased", |b| {
+        b.iter_custom(|iters| lock_calls(&rt, &erased, iters))
     });
     g.finish();
 }

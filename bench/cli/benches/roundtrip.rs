@@ -13,10 +13,7 @@
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion};
 use lockbench_cluster::Cluster;
-use lockbench_core::{
-    Backend, BackendKind, ClientId, Endpoints, KeyId, LockClient, Outcome, Scenario,
-};
-use lockbench_registry::with_backend;
+use lockbench_core::{Backend, ClientId, Endpoints, KeyId, LockClient, Outcome, Scenario};
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -65,13 +62,13 @@ fn bench_backend<B: Backend>(
 }
 
 /// The recipes compared: the first of each family (the others share its round trip).
-const RECIPES: [BackendKind; 6] = [
-    BackendKind::ZkFair,
-    BackendKind::ZkCurator,
-    BackendKind::EtcdLease,
-    BackendKind::EtcdLockapi,
-    BackendKind::RedisSetnx,
-    BackendKind::Redlock,
+const RECIPES: [&str; 6] = [
+    "zk-fair",
+    "zk-curator",
+    "etcd-lease",
+    "etcd-lockapi",
+    "redis-setnx",
+    "redlock",
 ];
 
 fn roundtrips(c: &mut Criterion, rt: &Runtime, e: &Endpoints) {
@@ -79,17 +76,13 @@ fn roundtrips(c: &mut Criterion, rt: &Runtime, e: &Endpoints) {
     s.workload.keys = 1;
     let mut group = c.benchmark_group("roundtrip");
     group.sample_size(10);
-    for kind in RECIPES {
-        let name = kind.name();
+    for name in RECIPES {
+        let kind = lockbench_registry::parse_backend(name).unwrap_or_else(|e| panic!("{e}"));
         let servers = lockbench_registry::addresses(e, lockbench_registry::group_of(kind));
-        // The registry's constructor table, as the runner uses it.
-        let built = (|| -> anyhow::Result<()> {
-            with_backend!(kind, &s, e, |b| {
-                bench_backend(&mut group, rt, name, servers, b);
-                Ok(())
-            })
-        })();
-        built.unwrap_or_else(|err| panic!("roundtrip/{name}: cannot reach {servers:?}: {err}"));
+        // The registry's constructor, as the runner uses it.
+        let b = lockbench_registry::backend(kind, &s, e)
+            .unwrap_or_else(|err| panic!("roundtrip/{name}: cannot reach {servers:?}: {err}"));
+        bench_backend(&mut group, rt, name, servers, b);
     }
     group.finish();
 }

@@ -54,7 +54,6 @@
 
 use crate::election::ElectionKind;
 use crate::finding::FindingKind;
-use crate::ids::BackendKind;
 use crate::scenario::{ScenarioError, bad};
 use serde::{Deserialize, Deserializer, Serialize};
 use std::collections::BTreeMap;
@@ -347,23 +346,33 @@ impl Expectations {
             .chain(safe_in)
     }
 
-    /// Checks every name and value, naming the field (`expect.violated`, ...).
-    pub fn validate(&self, run: &[String]) -> Result<(), ScenarioError> {
-        let known = |name: &str| {
-            name == ALL
-                || BackendKind::parse(name).is_ok()
-                || ElectionKind::ALL.iter().any(|e| e.name() == name)
+    /// Checks that every name the table uses is `"all"`, an election recipe, or a lock
+    /// recipe `known` accepts (the registry's: core knows no lock recipe), naming the field;
+    /// `valid` lists the lock recipes for the error.
+    pub fn check_names(
+        &self,
+        known: impl Fn(&str) -> bool,
+        valid: &[&str],
+    ) -> Result<(), ScenarioError> {
+        let ok = |name: &str| {
+            name == ALL || known(name) || ElectionKind::ALL.iter().any(|e| e.name() == name)
         };
-        let names = self.named();
-        for (field, name) in names {
-            if !known(&name) {
-                let e = BackendKind::parse(&name).unwrap_err();
-                return Err(bad(
-                    &format!("expect.{field}"),
-                    format!("{e}, or \"{ALL}\" (every backend of the run)"),
-                ));
-            }
+        match self.named().find(|(_, name)| !ok(name)) {
+            Some((field, name)) => Err(bad(
+                &format!("expect.{field}"),
+                format!(
+                    "unknown backend `{name}`; expected one of: {}, or \"{ALL}\" (every \
+                     backend of the run)",
+                    valid.join(", ")
+                ),
+            )),
+            None => Ok(()),
         }
+    }
+
+    /// Checks every value, naming the field (`expect.violated.zk-fair`, ...); the names are
+    /// checked against the registered recipes by [`Expectations::check_names`].
+    pub fn validate(&self, run: &[String]) -> Result<(), ScenarioError> {
         if let Violated::ByKind(m) = &self.violated {
             for (name, list) in m {
                 Kinds::parse(list).map_err(|e| bad(&format!("expect.violated.{name}"), e))?;
@@ -498,9 +507,18 @@ mod tests {
     #[test]
     fn a_bad_entry_names_its_field() {
         let r = run(&["zk-fair", "redlock"]);
-        let err = parse("safe = [\"zk-fast\"]").validate(&r).unwrap_err();
+        let known = |n: &str| ["zk-fair", "redlock"].contains(&n);
+        let err = parse("safe = [\"zk-fast\"]")
+            .check_names(known, &["zk-fair", "redlock"])
+            .unwrap_err();
         assert_eq!(err.field, "expect.safe");
-        assert!(err.problem.contains("zk-fast"), "{err}");
+        assert!(
+            err.problem.contains("zk-fast") && err.problem.contains("zk-fair, redlock"),
+            "{err}"
+        );
+        parse("violated = [\"zk-election\", \"all\"]")
+            .check_names(known, &[])
+            .unwrap();
         let err = parse("safe = [\"all\"]\nviolated = [\"redlock\"]")
             .validate(&r)
             .unwrap_err();
@@ -596,7 +614,7 @@ mod tests {
             assert!(err.problem.contains("pause-client#1"), "{bad}: {err}");
         }
         let err = parse("safe_in = { zk-fare = \"pause#1\" }")
-            .validate(&r)
+            .check_names(|n| n == "zk-fair", &["zk-fair"])
             .unwrap_err();
         assert_eq!(err.field, "expect.safe_in");
     }

@@ -34,119 +34,71 @@ impl fmt::Display for KeyId {
     }
 }
 
-/// Every lock recipe lockbench can run. The serialized names are the ones users type
-/// (`backends = ["zk-fair", "redlock"]`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum BackendKind {
-    /// ZooKeeper: ephemeral-sequential node, watch on the predecessor only.
-    ZkFair,
-    /// ZooKeeper: the `zookeeper-client` crate's Curator-compatible lock recipe.
-    ZkCurator,
-    /// ZooKeeper, deliberately naive: every waiter watches the lock directory's children, so
-    /// a release wakes all of them (the herd effect). Exists to measure notification fan-out
-    /// against `zk-fair`.
-    ZkHerd,
-    /// etcd: lease + keep-alive, wait for the key with the next lower create revision.
-    EtcdLease,
-    /// etcd: the server-side v3 Lock API, on the same kind of lease.
-    EtcdLockapi,
-    /// Redis: `SET key value NX PX ttl` on one server, compare-and-delete release.
-    RedisSetnx,
-    /// Redlock over five independent Redis servers, quorum three.
-    Redlock,
-    /// Deliberately broken: Redis `SET` *without* `NX`. Exists to prove the checkers catch a
-    /// recipe that does not exclude; never part of a comparison.
-    #[serde(rename = "redis-broken-nonx")]
-    RedisBrokenNoNx,
-    /// `redis-setnx` on the primary that Redis Sentinel names (a primary with one replica and
-    /// three Sentinels): the same script, reconnecting to whichever node Sentinel promotes.
-    RedisSentinel,
-    /// ZooKeeper: the shared (read/write) lock from the recipes page: `read-`/`write-`
-    /// ephemeral-sequential nodes; a reader waits for the next lower write node, a writer for
-    /// the next lower node.
-    ZkRwlock,
-    /// etcd, deliberately naive: every waiter watches the whole lock prefix and re-checks on
-    /// any event, so a release wakes every waiter. Exists to measure fan-out against
-    /// `etcd-lease`.
-    EtcdHerd,
-    /// Redis: `SET NX` with waiters notified by pub/sub: they subscribe to a release channel
-    /// that the releaser publishes to, and retry on a message (or a fallback timeout).
-    RedisPubsub,
-    /// Deliberately broken: `redis-setnx` whose release is a plain `DEL` reported as success
-    /// whatever it deleted, so a holder whose lock expired deletes its successor's lock.
-    /// Exists to prove the release checker catches it; never part of a comparison.
-    RedisBrokenRelease,
-    /// Deliberately broken: `redis-setnx` whose renew is a plain `PEXPIRE` without the compare,
-    /// so a holder whose lock expired extends its successor's lock and is told it still holds
-    /// it. Exists to prove the renew checker catches it; never part of a comparison.
-    RedisBrokenRenew,
-    /// Deliberately broken: `zk-rwlock` whose writers ignore read nodes (a write node waits for
-    /// lower write nodes only), so a writer is granted while readers hold. Exists to prove the
-    /// shared-lock checker catches it (with `workload.read_fraction` > 0); never part of a
-    /// comparison.
-    ZkBrokenRwlock,
-}
+/// A lock recipe, by the name users type and results print (`zk-fair`, `redlock`,
+/// `pg-advisory`).
+///
+/// Why a name and not an enum: the set of recipes is open. Each system's crate registers its
+/// recipes ([`Recipe`](crate::recipe::Recipe), through
+/// [`System::recipes`](crate::System::recipes)), and `lockbench-registry` checks a scenario's
+/// names against them; core knows no recipe. A saved `results.json` naming a recipe this
+/// build does not have still loads (reanalysis and `compare` read it).
+///
+/// It stays `Copy` and compares by name: names read from files are interned once
+/// ([`BackendKind::named`]), so a kind is a `&'static str` however it was made.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct BackendKind(&'static str);
 
 impl BackendKind {
-    /// Every backend, in the order comparisons print them.
-    pub const ALL: [BackendKind; 15] = [
-        BackendKind::ZkFair,
-        BackendKind::ZkCurator,
-        BackendKind::ZkHerd,
-        BackendKind::EtcdLease,
-        BackendKind::EtcdLockapi,
-        BackendKind::RedisSetnx,
-        BackendKind::Redlock,
-        BackendKind::RedisBrokenNoNx,
-        BackendKind::RedisSentinel,
-        BackendKind::ZkRwlock,
-        BackendKind::EtcdHerd,
-        BackendKind::RedisPubsub,
-        BackendKind::RedisBrokenRelease,
-        BackendKind::RedisBrokenRenew,
-        BackendKind::ZkBrokenRwlock,
-    ];
+    /// The kind called `name`, for a recipe's own constant
+    /// (`pub const ZK_FAIR: BackendKind = BackendKind::of("zk-fair")`).
+    pub const fn of(name: &'static str) -> BackendKind {
+        BackendKind(name)
+    }
+
+    /// The kind called `name`, from text (a scenario, a results file, the command line). The
+    /// name is interned: each distinct name is kept once for the life of the process.
+    pub fn named(name: &str) -> BackendKind {
+        static NAMES: std::sync::Mutex<Vec<&'static str>> = std::sync::Mutex::new(Vec::new());
+        let mut names = NAMES.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(known) = names.iter().find(|n| **n == name) {
+            return BackendKind(known);
+        }
+        let leaked: &'static str = Box::leak(name.to_owned().into_boxed_str());
+        names.push(leaked);
+        BackendKind(leaked)
+    }
 
     /// The name users type and results print.
     pub fn name(self) -> &'static str {
-        match self {
-            BackendKind::ZkFair => "zk-fair",
-            BackendKind::ZkCurator => "zk-curator",
-            BackendKind::ZkHerd => "zk-herd",
-            BackendKind::EtcdLease => "etcd-lease",
-            BackendKind::EtcdLockapi => "etcd-lockapi",
-            BackendKind::RedisSetnx => "redis-setnx",
-            BackendKind::Redlock => "redlock",
-            BackendKind::RedisBrokenNoNx => "redis-broken-nonx",
-            BackendKind::RedisSentinel => "redis-sentinel",
-            BackendKind::ZkRwlock => "zk-rwlock",
-            BackendKind::EtcdHerd => "etcd-herd",
-            BackendKind::RedisPubsub => "redis-pubsub",
-            BackendKind::RedisBrokenRelease => "redis-broken-release",
-            BackendKind::RedisBrokenRenew => "redis-broken-renew",
-            BackendKind::ZkBrokenRwlock => "zk-broken-rwlock",
-        }
-    }
-
-    /// Parses a user-typed name; the error lists the valid names.
-    pub fn parse(name: &str) -> Result<BackendKind, String> {
-        BackendKind::ALL
-            .into_iter()
-            .find(|b| b.name() == name)
-            .ok_or_else(|| {
-                let valid: Vec<&str> = BackendKind::ALL.iter().map(|b| b.name()).collect();
-                format!(
-                    "unknown backend `{name}`; expected one of: {}",
-                    valid.join(", ")
-                )
-            })
+        self.0
     }
 }
 
 impl fmt::Display for BackendKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+        f.write_str(self.0)
+    }
+}
+
+impl fmt::Debug for BackendKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}", self.0)
+    }
+}
+
+impl Serialize for BackendKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for BackendKind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = std::borrow::Cow::<'de, str>::deserialize(d)?;
+        if name.is_empty() {
+            return Err(serde::de::Error::custom("a backend name cannot be empty"));
+        }
+        Ok(BackendKind::named(&name))
     }
 }
 
@@ -154,12 +106,19 @@ impl fmt::Display for BackendKind {
 mod tests {
     use super::*;
 
+    /// A name read from text is the same kind as the recipe's constant, and serializes back
+    /// to the name users type.
     #[test]
-    fn serialized_names_are_the_names_users_type() {
-        for b in BackendKind::ALL {
-            let json = serde_json::to_string(&b).unwrap();
-            assert_eq!(json, format!("\"{}\"", b.name()));
-            assert_eq!(BackendKind::parse(b.name()), Ok(b));
-        }
+    fn a_kind_is_its_name() {
+        const FAIR: BackendKind = BackendKind::of("zk-fair");
+        let read: BackendKind = serde_json::from_str("\"zk-fair\"").unwrap();
+        assert_eq!(read, FAIR);
+        assert!(std::ptr::eq(
+            BackendKind::named("x-y").name(),
+            BackendKind::named("x-y").name()
+        ));
+        assert_eq!(serde_json::to_string(&FAIR).unwrap(), "\"zk-fair\"");
+        assert_eq!(FAIR.to_string(), "zk-fair");
+        assert!(serde_json::from_str::<BackendKind>("\"\"").is_err());
     }
 }

@@ -16,7 +16,9 @@
 //! - [`fault`]: fault verbs on named targets, and the fault events a history records;
 //! - [`finding`]: [`FindingKind`], the one list of what a safety checker can report;
 //! - [`traits`]: [`Backend`] (makes clients for one recipe) and [`LockClient`]
-//!   (`acquire` / `release` / `renew`).
+//!   (`acquire` / `release` / `renew`); [`recipe`]: one recipe as its system registers it
+//!   ([`Recipe`]), built as an [`AnyBackend`] ([`erased`]: any backend behind one type, so
+//!   the set of recipes is open);
 //! - [`counters`]: the servers' own request counters ([`ServerCounters`]) and when two
 //!   readings' difference is no count (a server whose counters restarted in between);
 //! - [`server_view`]: who the servers say holds a lock ([`ServerObservation`]), recorded by a
@@ -35,6 +37,7 @@
 pub mod counters;
 pub mod election;
 pub mod endpoints;
+pub mod erased;
 pub mod expect;
 pub mod fanout;
 pub mod fault;
@@ -44,6 +47,7 @@ pub mod ids;
 pub mod knobs;
 pub mod launch;
 pub mod op;
+pub mod recipe;
 pub mod scenario;
 pub mod seed;
 pub mod server_view;
@@ -55,6 +59,7 @@ pub mod traits;
 pub use counters::{Incarnation, ServerCount};
 pub use election::{Candidate, ElectionInfo, ElectionKind, Elector, Leader, Removal};
 pub use endpoints::{Endpoints, SENTINEL_MASTER_NAME};
+pub use erased::{AnyBackend, AnyClient, AnyHandle};
 pub use fanout::{ServerFanout, WakeupTally, Wakeups};
 pub use fault::{
     Fault, FaultEvent, FaultPhase, LossMode, PartitionSpec, Route, Targets, fault_kind, fault_label,
@@ -63,6 +68,7 @@ pub use finding::FindingKind;
 pub use history::History;
 pub use ids::{BackendKind, ClientId, FencingToken, KeyId};
 pub use op::{ErrorKind, Op, OpF, OpType, Outcome};
+pub use recipe::Recipe;
 pub use scenario::Scenario;
 pub use seed::{Seed, Stream};
 pub use server_view::{HolderRecorder, ServerObservation, ServerSink};

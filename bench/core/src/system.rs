@@ -141,6 +141,12 @@ pub trait System: Send + Sync + 'static {
     /// Its servers in the managed cluster, in start order.
     fn servers(&self) -> &'static [ServerSpec];
 
+    /// Its lock recipes (none for a system whose servers only serve another's recipes, the
+    /// Sentinels).
+    fn recipes(&self) -> &'static [crate::recipe::Recipe] {
+        &[]
+    }
+
     /// Its knob tables (connection settings and recipe knobs, with their defaults and
     /// validation), in the order a saved scenario lists them.
     fn knobs(&self) -> &'static [KnobSchema] {

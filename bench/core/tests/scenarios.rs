@@ -374,6 +374,20 @@ fn expectations(backends: Vec<BackendKind>) -> BoxedStrategy<Expectations> {
         .boxed()
 }
 
+/// Recipe names: core knows none, so any name round-trips (the registry checks them).
+const NAMES: [&str; 6] = [
+    "zk-fair",
+    "etcd-lease",
+    "redis-setnx",
+    "redlock",
+    "pg-advisory",
+    "x",
+];
+
+fn names() -> Vec<BackendKind> {
+    NAMES.iter().map(|n| BackendKind::named(n)).collect()
+}
+
 prop_compose! {
     fn lock_scenario()(
         kind in prop_oneof![
@@ -385,12 +399,12 @@ prop_compose! {
     )(
         workload in workload(kind),
         faults in prop::collection::vec(fault_spec(duration), 0..5),
-        backends in prop::sample::subsequence(BackendKind::ALL.to_vec(), 1..=BackendKind::ALL.len()),
+        backends in prop::sample::subsequence(names(), 1..=NAMES.len()),
         duration in Just(duration),
         head in (text(), text(), 0..=i64::MAX as u64, dur(5_000), any::<bool>()),
         observe_server in any::<bool>(),
         tail in (knobs(), nonzero(30_000), nonzero(30_000), sweep()),
-        expect in prop::sample::subsequence(BackendKind::ALL.to_vec(), 0..=BackendKind::ALL.len())
+        expect in prop::sample::subsequence(names(), 0..=NAMES.len())
             .prop_flat_map(expectations),
     ) -> Scenario {
         let (name, description, seed, warmup, unfenced) = head;

@@ -1,117 +1,58 @@
-//! The lock backends' constructor table.
+//! The lock recipes of every registered system, and building one by name.
 
-/// Binds `$b` to the backend of `$kind` (built from `$scenario`'s knobs and `$endpoints`) and
-/// evaluates `$body`, which is generic over the backend type: the body is expanded once per
-/// recipe, so whatever it runs is monomorphised. A constructor's error returns from the
-/// enclosing function with `?`.
-///
-/// Adding a recipe: a `BackendKind` variant, one arm here, one in [`crate::group_of`].
-#[macro_export]
-macro_rules! with_backend {
-    ($kind:expr, $scenario:expr, $endpoints:expr, |$b:ident| $body:expr) => {{
-        let kind: $crate::core::BackendKind = $kind;
-        let scenario: &$crate::core::Scenario = $scenario;
-        let endpoints: &$crate::core::Endpoints = $endpoints;
-        let keys = scenario.workload.keys;
-        let seed = scenario.seed;
-        match kind {
-            $crate::core::BackendKind::ZkFair => {
-                let $b = $crate::zookeeper::ZkFair::new(
-                    endpoints,
-                    &$crate::knobs::<$crate::zookeeper::ZookeeperKnobs>(scenario)?,
-                    keys,
-                    seed,
-                )?;
-                $body
-            }
-            $crate::core::BackendKind::ZkCurator => {
-                let $b = $crate::zookeeper::ZkCurator::new(
-                    endpoints,
-                    &$crate::knobs::<$crate::zookeeper::ZookeeperKnobs>(scenario)?,
-                    keys,
-                    seed,
-                )?;
-                $body
-            }
-            $crate::core::BackendKind::ZkHerd
-            | $crate::core::BackendKind::ZkRwlock
-            | $crate::core::BackendKind::ZkBrokenRwlock => {
-                let queue = $crate::zookeeper::Queue::of(kind).expect("a zookeeper queue");
-                let $b = $crate::zookeeper::ZkFair::new(
-                    endpoints,
-                    &$crate::knobs::<$crate::zookeeper::ZookeeperKnobs>(scenario)?,
-                    keys,
-                    seed,
-                )?
-                .with_queue(queue);
-                $body
-            }
-            $crate::core::BackendKind::EtcdLease
-            | $crate::core::BackendKind::EtcdLockapi
-            | $crate::core::BackendKind::EtcdHerd => {
-                let $b = $crate::etcd::EtcdBackend::new(
-                    kind,
-                    endpoints,
-                    &$crate::knobs::<$crate::etcd::EtcdKnobs>(scenario)?,
-                    keys,
-                    seed,
-                )?;
-                $body
-            }
-            $crate::core::BackendKind::RedisSetnx
-            | $crate::core::BackendKind::RedisBrokenNoNx
-            | $crate::core::BackendKind::RedisBrokenRelease
-            | $crate::core::BackendKind::RedisBrokenRenew => {
-                let mode = match kind {
-                    $crate::core::BackendKind::RedisBrokenNoNx => {
-                        $crate::redis::SetMode::BrokenNoNx
-                    }
-                    $crate::core::BackendKind::RedisBrokenRelease => {
-                        $crate::redis::SetMode::BrokenRelease
-                    }
-                    $crate::core::BackendKind::RedisBrokenRenew => {
-                        $crate::redis::SetMode::BrokenRenew
-                    }
-                    _ => $crate::redis::SetMode::Nx,
-                };
-                let $b = $crate::redis::SetNxBackend::new(
-                    endpoints,
-                    &$crate::knobs::<$crate::redis::RedisKnobs>(scenario)?,
-                    keys,
-                    seed,
-                    mode,
-                )?;
-                $body
-            }
-            $crate::core::BackendKind::RedisSentinel => {
-                let $b = $crate::redis::SetNxBackend::via_sentinel(
-                    endpoints,
-                    &$crate::knobs::<$crate::redis::RedisKnobs>(scenario)?,
-                    keys,
-                    seed,
-                )?;
-                $body
-            }
-            $crate::core::BackendKind::RedisPubsub => {
-                let $b = $crate::redis::SetNxBackend::new(
-                    endpoints,
-                    &$crate::knobs::<$crate::redis::RedisKnobs>(scenario)?,
-                    keys,
-                    seed,
-                    $crate::redis::SetMode::Nx,
-                )?
-                .with_pubsub();
-                $body
-            }
-            $crate::core::BackendKind::Redlock => {
-                let $b = $crate::redis::RedlockBackend::new(
-                    endpoints,
-                    &$crate::knobs::<$crate::redis::RedlockKnobs>(scenario)?,
-                    keys,
-                    seed,
-                )?;
-                $body
-            }
-        }
-    }};
+use crate::SYSTEMS;
+use lockbench_core::traits::BackendError;
+use lockbench_core::{AnyBackend, BackendKind, Endpoints, Recipe, Scenario};
+
+/// Every registered recipe, system by system in [`SYSTEMS`] order, each system's in its own
+/// order.
+pub fn recipes() -> impl Iterator<Item = &'static Recipe> {
+    SYSTEMS.iter().flat_map(|s| s.recipes().iter())
+}
+
+/// Every registered recipe's kind, in [`recipes`] order.
+pub fn backends() -> impl Iterator<Item = BackendKind> {
+    recipes().map(|r| r.kind)
+}
+
+/// The registered recipe called `kind`.
+pub fn recipe(kind: BackendKind) -> Option<&'static Recipe> {
+    recipes().find(|r| r.kind == kind)
+}
+
+/// The registered recipe `kind`; a kind reaches here only after scenario loading
+/// ([`crate::load_scenario`]) accepted it, so a miss is a bug.
+pub(crate) fn registered(kind: BackendKind) -> &'static Recipe {
+    recipe(kind).unwrap_or_else(|| panic!("{kind} is not a registered recipe"))
+}
+
+/// The recipe typed as `name`; the error lists the registered ones.
+pub fn parse_backend(name: &str) -> Result<BackendKind, String> {
+    match recipes().find(|r| r.kind.name() == name) {
+        Some(r) => Ok(r.kind),
+        None => Err(format!(
+            "unknown backend `{name}`; expected one of: {}",
+            backend_names().join(", ")
+        )),
+    }
+}
+
+/// Every registered recipe's name.
+pub fn backend_names() -> Vec<&'static str> {
+    backends().map(BackendKind::name).collect()
+}
+
+/// Builds `kind`'s backend from `scenario`'s knobs and `endpoints`: the one constructor the
+/// coordinator, worker processes, `lockbench scale` and the benches share.
+pub fn backend(
+    kind: BackendKind,
+    scenario: &Scenario,
+    endpoints: &Endpoints,
+) -> Result<AnyBackend, BackendError> {
+    match recipe(kind) {
+        Some(r) => (r.build)(scenario, endpoints),
+        None => Err(BackendError::Config(
+            parse_backend(kind.name()).unwrap_err(),
+        )),
+    }
 }

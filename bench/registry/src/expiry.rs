@@ -7,7 +7,7 @@ use lockbench_core::knobs::KnobTable;
 use lockbench_core::scenario::ScenarioError;
 use lockbench_core::{BackendKind, ElectionKind, Scenario};
 use lockbench_etcd::EtcdKnobs;
-use lockbench_redis::{RedisKnobs, RedlockKnobs};
+use lockbench_redis::RedisKnobs;
 use lockbench_zookeeper::ZookeeperKnobs;
 use std::time::Duration;
 
@@ -19,21 +19,10 @@ fn knobs<K: KnobTable>(scenario: &Scenario) -> K {
         .unwrap_or_else(|e| panic!("knobs are checked when a scenario is loaded: {e}"))
 }
 
-/// How long a dead client's lock lives on `backend`.
+/// How long a dead client's lock lives on `backend` (its recipe says: a session timeout, a
+/// lease or key TTL, the time a server takes to notice a dead connection).
 pub fn expiry(scenario: &Scenario, backend: BackendKind) -> Duration {
-    let zookeeper = || knobs::<ZookeeperKnobs>(scenario).session_timeout;
-    let etcd = || knobs::<EtcdKnobs>(scenario).lease_ttl;
-    let redis = || knobs::<RedisKnobs>(scenario).ttl;
-    match backend {
-        BackendKind::ZkFair | BackendKind::ZkCurator | BackendKind::ZkHerd => zookeeper(),
-        BackendKind::ZkRwlock | BackendKind::ZkBrokenRwlock => zookeeper(),
-        BackendKind::EtcdLease | BackendKind::EtcdLockapi | BackendKind::EtcdHerd => etcd(),
-        BackendKind::RedisSetnx | BackendKind::RedisBrokenNoNx => redis(),
-        BackendKind::RedisBrokenRelease | BackendKind::RedisSentinel => redis(),
-        BackendKind::RedisBrokenRenew => redis(),
-        BackendKind::RedisPubsub => redis(),
-        BackendKind::Redlock => knobs::<RedlockKnobs>(scenario).ttl,
-    }
+    (crate::backend::registered(backend).expiry)(scenario)
 }
 
 /// `workload.renew_every` must be shorter than every backend's lock life: a renewal after the
@@ -125,13 +114,11 @@ mod tests {
                     clients = 2\nkeys = 1\nhold = \"1ms\"\n[zookeeper]\nsession_timeout = \"3s\"\n\
                     [redlock]\nttl = \"7s\"\n";
         let s = crate::load_scenario("t", text, &[]).unwrap();
-        assert_eq!(expiry(&s, BackendKind::ZkHerd), Duration::from_secs(3));
-        assert_eq!(expiry(&s, BackendKind::Redlock), Duration::from_secs(7));
-        assert_eq!(expiry(&s, BackendKind::RedisSetnx), Duration::from_secs(10));
-        assert_eq!(
-            holder_pause(&s, BackendKind::ZkHerd),
-            Duration::from_secs(6)
-        );
+        let kind = |n: &str| crate::parse_backend(n).unwrap();
+        assert_eq!(expiry(&s, kind("zk-herd")), Duration::from_secs(3));
+        assert_eq!(expiry(&s, kind("redlock")), Duration::from_secs(7));
+        assert_eq!(expiry(&s, kind("redis-setnx")), Duration::from_secs(10));
+        assert_eq!(holder_pause(&s, kind("zk-herd")), Duration::from_secs(6));
         assert_eq!(
             leader_pause(&s, ElectionKind::ZkElection),
             Duration::from_secs(6)

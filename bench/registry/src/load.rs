@@ -17,10 +17,46 @@ pub fn knob_schemas() -> Vec<KnobSchema> {
 /// knobs too) and validates. `source` names the text in errors.
 pub fn load_scenario(source: &str, text: &str, overrides: &[String]) -> Result<Scenario, String> {
     let mut scenario = Scenario::load(source, text, overrides)?;
+    check_names(&scenario).map_err(|e| format!("{source}: {e}"))?;
     scenario
         .knobs
         .fill(&knob_schemas())
         .and_then(|()| crate::expiry::check_renewals(&scenario))
         .map_err(|e| format!("{source}: {e}"))?;
     Ok(scenario)
+}
+
+/// Every recipe the scenario names (`backends`, the `[expect]` table) is a registered one:
+/// core reads any name, only the registry knows which exist.
+fn check_names(scenario: &Scenario) -> Result<(), String> {
+    for b in &scenario.backends {
+        crate::parse_backend(b.name()).map_err(|e| format!("backends: {e}"))?;
+    }
+    let known = |name: &str| crate::parse_backend(name).is_ok();
+    let valid = crate::backend_names();
+    scenario
+        .expect
+        .check_names(known, &valid)
+        .map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    /// A misspelled recipe, in `backends` or in `[expect]`, is named with the valid ones.
+    #[test]
+    fn an_unknown_recipe_is_named_with_the_registered_ones() {
+        let text = "name = \"t\"\nbackends = [\"zk-fast\"]\n[workload]\nclients = 2\nkeys = 1\n";
+        let err = crate::load_scenario("t.toml", text, &[]).unwrap_err();
+        assert!(
+            err.contains("zk-fast") && err.contains("zk-fair") && err.contains("t.toml"),
+            "{err}"
+        );
+        let text = text.replace("zk-fast", "zk-fair") + "[expect]\nsafe = [\"redlok\"]\n";
+        let err = crate::load_scenario("t.toml", &text, &[]).unwrap_err();
+        assert!(
+            err.contains("expect.safe") && err.contains("redlok"),
+            "{err}"
+        );
+        assert!(crate::load_scenario("t.toml", &text.replace("redlok", "redlock"), &[]).is_ok());
+    }
 }

@@ -25,19 +25,9 @@ pub fn system_named(name: &str) -> Option<&'static dyn System> {
     SYSTEMS.iter().copied().find(|s| s.name() == name)
 }
 
-/// The servers a lock backend runs on.
+/// The servers a lock backend runs on (its recipe's group).
 pub fn group_of(backend: BackendKind) -> Group {
-    use {etcd::system::ETCD, redis::system::*, zookeeper::system::ZOOKEEPER};
-    match backend {
-        BackendKind::ZkFair | BackendKind::ZkCurator | BackendKind::ZkHerd => ZOOKEEPER,
-        BackendKind::ZkRwlock | BackendKind::ZkBrokenRwlock => ZOOKEEPER,
-        BackendKind::EtcdLease | BackendKind::EtcdLockapi | BackendKind::EtcdHerd => ETCD,
-        BackendKind::RedisSetnx | BackendKind::RedisBrokenNoNx => REDIS,
-        BackendKind::RedisPubsub | BackendKind::RedisBrokenRelease => REDIS,
-        BackendKind::RedisBrokenRenew => REDIS,
-        BackendKind::Redlock => REDLOCK,
-        BackendKind::RedisSentinel => FAILOVER,
-    }
+    crate::backend::registered(backend).group
 }
 
 /// The servers an election recipe runs on.
@@ -132,10 +122,8 @@ mod tests {
     #[test]
     fn every_recipe_runs_on_the_system_its_name_says() {
         use {etcd::system::ETCD, redis::system::*, zookeeper::system::ZOOKEEPER};
-        for b in BackendKind::ALL {
-            let b = &b;
-            let g = group_of(*b);
-            let name = b.name();
+        for r in crate::recipes() {
+            let name = r.kind.name();
             let expected = if name.starts_with("zk-") {
                 ZOOKEEPER
             } else if name.starts_with("etcd-") {
@@ -147,7 +135,12 @@ mod tests {
             } else {
                 REDIS
             };
-            assert_eq!(g, expected, "{name}");
+            assert_eq!(group_of(r.kind), expected, "{name}");
+            let system = servers().find(|s| s.group == r.group).unwrap().system;
+            assert!(
+                system.recipes().iter().any(|own| own.kind == r.kind),
+                "{name} is listed by the system whose servers it uses"
+            );
         }
         for e in ElectionKind::ALL {
             let prefix = e.name().split('-').next().unwrap();
@@ -157,6 +150,20 @@ mod tests {
                 _ => REDIS,
             };
             assert_eq!(election_group_of(e), expected, "{}", e.name());
+        }
+    }
+
+    /// Recipe names are unique across systems, and the broken ones say so in their name (a
+    /// broken recipe is never part of a comparison).
+    #[test]
+    fn recipe_names_are_unique_and_broken_ones_say_so() {
+        let mut names = crate::backend_names();
+        let n = names.len();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), n, "recipe names repeat: {names:?}");
+        for r in crate::recipes() {
+            assert_eq!(r.broken, r.kind.name().contains("-broken"), "{}", r.kind);
         }
     }
 }

@@ -1,13 +1,12 @@
-//! Picks the backend once, at the top, and runs everything below generically over it: the
-//! client loop is monomorphised per recipe, so no op pays for dynamic dispatch. The same choice
-//! is made in the coordinator ([`run_backend`]) and in a worker process ([`run_worker`]), from
-//! the same scenario knobs, so both build identical clients.
+//! Builds the backend once, at the top (the registered recipe's constructor, as an
+//! `AnyBackend`), and runs everything below over it. The same choice is made in the
+//! coordinator ([`run_backend`]) and in a worker process ([`run_worker`]), from the same
+//! scenario knobs, so both build identical clients.
 
 use crate::coordinator;
 use crate::observer::Observer;
 use crate::placement::RunEnv;
 use lockbench_core::{BackendKind, Endpoints, Scenario};
-use lockbench_registry::with_backend;
 use lockbench_report::RunDir;
 use lockbench_results::BackendResult;
 use lockbench_workloads::RunControl;
@@ -34,12 +33,11 @@ pub async fn run_backend(
         }
         None => endpoints.clone(),
     };
-    with_backend!(kind, scenario, &local_endpoints, |b| {
-        coordinator::execute(
-            b, scenario, endpoints, run_dir, control, env, links, observer,
-        )
-        .await
-    })
+    let b = lockbench_registry::backend(kind, scenario, &local_endpoints)?;
+    coordinator::execute(
+        b, scenario, endpoints, run_dir, control, env, links, observer,
+    )
+    .await
 }
 
 /// The worker side: builds the job's backend and serves the job on stdin (after the job line)
@@ -50,10 +48,9 @@ pub async fn run_worker(
 ) -> anyhow::Result<()> {
     let (kind, scenario, endpoints) = (job.backend, job.scenario.clone(), job.endpoints.clone());
     let stdout = tokio::io::stdout();
-    with_backend!(kind, &scenario, &endpoints, |b| {
-        worker::serve(b, job, stdin, stdout).await?;
-        Ok(())
-    })
+    let b = lockbench_registry::backend(kind, &scenario, &endpoints)?;
+    worker::serve(b, job, stdin, stdout).await?;
+    Ok(())
 }
 
 /// The scale benchmark's side: builds `kind`'s backend from `scenario`'s knobs and runs the
@@ -67,7 +64,6 @@ pub async fn run_scale(
     waiting: bool,
     server_rss: crate::scale::RssReader<'_>,
 ) -> anyhow::Result<crate::scale::BackendScale> {
-    with_backend!(kind, scenario, endpoints, |b| {
-        Ok(crate::scale::measure(b, steps, probes, waiting, server_rss).await)
-    })
+    let b = lockbench_registry::backend(kind, scenario, endpoints)?;
+    Ok(crate::scale::measure(b, steps, probes, waiting, server_rss).await)
 }

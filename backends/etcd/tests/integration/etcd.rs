@@ -13,9 +13,9 @@ use std::time::Duration;
 use crate::{cluster, knobs};
 
 const RECIPES: [BackendKind; 3] = [
-    BackendKind::EtcdLease,
-    BackendKind::EtcdLockapi,
-    BackendKind::EtcdHerd,
+    BackendKind::of("etcd-lease"),
+    BackendKind::of("etcd-lockapi"),
+    BackendKind::of("etcd-herd"),
 ];
 /// The shortest lease etcd grants with its default election timeout (1.5 s, rounded up).
 const SHORT_TTL: Duration = Duration::from_secs(2);
@@ -51,7 +51,10 @@ async fn mutual_exclusion() {
 async fn two_clients_alternating_on_one_key_do_not_deadlock() {
     let endpoints = cluster().await;
     // etcd-herd re-reads the owner rather than keying on its predecessor: not this bug's shape.
-    for kind in [BackendKind::EtcdLease, BackendKind::EtcdLockapi] {
+    for kind in [
+        BackendKind::of("etcd-lease"),
+        BackendKind::of("etcd-lockapi"),
+    ] {
         let b = backend(kind, &endpoints, "two-clients", Duration::from_secs(5));
         let run = conformance::mutual_exclusion(&b, 2, 300);
         if tokio::time::timeout(Duration::from_secs(60), run)
@@ -85,7 +88,7 @@ async fn unreachable_fails_fast() {
 #[test]
 fn empty_endpoint_list_is_a_config_error_naming_etcd() {
     let err = EtcdBackend::new(
-        BackendKind::EtcdLease,
+        BackendKind::of("etcd-lease"),
         &Endpoints::default(),
         &EtcdKnobs::default(),
         1,
@@ -184,7 +187,10 @@ async fn release_right_after_lease_revoked_reports_lock_lost() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn request_counts_are_as_documented_and_servers_see_them() {
     let endpoints = cluster().await;
-    for kind in [BackendKind::EtcdLease, BackendKind::EtcdLockapi] {
+    for kind in [
+        BackendKind::of("etcd-lease"),
+        BackendKind::of("etcd-lockapi"),
+    ] {
         request_counts(kind, &endpoints).await;
     }
 }

@@ -21,7 +21,7 @@ fn backend(kind: BackendKind, endpoints: &Endpoints, test: &str) -> EtcdBackend 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn revision_ordered_wait_wakes_one_waiter_per_release() {
     let eps = cluster().await;
-    let b = backend(BackendKind::EtcdLease, &eps, "herd-lease");
+    let b = backend(BackendKind::of("etcd-lease"), &eps, "herd-lease");
     let c = fanout::cascade(&b, WAITERS, |_| 1).await;
     eprintln!("etcd-lease: {c:?}");
     assert_eq!(c.per_release, vec![1; WAITERS as usize], "{c:?}");
@@ -40,7 +40,7 @@ async fn revision_ordered_wait_wakes_one_waiter_per_release() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prefix_watch_wakes_every_waiter_per_release() {
     let eps = cluster().await;
-    let b = backend(BackendKind::EtcdHerd, &eps, "herd-herd");
+    let b = backend(BackendKind::of("etcd-herd"), &eps, "herd-herd");
     let c = fanout::cascade(&b, WAITERS, |queued| queued).await;
     eprintln!("etcd-herd: {c:?}");
     assert_eq!(

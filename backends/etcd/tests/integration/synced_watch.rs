@@ -33,7 +33,8 @@ async fn unsynced_watch_race_is_caught_under_a_write_storm() {
     let endpoints = cluster().await;
     let knobs = knobs("synced", Duration::from_secs(10));
     let prefix = knobs.prefix.clone();
-    let b = EtcdBackend::new(BackendKind::EtcdLease, &endpoints, &knobs, 1, 1).expect("backend");
+    let b =
+        EtcdBackend::new(BackendKind::of("etcd-lease"), &endpoints, &knobs, 1, 1).expect("backend");
     let stop = Arc::new(AtomicBool::new(false));
     let mut storm = Vec::new();
     for i in 0..WRITERS {

@@ -16,7 +16,7 @@ pub async fn run(args: ScaleArgs, state_dir: PathBuf) -> anyhow::Result<ExitCode
     let kinds: Vec<BackendKind> = args
         .backends
         .iter()
-        .map(|b| BackendKind::parse(b.trim()).map_err(anyhow::Error::msg))
+        .map(|b| lockbench_registry::parse_backend(b.trim()).map_err(anyhow::Error::msg))
         .collect::<anyhow::Result<_>>()
         .context("--backends")?;
     if args.steps.is_empty() || args.steps.windows(2).any(|w| w[0] >= w[1]) || args.steps[0] == 0 {

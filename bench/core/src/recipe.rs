@@ -1,0 +1,45 @@
+//! [`Recipe`]: one lock recipe as its system's crate registers it.
+//!
+//! Why: a recipe used to be an enum variant in core plus an arm in each of the registry's
+//! tables (constructor, server group, expiry), so adding one meant editing crates that have
+//! nothing to do with it. Now a system's crate lists its recipes
+//! ([`System::recipes`](crate::System::recipes)) and everything lockbench needs to know about
+//! one is in its entry: its name, the servers it runs on, how long a dead holder's lock lives,
+//! whether it is deliberately broken, and how it is built from a scenario. `lockbench-registry`
+//! collects them from the registered systems; nothing else names a recipe.
+
+use crate::endpoints::Endpoints;
+use crate::erased::AnyBackend;
+use crate::ids::BackendKind;
+use crate::scenario::Scenario;
+use crate::system::Group;
+use crate::traits::BackendError;
+use std::time::Duration;
+
+/// One lock recipe of a system.
+#[derive(Clone, Copy)]
+pub struct Recipe {
+    /// Its name (`zk-fair`), as users type it.
+    pub kind: BackendKind,
+    /// The servers its clients use (what the server nemesis, the resource sampler and the
+    /// compose fault plan act on for it).
+    pub group: Group,
+    /// How long a dead client's lock lives (the session timeout, the lease or key TTL, the
+    /// time the server takes to notice a dead connection), from the scenario's knobs.
+    pub expiry: fn(&Scenario) -> Duration,
+    /// Deliberately broken: it exists to prove a checker alive and is never part of a
+    /// comparison.
+    pub broken: bool,
+    /// Builds the recipe's backend from the scenario's knobs and the cluster's endpoints.
+    pub build: fn(&Scenario, &Endpoints) -> Result<AnyBackend, BackendError>,
+}
+
+impl std::fmt::Debug for Recipe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Recipe")
+            .field("kind", &self.kind)
+            .field("group", &self.group)
+            .field("broken", &self.broken)
+            .finish()
+    }
+}
