@@ -41,11 +41,7 @@ impl PgRecipe {
 
     /// The recipe's kind, as results name it.
     pub fn kind(self) -> BackendKind {
-        // S4 (issue 20) makes BackendKind an open name: `BackendKind::of(self.name())`. Until
-        // it lands core has no variant for these recipes; this stand-in is only ever seen by
-        // this crate's tests (nothing outside builds a PgBackend yet).
-        let _ = self;
-        BackendKind::RedisSetnx
+        BackendKind::of(self.name())
     }
 
     /// How a waiter learns the lock is free.
