@@ -179,11 +179,19 @@ impl PgClient {
                     ));
                 }
             }
-            let st = match prepare(&session.client, self.recipe, &self.sql).await {
-                Ok(st) => st,
-                Err(e) => {
+            let prepared = prepare(&session.client, self.recipe, &self.sql);
+            let st = match tokio::time::timeout(self.knobs.response_timeout, prepared).await {
+                Ok(Ok(st)) => st,
+                Ok(Err(e)) => {
                     session.close().await;
                     return Err(format!("preparing the recipe's statements: {e}"));
+                }
+                Err(_) => {
+                    session.abandon();
+                    return Err(format!(
+                        "preparing the recipe's statements: no reply within {:?}",
+                        self.knobs.response_timeout
+                    ));
                 }
             };
             self.open = Some(Open {
