@@ -13,6 +13,7 @@
 //!
 //! The recipes' parts, one concept a file:
 //! - `recipe`: the three recipes ([`PgRecipe`]) and how each waits;
+//! - `recipes`: their entries for the registry ([`recipes::RECIPES`]);
 //! - `knobs`: `[postgres]` ([`PostgresKnobs`]), and how long a dead holder's lock lives;
 //! - `sql`: every statement a client sends, and why each has its shape;
 //! - `session`: one session, and whether the server certainly ended it;
@@ -32,6 +33,7 @@ mod counters;
 mod knobs;
 mod observe;
 pub mod recipe;
+pub mod recipes;
 mod session;
 pub mod sql;
 
