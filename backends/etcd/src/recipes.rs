@@ -3,6 +3,7 @@
 
 use crate::system::ETCD;
 use crate::{EtcdBackend, EtcdKnobs};
+use lockbench_core::recipe::Build;
 use lockbench_core::traits::BackendError;
 use lockbench_core::{AnyBackend, BackendKind, Endpoints, Recipe, Scenario};
 use std::time::Duration;
@@ -32,14 +33,11 @@ fn build(kind: BackendKind, s: &Scenario, e: &Endpoints) -> Result<AnyBackend, B
     Ok(AnyBackend::new(b))
 }
 
-const fn entry(
-    kind: BackendKind,
-    build: fn(&Scenario, &Endpoints) -> Result<AnyBackend, BackendError>,
-) -> Recipe {
+const fn entry(kind: BackendKind, build: &'static Build) -> Recipe {
     Recipe {
         kind,
         group: ETCD,
-        expiry: lease_ttl,
+        expiry: &lease_ttl,
         broken: false,
         build,
     }
@@ -47,7 +45,7 @@ const fn entry(
 
 /// The recipes, in the order comparisons list them.
 pub static RECIPES: &[Recipe] = &[
-    entry(ETCD_LEASE, |s, e| build(ETCD_LEASE, s, e)),
-    entry(ETCD_LOCKAPI, |s, e| build(ETCD_LOCKAPI, s, e)),
-    entry(ETCD_HERD, |s, e| build(ETCD_HERD, s, e)),
+    entry(ETCD_LEASE, &|s, e| build(ETCD_LEASE, s, e)),
+    entry(ETCD_LOCKAPI, &|s, e| build(ETCD_LOCKAPI, s, e)),
+    entry(ETCD_HERD, &|s, e| build(ETCD_HERD, s, e)),
 ];

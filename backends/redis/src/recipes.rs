@@ -5,6 +5,7 @@
 
 use crate::system::{FAILOVER, REDIS, REDLOCK};
 use crate::{RedisKnobs, RedlockBackend, RedlockKnobs, SetMode, SetNxBackend};
+use lockbench_core::recipe::Build;
 use lockbench_core::traits::BackendError;
 use lockbench_core::{AnyBackend, BackendKind, Endpoints, Group, Recipe, Scenario};
 use std::time::Duration;
@@ -51,14 +52,12 @@ fn setnx(mode: SetMode, s: &Scenario, e: &Endpoints) -> Result<SetNxBackend, Bac
     SetNxBackend::new(e, &knobs(s)?, s.workload.keys, s.seed, mode)
 }
 
-type Build = fn(&Scenario, &Endpoints) -> Result<AnyBackend, BackendError>;
-
 /// A recipe on one server (or the failover pair), its lock living for the key's TTL.
-const fn single(kind: BackendKind, group: Group, broken: bool, build: Build) -> Recipe {
+const fn single(kind: BackendKind, group: Group, broken: bool, build: &'static Build) -> Recipe {
     Recipe {
         kind,
         group,
-        expiry: ttl,
+        expiry: &ttl,
         broken,
         build,
     }
@@ -66,33 +65,33 @@ const fn single(kind: BackendKind, group: Group, broken: bool, build: Build) -> 
 
 /// The recipes, in the order comparisons list them.
 pub static RECIPES: &[Recipe] = &[
-    single(REDIS_SETNX, REDIS, false, |s, e| {
+    single(REDIS_SETNX, REDIS, false, &|s, e| {
         Ok(AnyBackend::new(setnx(SetMode::Nx, s, e)?))
     }),
-    single(REDIS_PUBSUB, REDIS, false, |s, e| {
+    single(REDIS_PUBSUB, REDIS, false, &|s, e| {
         Ok(AnyBackend::new(setnx(SetMode::Nx, s, e)?.with_pubsub()))
     }),
     Recipe {
         kind: REDLOCK_KIND,
         group: REDLOCK,
-        expiry: redlock_ttl,
+        expiry: &redlock_ttl,
         broken: false,
-        build: |s, e| {
+        build: &|s, e| {
             let b = RedlockBackend::new(e, &redlock_knobs(s)?, s.workload.keys, s.seed)?;
             Ok(AnyBackend::new(b))
         },
     },
-    single(REDIS_SENTINEL, FAILOVER, false, |s, e| {
+    single(REDIS_SENTINEL, FAILOVER, false, &|s, e| {
         let b = SetNxBackend::via_sentinel(e, &knobs(s)?, s.workload.keys, s.seed)?;
         Ok(AnyBackend::new(b))
     }),
-    single(REDIS_BROKEN_NONX, REDIS, true, |s, e| {
+    single(REDIS_BROKEN_NONX, REDIS, true, &|s, e| {
         Ok(AnyBackend::new(setnx(SetMode::BrokenNoNx, s, e)?))
     }),
-    single(REDIS_BROKEN_RELEASE, REDIS, true, |s, e| {
+    single(REDIS_BROKEN_RELEASE, REDIS, true, &|s, e| {
         Ok(AnyBackend::new(setnx(SetMode::BrokenRelease, s, e)?))
     }),
-    single(REDIS_BROKEN_RENEW, REDIS, true, |s, e| {
+    single(REDIS_BROKEN_RENEW, REDIS, true, &|s, e| {
         Ok(AnyBackend::new(setnx(SetMode::BrokenRenew, s, e)?))
     }),
 ];

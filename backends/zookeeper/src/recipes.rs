@@ -3,6 +3,7 @@
 
 use crate::system::ZOOKEEPER;
 use crate::{Queue, ZkCurator, ZkFair, ZookeeperKnobs};
+use lockbench_core::recipe::Build;
 use lockbench_core::traits::BackendError;
 use lockbench_core::{AnyBackend, BackendKind, Endpoints, Recipe, Scenario};
 use std::time::Duration;
@@ -37,15 +38,11 @@ fn build_queue(q: Queue, s: &Scenario, e: &Endpoints) -> Result<AnyBackend, Back
     Ok(AnyBackend::new(b))
 }
 
-const fn entry(
-    kind: BackendKind,
-    broken: bool,
-    build: fn(&Scenario, &Endpoints) -> Result<AnyBackend, BackendError>,
-) -> Recipe {
+const fn entry(kind: BackendKind, broken: bool, build: &'static Build) -> Recipe {
     Recipe {
         kind,
         group: ZOOKEEPER,
-        expiry: session_timeout,
+        expiry: &session_timeout,
         broken,
         build,
     }
@@ -53,14 +50,14 @@ const fn entry(
 
 /// The recipes, in the order comparisons list them.
 pub static RECIPES: &[Recipe] = &[
-    entry(ZK_FAIR, false, |s, e| build_queue(Queue::FAIR, s, e)),
-    entry(ZK_CURATOR, false, |s, e| {
+    entry(ZK_FAIR, false, &|s, e| build_queue(Queue::FAIR, s, e)),
+    entry(ZK_CURATOR, false, &|s, e| {
         let b = ZkCurator::new(e, &knobs(s)?, s.workload.keys, s.seed)?;
         Ok(AnyBackend::new(b))
     }),
-    entry(ZK_HERD, false, |s, e| build_queue(Queue::HERD, s, e)),
-    entry(ZK_RWLOCK, false, |s, e| build_queue(Queue::RWLOCK, s, e)),
-    entry(ZK_BROKEN_RWLOCK, true, |s, e| {
+    entry(ZK_HERD, false, &|s, e| build_queue(Queue::HERD, s, e)),
+    entry(ZK_RWLOCK, false, &|s, e| build_queue(Queue::RWLOCK, s, e)),
+    entry(ZK_BROKEN_RWLOCK, true, &|s, e| {
         build_queue(Queue::BROKEN_RWLOCK, s, e)
     }),
 ];

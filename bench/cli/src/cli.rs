@@ -83,6 +83,13 @@ pub enum Command {
     /// Internal: run client slots for a coordinator (JSON lines on stdin/stdout).
     #[command(hide = true)]
     Worker,
+    /// Internal: serve one client of a built-in recipe behind the adapter protocol
+    /// (docs/adapter-protocol.md), configured from LOCKBENCH_ENDPOINTS and LOCKBENCH_CLIENT.
+    #[command(hide = true)]
+    ServeAdapter {
+        /// The recipe (`redis-setnx`).
+        recipe: String,
+    },
     /// Capacity planning: for each backend and each point of a grid (`--vary`), find the
     /// highest offered rate sustained within a latency objective (the knee) with short
     /// open-loop steps (a closed-loop probe, a geometric ramp, then bisection), and print a

@@ -65,6 +65,7 @@ trait DynBackend: Send + Sync + 'static {
     fn check_servers(&self) -> BoxFuture<'_, Result<(), BackendError>>;
     fn server_counters(&self) -> BoxFuture<'_, Result<ServerCounters, String>>;
     fn wakeups(&self) -> Option<Wakeups>;
+    fn broken(&self) -> Option<String>;
     fn server_fanout(&self) -> BoxFuture<'_, Result<Option<ServerFanout>, String>>;
     fn observe_server(
         &self,
@@ -96,6 +97,10 @@ impl<B: Backend> DynBackend for B {
 
     fn wakeups(&self) -> Option<Wakeups> {
         Backend::wakeups(self)
+    }
+
+    fn broken(&self) -> Option<String> {
+        Backend::broken(self)
     }
 
     fn server_fanout(&self) -> BoxFuture<'_, Result<Option<ServerFanout>, String>> {
@@ -133,6 +138,10 @@ impl Backend for AnyBackend {
 
     fn wakeups(&self) -> Option<Wakeups> {
         self.0.wakeups()
+    }
+
+    fn broken(&self) -> Option<String> {
+        self.0.broken()
     }
 
     fn server_fanout(&self) -> impl Future<Output = Result<Option<ServerFanout>, String>> + Send {

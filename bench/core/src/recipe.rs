@@ -26,13 +26,20 @@ pub struct Recipe {
     pub group: Group,
     /// How long a dead client's lock lives (the session timeout, the lease or key TTL, the
     /// time the server takes to notice a dead connection), from the scenario's knobs.
-    pub expiry: fn(&Scenario) -> Duration,
+    pub expiry: &'static Expiry,
     /// Deliberately broken: it exists to prove a checker alive and is never part of a
     /// comparison.
     pub broken: bool,
     /// Builds the recipe's backend from the scenario's knobs and the cluster's endpoints.
-    pub build: fn(&Scenario, &Endpoints) -> Result<AnyBackend, BackendError>,
+    pub build: &'static Build,
 }
+
+/// How long a dead client's lock lives, from the scenario's knobs.
+pub type Expiry = dyn Fn(&Scenario) -> Duration + Send + Sync;
+
+/// A recipe's constructor. A function, or a closure over what a recipe made at run time
+/// needs (an adapter's manifest, issue 21), leaked once per recipe.
+pub type Build = dyn Fn(&Scenario, &Endpoints) -> Result<AnyBackend, BackendError> + Send + Sync;
 
 impl std::fmt::Debug for Recipe {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -143,6 +143,13 @@ pub trait Backend: Send + Sync + 'static {
     /// sum of [`LockClient::requests_sent`].
     fn server_counters(&self) -> impl Future<Output = Result<ServerCounters, String>> + Send;
 
+    /// Why this backend's clients cannot be trusted, when something outside the servers broke
+    /// (an adapter that broke its protocol, issue 21): the run is then an error, never a
+    /// verdict. `None` (the default) for lockbench's own recipes.
+    fn broken(&self) -> Option<String> {
+        None
+    }
+
     /// Wake-ups counted by every client this backend has made, or `None` when the recipe does
     /// not wait on notifications it can count (polling recipes, library-internal waits). Read
     /// before and after a run for the herd workload's `fanout` figures.

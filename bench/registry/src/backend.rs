@@ -15,9 +15,24 @@ pub fn backends() -> impl Iterator<Item = BackendKind> {
     recipes().map(|r| r.kind)
 }
 
-/// The registered recipe called `kind`.
+/// The recipe called `kind`: a registered system's, or an adapter's (`lib:NAME`, a
+/// manifest's path), made from its manifest on first use.
 pub fn recipe(kind: BackendKind) -> Option<&'static Recipe> {
-    recipes().find(|r| r.kind == kind)
+    find(kind).ok()
+}
+
+fn find(kind: BackendKind) -> Result<&'static Recipe, String> {
+    if lockbench_adapter::is_adapter(kind.name()) {
+        return crate::adapter::recipe(kind);
+    }
+    recipes().find(|r| r.kind == kind).ok_or_else(|| {
+        format!(
+            "unknown backend `{kind}`; expected one of: {}, or an adapter (lib:NAME: {}; or \
+             the path of an adapter.toml)",
+            backend_names().join(", "),
+            lockbench_adapter::manifest::builtin_names().join(", ")
+        )
+    })
 }
 
 /// The registered recipe `kind`; a kind reaches here only after scenario loading
@@ -26,15 +41,10 @@ pub(crate) fn registered(kind: BackendKind) -> &'static Recipe {
     recipe(kind).unwrap_or_else(|| panic!("{kind} is not a registered recipe"))
 }
 
-/// The recipe typed as `name`; the error lists the registered ones.
+/// The recipe typed as `name`; the error lists the registered ones (or says what is wrong
+/// with an adapter's manifest).
 pub fn parse_backend(name: &str) -> Result<BackendKind, String> {
-    match recipes().find(|r| r.kind.name() == name) {
-        Some(r) => Ok(r.kind),
-        None => Err(format!(
-            "unknown backend `{name}`; expected one of: {}",
-            backend_names().join(", ")
-        )),
-    }
+    find(BackendKind::named(name)).map(|r| r.kind)
 }
 
 /// Every registered recipe's name.

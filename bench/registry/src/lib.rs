@@ -28,6 +28,7 @@
 //! "Adding a system" lists the files a new system touches.
 #![deny(missing_docs)]
 
+mod adapter;
 mod backend;
 mod election;
 pub mod expiry;

@@ -144,11 +144,12 @@ pub async fn execute<B: Backend>(
     mut links: Option<lockbench_chaos::LinkProxies>,
     observer: &Arc<dyn Observer>,
 ) -> anyhow::Result<BackendResult> {
-    let info = backend.info();
     let backend = Arc::new(backend);
     // Servers that accept connections but never answer fail here, in seconds, naming the
     // address, before the counters or the clients wait on them (issue 11 item 8).
     lockbench_workloads::connect::probe(backend.as_ref()).await?;
+    // After the probe: an adapter's info names the library its first client said it runs.
+    let info = backend.info();
     let herd = scenario.workload.kind == WorkloadKind::Herd;
     let before = Before::read(&backend, herd).await;
     let (history_tx, writer) = run_dir.history_writer(info.backend.name())?;
@@ -195,6 +196,10 @@ pub async fn execute<B: Backend>(
         crate::fault_loop::start(&cx, &mut workers, &window, links, holder_pause, &events_tx);
     drop(events_tx);
     let collected = collect(&cx, local.task.take(), workers, window, faults).await?;
+    if let Some(why) = backend.broken() {
+        // A client's outcomes went through something that broke (an adapter): no verdict.
+        anyhow::bail!("{why}; the history cannot be judged (docs/adapter-protocol.md)");
+    }
     // Stopped before the analysis: its figures are the measured window's (the timer-lag probe
     // is exact only when stopped soon after the window ends, see `lockbench_capacity::timer_lag`).
     let resources = sampler

@@ -8,6 +8,7 @@ mod report;
 mod run;
 mod scale;
 mod scenarios;
+mod serve_adapter;
 mod sweep;
 mod worker;
 
@@ -30,6 +31,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Analyse { run_dirs } => analyse::run(run_dirs),
         Command::Compare(args) => compare::run(args),
         Command::Worker => worker::run().await,
+        Command::ServeAdapter { recipe } => serve_adapter::run(recipe).await,
         Command::Sweep(args) => sweep::run(args, state_dir).await,
         Command::Scale(args) => scale::run(args, state_dir).await,
         Command::Proxy(args) => proxy::run(args).await,

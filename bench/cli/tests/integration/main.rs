@@ -8,6 +8,7 @@
 //! two others: the cluster's lifecycle test (lockbench-cluster) and the compose leftovers test
 //! (lockbench-runner).
 
+mod adapters;
 mod capacity;
 mod chaos;
 mod cli;

@@ -1,0 +1,143 @@
+//! The contract's other half: a broken adapter is named within seconds, with the library, the
+//! line and what was expected, and never passes for a working one (issue 21 item 5). Each
+//! mode of `broken_adapter.py` breaks the protocol one way; `good` proves the same harness
+//! accepts a correct adapter, so the failures below are the adapters', not the test's.
+
+use lockbench_adapter::{AdapterBackend, Manifest};
+use lockbench_core::{Backend, BackendKind, ClientId, ErrorKind, KeyId, LockClient, Outcome};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+fn backend(mode: &str) -> AdapterBackend {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests");
+    let m = Manifest {
+        library: format!("broken-{mode}"),
+        system: "redis".into(),
+        command: vec!["python3".into(), "broken_adapter.py".into(), mode.into()],
+        lock_life: Duration::from_secs(10),
+        build: Vec::new(),
+        env: Default::default(),
+        dir,
+    };
+    let kind = BackendKind::named(&format!("lib:broken-{mode}"));
+    AdapterBackend::new(kind, m, &["127.0.0.1:1".into()], "t:".into(), None).unwrap()
+}
+
+/// Runs `f` and checks it took less than the protocol's 5 s bound plus slack for a loaded
+/// machine's process start.
+async fn bounded<T>(f: impl std::future::Future<Output = T>) -> T {
+    let start = Instant::now();
+    let out = tokio::time::timeout(Duration::from_secs(20), f)
+        .await
+        .expect("a broken adapter is named in bounded time, not waited for");
+    assert!(
+        start.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        start.elapsed()
+    );
+    out
+}
+
+#[tokio::test]
+async fn a_good_adapter_serves_a_whole_session() {
+    let b = backend("good");
+    let mut c = b.connect(ClientId(1)).await.expect("hello read");
+    let Outcome::Ok(g) = c.acquire(KeyId(2)).await else {
+        panic!("granted")
+    };
+    assert_eq!(g.token, None);
+    assert!(c.renew(&g).await.is_ok());
+    assert!(c.release(g).await.is_ok());
+    let again = lockbench_core::Grant {
+        key: KeyId(2),
+        token: None,
+        handle: 2,
+    };
+    assert!(matches!(
+        c.release(again).await,
+        Outcome::Fail(ErrorKind::LockLost)
+    ));
+    c.close().await;
+    assert_eq!(b.broken(), None);
+    assert!(
+        b.info()
+            .knobs
+            .iter()
+            .any(|(k, v)| k == "library" && v == "broken-good 0")
+    );
+}
+
+#[tokio::test]
+async fn a_broken_hello_fails_the_connect_naming_the_library_and_the_line() {
+    for (mode, says) in [
+        ("garbage-hello", "Picked up _JAVA_OPTIONS"),
+        ("no-hello", "no hello line within"),
+        ("exit-before-hello", "the adapter exited"),
+    ] {
+        let b = backend(mode);
+        let err = bounded(b.connect(ClientId(1)))
+            .await
+            .err()
+            .expect(mode)
+            .to_string();
+        assert!(
+            err.contains(&format!("broken-{mode}")) && err.contains(says),
+            "{mode}: {err}"
+        );
+        let broken = b.broken().expect("recorded");
+        assert!(broken.contains(says), "{mode}: {broken}");
+    }
+}
+
+#[tokio::test]
+async fn a_broken_answer_is_an_unknown_outcome_and_the_run_is_told() {
+    for (mode, says) in [
+        ("garbage-answer", "\"OK\""),
+        ("unasked-answer", "not to 6"),
+        ("exit-on-acquire", "the adapter exited"),
+    ] {
+        let b = backend(mode);
+        let mut c = b.connect(ClientId(1)).await.expect(mode);
+        let out = bounded(c.acquire(KeyId(0))).await;
+        assert!(
+            matches!(out, Outcome::Info(ErrorKind::Other)),
+            "{mode}: {out:?}"
+        );
+        // Once broken, the client answers `info` at once and sends nothing more.
+        assert!(matches!(
+            c.acquire(KeyId(0)).await,
+            Outcome::Info(ErrorKind::Other)
+        ));
+        let broken = b.broken().expect(mode);
+        assert!(
+            broken.contains(&format!("broken-{mode}")) && broken.contains(says),
+            "{mode}: {broken}"
+        );
+        c.abandon().await;
+    }
+}
+
+#[tokio::test]
+async fn a_second_answer_and_a_silent_release_are_caught() {
+    let b = backend("second-answer");
+    let mut c = b.connect(ClientId(1)).await.unwrap();
+    let Outcome::Ok(g) = c.acquire(KeyId(0)).await else {
+        panic!("the first answer is fine")
+    };
+    // The extra answer is read as the answer to the release, whose id it does not carry.
+    assert!(matches!(c.release(g).await, Outcome::Info(_)));
+    assert!(b.broken().unwrap().contains("not to 1"), "{:?}", b.broken());
+
+    let b = backend("hang-on-release");
+    let mut c = b.connect(ClientId(1)).await.unwrap();
+    let Outcome::Ok(g) = c.acquire(KeyId(0)).await else {
+        panic!("granted")
+    };
+    let out = bounded(c.release(g)).await;
+    assert!(matches!(out, Outcome::Info(_)), "{out:?}");
+    assert!(
+        b.broken().unwrap().contains("no answer to request 2"),
+        "{:?}",
+        b.broken()
+    );
+}

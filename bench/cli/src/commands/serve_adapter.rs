@@ -1,0 +1,40 @@
+//! `lockbench serve-adapter RECIPE` (hidden): one client of one of lockbench's own recipes
+//! behind the adapter protocol (`docs/adapter-protocol.md`), configured from the environment
+//! an adapter gets (`LOCKBENCH_ENDPOINTS`, `LOCKBENCH_CLIENT`). The built-in `lib:rust-setnx`
+//! adapter runs it, so a run can put the same recipe in process and behind the protocol side
+//! by side: the difference is what the protocol costs.
+
+use anyhow::Context;
+use lockbench_core::{ClientId, Endpoints};
+use std::process::ExitCode;
+
+/// Serves one client until `close` or the end of stdin.
+pub async fn run(recipe: String) -> anyhow::Result<ExitCode> {
+    let kind = lockbench_registry::parse_backend(&recipe).map_err(anyhow::Error::msg)?;
+    let text = format!(
+        "name = \"serve-adapter\"\nbackends = [\"{recipe}\"]\n[workload]\nclients = 1\nkeys = 64\n"
+    );
+    let scenario = lockbench_registry::load_scenario("serve-adapter", &text, &[])
+        .map_err(anyhow::Error::msg)?;
+    let var = |name: &str| std::env::var(name).with_context(|| format!("{name} is not set"));
+    let servers: Vec<String> = var("LOCKBENCH_ENDPOINTS")?
+        .split(',')
+        .map(str::to_string)
+        .collect();
+    let client: u32 = var("LOCKBENCH_CLIENT")?
+        .parse()
+        .context("LOCKBENCH_CLIENT")?;
+    let group = lockbench_registry::group_of(kind);
+    let endpoints = Endpoints::from_iter([(group.list(), servers)]);
+    let backend = lockbench_registry::backend(kind, &scenario, &endpoints)?;
+    let library = format!("lockbench {recipe}");
+    lockbench_adapter::serve::serve(
+        backend,
+        ClientId(client),
+        &library,
+        tokio::io::stdin(),
+        tokio::io::stdout(),
+    )
+    .await?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,68 @@
+//! Adapter backends (`lib:NAME`, or a manifest's path): a [`Recipe`] made at run time from a
+//! manifest (issue 21), so a library runs through everything a built-in recipe does without
+//! a line of lockbench changing.
+
+use lockbench_adapter::{AdapterBackend, Manifest, manifest};
+use lockbench_core::traits::BackendError;
+use lockbench_core::{AnyBackend, BackendKind, Endpoints, Group, Recipe, Scenario};
+use std::sync::Mutex;
+
+/// The adapter recipes made so far, one per name for the life of the process.
+static MADE: Mutex<Vec<&'static Recipe>> = Mutex::new(Vec::new());
+
+/// The recipe of adapter `kind`, made from its manifest on first use.
+pub(crate) fn recipe(kind: BackendKind) -> Result<&'static Recipe, String> {
+    let mut made = MADE.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(r) = made.iter().find(|r| r.kind == kind) {
+        return Ok(r);
+    }
+    let m = manifest::load(kind.name())?;
+    let group = crate::listed_groups()
+        .into_iter()
+        .find(|g| g.name() == m.system)
+        .ok_or_else(|| {
+            format!(
+                "adapter {kind}: `system = \"{}\"` is no endpoints group; expected one of: {}",
+                m.system,
+                crate::endpoint_groups().join(", ")
+            )
+        })?;
+    let life = m.lock_life;
+    let expiry = Box::leak(Box::new(move |_: &Scenario| life));
+    let build = Box::leak(Box::new(move |s: &Scenario, e: &Endpoints| {
+        build(kind, &m, group, s, e)
+    }));
+    let r: &'static Recipe = Box::leak(Box::new(Recipe {
+        kind,
+        group,
+        expiry,
+        broken: false,
+        build,
+    }));
+    made.push(r);
+    Ok(r)
+}
+
+fn build(
+    kind: BackendKind,
+    m: &Manifest,
+    group: Group,
+    s: &Scenario,
+    e: &Endpoints,
+) -> Result<AnyBackend, BackendError> {
+    // The system's own first recipe on the same servers reads their request counters.
+    let native = crate::backend::recipes().find(|r| r.group == group && !r.broken);
+    let counters = native.and_then(|r| (r.build)(s, e).ok());
+    // Keys apart per run, and the same in every process of the run: the knobs carry each
+    // system's run-separated key prefixes.
+    let prefix = format!("lockbench-lib-{:016x}:", fingerprint(&s.to_toml()));
+    let b = AdapterBackend::new(kind, m.clone(), e.get(group.list()), prefix, counters)?;
+    Ok(AnyBackend::new(b))
+}
+
+/// FNV-1a of `text`: stable across processes and builds (std's hasher is not).
+fn fingerprint(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
