@@ -7,6 +7,7 @@
 //! kernel answers the keepalives), so a pause is safe but blocks every waiter.
 
 use crate::{PgBackend, PgRecipe, PostgresKnobs};
+use lockbench_core::recipe::Build;
 use lockbench_core::traits::BackendError;
 use lockbench_core::{AnyBackend, BackendKind, Endpoints, Group, Recipe, Scenario};
 use std::time::Duration;
@@ -44,14 +45,11 @@ fn build(recipe: PgRecipe, s: &Scenario, e: &Endpoints) -> Result<AnyBackend, Ba
     )?))
 }
 
-const fn recipe(
-    kind: BackendKind,
-    build: fn(&Scenario, &Endpoints) -> Result<AnyBackend, BackendError>,
-) -> Recipe {
+const fn recipe(kind: BackendKind, build: &'static Build) -> Recipe {
     Recipe {
         kind,
         group: GROUP,
-        expiry: keepalive_bound,
+        expiry: &keepalive_bound,
         broken: false,
         build,
     }
@@ -60,9 +58,9 @@ const fn recipe(
 /// The recipes, in the order comparisons list them (what the system's `System::recipes`
 /// returns).
 pub static RECIPES: &[Recipe] = &[
-    recipe(PG_ADVISORY, |s, e| build(PgRecipe::Advisory, s, e)),
-    recipe(PG_TRY_ADVISORY, |s, e| build(PgRecipe::TryAdvisory, s, e)),
-    recipe(PG_ADVISORY_XACT, |s, e| build(PgRecipe::Xact, s, e)),
+    recipe(PG_ADVISORY, &|s, e| build(PgRecipe::Advisory, s, e)),
+    recipe(PG_TRY_ADVISORY, &|s, e| build(PgRecipe::TryAdvisory, s, e)),
+    recipe(PG_ADVISORY_XACT, &|s, e| build(PgRecipe::Xact, s, e)),
 ];
 
 #[cfg(test)]
