@@ -1,67 +1,64 @@
-"""redis-py's Lock behind lockbench's adapter protocol (docs/adapter-protocol.md).
-
-One process is one client: one Redis connection pool and the Lock objects it holds.
+"""redis-py's Lock (redis.lock.Lock) behind lockbench's adapter protocol: SET NX PX with a
+random token, a Lua compare-and-delete release, extend() for renewals. No fencing token.
 """
-import json
 import os
 import sys
 
-import redis
-from redis.exceptions import ConnectionError, LockError, LockNotOwnedError, TimeoutError
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
+import redis  # noqa: E402
+from redis.exceptions import ConnectionError, LockError, LockNotOwnedError, TimeoutError  # noqa: E402
 
-host, port = os.environ["LOCKBENCH_ENDPOINTS"].split(",")[0].rsplit(":", 1)
-prefix = os.environ["LOCKBENCH_PREFIX"]
-ttl = int(os.environ["LOCKBENCH_TTL_MS"]) / 1000.0
-r = redis.Redis(host=host, port=int(port), socket_connect_timeout=5, socket_timeout=30)
+from lockbench_adapter import Fail, Info, env, host_port, serve  # noqa: E402
+
+e = env()
+host, port = host_port(e["endpoints"][0])
+r = redis.Redis(host=host, port=port, socket_connect_timeout=5, socket_timeout=30)
+r.ping()
 held = {}
 
 
-def say(obj):
-    sys.stdout.write(json.dumps(obj) + "\n")
-    sys.stdout.flush()
+def errors(f):
+    def call(*args):
+        try:
+            return f(*args)
+        except LockNotOwnedError as x:
+            raise Fail("lock-lost", str(x))
+        except (ConnectionError, TimeoutError) as x:
+            raise Info("connection-lost", str(x))
+        except LockError as x:
+            raise Info("other", str(x))
+    return call
 
 
-def answer(req):
-    op, key = req["op"], req.get("key")
-    name = f"{prefix}redis-py:{key}"
-    try:
-        if op == "acquire":
-            lock = r.lock(name, timeout=ttl, sleep=0.01, blocking=True)
-            if lock.acquire():
-                held[key] = lock
-                return {"ok": True}
-            return {"fail": "timeout"}
-        if op in ("release", "renew"):
-            lock = held.get(key)
-            if lock is None:
-                return {"fail": "lock-lost", "detail": "not held by this client"}
-            if op == "release":
-                del held[key]
-                lock.release()
-            else:
-                lock.extend(ttl, replace_ttl=True)
-            return {"ok": True}
-    except LockNotOwnedError as e:
-        return {"fail": "lock-lost", "detail": str(e)}
-    except (ConnectionError, TimeoutError) as e:
-        return {"info": "connection-lost", "detail": str(e)}
-    except LockError as e:
-        return {"info": "other", "detail": str(e)}
-    return {"fail": "other", "detail": f"unknown op {op}"}
+@errors
+def acquire(key, _shared):
+    lock = r.lock(f"{e['prefix']}redis-py:{key}", timeout=e["ttl"], sleep=0.01, blocking=True)
+    if not lock.acquire():
+        raise Fail("timeout")
+    held[key] = lock
 
 
-r.ping()
-say({"hello": 1, "library": "redis-py", "version": redis.__version__, "fencing": None})
-for line in sys.stdin:
-    req = json.loads(line)
-    if req["op"] == "close":
-        for lock in held.values():
-            try:
-                lock.release()
-            except Exception:
-                pass
-        say({"id": req["id"], "ok": True})
-        break
-    out = answer(req)
-    out["id"] = req["id"]
-    say(out)
+@errors
+def release(key):
+    lock = held.pop(key, None)
+    if lock is None:
+        raise Fail("lock-lost", "not held by this client")
+    lock.release()
+
+
+@errors
+def renew(key):
+    if key not in held:
+        raise Fail("lock-lost", "not held by this client")
+    held[key].extend(e["ttl"], replace_ttl=True)
+
+
+def close():
+    for lock in held.values():
+        try:
+            lock.release()
+        except Exception:
+            pass
+
+
+serve("redis-py", redis.__version__, None, acquire, release, renew, close)
