@@ -5,6 +5,10 @@
 pub const SCENARIOS: &[(&str, &str)] = &[
     ("quick", include_str!("../../../scenarios/quick.toml")),
     (
+        "libraries",
+        include_str!("../../../scenarios/libraries.toml"),
+    ),
+    (
         "contention",
         include_str!("../../../scenarios/contention.toml"),
     ),
