@@ -31,6 +31,9 @@ pub struct ClientProcess {
     pub pid: Pid,
     /// The container it runs in (compose mode's client containers), for notes.
     pub container: Option<String>,
+    /// Signals go through `docker kill --signal` to [`Self::container`] (see
+    /// `lockbench_core::signal`).
+    pub via_docker: bool,
 }
 
 impl ClientProcess {
@@ -43,7 +46,8 @@ impl ClientProcess {
     }
 
     fn signal(&self, sig: Signal) -> nix::Result<()> {
-        nix::sys::signal::kill(self.pid, sig)
+        let via = self.container.as_deref().filter(|_| self.via_docker);
+        lockbench_core::signal::send(self.pid, via, sig)
     }
 }
 
@@ -59,8 +63,8 @@ pub type Respawn = Box<
 pub struct ClientNemesis {
     workers: Vec<ClientProcess>,
     holding: Arc<[AtomicBool]>,
-    /// Stopped workers: (names as recorded, pids).
-    paused: Vec<(Vec<String>, Vec<Pid>)>,
+    /// Stopped workers: (names as recorded, the processes).
+    paused: Vec<(Vec<String>, Vec<ClientProcess>)>,
     /// Restarts killed workers (`None`: they stay dead).
     respawn: Option<Respawn>,
 }
@@ -180,11 +184,11 @@ impl ClientNemesis {
             Err(why) => return not_mine(clock, "pause", why),
         };
         let names: Vec<String> = ws.iter().map(|w| w.name.clone()).collect();
-        let pids: Vec<Pid> = ws.iter().map(|w| w.pid).collect();
+        let stopped: Vec<ClientProcess> = ws.iter().map(|w| (*w).clone()).collect();
         let ok = ws.iter().all(|w| w.signal(Signal::SIGSTOP).is_ok());
         let procs: Vec<String> = ws.iter().map(|w| w.process()).collect();
         let note = format!("SIGSTOP of worker {}", procs.join(", "));
-        self.paused.push((names.clone(), pids));
+        self.paused.push((names.clone(), stopped));
         FaultEvent::now(clock, "pause", FaultPhase::Start, names, note, ok)
     }
 
@@ -198,7 +202,7 @@ impl ClientNemesis {
             }
             let ok = pids
                 .iter()
-                .all(|p| nix::sys::signal::kill(*p, Signal::SIGCONT).is_ok());
+                .all(|p| p.signal(Signal::SIGCONT).is_ok());
             out.push(FaultEvent::now(
                 clock,
                 "pause",

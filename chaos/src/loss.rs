@@ -25,7 +25,7 @@ use crate::server_nemesis::unavailable;
 use crate::site::Site;
 use lockbench_cluster::{Host, ServerSpec};
 use lockbench_core::{FaultEvent, FaultPhase, LossMode, RunClock, Targets};
-use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
+use std::net::Ipv4Addr;
 
 /// Datagrams sent each way on each link to check the rules right after they are added.
 pub(crate) const PROBE: u64 = 400;
@@ -172,20 +172,7 @@ fn parse_counts(listing: &str) -> Counts {
 /// Sends [`PROBE`] datagrams to each of `to` from `from`'s namespace (`None`: from here, the
 /// coordinator's). Datagrams the local OUTPUT rules drop fail to send; that is the point.
 pub(crate) fn probe(from: Option<&Host>, to: Vec<Ipv4Addr>) -> anyhow::Result<()> {
-    let send = move || -> std::io::Result<()> {
-        let socket = UdpSocket::bind("0.0.0.0:0")?;
-        for _ in 0..PROBE {
-            for addr in &to {
-                let _ = socket.send_to(b"lockbench loss probe", SocketAddr::from((*addr, DISCARD)));
-            }
-        }
-        Ok(())
-    };
-    match from {
-        Some(h) => h.run_inside(send)??,
-        None => send()?,
-    }
-    Ok(())
+    lockbench_cluster::entry::send_udp(from, to, DISCARD, PROBE)
 }
 
 /// An open `packet-loss` window: where its rules are, and what the probe put through them.

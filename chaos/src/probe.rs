@@ -5,13 +5,13 @@
 //! nemesis must still ask them who leads, or shorten their keys' TTLs. From inside the host
 //! the connection goes over its loopback to its own address, which no `-s <peer>` rule drops.
 //! In the loopback topology the same call simply connects from here. A container's host is
-//! its network namespace (`/proc/<pid>/ns/net`), entered the same way.
+//! its network namespace (`/proc/<pid>/ns/net`), entered the same way when this process may
+//! (root), else the exchange runs inside the container through `docker exec`
+//! ([`lockbench_cluster::entry`]).
 
 use crate::Reach;
 use anyhow::{Context, bail};
 use lockbench_cluster::ServerSpec;
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
 /// How long one probe may take (connect, then each read).
@@ -27,35 +27,11 @@ pub(crate) async fn exchange(
     let addr = reach.topology().client_addr(spec);
     let host = reach.server_host(spec);
     tokio::task::spawn_blocking(move || match host {
-        Some(host) => host
-            .run_inside(move || blocking_exchange(addr, &request, done))
-            .and_then(|r| r),
-        None => blocking_exchange(addr, &request, done),
+        Some(host) => host.exchange(addr, request, done, PROBE_TIMEOUT),
+        None => lockbench_cluster::entry::exchange_here(addr, &request, done, PROBE_TIMEOUT),
     })
     .await?
     .with_context(|| format!("{} ({addr})", spec.name))
-}
-
-fn blocking_exchange(
-    addr: SocketAddr,
-    request: &[u8],
-    done: fn(&[u8]) -> bool,
-) -> anyhow::Result<Vec<u8>> {
-    let mut stream = TcpStream::connect_timeout(&addr, PROBE_TIMEOUT)?;
-    stream.set_read_timeout(Some(PROBE_TIMEOUT))?;
-    stream.set_write_timeout(Some(PROBE_TIMEOUT))?;
-    stream.write_all(request)?;
-    let mut reply = Vec::new();
-    let mut buf = [0u8; 4096];
-    loop {
-        let n = stream.read(&mut buf)?;
-        if n == 0 || {
-            reply.extend_from_slice(&buf[..n]);
-            done(&reply)
-        } {
-            return Ok(reply);
-        }
-    }
 }
 
 /// Runs a Lua script with no keys and integer arguments on a Redis server; returns the

@@ -379,12 +379,8 @@ impl<S: Site> ServerNemesis<S> {
                 let host = host.clone();
                 checks.push(async move {
                     let from = host.name.clone();
-                    let reached = tokio::task::spawn_blocking(move || {
-                        host.run_inside(move || {
-                            std::net::TcpStream::connect_timeout(&addr, CUT_CHECK).is_ok()
-                        })
-                    })
-                    .await;
+                    let reached =
+                        tokio::task::spawn_blocking(move || host.connects(addr, CUT_CHECK)).await;
                     (from, name, !matches!(reached, Ok(Ok(false))))
                 });
             }

@@ -358,6 +358,9 @@ pub struct CandidateProcess {
     pub host: String,
     /// Its pid in the coordinator's pid namespace.
     pub pid: nix::unistd::Pid,
+    /// The container to signal through Docker instead of `pid` (see
+    /// `lockbench_core::signal`); `None`: signals go to `pid`.
+    pub via_docker: Option<String>,
     child: Child,
     commands: mpsc::UnboundedSender<ToCandidate>,
 }
@@ -428,6 +431,7 @@ impl CandidateProcess {
             candidate: id,
             host,
             pid,
+            via_docker: None,
             child,
             commands,
         })
@@ -440,7 +444,7 @@ impl CandidateProcess {
 
     /// Sends a signal (SIGSTOP, SIGCONT, SIGKILL).
     pub fn signal(&self, sig: nix::sys::signal::Signal) -> nix::Result<()> {
-        nix::sys::signal::kill(self.pid, sig)
+        lockbench_core::signal::send(self.pid, self.via_docker.as_deref(), sig)
     }
 
     /// Tells it to stop and waits (bounded) for it to exit; kills it if it overstays.

@@ -348,6 +348,10 @@ pub struct WorkerHandle {
     pub pid: nix::unistd::Pid,
     /// The container it runs in (compose mode's client containers), for notes.
     pub container: Option<String>,
+    /// Signals go through `docker kill --signal` to [`Self::container`] instead of to `pid`
+    /// (this process cannot signal the container's process itself: no host root, or another
+    /// pid namespace; see `lockbench_core::signal`).
+    pub via_docker: bool,
     commands: mpsc::UnboundedSender<ToWorker>,
 }
 
@@ -359,7 +363,8 @@ impl WorkerHandle {
 
     /// Sends a signal (SIGSTOP, SIGCONT, SIGKILL).
     pub fn signal(&self, sig: nix::sys::signal::Signal) -> nix::Result<()> {
-        nix::sys::signal::kill(self.pid, sig)
+        let via = self.container.as_deref().filter(|_| self.via_docker);
+        lockbench_core::signal::send(self.pid, via, sig)
     }
 
     /// `pid 123`, or `pid 123 (container lockbench-client1)`, for notes.
@@ -446,6 +451,7 @@ impl WorkerProcess {
                 slots: job.slots.clone(),
                 pid,
                 container: None,
+                via_docker: false,
                 commands,
             },
             name,
@@ -459,10 +465,11 @@ impl WorkerProcess {
 
     /// Signals go to `pid` from now on: the worker itself when the spawned command is not
     /// (`docker run`, whose container's process the worker is).
-    /// `container` is where it runs, for notes.
-    pub fn set_pid(&mut self, pid: nix::unistd::Pid, container: Option<String>) {
+    /// `container` is where it runs, for notes; `via_docker`: signals go to it through Docker.
+    pub fn set_pid(&mut self, pid: nix::unistd::Pid, container: Option<String>, via_docker: bool) {
         self.handle.pid = pid;
         self.handle.container = container;
+        self.handle.via_docker = via_docker;
     }
 
     /// A handle for signals and commands.

@@ -192,14 +192,25 @@ pub struct Host {
     pub netns: String,
     /// Its address.
     pub addr: Ipv4Addr,
+    /// The container to `docker exec` into instead of entering [`Host::netns`] (a compose
+    /// container when this process cannot enter namespaces: no host root, or lockbench in a
+    /// container of its own; see [`crate::entry`]). `None`: enter the namespace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exec: Option<String>,
 }
 
 impl Host {
     /// A command that runs `program` inside this host (`ip netns exec <netns> <program>`, or
     /// `nsenter --net=<path> <program>` for a namespace given by path; both exec the program,
     /// so the child's pid is the program's). Add arguments, stdio and so on as usual;
-    /// `tokio::process::Command::from` makes it async.
+    /// `tokio::process::Command::from` makes it async. For a host reached by `docker exec`
+    /// ([`Host::exec`]): `docker exec -i -u 0 <container> <program>`, as root inside it.
     pub fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
+        if let Some(container) = &self.exec {
+            let mut cmd = Command::new("docker");
+            cmd.args(crate::entry::exec_args(container)).arg(program);
+            return cmd;
+        }
         if self.netns.starts_with('/') {
             let mut cmd = Command::new("nsenter");
             cmd.arg(format!("--net={}", self.netns)).arg(program);
@@ -212,11 +223,19 @@ impl Host {
 
     /// Runs `f` on a fresh thread that has entered this host's network namespace (sockets it
     /// opens live in the host), and returns its result. Blocking: call from
-    /// `spawn_blocking` in async code.
+    /// `spawn_blocking` in async code. A host reached by `docker exec` cannot run a closure
+    /// inside: use [`Host::exchange`], [`Host::connects`] or [`Host::send_udp`], which work
+    /// both ways.
     pub fn run_inside<T: Send + 'static>(
         &self,
         f: impl FnOnce() -> T + Send + 'static,
     ) -> anyhow::Result<T> {
+        if let Some(container) = &self.exec {
+            bail!(
+                "{} is reached by `docker exec {container}`, not by entering its namespace",
+                self.name
+            );
+        }
         let path = netns_path(&self.netns);
         std::thread::spawn(move || -> anyhow::Result<T> {
             let file = std::fs::File::open(&path)
@@ -256,8 +275,12 @@ impl Host {
             .unwrap_or(false)
     }
 
-    /// `true` while the namespace exists.
+    /// `true` while the namespace exists (a host reached by `docker exec`: while its
+    /// container runs).
     pub fn exists(&self) -> bool {
+        if let Some(container) = &self.exec {
+            return crate::entry::container_runs(container);
+        }
         netns_path(&self.netns).exists()
     }
 }
@@ -380,6 +403,7 @@ impl Network {
             name: name.to_string(),
             netns: self.cfg.netns_name(name),
             addr: self.cfg.addr(octet),
+            exec: None,
         }
     }
 

@@ -54,6 +54,7 @@
 
 pub mod bridge_firewall;
 mod cluster;
+pub mod entry;
 mod health;
 pub mod hosts;
 mod install;

@@ -72,12 +72,19 @@ fn open(path: &Path) -> anyhow::Result<File> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
-    OpenOptions::new()
+    let opened = OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
-        .open(path)
-        .with_context(|| format!("cannot open {}", path.display()))
+        .open(path);
+    match opened {
+        // A lock file another user made (the compose lock in /run/lock, made by a root run,
+        // then taken by a user in the `docker` group): flock works on a read-only descriptor
+        // too; only the holder's note cannot be written.
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => File::open(path),
+        other => other,
+    }
+    .with_context(|| format!("cannot open {}", path.display()))
 }
 
 /// The lock, with this process's note written into its file (best effort: a note that cannot

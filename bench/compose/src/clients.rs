@@ -95,6 +95,9 @@ pub fn command(n: u32, exe: &Path) -> Command {
         .args(["--label", &format!("{LABEL}={name}")])
         .args(["--network", NETWORK, "--ip", &address(n).to_string()])
         .args(["--hostname", &name])
+        // Partitions and packet loss of a client host are iptables rules inside it, added by
+        // `docker exec` when lockbench is not root on the machine.
+        .args(["--cap-add", "NET_ADMIN"])
         .arg("-v")
         .arg(format!("{}:{BINARY}:ro", exe.display()))
         // Passed on from the coordinator's environment when set there.
@@ -215,10 +218,15 @@ pub fn hosts() -> Vec<Host> {
             let (pid, name) = l.split_once(' ')?;
             let pid: u32 = pid.parse().ok().filter(|p| *p > 0)?;
             let n: u32 = name.strip_prefix("client")?.parse().ok()?;
+            let exec = crate::access::exec_container(name);
             let host = Host {
                 name: name.to_string(),
-                netns: format!("/proc/{pid}/ns/net"),
+                netns: match &exec {
+                    Some(c) => c.clone(),
+                    None => format!("/proc/{pid}/ns/net"),
+                },
                 addr: address(n),
+                exec,
             };
             Some((n, host))
         })

@@ -217,6 +217,10 @@ x-server: &server
   build:
     context: {BUILD_CONTEXT}
   restart: \"no\"
+  # Partitions and packet loss are iptables rules inside the containers, added with
+  # `docker exec` when lockbench is not root on the machine.
+  cap_add:
+    - NET_ADMIN
   volumes:
     - lockbench-data:{ROOT}
 x-health: &health

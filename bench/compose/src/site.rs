@@ -5,9 +5,11 @@
 //!
 //! What differs, and why:
 //! - **A server's host is its container's network namespace**, `/proc/<pid>/ns/net` (pid
-//!   from `docker inspect`): probes enter it as they enter a managed namespace, and partition
-//!   rules go into its INPUT chain with `nsenter --net=... iptables`. The root namespace's
-//!   firewall (where Docker keeps its own rules) is never touched. A container that Docker
+//!   from `docker inspect`): as root, probes enter it as they enter a managed namespace, and
+//!   partition rules go into its INPUT chain with `nsenter --net=... iptables`; without host
+//!   root (or from a container of lockbench's own) the same probes and rules run inside the
+//!   container by `docker exec` ([`crate::access`]). The root namespace's firewall (where
+//!   Docker keeps its own rules) is never touched. A container that Docker
 //!   restarts gets a fresh namespace, without rules (managed namespaces outlive their server:
 //!   a server killed and restarted inside a partition stays cut off there, here it does not).
 //! - **The coordinator is the compose bridge's address** (`.1` of the compose subnet): what
@@ -97,7 +99,7 @@ impl Containers {
 }
 
 /// `docker inspect --format <format> lockbench-<name>`, `None` when it fails.
-fn inspect(name: &str, format: &str) -> Option<String> {
+pub(crate) fn inspect(name: &str, format: &str) -> Option<String> {
     let out = std::process::Command::new("docker")
         .args(["inspect", "--format", format, &container(name)])
         .stderr(std::process::Stdio::null())
@@ -132,14 +134,23 @@ impl Reach for Containers {
     }
 
     fn server_host(&self, spec: &ServerSpec) -> Option<Host> {
-        let pid = self.pid(spec.name)?;
         let IpAddr::V4(addr) = self.topo.ip(spec) else {
             return None;
         };
+        if let Some(c) = crate::access::exec_container(spec.name) {
+            return self.is_running(spec.name).then(|| Host {
+                name: spec.name.to_string(),
+                netns: c.clone(),
+                addr,
+                exec: Some(c),
+            });
+        }
+        let pid = self.pid(spec.name)?;
         Some(Host {
             name: spec.name.to_string(),
             netns: format!("/proc/{pid}/ns/net"),
             addr,
+            exec: None,
         })
     }
 

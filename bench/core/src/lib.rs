@@ -51,6 +51,7 @@ pub mod recipe;
 pub mod scenario;
 pub mod seed;
 pub mod server_view;
+pub mod signal;
 pub mod sweep;
 pub mod system;
 pub mod time;

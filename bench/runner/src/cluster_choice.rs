@@ -85,6 +85,9 @@ impl ClusterChoice {
                 lockbench_compose::ensure_runs()?;
                 let route = lockbench_compose::route();
                 eprintln!("lockbench: {}", route.describe());
+                if !route.is_published() {
+                    eprintln!("lockbench: {}", lockbench_compose::access().describe());
+                }
                 lockbench_compose::wait_healthy(COMPOSE_HEALTH_TIMEOUT).await?;
                 Ok((route.endpoints(), None))
             }

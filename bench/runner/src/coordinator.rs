@@ -435,7 +435,8 @@ async fn start_workers(
             .worker_commands()
             .pid(slot, worker.handle().pid)
             .await?;
-        worker.set_pid(pid, cx.env.worker_commands().container(slot));
+        let commands = cx.env.worker_commands();
+        worker.set_pid(pid, commands.container(slot), commands.via_docker());
         running.push(worker);
         jobs.insert(slot, job);
     }

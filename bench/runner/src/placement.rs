@@ -241,6 +241,14 @@ impl WorkerCommands {
         }
     }
 
+    /// `true` when the workers' signals go through Docker (`docker kill --signal`): client
+    /// containers, and this process cannot signal their processes itself (see
+    /// `lockbench_compose::access`).
+    pub fn via_docker(&self) -> bool {
+        matches!(self.place, Place::Containers)
+            && lockbench_compose::access() == lockbench_compose::Access::Exec
+    }
+
     /// The pid to signal for the worker of `slot`, whose command was started as `spawned`:
     /// `spawned` itself, except on compose, where that is the `docker` client and the worker
     /// is its container's process (waited for until the container runs).

@@ -61,7 +61,11 @@ impl Respawner {
             .pid(slot, worker.handle().pid)
             .await
             .map_err(|e| format!("restarted {name}: {e:#}"))?;
-        worker.set_pid(pid, self.commands.container(slot));
+        worker.set_pid(
+            pid,
+            self.commands.container(slot),
+            self.commands.via_docker(),
+        );
         match tokio::time::timeout(READY_BUDGET, worker.ready()).await {
             Ok(Ok(())) => {}
             Ok(Err(e)) => return Err(format!("restarted {name} failed: {e}")),
@@ -94,5 +98,6 @@ pub fn client_process(w: &WorkerHandle) -> ClientProcess {
         slots: w.slots.clone(),
         pid: w.pid,
         container: w.container.clone(),
+        via_docker: w.via_docker,
     }
 }

@@ -131,7 +131,9 @@ impl Run<'_> {
         let mut p = CandidateProcess::spawn(host.clone(), cmd, &job, self.events_tx.clone())
             .await
             .with_context(|| format!("cannot start candidate {id} on {host}"))?;
-        p.pid = self.env.worker_commands().pid(slot, p.pid).await?;
+        let commands = self.env.worker_commands();
+        p.pid = commands.pid(slot, p.pid).await?;
+        p.via_docker = commands.container(slot).filter(|_| commands.via_docker());
         self.slots.insert(slot, p);
         let ok = self
             .wait_until(READY_BUDGET, |r| {

@@ -77,6 +77,7 @@ pub fn reaches(from: &str, to: &str) -> bool {
         name: from.into(),
         netns: format!("/proc/{}/ns/net", pid.trim()),
         addr: std::net::Ipv4Addr::UNSPECIFIED,
+        exec: None,
     };
     let to: std::net::SocketAddr = addr(to).parse().unwrap();
     host.run_inside(move || {
