@@ -40,6 +40,9 @@ impl ClientProcess {
     /// `pid 123`, or `pid 123 (container lockbench-client1)`, for notes.
     pub fn process(&self) -> String {
         match &self.container {
+            Some(c) if self.via_docker => {
+                format!("pid {} (container {c}, signalled through docker kill)", self.pid)
+            }
             Some(c) => format!("pid {} (container {c})", self.pid),
             None => format!("pid {}", self.pid),
         }

@@ -367,9 +367,13 @@ impl WorkerHandle {
         lockbench_core::signal::send(self.pid, via, sig)
     }
 
-    /// `pid 123`, or `pid 123 (container lockbench-client1)`, for notes.
+    /// `pid 123`, or `pid 123 (container lockbench-client1)`, for notes (and how it is
+    /// signalled when that is through Docker).
     pub fn process(&self) -> String {
         match &self.container {
+            Some(c) if self.via_docker => {
+                format!("pid {} (container {c}, signalled through docker kill)", self.pid)
+            }
             Some(c) => format!("pid {} (container {c})", self.pid),
             None => format!("pid {}", self.pid),
         }

@@ -48,11 +48,14 @@ fn secs(d: Duration) -> String {
 }
 
 /// What runs inside a container for [`Host::exchange`]: connect to `addr` with bash's
-/// `/dev/tcp`, copy stdin to the connection and the connection to stdout until stdin closes
-/// (the caller closes it once the reply is whole), all within `timeout`.
+/// `/dev/tcp`, copy stdin to the connection (in the background) and the connection to stdout
+/// (the script's own process, so it ends when the server closes), all within `timeout`. (Stdin
+/// is passed to the background copy as fd 4: bash gives background commands /dev/null.) When
+/// stdin closes (the caller closes it once the reply is whole) the copy to stdout is ended too.
 pub fn exchange_args(addr: SocketAddr, timeout: Duration) -> Vec<String> {
     let script = format!(
-        "exec 3<>/dev/tcp/$0/$1 || exit {NOT_CONNECTED}; cat <&3 & cat >&3; kill $! 2>/dev/null; wait"
+        "exec 3<>/dev/tcp/$0/$1 4<&0 || exit {NOT_CONNECTED}; \
+         {{ cat <&4 >&3; kill $$; }} >/dev/null 2>&1 & exec cat <&3 4<&-"
     );
     [
         "timeout".to_string(),
@@ -192,9 +195,10 @@ impl Host {
         let mut stdout = child.stdout.take().expect("piped");
         stdin.write_all(&request)?;
         let reply = read_reply(&mut stdout, done);
-        // The reply is whole (or the connection ended): closing stdin ends the script.
+        // The reply is whole (or the connection ended): closing stdin ends the script (its
+        // `timeout` bounds it in any case).
         drop(stdin);
-        let _ = child.kill();
+        drop(stdout);
         let out = child.wait_with_output()?;
         let reply = reply?;
         if reply.is_empty() {

@@ -125,6 +125,12 @@ impl NetConfig {
         format!("{}/{}", self.subnet, self.prefix_len)
     }
 
+    /// `true` when `a` is in the subnet.
+    pub fn contains(&self, a: Ipv4Addr) -> bool {
+        let m = mask(self.prefix_len);
+        u32::from(a) & m == u32::from(self.subnet) & m
+    }
+
     /// The address with last-octet offset `octet` in the subnet.
     pub fn addr(&self, octet: u8) -> Ipv4Addr {
         Ipv4Addr::from(u32::from(self.subnet) + u32::from(octet))

@@ -34,6 +34,7 @@
 //!   lock; the kernel releases it when the run dies, even by `kill -9`).
 
 use crate::file::{IMAGE, NETWORK, container, topology};
+use lockbench_cluster::SERVERS;
 use lockbench_chaos::Host;
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
@@ -70,19 +71,43 @@ pub fn address(n: u32) -> Ipv4Addr {
     cfg.addr((CLIENT_BASE + n) as u8)
 }
 
-/// The compose bridge's address (`.1`): where the client containers reach the coordinator's
-/// resource service and link proxies.
-pub fn gateway() -> Ipv4Addr {
-    topology()
-        .net()
-        .expect("the compose topology has a subnet")
-        .bridge_addr()
+/// The coordinator's address on the compose network: where the client containers reach its
+/// resource service and link proxies, and where its own packets come from at the servers.
+/// On the machine that is the compose bridge's address (`.1`); in a container of its own on
+/// the compose network (the `lockbench` service) it is that container's address. Asked of
+/// the kernel: the source address of a route to a server's container address (a connected
+/// UDP socket; nothing is sent).
+pub fn coordinator_address() -> Ipv4Addr {
+    let net = topology();
+    let cfg = net.net().expect("the compose topology has a subnet");
+    let server = SERVERS.first().map(|s| net.ip(s));
+    let source = server.and_then(|ip| {
+        let socket = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
+        socket.connect((ip, 9)).ok()?;
+        match socket.local_addr().ok()?.ip() {
+            std::net::IpAddr::V4(a) => Some(a),
+            std::net::IpAddr::V6(_) => None,
+        }
+    });
+    source
+        .filter(|a| cfg.contains(*a))
+        .unwrap_or_else(|| cfg.bridge_addr())
 }
 
 /// The image the client containers run: `LOCKBENCH_CLIENT_IMAGE`, else the servers' image
 /// (any image with a glibc at least as new as the host's does).
 pub fn image() -> String {
     std::env::var("LOCKBENCH_CLIENT_IMAGE").unwrap_or_else(|_| IMAGE.to_string())
+}
+
+/// `LOCKBENCH_CLIENT_BINARY=in-image`: the client image has lockbench at [`BINARY`] already
+/// (the lockbench image, which the `lockbench` service runs), so the running binary is not
+/// bind-mounted: from a container, its path is not the machine's, where Docker looks for it.
+pub const BINARY_ENV: &str = "LOCKBENCH_CLIENT_BINARY";
+
+/// `true` when the client image brings its own lockbench ([`BINARY_ENV`]).
+fn binary_in_image() -> bool {
+    std::env::var(BINARY_ENV).is_ok_and(|v| v == "in-image")
 }
 
 /// `docker run` of `exe` (this `lockbench`) as client container `client<n>`, attached to
@@ -98,8 +123,12 @@ pub fn command(n: u32, exe: &Path) -> Command {
         // Partitions and packet loss of a client host are iptables rules inside it, added by
         // `docker exec` when lockbench is not root on the machine.
         .args(["--cap-add", "NET_ADMIN"])
-        .arg("-v")
-        .arg(format!("{}:{BINARY}:ro", exe.display()))
+        .args(
+            (!binary_in_image())
+                .then(|| ["-v".to_string(), format!("{}:{BINARY}:ro", exe.display())])
+                .into_iter()
+                .flatten(),
+        )
         // Passed on from the coordinator's environment when set there.
         .args([
             "-e",

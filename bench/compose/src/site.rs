@@ -155,7 +155,9 @@ impl Reach for Containers {
     }
 
     fn coordinator_addr(&self) -> Option<Ipv4Addr> {
-        self.topo.net().map(|c| c.bridge_addr())
+        self.topo
+            .net()
+            .map(|_| crate::clients::coordinator_address())
     }
 }
 

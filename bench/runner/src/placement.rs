@@ -125,7 +125,7 @@ impl RunEnv {
                 lockbench_compose::route::ON_THE_NETWORK
             );
         } else if uses_workers(scenario) {
-            env.bind = IpAddr::V4(lockbench_compose::clients::gateway());
+            env.bind = IpAddr::V4(lockbench_compose::clients::coordinator_address());
             env.place = Place::Containers;
         }
         Ok(env)
