@@ -33,6 +33,12 @@ pub const IMAGE: &str = "lockbench/servers:local";
 /// The directory of the servers' Dockerfile, the image's one definition (relative to the
 /// compose file, which is at the repository's top).
 pub const BUILD_CONTEXT: &str = "compose/servers";
+/// lockbench's own image (the [`LOCKBENCH`] service runs it; `scripts/build-images` makes it
+/// from the host's build, `build` compiles it where a registry is reachable).
+pub const LOCKBENCH_IMAGE: &str = "lockbench/lockbench:local";
+/// The service that runs lockbench itself in a container on the compose network, in the
+/// profile of the same name (`up` does not start it; `run --rm lockbench ...` does).
+pub const LOCKBENCH: &str = "lockbench";
 /// The one-shot service that starts only once every server is healthy, so a plain `up -d`
 /// returns when the cluster is ready (Compose 1.29 has no `--wait`).
 pub const READY: &str = "ready";
@@ -278,6 +284,7 @@ services:
             spec.name
         );
     }
+    lockbench_service(&mut out);
     let _ = write!(
         out,
         "
@@ -294,6 +301,42 @@ volumes:
 "
     );
     out
+}
+
+/// The `lockbench` service: lockbench in a container on the compose network, the Docker socket
+/// mounted for its faults (which then go through `docker exec`, [`crate::access`]) and its
+/// client containers (this same image, [`crate::clients::BINARY_ENV`]), results in the
+/// repository's `results/`.
+fn lockbench_service(out: &mut String) {
+    let _ = write!(
+        out,
+        "  # lockbench itself on the compose network, with nothing on the machine but Docker:
+  #   docker compose run --rm {LOCKBENCH} run chaos-quick   # 1.29: docker-compose run --rm ...
+  # The Docker socket is for its faults (docker exec, pause, kill) and client containers;
+  # results land in ./results (owned by root: the container runs as root). Its own profile,
+  # so `up` does not start it; `run` starts the servers first when they are not up.
+  {LOCKBENCH}:
+    image: ${{LOCKBENCH_IMAGE:-{LOCKBENCH_IMAGE}}}
+    build:
+      context: .
+      dockerfile: compose/lockbench/Dockerfile
+      target: lockbench
+    profiles:
+      - {LOCKBENCH}
+    init: true
+    networks:
+      - {NETWORK}
+    environment:
+      LOCKBENCH_CLIENT_IMAGE: ${{LOCKBENCH_IMAGE:-{LOCKBENCH_IMAGE}}}
+      {binary}: in-image
+    volumes:
+      - /var/run/docker.sock:/var/run/docker.sock
+      - ./results:/lockbench/results
+    depends_on:
+      - {READY}
+",
+        binary = crate::clients::BINARY_ENV,
+    );
 }
 
 /// `compose/official-images.yml`: the same services on the official images. Only ZooKeeper's

@@ -4,6 +4,9 @@
 //! once every server is healthy), run the quick suite on all six lock backends against it,
 //! apply one fault of every kind compose mode applies and check that it took effect
 //! (`compose_faults`), run client workers as containers and fault them (`compose_clients`),
+//! run chaos-quick and a packet loss as a user who is not root, only in the `docker` group, with
+//! every fault applied through the Docker API (`compose_nonroot`), run the quick suite from
+//! lockbench's own image, the compose file's `lockbench` service (`compose_image`),
 //! then `down -v` and check that nothing is left: no container, network or volume, no firewall
 //! rule for the compose network. `compose_published` brings up its own cluster and makes its
 //! subnet unreachable, as on Docker Desktop, to check the published ports' route.
@@ -15,6 +18,8 @@
 use crate::common;
 mod compose_clients;
 mod compose_faults;
+mod compose_image;
+mod compose_nonroot;
 mod compose_published;
 
 use std::path::{Path, PathBuf};
@@ -168,8 +173,11 @@ fn compose_cluster_runs_the_quick_suite_and_faults_and_leaves_nothing() {
         "firewall rules for 10.78.0.0/24 exist before the test"
     );
 
+    // Both images, once: the servers' (cached by its Dockerfile's hash) and lockbench's own,
+    // from this test's binary (no release build in the test).
     let image = timed("scripts/build-images", || {
-        ok(&mut Command::new(root().join("scripts/build-images")))
+        ok(Command::new(root().join("scripts/build-images"))
+            .env("LOCKBENCH_BINARY", env!("CARGO_BIN_EXE_lockbench")))
     });
     timed(
         "compose build (the Dockerfile path), versions checked",
@@ -234,12 +242,24 @@ fn compose_cluster_runs_the_quick_suite_and_faults_and_leaves_nothing() {
         "lockbench run fencing --cluster compose (holder in a container)",
         compose_clients::fencing_holder_runs_in_a_container,
     );
+    // Without host root: a user in the docker group, every fault through the Docker API.
+    timed(
+        "chaos-quick and packet loss as a user in the docker group",
+        compose_nonroot::faults_apply_for_a_user_in_the_docker_group,
+    );
+    // lockbench itself in a container: the compose file's `lockbench` service.
+    timed(
+        "docker-compose run --rm lockbench run quick",
+        compose_image::quick_runs_in_the_lockbench_service,
+    );
 
     timed("compose down -v", || ok(&mut compose(&["down", "-v"])));
     let left = docker(&["ps", "-a", "-q", "--filter", "name=^lockbench-"]);
     assert!(left.trim().is_empty(), "containers left: {left}");
     let left = docker(&["network", "ls", "-q", "--filter", "name=^lockbench$"]);
     assert!(left.trim().is_empty(), "network left: {left}");
+    let left = compose_image::service_containers();
+    assert!(left.trim().is_empty(), "lockbench service containers left: {left}");
     let left = docker(&["volume", "ls", "-q", "--filter", "name=^lockbench-data$"]);
     assert!(left.trim().is_empty(), "volume left: {left}");
     let rules = compose_rules(&bridge);
