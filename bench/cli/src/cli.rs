@@ -159,7 +159,7 @@ pub struct SweepArgs {
 
     /// Which servers to use: `managed`, `compose` or `external:FILE` (as for `run`). On an
     /// external cluster only lockbench's own CPU and memory can be sampled.
-    #[arg(long, default_value = "managed")]
+    #[arg(long, default_value = "managed", env = "LOCKBENCH_CLUSTER")]
     pub cluster: String,
 
     /// Sweep directory [default: results/TIME-sweep-SCENARIO].
@@ -240,8 +240,9 @@ pub struct RunArgs {
     /// Which servers to use: `managed` (start local servers from the OS packages, reuse them if
     /// already up, stop them afterwards if this run started them), `compose` (the
     /// docker-compose.yml cluster, endpoints built in) or `external:FILE` (a TOML file with
-    /// `zookeeper`, `etcd`, `redis` and `redlock` endpoint lists).
-    #[arg(long, default_value = "managed")]
+    /// `zookeeper`, `etcd`, `redis` and `redlock` endpoint lists). `LOCKBENCH_CLUSTER` sets
+    /// the default (`compose` in lockbench's image).
+    #[arg(long, default_value = "managed", env = "LOCKBENCH_CLUSTER")]
     pub cluster: String,
 
     /// Run each backend N times in a row (repetition k with seed + k - 1) and store every

@@ -327,6 +327,7 @@ fn lockbench_service(out: &mut String) {
     networks:
       - {NETWORK}
     environment:
+      LOCKBENCH_CLUSTER: compose
       LOCKBENCH_CLIENT_IMAGE: ${{LOCKBENCH_IMAGE:-{LOCKBENCH_IMAGE}}}
       {binary}: in-image
     volumes:

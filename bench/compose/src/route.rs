@@ -16,8 +16,9 @@
 //! pair's container address, which the host cannot reach (`redis-sentinel` is refused); client
 //! containers cannot reach the coordinator's resource service (workers run as processes on the
 //! host instead); server and link faults need the containers' addresses and network
-//! namespaces (every one is recorded as not applied, [`faults_not_applied`]). All three wait for a lockbench image
-//! that runs on the compose network itself ([`ON_THE_NETWORK`], issue 23 item 4).
+//! namespaces (every one is recorded as not applied, [`faults_not_applied`]). All three work
+//! from lockbench's own image on the compose network, the compose file's `lockbench` service
+//! ([`ON_THE_NETWORK`], issue 23 item 4).
 
 use crate::file::{SUBNET, topology};
 use lockbench_cluster::{SERVERS, ServerSpec, Topology};
@@ -32,9 +33,10 @@ use std::time::Duration;
 /// unroutable addresses never answer).
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
 
-/// Where the things the published ports cannot carry are planned.
-pub const ON_THE_NETWORK: &str = "run lockbench itself on the compose network: the planned \
-     lockbench image, issue 23 item 4";
+/// Where the things the published ports cannot carry work.
+pub const ON_THE_NETWORK: &str = "run lockbench itself on the compose network: \
+     `docker compose run --rm lockbench run ...` (1.29: `docker-compose run --rm lockbench ...`; \
+     the lockbench image, issue 23 item 4)";
 
 /// The way to the compose cluster's servers.
 #[derive(Clone, Debug, PartialEq, Eq)]
