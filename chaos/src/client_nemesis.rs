@@ -41,7 +41,10 @@ impl ClientProcess {
     pub fn process(&self) -> String {
         match &self.container {
             Some(c) if self.via_docker => {
-                format!("pid {} (container {c}, signalled through docker kill)", self.pid)
+                format!(
+                    "pid {} (container {c}, signalled through docker kill)",
+                    self.pid
+                )
             }
             Some(c) => format!("pid {} (container {c})", self.pid),
             None => format!("pid {}", self.pid),
@@ -203,9 +206,7 @@ impl ClientNemesis {
                 keep.push((names, pids));
                 continue;
             }
-            let ok = pids
-                .iter()
-                .all(|p| p.signal(Signal::SIGCONT).is_ok());
+            let ok = pids.iter().all(|p| p.signal(Signal::SIGCONT).is_ok());
             out.push(FaultEvent::now(
                 clock,
                 "pause",

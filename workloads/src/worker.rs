@@ -372,7 +372,10 @@ impl WorkerHandle {
     pub fn process(&self) -> String {
         match &self.container {
             Some(c) if self.via_docker => {
-                format!("pid {} (container {c}, signalled through docker kill)", self.pid)
+                format!(
+                    "pid {} (container {c}, signalled through docker kill)",
+                    self.pid
+                )
             }
             Some(c) => format!("pid {} (container {c})", self.pid),
             None => format!("pid {}", self.pid),

@@ -257,7 +257,12 @@ impl Host {
 
 /// Sends `count` rounds of one UDP datagram to `port` of each of `to` from `from` (`None`:
 /// from this process).
-pub fn send_udp(from: Option<&Host>, to: Vec<Ipv4Addr>, port: u16, count: u64) -> anyhow::Result<()> {
+pub fn send_udp(
+    from: Option<&Host>,
+    to: Vec<Ipv4Addr>,
+    port: u16,
+    count: u64,
+) -> anyhow::Result<()> {
     match from {
         Some(h) => h.send_udp(to, port, count),
         None => Ok(send_udp_here(&to, port, count)?),
@@ -319,7 +324,11 @@ mod tests {
         let addr: SocketAddr = "10.78.0.11:2181".parse().unwrap();
         let ex = exchange_args(addr, Duration::from_secs(2));
         assert_eq!(ex[..6], ["timeout", "-k", "1", "2.000", "bash", "-c"]);
-        assert!(ex[6].starts_with("exec 3<>/dev/tcp/$0/$1 || exit 3;"), "{}", ex[6]);
+        assert!(
+            ex[6].starts_with("exec 3<>/dev/tcp/$0/$1 || exit 3;"),
+            "{}",
+            ex[6]
+        );
         assert_eq!(ex[7..], ["10.78.0.11", "2181"]);
 
         let c = connect_args(addr, Duration::from_millis(1500));
@@ -338,7 +347,10 @@ mod tests {
     #[test]
     fn a_reply_ends_when_done_or_at_eof() {
         let mut r: &[u8] = b":1\r\n:2\r\n";
-        assert_eq!(read_reply(&mut r, |b| b.ends_with(b"\r\n")).unwrap(), b":1\r\n:2\r\n");
+        assert_eq!(
+            read_reply(&mut r, |b| b.ends_with(b"\r\n")).unwrap(),
+            b":1\r\n:2\r\n"
+        );
         let mut r: &[u8] = b"imok";
         assert_eq!(read_reply(&mut r, |_| false).unwrap(), b"imok");
     }

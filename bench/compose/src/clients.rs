@@ -34,8 +34,8 @@
 //!   lock; the kernel releases it when the run dies, even by `kill -9`).
 
 use crate::file::{IMAGE, NETWORK, container, topology};
-use lockbench_cluster::SERVERS;
 use lockbench_chaos::Host;
+use lockbench_cluster::SERVERS;
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -259,7 +259,10 @@ fn compose_cluster_runs_the_quick_suite_and_faults_and_leaves_nothing() {
     let left = docker(&["network", "ls", "-q", "--filter", "name=^lockbench$"]);
     assert!(left.trim().is_empty(), "network left: {left}");
     let left = compose_image::service_containers();
-    assert!(left.trim().is_empty(), "lockbench service containers left: {left}");
+    assert!(
+        left.trim().is_empty(),
+        "lockbench service containers left: {left}"
+    );
     let left = docker(&["volume", "ls", "-q", "--filter", "name=^lockbench-data$"]);
     assert!(left.trim().is_empty(), "volume left: {left}");
     let rules = compose_rules(&bridge);

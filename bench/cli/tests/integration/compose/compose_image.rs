@@ -67,6 +67,9 @@ pub fn quick_runs_in_the_lockbench_service() {
         "no report in the bind mount"
     );
     let left = service_containers();
-    assert!(left.trim().is_empty(), "the run's container is left: {left}");
+    assert!(
+        left.trim().is_empty(),
+        "the run's container is left: {left}"
+    );
     let _ = std::fs::remove_dir_all(&host_dir);
 }

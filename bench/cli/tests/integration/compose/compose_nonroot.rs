@@ -73,7 +73,15 @@ pub fn faults_apply_for_a_user_in_the_docker_group() {
     let dir = common::scratch("compose", "nonroot");
     let out = user.lockbench(
         &dir,
-        &["run", "chaos-quick", "--quiet", "--cluster", "compose", "--out", "cq"],
+        &[
+            "run",
+            "chaos-quick",
+            "--quiet",
+            "--cluster",
+            "compose",
+            "--out",
+            "cq",
+        ],
     );
     let text = common::text(&out);
     assert!(out.status.success(), "{text}");
@@ -124,7 +132,15 @@ pub fn faults_apply_for_a_user_in_the_docker_group() {
     .unwrap();
     let out = user.lockbench(
         &dir,
-        &["run", "loss.toml", "--quiet", "--cluster", "compose", "--out", "loss"],
+        &[
+            "run",
+            "loss.toml",
+            "--quiet",
+            "--cluster",
+            "compose",
+            "--out",
+            "loss",
+        ],
     );
     assert!(out.status.success(), "{}", common::text(&out));
     let loss = windows(&common::results(&dir.join("loss")));
