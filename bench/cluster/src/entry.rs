@@ -325,7 +325,8 @@ mod tests {
         let ex = exchange_args(addr, Duration::from_secs(2));
         assert_eq!(ex[..6], ["timeout", "-k", "1", "2.000", "bash", "-c"]);
         assert!(
-            ex[6].starts_with("exec 3<>/dev/tcp/$0/$1 || exit 3;"),
+            ex[6].starts_with("exec 3<>/dev/tcp/$0/$1 4<&0 || exit 3;")
+                && ex[6].ends_with("exec cat <&3 4<&-"),
             "{}",
             ex[6]
         );
