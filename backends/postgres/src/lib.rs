@@ -21,6 +21,12 @@
 //! - `backend`: [`PgBackend`], the recipe bound to the servers;
 //! - `counters`: the servers' count of the clients' statements (`pg_stat_statements`);
 //! - `observe`: who the primary says holds each lock (`pg_locks`).
+//!
+//! The system's parts (the servers lockbench runs and faults):
+//! - `system`: [`system::Postgres`], the pair `pg1`/`pg2` behind `lockbench_core::System`;
+//! - `server`: how a server starts (config files and `start-postgres.sh`), the same in managed
+//!   mode and in a container, and why it runs as `postgres` when lockbench is root;
+//! - `probe`: the health, role, version and promote probes as protocol bytes.
 #![deny(missing_docs)]
 
 /// The endpoint group of the PostgreSQL servers (primary and replica; clients use the one
@@ -32,10 +38,13 @@ mod client;
 mod counters;
 mod knobs;
 mod observe;
+mod probe;
 pub mod recipe;
 pub mod recipes;
 mod session;
+pub mod server;
 pub mod sql;
+pub mod system;
 
 pub use backend::{PgBackend, application_name};
 pub use client::{PgClient, PgHandle};

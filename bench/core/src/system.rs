@@ -191,6 +191,18 @@ pub trait System: Send + Sync + 'static {
         false
     }
 
+    /// How to promote the server at `endpoint` (a replica) to leader, for the `promote` fault
+    /// (PostgreSQL: `SELECT pg_promote(false)`); `None` when the system has no promotion. The
+    /// fault then waits until [`is_leader`](Self::is_leader) says the member leads.
+    fn promote(&self, _endpoint: &str) -> Option<Exchange> {
+        None
+    }
+
+    /// Whether a reply to [`promote`](Self::promote) accepted the request; `Err` says why not.
+    fn promoted(&self, _reply: &[u8]) -> Result<(), String> {
+        Err(format!("{} has no promotion", self.name()))
+    }
+
     /// `true` when a restarted server comes back with no data (Redis without persistence),
     /// rather than with its data directory.
     fn restarts_empty(&self) -> bool {
