@@ -245,7 +245,8 @@ impl Nemesis for ClientNemesis {
             | Fault::LinkBlackhole { .. }
             | Fault::PacketLoss { .. }
             | Fault::ClockJump { .. }
-            | Fault::RedisFailover => vec![not_mine(
+            | Fault::RedisFailover
+            | Fault::Promote => vec![not_mine(
                 clock,
                 fault.verb(),
                 "network and server faults are applied by the server nemesis or the link \

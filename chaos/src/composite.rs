@@ -110,7 +110,8 @@ impl Nemesis for Unreachable {
             | Fault::LinkDelay { .. }
             | Fault::LinkBlackhole { .. }
             | Fault::PacketLoss { .. }
-            | Fault::RedisFailover => vec![FaultEvent::not_applied(
+            | Fault::RedisFailover
+            | Fault::Promote => vec![FaultEvent::not_applied(
                 clock,
                 fault.verb(),
                 vec![],

@@ -62,6 +62,7 @@ mod link_proxy;
 mod link_toxic;
 mod loss;
 mod probe;
+mod promote;
 mod server_nemesis;
 mod site;
 mod targets;

@@ -209,7 +209,8 @@ impl Nemesis for LinkNemesis {
             | Fault::Kill { .. }
             | Fault::ClockJump { .. }
             | Fault::PacketLoss { .. }
-            | Fault::RedisFailover => vec![FaultEvent::not_applied(
+            | Fault::RedisFailover
+            | Fault::Promote => vec![FaultEvent::not_applied(
                 clock,
                 fault.verb(),
                 vec![],

@@ -26,15 +26,18 @@ use std::time::{Duration, Instant};
 ///
 /// - `partition` / `link-blackhole` / `heal`: iptables DROP rules inside the namespaces (see
 ///   [`crate::grudge`] for where clients stand in each split); netns topology only.
-/// - `pause` / `resume`: SIGSTOP / SIGCONT of the server process, or of every process in a
+/// - `pause` / `resume`: SIGSTOP / SIGCONT of the server process and every process below it
+///   (PostgreSQL serves each session from a child), or of every process in a
 ///   client host named in `Nodes` (a container: `docker pause` / `docker unpause`). `resume` with any target other than `Nodes` resumes
 ///   everything this nemesis paused (the leader it paused is no longer the leader).
-/// - `kill` / `start`: SIGKILL; restart through [`Cluster::start_server`] (a container:
+/// - `kill` / `start`: SIGKILL (of the process tree); restart through [`Cluster::start_server`] (a container:
 ///   `docker start`) with the same data directory (Redis has no persistence: it comes back
 ///   empty). `start` with any target other
 ///   than `Nodes` restarts everything this nemesis killed.
 /// - `clock-jump`: the Redis TTL emulation (`clock.rs`: every TTL shortened by the jump), on
 ///   Redis servers only.
+/// - `promote`: SIGKILL of the leader, then the system's promote request to a replica,
+///   verified; `heal` restarts the former leader, which rejoins as a replica (`promote.rs`).
 /// - `packet-loss`: iptables `statistic` DROP rules in the target servers' namespaces, both
 ///   ways, checked with a probe against the rules' counters (see `loss.rs`).
 /// - `link-delay`: not available (reported as not applied).
@@ -46,8 +49,10 @@ pub struct ServerNemesis<S: Site = Managed> {
     pub(crate) windows: Vec<(&'static str, Vec<String>)>,
     /// Open `packet-loss` windows, for their measured share at heal.
     pub(crate) losses: Vec<crate::loss::Window>,
-    paused: BTreeSet<String>,
-    killed: BTreeSet<String>,
+    pub(crate) paused: BTreeSet<String>,
+    pub(crate) killed: BTreeSet<String>,
+    /// Former leaders a `promote` killed, restarted at `heal` (see `promote.rs`).
+    pub(crate) demoted: Vec<String>,
 }
 
 impl ServerNemesis<Managed> {
@@ -79,6 +84,7 @@ impl<S: Site> ServerNemesis<S> {
             losses: Vec::new(),
             paused: BTreeSet::new(),
             killed: BTreeSet::new(),
+            demoted: Vec::new(),
         }
     }
 
@@ -433,6 +439,17 @@ impl<S: Site> ServerNemesis<S> {
     }
 
     async fn heal(&mut self, clock: &RunClock) -> Vec<FaultEvent> {
+        // Promotions need no firewall: closed in either topology, before the rules (on
+        // loopback a heal that closed only promotions records nothing about partitions).
+        let mut events = self.heal_promotions(clock).await;
+        if events.is_empty() || !self.windows.is_empty() || self.site.coordinator_addr().is_some()
+        {
+            events.extend(self.heal_rules(clock).await);
+        }
+        events
+    }
+
+    async fn heal_rules(&mut self, clock: &RunClock) -> Vec<FaultEvent> {
         if self.site.coordinator_addr().is_none() {
             let windows = std::mem::take(&mut self.windows);
             if windows.is_empty() {
@@ -853,6 +870,7 @@ impl<S: Site> Nemesis for ServerNemesis<S> {
             Fault::ClockJump { targets, by } => vec![self.clock_jump(targets, *by, clock).await],
             Fault::LinkBlackhole { targets } => vec![self.blackhole(targets, clock).await],
             Fault::RedisFailover => vec![self.redis_failover(clock).await],
+            Fault::Promote => vec![self.promote(clock).await],
             Fault::PacketLoss {
                 targets,
                 rate,

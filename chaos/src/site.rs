@@ -96,9 +96,11 @@ impl Managed {
         self.topo.net().cloned().map(Network::new)
     }
 
+    /// A server's process and every process below it (see [`tree`]), or every process in a
+    /// client host.
     fn pids_of(&self, name: &str) -> Vec<u32> {
         if lockbench_cluster::by_name(name).is_some() {
-            return self.cluster.server_pid(name).into_iter().collect();
+            return self.cluster.server_pid(name).map(tree).unwrap_or_default();
         }
         self.client_hosts()
             .into_iter()
@@ -169,9 +171,18 @@ impl Site for Managed {
             .cluster
             .server_pid(name)
             .ok_or_else(|| name.to_string())?;
-        let _ = kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
-        wait_dead(pid).await;
-        Ok(format!("SIGKILL {name} (pid {pid})"))
+        let pids = tree(pid);
+        for &p in &pids {
+            let _ = kill(Pid::from_raw(p as i32), Signal::SIGKILL);
+        }
+        for &p in &pids {
+            wait_dead(p).await;
+        }
+        let below = match pids.len() {
+            1 => String::new(),
+            n => format!(" and the {} processes below it", n - 1),
+        };
+        Ok(format!("SIGKILL {name} (pid {pid}{below})"))
     }
 
     async fn start(&self, name: &str) -> anyhow::Result<String> {
@@ -197,6 +208,44 @@ impl Site for Managed {
     }
 }
 
+/// `pid` and every process below it, parents before children. A server is its whole process
+/// tree, as a container is: PostgreSQL serves each session from a child of the postmaster, so
+/// SIGSTOP of the postmaster alone would leave every open session answering, and SIGKILL of it
+/// alone would leave them running until they notice (what `docker pause` / `docker kill` never
+/// do). Servers without children (ZooKeeper, etcd, Redis) are the one pid.
+pub(crate) fn tree(pid: u32) -> Vec<u32> {
+    let mut parents: Vec<(u32, u32)> = Vec::new();
+    if let Ok(entries) = std::fs::read_dir("/proc") {
+        for e in entries.flatten() {
+            let Some(p) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+                continue;
+            };
+            let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
+            // The field after the state, past the command name's closing parenthesis.
+            let ppid = stat
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+                .and_then(|f| f.parse::<u32>().ok());
+            if let Some(ppid) = ppid {
+                parents.push((p, ppid));
+            }
+        }
+    }
+    let mut out = vec![pid];
+    let mut i = 0;
+    while i < out.len() {
+        let parent = out[i];
+        out.extend(
+            parents
+                .iter()
+                .filter(|(_, pp)| *pp == parent)
+                .map(|(p, _)| *p),
+        );
+        i += 1;
+    }
+    out
+}
+
 /// The one-letter state of a process (`T` = stopped), `None` when gone.
 pub(crate) fn proc_state(pid: u32) -> Option<char> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
@@ -209,5 +258,32 @@ async fn wait_dead(pid: u32) {
         && start.elapsed() < Duration::from_secs(10)
     {
         tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A server's children are part of it: pause and kill act on the whole tree.
+    #[test]
+    fn a_process_tree_includes_the_children() {
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "sleep 30 & sleep 30 & wait"])
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let start = Instant::now();
+        let mut found = vec![pid];
+        while found.len() < 3 && start.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(20));
+            found = tree(pid);
+        }
+        for &p in found.iter().rev() {
+            let _ = kill(Pid::from_raw(p as i32), Signal::SIGKILL);
+        }
+        let _ = child.wait();
+        assert_eq!(found.len(), 3, "sh and its two sleeps: {found:?}");
+        assert_eq!(found[0], pid);
     }
 }

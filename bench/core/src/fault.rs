@@ -140,6 +140,13 @@ pub enum Fault {
     /// promotes the replica, which never saw the grant. The inverse (`heal`) restarts the old
     /// primary, which Sentinel turns into a replica of the new one.
     RedisFailover,
+    /// Failover by promotion, for a system that can promote a replica (PostgreSQL): the
+    /// current leader is SIGKILLed (a crash), a replica is promoted through the system's own
+    /// request (`System::promote`) and the fault waits until it reports that it leads.
+    /// Clients that reconnect find the new leader by their own connection logic. The inverse
+    /// (`heal`) restarts the old leader, which rejoins as a replica of the new one (the
+    /// system's launch does that), so the next run starts with a whole group.
+    Promote,
 }
 
 /// How `packet-loss` picks the packets it drops.
@@ -211,6 +218,7 @@ impl Fault {
             Fault::LinkBlackhole { .. } => "link-blackhole",
             Fault::PacketLoss { .. } => "packet-loss",
             Fault::RedisFailover => "redis-failover",
+            Fault::Promote => "promote",
         }
     }
 
@@ -233,7 +241,7 @@ impl Fault {
                 | PartitionSpec::ClientsOff
                 | PartitionSpec::RedlockOverlap => None,
             },
-            Fault::Heal | Fault::RedisFailover => None,
+            Fault::Heal | Fault::RedisFailover | Fault::Promote => None,
         }
     }
 
@@ -258,7 +266,7 @@ impl Fault {
                 | PartitionSpec::ClientsOff
                 | PartitionSpec::RedlockOverlap => return None,
             },
-            Fault::Heal | Fault::RedisFailover => return None,
+            Fault::Heal | Fault::RedisFailover | Fault::Promote => return None,
         };
         *slot = targets;
         Some(f)
@@ -274,7 +282,8 @@ impl Fault {
             | Fault::LinkDelay { .. }
             | Fault::LinkBlackhole { .. }
             | Fault::PacketLoss { .. }
-            | Fault::RedisFailover => Some(Fault::Heal),
+            | Fault::RedisFailover
+            | Fault::Promote => Some(Fault::Heal),
             Fault::Pause { targets } => Some(Fault::Resume {
                 targets: targets.clone(),
             }),
@@ -308,7 +317,7 @@ impl Fault {
                     Route::Servers
                 }
             }
-            Fault::ClockJump { .. } | Fault::RedisFailover => Route::Servers,
+            Fault::ClockJump { .. } | Fault::RedisFailover | Fault::Promote => Route::Servers,
             Fault::Partition { .. } | Fault::PacketLoss { .. } => Route::Firewall,
             Fault::LinkDelay { .. } | Fault::LinkBlackhole { .. } => Route::Proxies,
         }
@@ -343,7 +352,8 @@ impl Fault {
             | Fault::ClockJump { .. }
             | Fault::LinkDelay { .. }
             | Fault::LinkBlackhole { .. }
-            | Fault::RedisFailover => Ok(()),
+            | Fault::RedisFailover
+            | Fault::Promote => Ok(()),
         }
     }
 }
