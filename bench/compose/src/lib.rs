@@ -45,6 +45,7 @@
 //! | `partition` (every split), `link-blackhole` without link proxies | iptables DROP in the containers' namespaces (`nsenter --net=/proc/<pid>/ns/net` as root, else `docker exec -u 0 <container> iptables`: [`access`]), flushed on `heal` |
 //! | `link-delay`, `link-blackhole` with link proxies | toxics on the coordinator's in-process proxies |
 //! | `redis-failover` | the replica's namespace drops the primary, `docker kill` of the primary after its next grant; heal: `docker start`, `REPLICAOF` |
+//! | `promote` | `docker kill` of the leader's container, the system's promote request to a replica (inside its namespace); heal: `docker start`, whose launch rejoins it as a replica, as in managed mode |
 //! | `clock-jump` | the Redis TTL emulation, as in managed mode |
 //! | `packet-loss` | iptables `statistic` DROP (random or nth) in the target containers' namespaces on their links with the coordinator (the compose bridge's gateway address) and the client containers, checked with a UDP probe against the rules' counters, flushed on `heal`, as in managed mode; refused on a client container when the schedule has a link fault (the proxies hide its address) |
 //! | faults on client hosts (`client<N>`, `isolate = "holder"`) | the worker's container `lockbench-client<N>` ([`clients`]): SIGSTOP/SIGKILL of its process by the coordinator (by pid as root, else `docker kill --signal`), iptables in its namespace (as above) |

@@ -547,6 +547,8 @@ mod tests {
             fault = "heal"
             [[f]]
             fault = "redis-failover"
+            [[f]]
+            fault = "promote"
             "#,
         )
         .unwrap();
@@ -567,5 +569,18 @@ mod tests {
         assert_eq!(w.f[3], Fault::Heal);
         assert_eq!(w.f[4], Fault::RedisFailover);
         assert_eq!(w.f[4].verb(), "redis-failover");
+        assert_eq!(w.f[5], Fault::Promote);
+        assert_eq!(w.f[5].verb(), "promote");
+    }
+
+    /// `promote` is the server nemesis's, has no targets to rewrite, and its window ends at
+    /// `heal` (which restarts the former leader).
+    #[test]
+    fn promote_is_a_server_fault_healed_by_heal() {
+        assert_eq!(Fault::Promote.route(), Route::Servers);
+        assert_eq!(Fault::Promote.inverse(), Some(Fault::Heal));
+        assert_eq!(Fault::Promote.targets(), None);
+        assert_eq!(Fault::Promote.with_targets(Targets::One), None);
+        assert_eq!(Fault::Promote.check(), Ok(()));
     }
 }

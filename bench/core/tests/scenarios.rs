@@ -113,6 +113,7 @@ fn fault() -> BoxedStrategy<Fault> {
         }),
         targets().prop_map(|targets| Fault::LinkBlackhole { targets }),
         Just(Fault::RedisFailover),
+        Just(Fault::Promote),
     ]
     .boxed()
 }
