@@ -41,6 +41,7 @@ fn compose_file_has_the_managed_settings() {
         "--appendonly no",
         "condition: service_healthy",
         "container_name: lockbench-sen3",
+        "shared_preload_libraries = 'pg_stat_statements'",
     ] {
         assert!(yml.contains(needle), "docker-compose.yml lacks {needle:?}");
     }
@@ -53,7 +54,8 @@ fn compose_file_has_the_managed_settings() {
             ("etcd", 3),
             ("redis", 1),
             ("redlock", 5),
-            ("sentinel", 3)
+            ("sentinel", 3),
+            ("postgres", 2)
         ]
     );
     assert_eq!(e.get("zookeeper")[0], "10.78.0.11:2181");

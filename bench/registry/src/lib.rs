@@ -60,6 +60,8 @@ pub use lockbench_core as core;
 #[doc(hidden)]
 pub use lockbench_etcd as etcd;
 #[doc(hidden)]
+pub use lockbench_postgres as postgres;
+#[doc(hidden)]
 pub use lockbench_redis as redis;
 #[doc(hidden)]
 pub use lockbench_zookeeper as zookeeper;

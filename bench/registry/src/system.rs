@@ -3,7 +3,7 @@
 //! resource sampler and the compose fault plan act on, and the addresses its clients connect
 //! to.
 
-use crate::{etcd, redis, zookeeper};
+use crate::{etcd, postgres, redis, zookeeper};
 use lockbench_core::{BackendKind, ElectionKind, Endpoints, Group, ServerSpec, System};
 
 /// Every registered system, in the order the managed cluster starts them (and endpoints files
@@ -13,6 +13,7 @@ pub static SYSTEMS: &[&dyn System] = &[
     &etcd::system::Etcd,
     &redis::system::Redis,
     &redis::system::Sentinel,
+    &postgres::system::Postgres,
 ];
 
 /// Every server of every registered system, in start order.
@@ -89,7 +90,7 @@ mod tests {
     fn the_systems_list_their_groups_in_file_order() {
         assert_eq!(
             endpoint_groups(),
-            ["zookeeper", "etcd", "redis", "redlock", "sentinel"]
+            ["zookeeper", "etcd", "redis", "redlock", "sentinel", "postgres"]
         );
         let mut e = Endpoints::default();
         e.set("zookeper", vec![]);
