@@ -194,8 +194,7 @@ async fn promote_and_wait(site: &impl Site, replica: &'static ServerSpec) -> Res
         .ok_or("the system has no leader check to verify the promotion with")?;
     let start = Instant::now();
     while start.elapsed() < PROMOTE_BUDGET {
-        let reply =
-            probe::exchange(site, replica, check.request.clone(), check.complete).await;
+        let reply = probe::exchange(site, replica, check.request.clone(), check.complete).await;
         if reply.is_ok_and(|r| system.is_leader(&r)) {
             return Ok(());
         }

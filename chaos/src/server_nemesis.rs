@@ -442,8 +442,7 @@ impl<S: Site> ServerNemesis<S> {
         // Promotions need no firewall: closed in either topology, before the rules (on
         // loopback a heal that closed only promotions records nothing about partitions).
         let mut events = self.heal_promotions(clock).await;
-        if events.is_empty() || !self.windows.is_empty() || self.site.coordinator_addr().is_some()
-        {
+        if events.is_empty() || !self.windows.is_empty() || self.site.coordinator_addr().is_some() {
             events.extend(self.heal_rules(clock).await);
         }
         events

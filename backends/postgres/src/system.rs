@@ -35,10 +35,7 @@ const fn member(name: &'static str, id: u8, port: u16, octet: u8) -> ServerSpec 
 
 /// The managed pair (loopback ports 15432/15433; hosts `.50` and `.51`). `pg1` starts as the
 /// primary, `pg2` as its replica.
-const SERVERS: [ServerSpec; 2] = [
-    member("pg1", 1, 15432, 50),
-    member("pg2", 2, 15433, 51),
-];
+const SERVERS: [ServerSpec; 2] = [member("pg1", 1, 15432, 50), member("pg2", 2, 15433, 51)];
 
 /// Whether the server is in recovery (a replica) and its WAL receiver's state: the health
 /// check and the leader check.

@@ -90,7 +90,14 @@ mod tests {
     fn the_systems_list_their_groups_in_file_order() {
         assert_eq!(
             endpoint_groups(),
-            ["zookeeper", "etcd", "redis", "redlock", "sentinel", "postgres"]
+            [
+                "zookeeper",
+                "etcd",
+                "redis",
+                "redlock",
+                "sentinel",
+                "postgres"
+            ]
         );
         let mut e = Endpoints::default();
         e.set("zookeper", vec![]);

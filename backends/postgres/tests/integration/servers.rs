@@ -197,7 +197,9 @@ async fn the_pair_starts_as_a_primary_and_a_streaming_replica() {
         assert!(s.pid.is_some() && s.rss_bytes.is_some(), "{s:?}");
     }
     let versions = lockbench_cluster::server_versions(&status.endpoints).await;
-    let v = versions.get("postgres").expect("the servers name a version");
+    let v = versions
+        .get("postgres")
+        .expect("the servers name a version");
     assert!(v.starts_with("15."), "version {v}");
     // The database and extension the recipes' counters need.
     let client = p.connect("pg1").await;
@@ -240,7 +242,10 @@ async fn a_killed_primary_and_a_killed_replica_come_back_whole() {
         applied(&start, "kill", FaultPhase::Stop);
         let back = Instant::now();
         p.whole("pg1", "pg2").await;
-        eprintln!("{name} killed: the pair was whole {:?} after the restart", back.elapsed());
+        eprintln!(
+            "{name} killed: the pair was whole {:?} after the restart",
+            back.elapsed()
+        );
     }
 }
 
