@@ -41,8 +41,8 @@ mod observe;
 mod probe;
 pub mod recipe;
 pub mod recipes;
-mod session;
 pub mod server;
+mod session;
 pub mod sql;
 pub mod system;
 

@@ -11,6 +11,7 @@
 //! the one serving), so the leader is whoever is not in recovery, asked of each member.
 
 use crate::server;
+use lockbench_core::knobs::{KnobSchema, Knobs};
 use lockbench_core::launch::{Launch, Site};
 use lockbench_core::{Exchange, Group, Leadership, Probe, ServerSpec, System};
 
@@ -48,6 +49,16 @@ impl System for Postgres {
 
     fn servers(&self) -> &'static [ServerSpec] {
         &SERVERS
+    }
+
+    /// `[postgres]`: the recipes' connection settings and knobs (`knobs.rs`).
+    fn knobs(&self) -> &'static [KnobSchema] {
+        crate::KNOBS
+    }
+
+    /// Each run its own lock namespace (`knobs.rs`).
+    fn separate_keys(&self, knobs: &mut Knobs, id: &str) -> Result<(), String> {
+        crate::separate_keys(knobs, id)
     }
 
     fn standard_ports(&self) -> &'static [u16] {

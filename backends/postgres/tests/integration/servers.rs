@@ -13,7 +13,7 @@
 use lockbench_chaos::{Nemesis, NetConfig, ServerNemesis, Topology};
 use lockbench_cluster::{Cluster, ClusterStatus};
 use lockbench_core::{Fault, FaultEvent, FaultPhase, RunClock, Targets};
-use lockbench_postgres::system::{GROUP, POSTGRES};
+use lockbench_postgres::system::POSTGRES;
 use rand::SeedableRng;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -184,7 +184,7 @@ async fn the_pair_starts_as_a_primary_and_a_streaming_replica() {
     let status = p.cluster.status().await.unwrap();
     assert_eq!(roles(&status), ["pg1=primary", "pg2=replica"]);
     assert_eq!(
-        status.endpoints.get(GROUP),
+        status.endpoints.get(lockbench_postgres::POSTGRES),
         ["10.85.1.50:5432", "10.85.1.51:5432"]
     );
     for s in &status.servers {
