@@ -51,6 +51,11 @@ impl System for Postgres {
         &SERVERS
     }
 
+    /// `pg-advisory`, `pg-try-advisory`, `pg-advisory-xact` (`recipes.rs`).
+    fn recipes(&self) -> &'static [lockbench_core::Recipe] {
+        crate::recipes::RECIPES
+    }
+
     /// `[postgres]`: the recipes' connection settings and knobs (`knobs.rs`).
     fn knobs(&self) -> &'static [KnobSchema] {
         crate::KNOBS

@@ -140,6 +140,8 @@ mod tests {
                 REDLOCK
             } else if name == "redis-sentinel" {
                 FAILOVER
+            } else if name.starts_with("pg-") {
+                postgres::system::POSTGRES
             } else {
                 REDIS
             };
