@@ -361,10 +361,15 @@ impl WorkerHandle {
         let _ = self.commands.send(msg);
     }
 
-    /// Sends a signal (SIGSTOP, SIGCONT, SIGKILL).
+    /// Sends a signal (SIGSTOP, SIGCONT, SIGKILL): to the worker's whole process group (it
+    /// leads one, see [`prepare`]: its adapter processes stop and die with it), or to the
+    /// container's process for a worker in a container.
     pub fn signal(&self, sig: nix::sys::signal::Signal) -> nix::Result<()> {
-        let via = self.container.as_deref().filter(|_| self.via_docker);
-        lockbench_core::signal::send(self.pid, via, sig)
+        match (self.container.as_deref(), self.via_docker) {
+            (None, _) => nix::sys::signal::killpg(self.pid, sig),
+            (Some(c), true) => lockbench_core::signal::send(self.pid, Some(c), sig),
+            (Some(_), false) => nix::sys::signal::kill(self.pid, sig),
+        }
     }
 
     /// `pid 123`, or `pid 123 (container lockbench-client1)`, for notes (and how it is
@@ -398,14 +403,17 @@ pub struct WorkerSinks {
 }
 
 /// Makes a prepared command a worker: piped stdin/stdout, stderr to the run's log file
-/// ([`worker_log`](crate::worker_log); the coordinator's stderr when there is none), and
-/// `PR_SET_PDEATHSIG = SIGKILL` so it dies with the coordinator however the coordinator dies.
+/// ([`worker_log`](crate::worker_log); the coordinator's stderr when there is none),
+/// `PR_SET_PDEATHSIG = SIGKILL` so it dies with the coordinator however the coordinator dies,
+/// and a process group of its own, so a fault's signal reaches whatever the worker runs its
+/// clients in (an adapter's library process, issue 21) with it.
 pub(crate) fn prepare(mut cmd: std::process::Command) -> tokio::process::Command {
     use std::os::unix::process::CommandExt;
     let parent = nix::unistd::getpid();
     cmd.stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(crate::worker_log::stderr());
+        .stderr(crate::worker_log::stderr())
+        .process_group(0);
     // SAFETY: only async-signal-safe calls (prctl, getppid, _exit) between fork and exec.
     unsafe {
         cmd.pre_exec(move || {

@@ -34,12 +34,13 @@ pub struct AdapterBackend {
 }
 
 impl AdapterBackend {
-    /// The adapter of `manifest` for backend `kind` on `servers`; `prefix` keeps the run's
-    /// keys apart; `counters` reads the servers' request counters.
+    /// The adapter of `manifest` for backend `kind` on `servers`, its locks living `life`;
+    /// `prefix` keeps the run's keys apart; `counters` reads the servers' request counters.
     pub fn new(
         kind: BackendKind,
         manifest: Manifest,
         servers: &[String],
+        life: std::time::Duration,
         prefix: String,
         counters: Option<AnyBackend>,
     ) -> Result<AdapterBackend, BackendError> {
@@ -53,7 +54,7 @@ impl AdapterBackend {
             endpoints: servers.join(","),
             client: 0,
             prefix,
-            ttl_ms: manifest.lock_life.as_millis() as u64,
+            ttl_ms: life.as_millis() as u64,
         };
         Ok(AdapterBackend {
             kind,
@@ -102,7 +103,8 @@ impl Backend for AdapterBackend {
                 ("library".into(), library),
                 (
                     "lock_life".into(),
-                    humantime::format_duration(self.manifest.lock_life).to_string(),
+                    humantime::format_duration(std::time::Duration::from_millis(self.env.ttl_ms))
+                        .to_string(),
                 ),
                 ("command".into(), self.manifest.command.join(" ")),
             ],

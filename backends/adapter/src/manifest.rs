@@ -5,7 +5,9 @@
 //! library = "redis-py"            # what results call it (the backend is `lib:redis-py`)
 //! system = "redis"                # whose endpoints it gets: an endpoints group
 //! command = ["python3", "adapter.py"]  # run in the manifest's directory
-//! lock_life = "10s"               # the lock life it asks the library for (LOCKBENCH_TTL_MS)
+//! lock_life = "10s"               # optional: the lock life it asks the library for
+//!                                 # (LOCKBENCH_TTL_MS); by default the scenario's, as its
+//!                                 # system's own recipes have it (redis.ttl, ...)
 //! build = ["sh", "build.sh"]      # optional: what `scripts/install-adapters` runs once
 //! [env]                           # optional: more environment for the command
 //! ```
@@ -29,9 +31,11 @@ pub struct Manifest {
     pub system: String,
     /// The program and its arguments, run in [`Manifest::dir`].
     pub command: Vec<String>,
-    /// How long a dead client's lock lives (what the adapter asks the library for).
-    #[serde(with = "humantime_serde", default = "default_lock_life")]
-    pub lock_life: Duration,
+    /// How long a dead client's lock lives (what the adapter asks the library for); `None`:
+    /// the scenario's, as the system's own recipes have it (`redis.ttl`,
+    /// `zookeeper.session_timeout`, ...), so the scenario's knobs shape the library too.
+    #[serde(with = "humantime_serde", default)]
+    pub lock_life: Option<Duration>,
     /// Run once to build or install the adapter (`scripts/install-adapters`).
     #[serde(default)]
     pub build: Vec<String>,
@@ -41,10 +45,6 @@ pub struct Manifest {
     /// The manifest's directory (not in the file).
     #[serde(skip)]
     pub dir: PathBuf,
-}
-
-fn default_lock_life() -> Duration {
-    Duration::from_secs(10)
 }
 
 /// Where the built-in manifests are: `$LOCKBENCH_ADAPTERS`, else this repository's `adapters/`.
@@ -130,7 +130,7 @@ pub fn load(name: &str) -> Result<Manifest, String> {
             path.display()
         ));
     }
-    if m.lock_life.is_zero() {
+    if m.lock_life.is_some_and(|l| l.is_zero()) {
         return Err(format!(
             "adapter {name}: {}: `lock_life` must be above zero",
             path.display()
@@ -163,7 +163,7 @@ mod tests {
         let name = good.to_str().unwrap();
         assert!(is_adapter(name) && is_adapter("lib:redis-py") && !is_adapter("zk-fair"));
         let m = load(name).unwrap();
-        assert_eq!(m.lock_life, Duration::from_secs(3));
+        assert_eq!(m.lock_life, Some(Duration::from_secs(3)));
         assert_eq!(m.dir, dir);
         assert_eq!(m.env["A"], "1");
         std::fs::write(

@@ -81,6 +81,20 @@ impl AdapterProcess {
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .kill_on_drop(true);
+        let parent = nix::unistd::getpid();
+        // SAFETY: only async-signal-safe calls (prctl, getppid, _exit) between fork and exec.
+        // The adapter dies with the process that runs its client (lockbench, or a worker
+        // process), however that one dies: a killed worker leaves no library process behind.
+        unsafe {
+            cmd.pre_exec(move || {
+                nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
+                    .map_err(std::io::Error::from)?;
+                if nix::unistd::getppid() != parent {
+                    nix::libc::_exit(1);
+                }
+                Ok(())
+            });
+        }
         let mut child = cmd.spawn().map_err(|e| AdapterError::Spawn {
             command: argv.join(" "),
             dir: manifest.dir.display().to_string(),

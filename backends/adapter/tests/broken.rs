@@ -14,13 +14,14 @@ fn backend(mode: &str) -> AdapterBackend {
         library: format!("broken-{mode}"),
         system: "redis".into(),
         command: vec!["python3".into(), "broken_adapter.py".into(), mode.into()],
-        lock_life: Duration::from_secs(10),
+        lock_life: None,
         build: Vec::new(),
         env: Default::default(),
         dir,
     };
     let kind = BackendKind::named(&format!("lib:broken-{mode}"));
-    AdapterBackend::new(kind, m, &["127.0.0.1:1".into()], "t:".into(), None).unwrap()
+    let life = Duration::from_secs(10);
+    AdapterBackend::new(kind, m, &["127.0.0.1:1".into()], life, "t:".into(), None).unwrap()
 }
 
 /// Runs `f` and checks it took less than the protocol's 5 s bound plus slack for a loaded

@@ -27,10 +27,19 @@ pub(crate) fn recipe(kind: BackendKind) -> Result<&'static Recipe, String> {
                 crate::endpoint_groups().join(", ")
             )
         })?;
-    let life = m.lock_life;
-    let expiry = Box::leak(Box::new(move |_: &Scenario| life));
+    // The system's own first recipe on the same servers: its lock life (from the scenario's
+    // knobs) is the library's unless the manifest fixes one, and it reads the servers'
+    // request counters.
+    let native = crate::backend::recipes().find(|r| r.group == group && !r.broken);
+    let fixed = m.lock_life;
+    let life = move |s: &Scenario| match (fixed, native) {
+        (Some(l), _) => l,
+        (None, Some(r)) => (r.expiry)(s),
+        (None, None) => std::time::Duration::from_secs(10),
+    };
+    let expiry = Box::leak(Box::new(life));
     let build = Box::leak(Box::new(move |s: &Scenario, e: &Endpoints| {
-        build(kind, &m, group, s, e)
+        build(kind, &m, group, native, life(s), s, e)
     }));
     let r: &'static Recipe = Box::leak(Box::new(Recipe {
         kind,
@@ -47,16 +56,16 @@ fn build(
     kind: BackendKind,
     m: &Manifest,
     group: Group,
+    native: Option<&'static Recipe>,
+    life: std::time::Duration,
     s: &Scenario,
     e: &Endpoints,
 ) -> Result<AnyBackend, BackendError> {
-    // The system's own first recipe on the same servers reads their request counters.
-    let native = crate::backend::recipes().find(|r| r.group == group && !r.broken);
     let counters = native.and_then(|r| (r.build)(s, e).ok());
     // Keys apart per run, and the same in every process of the run: the knobs carry each
     // system's run-separated key prefixes.
     let prefix = format!("lockbench-lib-{:016x}:", fingerprint(&s.to_toml()));
-    let b = AdapterBackend::new(kind, m.clone(), e.get(group.list()), prefix, counters)?;
+    let b = AdapterBackend::new(kind, m.clone(), e.get(group.list()), life, prefix, counters)?;
     Ok(AnyBackend::new(b))
 }
 

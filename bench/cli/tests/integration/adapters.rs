@@ -82,3 +82,42 @@ fn a_broken_adapter_by_path_fails_the_run_naming_the_library_and_the_line() {
         "names the library and the line: {error}"
     );
 }
+
+/// Kleppmann's pause on libraries: the holder's worker process is stopped with its adapter
+/// (the library's own threads included), so the library loses the lock; Curator's token (the
+/// lock node's sequence) lets the resource reject the late write, redis-py has none.
+#[test]
+fn a_paused_library_loses_its_lock_and_only_a_token_saves_the_resource() {
+    let dir = common::scratch("adapters", "fencing");
+    let (out, out_dir) = common::run_scenario(
+        &dir,
+        "fencing",
+        &["backends=lib:redis-py,lib:curator", "duration=6s"],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let r = results(&out_dir);
+    for name in ["lib:redis-py", "lib:curator"] {
+        let res = result_of(&r, name);
+        assert!(
+            res["fencing"]["holder_pauses"].as_u64().unwrap() >= 1,
+            "{name}: {res}"
+        );
+        assert_eq!(res["safety"]["verdict"], "invalid", "{name}: {res}");
+    }
+    let py = &result_of(&r, "lib:redis-py")["safety"];
+    assert!(
+        py["writes_after_lock_lost_accepted"].as_u64().unwrap() >= 1,
+        "no token: the late write lands: {py}"
+    );
+    let curator = &result_of(&r, "lib:curator")["safety"];
+    assert_eq!(curator["writes_after_lock_lost_accepted"], 0, "{curator}");
+    assert_eq!(curator["stale_writes_accepted"], 0, "{curator}");
+    assert!(
+        curator["writes_after_lock_lost_rejected"]
+            .as_u64()
+            .unwrap_or(0)
+            + curator["stale_writes_rejected"].as_u64().unwrap()
+            >= 1,
+        "the token rejects it: {curator}"
+    );
+}
