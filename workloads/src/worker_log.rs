@@ -18,8 +18,9 @@ pub fn send_to(file: File) {
     *LOG.lock().unwrap_or_else(|e| e.into_inner()) = Some(file);
 }
 
-/// A new worker's stderr: the log file when one is set, else the coordinator's stderr.
-pub(crate) fn stderr() -> Stdio {
+/// A new worker's (or adapter's) stderr: the log file when one is set, else the
+/// coordinator's stderr.
+pub fn stderr() -> Stdio {
     let log = LOG.lock().unwrap_or_else(|e| e.into_inner());
     match log.as_ref().map(File::try_clone) {
         Some(Ok(file)) => Stdio::from(file),

@@ -41,6 +41,7 @@ impl AdapterBackend {
         manifest: Manifest,
         servers: &[String],
         life: std::time::Duration,
+        acquire_timeout: std::time::Duration,
         prefix: String,
         counters: Option<AnyBackend>,
     ) -> Result<AdapterBackend, BackendError> {
@@ -55,6 +56,7 @@ impl AdapterBackend {
             client: 0,
             prefix,
             ttl_ms: life.as_millis() as u64,
+            acquire_timeout_ms: acquire_timeout.as_millis() as u64,
         };
         Ok(AdapterBackend {
             kind,
@@ -133,8 +135,8 @@ impl Backend for AdapterBackend {
             Err(e) => {
                 Self::note_broken(&self.broken, self.kind, &self.manifest.library, &e);
                 Err(BackendError::Config(format!(
-                    "{} (library {}): {e}",
-                    self.kind, self.manifest.library
+                    "{} (library {}), client {}: {e}",
+                    self.kind, self.manifest.library, client.0
                 )))
             }
         }

@@ -8,6 +8,7 @@
 //! lock_life = "10s"               # optional: the lock life it asks the library for
 //!                                 # (LOCKBENCH_TTL_MS); by default the scenario's, as its
 //!                                 # system's own recipes have it (redis.ttl, ...)
+//! start_timeout = "5s"            # optional: how long it may take to say hello
 //! build = ["sh", "build.sh"]      # optional: what `scripts/install-adapters` runs once
 //! [env]                           # optional: more environment for the command
 //! ```
@@ -36,6 +37,10 @@ pub struct Manifest {
     /// `zookeeper.session_timeout`, ...), so the scenario's knobs shape the library too.
     #[serde(with = "humantime_serde", default)]
     pub lock_life: Option<Duration>,
+    /// How long the adapter may take to say hello (a JVM on a loaded machine needs more than
+    /// the default 5 s); a broken adapter is named after this.
+    #[serde(with = "humantime_serde", default = "default_start")]
+    pub start_timeout: Duration,
     /// Run once to build or install the adapter (`scripts/install-adapters`).
     #[serde(default)]
     pub build: Vec<String>,
@@ -45,6 +50,10 @@ pub struct Manifest {
     /// The manifest's directory (not in the file).
     #[serde(skip)]
     pub dir: PathBuf,
+}
+
+fn default_start() -> Duration {
+    crate::process::PROMPT
 }
 
 /// Where the built-in manifests are: `$LOCKBENCH_ADAPTERS`, else this repository's `adapters/`.

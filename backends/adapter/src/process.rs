@@ -13,7 +13,8 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
-/// How long an adapter has for its hello, and to answer a release, renew or close.
+/// How long an adapter has to answer a release, renew or close, and by default for its hello
+/// (a manifest's `start_timeout`).
 pub const PROMPT: Duration = Duration::from_secs(5);
 
 /// What went wrong with an adapter process.
@@ -33,10 +34,12 @@ pub enum AdapterError {
     #[error("{0}")]
     Protocol(#[from] Violation),
     /// It did not answer in time.
-    #[error("no {what} within {:?}", PROMPT)]
+    #[error("no {what} within {}", humantime::format_duration(*within))]
     Silent {
         /// What it owed.
         what: String,
+        /// How long it had.
+        within: Duration,
     },
 }
 
@@ -60,6 +63,8 @@ pub struct ClientEnv {
     pub prefix: String,
     /// The lock life, in milliseconds.
     pub ttl_ms: u64,
+    /// How long lockbench waits for an acquire before it retires the client, in milliseconds.
+    pub acquire_timeout_ms: u64,
 }
 
 impl AdapterProcess {
@@ -77,9 +82,13 @@ impl AdapterProcess {
             .env("LOCKBENCH_CLIENT", env.client.to_string())
             .env("LOCKBENCH_PREFIX", &env.prefix)
             .env("LOCKBENCH_TTL_MS", env.ttl_ms.to_string())
+            .env(
+                "LOCKBENCH_ACQUIRE_TIMEOUT_MS",
+                env.acquire_timeout_ms.to_string(),
+            )
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(lockbench_workloads::worker_log::stderr())
             .kill_on_drop(true);
         let parent = nix::unistd::getpid();
         // SAFETY: only async-signal-safe calls (prctl, getppid, _exit) between fork and exec.
@@ -108,7 +117,7 @@ impl AdapterProcess {
             lines: BufReader::new(stdout).lines(),
             next_id: 1,
         };
-        let line = p.line(Some(PROMPT), "hello line").await?;
+        let line = p.line(Some(manifest.start_timeout), "hello line").await?;
         let hello = protocol::hello(&line)?;
         Ok((p, hello))
     }
@@ -126,6 +135,7 @@ impl AdapterProcess {
                 .await
                 .map_err(|_| AdapterError::Silent {
                     what: what.to_string(),
+                    within: b,
                 })?,
             None => next.await,
         };

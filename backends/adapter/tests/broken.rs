@@ -15,13 +15,24 @@ fn backend(mode: &str) -> AdapterBackend {
         system: "redis".into(),
         command: vec!["python3".into(), "broken_adapter.py".into(), mode.into()],
         lock_life: None,
+        start_timeout: lockbench_adapter::process::PROMPT,
         build: Vec::new(),
         env: Default::default(),
         dir,
     };
     let kind = BackendKind::named(&format!("lib:broken-{mode}"));
     let life = Duration::from_secs(10);
-    AdapterBackend::new(kind, m, &["127.0.0.1:1".into()], life, "t:".into(), None).unwrap()
+    let acquire = Duration::from_secs(15);
+    AdapterBackend::new(
+        kind,
+        m,
+        &["127.0.0.1:1".into()],
+        life,
+        acquire,
+        "t:".into(),
+        None,
+    )
+    .unwrap()
 }
 
 /// Runs `f` and checks it took less than the protocol's 5 s bound plus slack for a loaded

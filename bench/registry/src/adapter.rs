@@ -65,7 +65,15 @@ fn build(
     // Keys apart per run, and the same in every process of the run: the knobs carry each
     // system's run-separated key prefixes.
     let prefix = format!("lockbench-lib-{:016x}:", fingerprint(&s.to_toml()));
-    let b = AdapterBackend::new(kind, m.clone(), e.get(group.list()), life, prefix, counters)?;
+    let b = AdapterBackend::new(
+        kind,
+        m.clone(),
+        e.get(group.list()),
+        life,
+        s.workload.acquire_timeout,
+        prefix,
+        counters,
+    )?;
     Ok(AnyBackend::new(b))
 }
 

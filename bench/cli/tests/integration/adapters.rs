@@ -121,3 +121,53 @@ fn a_paused_library_loses_its_lock_and_only_a_token_saves_the_resource() {
         "the token rejects it: {curator}"
     );
 }
+
+/// The contract every backend meets (`backends/conformance`), held against every built-in
+/// adapter through the registry, as a run builds them: tokens grow, one holder at a time, a
+/// dead holder's lock (its process killed) is taken over after the lock life and not before.
+#[test]
+fn every_builtin_adapter_meets_the_backend_contract() {
+    // `{lockbench}` in a manifest is the running lockbench; here that is the test binary.
+    // SAFETY: set before this test starts any thread of its own.
+    unsafe { std::env::set_var("LOCKBENCH_EXE", env!("CARGO_BIN_EXE_lockbench")) };
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let endpoints = rt.block_on(lockbench_cluster::for_tests());
+    let text =
+        "name = \"contract\"\nbackends = [\"redis-setnx\"]\n[workload]\nclients = 3\nkeys = 16\n";
+    let sets: Vec<String> = [
+        "redis.ttl=1s",
+        "redlock.ttl=1s",
+        "zookeeper.session_timeout=2s",
+        "etcd.lease_ttl=2s",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let scenario = lockbench_registry::load_scenario("contract", text, &sets).unwrap();
+    let libs = [
+        "lib:rust-setnx",
+        "lib:redis-py",
+        "lib:python-redis-lock",
+        "lib:pottery",
+        "lib:kazoo",
+        "lib:curator",
+        "lib:etcd-go",
+    ];
+    for name in libs {
+        let kind = lockbench_registry::parse_backend(name).unwrap();
+        let b = lockbench_registry::backend(kind, &scenario, &endpoints)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let life = lockbench_registry::expiry(&scenario, kind);
+        rt.block_on(async {
+            lockbench_conformance::acquire_release_and_tokens_grow(&b).await;
+            lockbench_conformance::mutual_exclusion(&b, 3, 5).await;
+            lockbench_conformance::dead_holders_lock_is_taken_over(
+                &b,
+                life,
+                std::time::Duration::from_secs(4),
+            )
+            .await;
+        });
+        assert_eq!(lockbench_core::Backend::broken(&b), None, "{name}");
+    }
+}
