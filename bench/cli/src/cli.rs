@@ -89,6 +89,12 @@ pub enum Command {
     ServeAdapter {
         /// The recipe (`redis-setnx`).
         recipe: String,
+        /// The knob that takes LOCKBENCH_TTL_MS (`redis.ttl`).
+        #[arg(long)]
+        life_knob: Option<String>,
+        /// The knob that takes LOCKBENCH_PREFIX (`redis.prefix`).
+        #[arg(long)]
+        prefix_knob: Option<String>,
     },
     /// Capacity planning: for each backend and each point of a grid (`--vary`), find the
     /// highest offered rate sustained within a latency objective (the knee) with short

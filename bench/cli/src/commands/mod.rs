@@ -31,7 +31,11 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Analyse { run_dirs } => analyse::run(run_dirs),
         Command::Compare(args) => compare::run(args),
         Command::Worker => worker::run().await,
-        Command::ServeAdapter { recipe } => serve_adapter::run(recipe).await,
+        Command::ServeAdapter {
+            recipe,
+            life_knob,
+            prefix_knob,
+        } => serve_adapter::run(recipe, life_knob, prefix_knob).await,
         Command::Sweep(args) => sweep::run(args, state_dir).await,
         Command::Scale(args) => scale::run(args, state_dir).await,
         Command::Proxy(args) => proxy::run(args).await,

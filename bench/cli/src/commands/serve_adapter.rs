@@ -8,15 +8,27 @@ use anyhow::Context;
 use lockbench_core::{ClientId, Endpoints};
 use std::process::ExitCode;
 
-/// Serves one client until `close` or the end of stdin.
-pub async fn run(recipe: String) -> anyhow::Result<ExitCode> {
+/// Serves one client until `close` or the end of stdin. `life_knob` and `prefix_knob` name
+/// the recipe's knobs that take the lock life and key prefix lockbench hands every adapter.
+pub async fn run(
+    recipe: String,
+    life_knob: Option<String>,
+    prefix_knob: Option<String>,
+) -> anyhow::Result<ExitCode> {
     let kind = lockbench_registry::parse_backend(&recipe).map_err(anyhow::Error::msg)?;
+    let var = |name: &str| std::env::var(name).with_context(|| format!("{name} is not set"));
+    let mut sets = Vec::new();
+    if let Some(knob) = life_knob {
+        sets.push(format!("{knob}={}ms", var("LOCKBENCH_TTL_MS")?));
+    }
+    if let Some(knob) = prefix_knob {
+        sets.push(format!("{knob}={}", var("LOCKBENCH_PREFIX")?));
+    }
     let text = format!(
         "name = \"serve-adapter\"\nbackends = [\"{recipe}\"]\n[workload]\nclients = 1\nkeys = 64\n"
     );
-    let scenario = lockbench_registry::load_scenario("serve-adapter", &text, &[])
+    let scenario = lockbench_registry::load_scenario("serve-adapter", &text, &sets)
         .map_err(anyhow::Error::msg)?;
-    let var = |name: &str| std::env::var(name).with_context(|| format!("{name} is not set"));
     let servers: Vec<String> = var("LOCKBENCH_ENDPOINTS")?
         .split(',')
         .map(str::to_string)
