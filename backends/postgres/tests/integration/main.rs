@@ -12,7 +12,7 @@
 //! their statements' server counters apart.
 
 mod recipes;
-mod server;
+mod server_side;
 mod servers;
 
 use lockbench_core::Endpoints;

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 /// Every statement a client sent was counted by the server once, for each recipe (the
 /// fencing sequence's setup included).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn server_counters_agree_with_the_clients_count() {
+async fn server_side_counters_agree_with_the_clients_count() {
     for (i, recipe) in PgRecipe::ALL.into_iter().enumerate() {
         let b = backend(recipe, &knobs(9_500 + i as i32)).await;
         let before = b.server_counters().await.unwrap();
@@ -41,7 +41,7 @@ async fn server_counters_agree_with_the_clients_count() {
 /// What `pg_stat_statements` does not count: a `pg_advisory_lock` cancelled by
 /// `lock_timeout` (the client counted it when it sent it).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn server_counters_leave_out_a_lock_that_timed_out() {
+async fn server_side_counters_leave_out_a_lock_that_timed_out() {
     let mut k = knobs(9_510);
     k.lock_timeout = Duration::from_millis(200);
     let b = backend(PgRecipe::Advisory, &k).await;
@@ -67,7 +67,7 @@ async fn server_counters_leave_out_a_lock_that_timed_out() {
 
 /// The observer sees a grant named by the holder's client id, and the release as nobody.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn server_observer_names_the_holder() {
+async fn server_side_observer_names_the_holder() {
     for (i, recipe) in PgRecipe::ALL.into_iter().enumerate() {
         let b = backend(recipe, &knobs(9_520 + i as i32)).await;
         let seen = Arc::new(Mutex::new(Vec::<ServerObservation>::new()));
