@@ -362,7 +362,7 @@ impl WorkerHandle {
     }
 
     /// Sends a signal (SIGSTOP, SIGCONT, SIGKILL): to the worker's whole process group (it
-    /// leads one, see [`prepare`]: its adapter processes stop and die with it), or to the
+    /// leads one, see `prepare`: its adapter processes stop and die with it), or to the
     /// container's process for a worker in a container.
     pub fn signal(&self, sig: nix::sys::signal::Signal) -> nix::Result<()> {
         match (self.container.as_deref(), self.via_docker) {

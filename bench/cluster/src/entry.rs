@@ -72,7 +72,7 @@ pub fn exchange_args(addr: SocketAddr, timeout: Duration) -> Vec<String> {
 }
 
 /// What runs inside a container for [`Host::connects`]: exit 0 when a TCP connection to `addr`
-/// is made within `timeout`, [`NOT_CONNECTED`] (refused, unreachable) or 124 (timed out)
+/// is made within `timeout`, `NOT_CONNECTED` (refused, unreachable) or 124 (timed out)
 /// when not.
 pub fn connect_args(addr: SocketAddr, timeout: Duration) -> Vec<String> {
     let script = format!("exec 3<>/dev/tcp/$0/$1 2>/dev/null || exit {NOT_CONNECTED}");

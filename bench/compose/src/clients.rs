@@ -100,7 +100,7 @@ pub fn image() -> String {
     std::env::var("LOCKBENCH_CLIENT_IMAGE").unwrap_or_else(|_| IMAGE.to_string())
 }
 
-/// `LOCKBENCH_CLIENT_BINARY=in-image`: the client image has lockbench at [`BINARY`] already
+/// `LOCKBENCH_CLIENT_BINARY=in-image`: the client image has lockbench at `BINARY` already
 /// (the lockbench image, which the `lockbench` service runs), so the running binary is not
 /// bind-mounted: from a container, its path is not the machine's, where Docker looks for it.
 pub const BINARY_ENV: &str = "LOCKBENCH_CLIENT_BINARY";

@@ -42,7 +42,7 @@
 //! |---|---|
 //! | `pause` / `resume` | `docker pause` / `docker unpause lockbench-<server>` |
 //! | `kill` / `start` | `docker kill --signal KILL` / `docker start` |
-//! | `partition` (every split), `link-blackhole` without link proxies | iptables DROP in the containers' namespaces (`nsenter --net=/proc/<pid>/ns/net` as root, else `docker exec -u 0 <container> iptables`: [`access`]), flushed on `heal` |
+//! | `partition` (every split), `link-blackhole` without link proxies | iptables DROP in the containers' namespaces (`nsenter --net=/proc/<pid>/ns/net` as root, else `docker exec -u 0 <container> iptables`: [`mod@access`]), flushed on `heal` |
 //! | `link-delay`, `link-blackhole` with link proxies | toxics on the coordinator's in-process proxies |
 //! | `redis-failover` | the replica's namespace drops the primary, `docker kill` of the primary after its next grant; heal: `docker start`, `REPLICAOF` |
 //! | `promote` | `docker kill` of the leader's container, the system's promote request to a replica (inside its namespace); heal: `docker start`, whose launch rejoins it as a replica, as in managed mode |
