@@ -12,8 +12,8 @@
 //! nothing here.
 //!
 //! A recipe is built as a `lockbench_core::AnyBackend`: the client loop is generic over the
-//! backend but instantiated once, with one boxed future per lock call (tens of nanoseconds,
-//! measured by `cargo bench -p lockbench-core --bench erased`; see CONTRIBUTING, "Rules of
+//! backend but instantiated once, with one boxed future per lock call (timed by
+//! `cargo bench -p lockbench --bench hot_paths -- lock_call`; see CONTRIBUTING, "Rules of
 //! the code"). Until issue 20 a constructor macro expanded the caller's body once per recipe,
 //! which kept the set of recipes closed.
 //!
