@@ -12,7 +12,7 @@ from pottery import Redlock  # noqa: E402
 from pottery.exceptions import (  # noqa: E402
     ExtendUnlockedLock, QuorumNotAchieved, ReleaseUnlockedLock, TooManyExtensions)
 
-from lockbench_adapter import Fail, Info, env, host_port, serve  # noqa: E402
+from lockbench_adapter import Fail, Info, env, host_port, release_all, serve  # noqa: E402
 
 e = env()
 masters = set()
@@ -55,11 +55,7 @@ def renew(key):
 
 
 def close():
-    for lock in held.values():
-        try:
-            lock.release()
-        except Exception:
-            pass
+    release_all(held)
 
 
 serve("pottery", importlib.metadata.version("pottery"), None, acquire, release, renew, close)

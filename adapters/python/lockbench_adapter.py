@@ -37,6 +37,16 @@ def host_port(endpoint):
     return host, int(port)
 
 
+def release_all(held):
+    """A close's best effort: release every lock still held (a lock already lost is fine)."""
+    for lock in held.values():
+        try:
+            lock.release()
+        except Exception:
+            pass
+    held.clear()
+
+
 def _say(obj):
     sys.stdout.write(json.dumps(obj) + "\n")
     sys.stdout.flush()

@@ -8,7 +8,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
 import redis  # noqa: E402
 from redis.exceptions import ConnectionError, LockError, LockNotOwnedError, TimeoutError  # noqa: E402
 
-from lockbench_adapter import Fail, Info, env, host_port, serve  # noqa: E402
+from lockbench_adapter import Fail, Info, env, host_port, release_all, serve  # noqa: E402
 
 e = env()
 host, port = host_port(e["endpoints"][0])
@@ -54,11 +54,7 @@ def renew(key):
 
 
 def close():
-    for lock in held.values():
-        try:
-            lock.release()
-        except Exception:
-            pass
+    release_all(held)
 
 
 serve("redis-py", redis.__version__, None, acquire, release, renew, close)
