@@ -6,12 +6,23 @@
 //! - `TCP_NODELAY`, because every request is a small write that waits for its reply;
 //! - no `CLIENT SETINFO` handshake, so opening a connection sends no command at all and the
 //!   servers' command counters count only the lock requests ([`crate::commandstats`]);
-//! - explicit connection and response timeouts (redis-rs defaults to 1 s and 500 ms).
+//! - explicit connection and response timeouts (redis-rs defaults to 1 s and 500 ms);
+//! - the group's [`Connection`] settings from the cluster file (issue 22): TLS through
+//!   redis-rs's rustls support (`tokio-rustls-comp`: the CA the servers' chains must end at,
+//!   the client certificate for mutual TLS) and `AUTH` as an ACL user, whose password is read
+//!   from its source here and handed only to redis-rs (whose `Debug` redacts it). The
+//!   handshake and `AUTH` happen while the connection opens, so a wrong CA or password fails
+//!   the first connect ([`crate::tls_errors`] says which setting and how to fix it).
 
 use lockbench_core::traits::BackendError;
+use lockbench_core::{Connection, Endpoints};
 use redis::aio::MultiplexedConnection;
 use redis::io::tcp::TcpSettings;
-use redis::{AsyncConnectionConfig, ConnectionAddr, IntoConnectionInfo, RedisConnectionInfo};
+use redis::{
+    AsyncConnectionConfig, ClientTlsConfig, ConnectionAddr, IntoConnectionInfo,
+    RedisConnectionInfo, TlsCertificates,
+};
+use secrecy::ExposeSecret;
 use std::time::Duration;
 
 /// How long opening a TCP connection to one server may take. An unreachable server therefore
@@ -26,12 +37,33 @@ pub const ANSWER_TIMEOUT: Duration = Duration::from_secs(2);
 pub(crate) struct Server {
     /// `host:port`, used in error messages and results.
     pub(crate) address: String,
+    /// The settings it was opened with (for error messages: which setting to fix).
+    pub(crate) security: Security,
     client: redis::Client,
 }
 
+/// What an error message needs of a server's connection settings: which were used, and the
+/// CA file's path (never the password).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Security {
+    /// The endpoints group (`redis`, `redlock`), the table the settings are in.
+    pub(crate) group: String,
+    /// TLS on.
+    pub(crate) tls: bool,
+    /// The CA file, when one was set.
+    pub(crate) ca: Option<std::path::PathBuf>,
+    /// The ACL user (`default` when only a password was set), when the client authenticates.
+    pub(crate) user: Option<String>,
+}
+
 impl Server {
-    /// Parses `host:port`; `field` names the endpoints field in errors.
-    pub(crate) fn parse(address: &str, field: &str) -> Result<Server, BackendError> {
+    /// Parses `host:port` with `field`'s connection settings; `field` names the endpoints
+    /// field in errors.
+    pub(crate) fn parse(
+        address: &str,
+        field: &str,
+        connection: &Connection,
+    ) -> Result<Server, BackendError> {
         let bad = |why: &str| {
             BackendError::Config(format!(
                 "endpoints.{field}: `{address}` {why}; expected host:port"
@@ -39,17 +71,55 @@ impl Server {
         };
         let (host, port) = address.rsplit_once(':').ok_or_else(|| bad("has no port"))?;
         let port: u16 = port.parse().map_err(|_| bad("has a bad port"))?;
-        let host = host.trim_start_matches('[').trim_end_matches(']');
-        let info = ConnectionAddr::Tcp(host.to_string(), port)
+        let host = host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_string();
+        let mut redis_settings = RedisConnectionInfo::default().set_skip_set_lib_name();
+        let password = connection.password(field).map_err(BackendError::Config)?;
+        if let Some(password) = &password {
+            if let Some(user) = &connection.user {
+                redis_settings = redis_settings.set_username(user);
+            }
+            redis_settings = redis_settings.set_password(password.expose_secret());
+        }
+        let addr = match &connection.tls {
+            None => ConnectionAddr::Tcp(host, port),
+            Some(_) => ConnectionAddr::TcpTls {
+                host,
+                port,
+                insecure: false,
+                tls_params: None,
+            },
+        };
+        let info = addr
             .into_connection_info()
             .map_err(|e| bad(&e.to_string()))?
             .set_tcp_settings(TcpSettings::default().set_nodelay(true))
-            .set_redis_settings(RedisConnectionInfo::default().set_skip_set_lib_name());
-        let client = redis::Client::open(info).map_err(|e| bad(&e.to_string()))?;
+            .set_redis_settings(redis_settings);
+        let client = match &connection.tls {
+            None => redis::Client::open(info),
+            Some(tls) => redis::Client::build_with_tls(info, certificates(field, tls)?),
+        }
+        .map_err(|e| bad(&e.to_string()))?;
         Ok(Server {
             address: address.to_string(),
+            security: Security {
+                group: field.to_string(),
+                tls: connection.tls.is_some(),
+                ca: connection.tls.as_ref().and_then(|t| t.ca.clone()),
+                user: password
+                    .is_some()
+                    .then(|| connection.user.clone().unwrap_or_else(|| "default".into())),
+            },
             client,
         })
+    }
+
+    /// Its `redis::Client` (TLS and credentials included), for a caller that manages its own
+    /// connections (the election's).
+    pub(crate) fn client(&self) -> redis::Client {
+        self.client.clone()
     }
 
     /// Opens a new connection with the given settings.
@@ -95,7 +165,13 @@ impl Server {
         let budget = CONNECT_TIMEOUT + ANSWER_TIMEOUT;
         match tokio::time::timeout(budget, answered).await {
             Ok(Ok(_)) => Ok(()),
-            Ok(Err(e)) if !e.is_timeout() => Err(unreachable(format!("PING failed: {e}"))),
+            Ok(Err(e)) if !e.is_timeout() => Err(unreachable(format!(
+                "PING failed: {}",
+                crate::tls_errors::explain(&e, &self.security)
+            ))),
+            Ok(Err(_)) | Err(_) if self.security.tls => Err(unreachable(
+                crate::tls_errors::tls_unanswered(&self.security.group),
+            )),
             Ok(Err(_)) | Err(_) => Err(unreachable(format!(
                 "PING went unanswered (connect within {CONNECT_TIMEOUT:?}, answer within \
                  {ANSWER_TIMEOUT:?}): the server is unreachable, or accepts connections \
@@ -120,7 +196,10 @@ impl Server {
         .await
         {
             Ok(Ok(conn)) => Ok(conn),
-            Ok(Err(e)) => Err(unreachable(e.to_string())),
+            Ok(Err(e)) => Err(unreachable(crate::tls_errors::explain(&e, &self.security))),
+            Err(_) if self.security.tls => Err(unreachable(crate::tls_errors::tls_unanswered(
+                &self.security.group,
+            ))),
             Err(_) => Err(unreachable(format!(
                 "no connection within {CONNECT_TIMEOUT:?}"
             ))),
@@ -135,13 +214,44 @@ pub(crate) fn config(response_timeout: Duration) -> AsyncConnectionConfig {
         .set_response_timeout(Some(response_timeout))
 }
 
-/// The servers named by one endpoints field, or a config error naming the field when it is
-/// empty.
-pub(crate) fn servers(addresses: &[String], field: &str) -> Result<Vec<Server>, BackendError> {
+/// The files of `tls`, read for redis-rs (errors name the setting and the file).
+fn certificates(field: &str, tls: &lockbench_core::Tls) -> Result<TlsCertificates, BackendError> {
+    let read = |setting: &str, path: &std::path::Path| {
+        std::fs::read(path).map_err(|e| {
+            BackendError::Config(format!(
+                "{field}.tls.{setting}: cannot read {}: {} (the cluster file's paths are \
+                 relative to its own directory)",
+                path.display(),
+                e.kind()
+            ))
+        })
+    };
+    let client_tls = match (&tls.cert, &tls.key) {
+        (Some(cert), Some(key)) => Some(ClientTlsConfig {
+            client_cert: read("cert", cert)?,
+            client_key: read("key", key)?,
+        }),
+        _ => None,
+    };
+    let root_cert = tls.ca.as_deref().map(|ca| read("ca", ca)).transpose()?;
+    Ok(TlsCertificates {
+        client_tls,
+        root_cert,
+    })
+}
+
+/// The servers of endpoints group `field`, with its connection settings, or a config error
+/// naming the field when it is empty.
+pub(crate) fn servers(endpoints: &Endpoints, field: &str) -> Result<Vec<Server>, BackendError> {
+    let addresses = endpoints.get(field);
     if addresses.is_empty() {
         return Err(BackendError::Config(format!(
             "endpoints.{field} is empty: this backend needs at least one Redis server there"
         )));
     }
-    addresses.iter().map(|a| Server::parse(a, field)).collect()
+    let connection = endpoints.connection(field);
+    addresses
+        .iter()
+        .map(|a| Server::parse(a, field, connection))
+        .collect()
 }

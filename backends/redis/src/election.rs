@@ -76,10 +76,9 @@ impl RedisLeaseElection {
         poll: Duration,
         name: &str,
     ) -> Result<RedisLeaseElection, BackendError> {
-        let server = crate::connect::servers(endpoints.get(crate::REDIS), "redis")?.remove(0);
-        let client = redis::Client::open(format!("redis://{}/", server.address)).map_err(|e| {
-            BackendError::Config(format!("endpoints.redis: `{}`: {e}", server.address))
-        })?;
+        let server = crate::connect::servers(endpoints, crate::REDIS)?.remove(0);
+        // The server's own client: the cluster file's TLS and credentials for `redis` too.
+        let client = server.client();
         if knobs.ttl < Duration::from_millis(30) {
             return Err(BackendError::Config(
                 "redis.ttl: the election lease must be at least 30ms (renewed every ttl / 3)"

@@ -52,10 +52,12 @@ pub mod recipes;
 pub mod redlock;
 mod retry;
 pub mod scripts;
+pub mod secure;
 mod sentinel;
 pub mod server;
 pub mod setnx;
 pub mod system;
+mod tls_errors;
 mod value;
 
 pub use connect::CONNECT_TIMEOUT;

@@ -73,7 +73,7 @@ impl RedlockBackend {
         keys: u32,
         seed: u64,
     ) -> Result<RedlockBackend, BackendError> {
-        let servers = connect::servers(endpoints.get(crate::REDLOCK), "redlock")?;
+        let servers = connect::servers(endpoints, crate::REDLOCK)?;
         Ok(RedlockBackend {
             quorum: servers.len() / 2 + 1,
             servers,

@@ -26,9 +26,9 @@ pub(crate) struct Sentinels {
 
 impl Sentinels {
     /// The Sentinels at `addresses` (`endpoints.sentinel`).
-    pub(crate) fn new(addresses: &[String]) -> Result<Sentinels, BackendError> {
+    pub(crate) fn new(endpoints: &lockbench_core::Endpoints) -> Result<Sentinels, BackendError> {
         Ok(Sentinels {
-            servers: crate::connect::servers(addresses, "sentinel")?,
+            servers: crate::connect::servers(endpoints, crate::SENTINEL)?,
             config: crate::connect::config(ASK_TIMEOUT),
         })
     }
@@ -56,7 +56,11 @@ impl Sentinels {
             };
             match tokio::time::timeout(ASK_TIMEOUT * 2, ask).await {
                 Ok(Ok(Some((host, port)))) => {
-                    return Server::parse(&format!("{host}:{port}"), "sentinel (its answer)");
+                    return Server::parse(
+                        &format!("{host}:{port}"),
+                        "sentinel (its answer)",
+                        &lockbench_core::Connection::default(),
+                    );
                 }
                 Ok(Ok(None)) => why.push(format!("{}: knows no {SENTINEL_MASTER_NAME}", s.address)),
                 Ok(Err(e)) => why.push(format!("{}: {e}", s.address)),

@@ -140,7 +140,7 @@ impl SetNxBackend {
         seed: u64,
         mode: SetMode,
     ) -> Result<SetNxBackend, BackendError> {
-        let server = connect::servers(endpoints.get(crate::REDIS), "redis")?.swap_remove(0);
+        let server = connect::servers(endpoints, crate::REDIS)?.swap_remove(0);
         Ok(SetNxBackend {
             server,
             sentinels: None,
@@ -165,7 +165,7 @@ impl SetNxBackend {
         keys: u32,
         seed: u64,
     ) -> Result<SetNxBackend, BackendError> {
-        let sentinels = Sentinels::new(endpoints.get(crate::SENTINEL))?;
+        let sentinels = Sentinels::new(endpoints)?;
         let mut backend = SetNxBackend::new(
             &[(crate::REDIS, endpoints.get(crate::SENTINEL)[..1].to_vec())]
                 .into_iter()

@@ -108,6 +108,33 @@ impl System for Redis {
         &[6379]
     }
 
+    /// TLS (a CA, a client certificate) and an ACL user for `redis` and `redlock` (issue 22;
+    /// `crate::connect`). Not `tls.server_name`: redis-rs verifies the certificate against the
+    /// address's host, so the address must carry a name (or IP) the certificate names.
+    fn check_connection(
+        &self,
+        group: &str,
+        connection: &lockbench_core::Connection,
+    ) -> Result<(), String> {
+        connection.refuse(
+            group,
+            "Redis",
+            &["tls", "user", "password_env", "password_file"],
+        )?;
+        if connection
+            .tls
+            .as_ref()
+            .is_some_and(|t| t.server_name.is_some())
+        {
+            return Err(format!(
+                "{group}.tls.server_name: lockbench's Redis client (redis-rs) verifies the \
+                 certificate against the address's host; write the address with a name or IP \
+                 address the certificate carries instead"
+            ));
+        }
+        Ok(())
+    }
+
     fn restarts_empty(&self) -> bool {
         true
     }

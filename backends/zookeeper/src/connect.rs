@@ -48,6 +48,22 @@ pub(crate) struct Ensemble {
     pub(crate) session_timeout: Duration,
 }
 
+/// The `chroot` of the group's connection settings (`""` for none), checked: an absolute path
+/// of a znode, without a trailing `/`. The node must exist on the ensemble (the server refuses a
+/// session's requests under a chroot that does not).
+pub(crate) fn chroot(connection: &lockbench_core::Connection) -> Result<&str, String> {
+    let Some(chroot) = connection.system.get("chroot") else {
+        return Ok("");
+    };
+    if !chroot.starts_with('/') || chroot.len() < 2 || chroot.ends_with('/') {
+        return Err(format!(
+            "zookeeper.chroot: `{chroot}` is not a znode path: write an absolute path without \
+             a trailing slash, such as `/lockbench`"
+        ));
+    }
+    Ok(chroot)
+}
+
 impl Ensemble {
     /// The ensemble from the cluster description; `Config` naming `zookeeper` when it has none.
     pub(crate) fn new(endpoints: &Endpoints, knobs: &ZookeeperKnobs) -> Result<Self, BackendError> {
@@ -62,8 +78,11 @@ impl Ensemble {
                 "zookeeper.session_timeout must be greater than zero".into(),
             ));
         }
+        // A chroot from the cluster file (issue 22) goes where the Java client takes it, after
+        // the address list: every path the recipes use is then under it, on the server.
+        let chroot = chroot(endpoints.connection(crate::GROUP)).map_err(BackendError::Config)?;
         Ok(Ensemble {
-            connect_string: endpoints.get(crate::GROUP).join(","),
+            connect_string: format!("{}{chroot}", endpoints.get(crate::GROUP).join(",")),
             members: endpoints.get(crate::GROUP).to_vec(),
             session_timeout: knobs.session_timeout,
         })
@@ -163,4 +182,23 @@ async fn wait_terminated(state: &mut zk::StateWatcher) {
         }
     };
     let _ = tokio::time::timeout(SETTLE, waiting).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The chroot goes after the address list, where the client takes it; `mntr` still asks
+    /// the members at their bare addresses.
+    #[test]
+    fn a_chroot_follows_the_address_list() {
+        let text = "[zookeeper]\nendpoints = [\"a:1\", \"b:2\"]\nchroot = \"/team/locks\"\n";
+        let e = Endpoints::from_toml(text).unwrap();
+        let ensemble = Ensemble::new(&e, &ZookeeperKnobs::default()).unwrap();
+        assert_eq!(ensemble.connect_string, "a:1,b:2/team/locks");
+        assert_eq!(ensemble.members, ["a:1", "b:2"]);
+        let plain = Endpoints::from_iter([("zookeeper", vec!["a:1".to_string()])]);
+        let ensemble = Ensemble::new(&plain, &ZookeeperKnobs::default()).unwrap();
+        assert_eq!(ensemble.connect_string, "a:1");
+    }
 }

@@ -37,6 +37,16 @@ impl System for ZooKeeper {
         "zookeeper"
     }
 
+    /// A chroot (issue 22); TLS and digest users are not wired to the client yet.
+    fn check_connection(
+        &self,
+        group: &str,
+        connection: &lockbench_core::Connection,
+    ) -> Result<(), String> {
+        connection.refuse(group, "ZooKeeper", &["chroot"])?;
+        crate::connect::chroot(connection).map(|_| ())
+    }
+
     fn servers(&self) -> &'static [ServerSpec] {
         &SERVERS
     }

@@ -12,7 +12,8 @@
 //! - [`history`]: the merged, time-ordered list of ops, and its JSON-lines form;
 //! - [`time`]: the one monotonic clock every op is stamped with;
 //! - [`scenario`]: the TOML scenario a run is made from, with its defaults and validation;
-//! - [`endpoints`]: where each backend's servers listen (managed or external cluster);
+//! - [`endpoints`]: where each backend's servers listen (managed or external cluster), and
+//!   [`connection`]: how clients connect to them (TLS, credentials named by their source);
 //! - [`fault`]: fault verbs on named targets, and the fault events a history records;
 //! - [`finding`]: [`FindingKind`], the one list of what a safety checker can report;
 //! - [`traits`]: [`Backend`] (makes clients for one recipe) and [`LockClient`]
@@ -34,6 +35,7 @@
 //! and change for their own reasons.
 #![deny(missing_docs)]
 
+pub mod connection;
 pub mod counters;
 pub mod election;
 pub mod endpoints;
@@ -57,6 +59,7 @@ pub mod system;
 pub mod time;
 pub mod traits;
 
+pub use connection::{Connection, ConnectionSummary, Tls};
 pub use counters::{Incarnation, ServerCount};
 pub use election::{Candidate, ElectionInfo, ElectionKind, Elector, Leader, Removal};
 pub use endpoints::{Endpoints, SENTINEL_MASTER_NAME};

@@ -15,6 +15,7 @@
 //! (one endpoints list, or a group reached through another's list, as the failover pair is
 //! through its Sentinels). A system names its groups as consts of its crate.
 
+use crate::connection::Connection;
 use crate::knobs::{KnobSchema, Knobs};
 use crate::launch::{Launch, Site};
 use serde::{Serialize, Serializer};
@@ -158,6 +159,14 @@ pub trait System: Send + Sync + 'static {
     /// system whose keys die with their session.
     fn separate_keys(&self, _knobs: &mut Knobs, _id: &str) -> Result<(), String> {
         Ok(())
+    }
+
+    /// Checks the connection settings an external cluster file gives `group` (one of this
+    /// system's listed groups): what its clients honour passes, anything else fails naming
+    /// the setting (a setting silently ignored would measure another connection than the file
+    /// asks for). The default honours none: a bare address list.
+    fn check_connection(&self, group: &str, connection: &Connection) -> Result<(), String> {
+        connection.refuse(group, self.name(), &[])
     }
 
     /// The standard ports of a server (client port first, then peer ports), which it uses in

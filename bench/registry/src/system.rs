@@ -58,8 +58,17 @@ pub fn endpoint_groups() -> Vec<&'static str> {
 }
 
 /// Rejects a list no registered system reads (a misspelled `zookeper = [...]` in an external
-/// cluster file would otherwise read as "this cluster has no ZooKeeper", far from the typo).
+/// cluster file would otherwise read as "this cluster has no ZooKeeper", far from the typo),
+/// and connection settings the group's system does not honour ([`System::check_connection`]).
 pub fn check_endpoints(endpoints: &Endpoints) -> Result<(), String> {
+    for (group, connection) in endpoints.connections() {
+        if connection.is_plain() {
+            continue;
+        }
+        if let Some(s) = servers().find(|s| s.group.is_listed() && s.group.name() == group) {
+            s.system.check_connection(group, connection)?;
+        }
+    }
     let known = endpoint_groups();
     match endpoints.iter().find(|(g, _)| !known.contains(g)) {
         Some((g, _)) => Err(format!(
@@ -106,6 +115,30 @@ mod tests {
             err.contains("`zookeper`") && err.contains("`sentinel`"),
             "{err}"
         );
+    }
+
+    /// Connection settings reach the group's system: Redis honours TLS and users, ZooKeeper a
+    /// chroot, and a setting a system does not honour is refused naming it (never ignored).
+    #[test]
+    fn each_system_checks_its_groups_connection_settings() {
+        let file = |text: &str| Endpoints::from_toml(text).and_then(|e| check_endpoints(&e));
+        file("[redis]\nendpoints = [\"r:1\"]\nuser = \"u\"\npassword_env = \"P\"\ntls = { ca = \"ca.pem\" }\n")
+            .unwrap();
+        file("[zookeeper]\nendpoints = [\"z:1\"]\nchroot = \"/locks\"\n").unwrap();
+        let err = file("[etcd]\nendpoints = [\"e:1\"]\ntls = {}\n").unwrap_err();
+        assert!(err.contains("etcd.tls") && err.contains("etcd"), "{err}");
+        let err = file("[zookeeper]\nendpoints = [\"z:1\"]\nchroot = \"locks/\"\n").unwrap_err();
+        assert!(err.contains("zookeeper.chroot"), "{err}");
+        let err = file("[redlock]\nendpoints = [\"r:1\"]\nchroot = \"/x\"\n").unwrap_err();
+        assert!(err.contains("redlock.chroot"), "{err}");
+        let err = file("[redis]\nendpoints = [\"r:1\"]\npassword = \"hunter2\"\n").unwrap_err();
+        assert!(
+            err.contains("never written") && !err.contains("hunter2"),
+            "{err}"
+        );
+        let err =
+            file("[redis]\nendpoints = [\"r:1\"]\ntls = { server_name = \"n\" }\n").unwrap_err();
+        assert!(err.contains("redis.tls.server_name"), "{err}");
     }
 
     /// Server and system names are unique, and every server is in its system's roster under

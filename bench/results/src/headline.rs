@@ -282,6 +282,7 @@ mod tests {
             started_at: String::new(),
             complete: true,
             cluster: "managed".into(),
+            connections: Default::default(),
             environment: crate::environment::detect(Default::default()),
             results,
             scorecard: None,

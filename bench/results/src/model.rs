@@ -27,6 +27,11 @@ pub struct RunResults {
     pub complete: bool,
     /// `managed` or `external:<file>`.
     pub cluster: String,
+    /// How the clients connected to each endpoint group (TLS, mutual TLS, auth, server name;
+    /// issue 22), so two runs are compared on the same footing. Nothing secret. Absent in
+    /// files written before it existed.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub connections: BTreeMap<String, lockbench_core::ConnectionSummary>,
     /// Where and on what the run happened.
     pub environment: Environment,
     /// One entry per (backend, workload).
@@ -624,6 +629,7 @@ mod tests {
             started_at: String::new(),
             complete: true,
             cluster: "managed".into(),
+            connections: BTreeMap::new(),
             environment: crate::environment::detect(Default::default()),
             results: vec![r],
             scorecard: None,

@@ -94,9 +94,13 @@ impl ClusterChoice {
             ClusterChoice::External(file) => {
                 let text = std::fs::read_to_string(file)
                     .with_context(|| format!("cannot read cluster file {}", file.display()))?;
-                let endpoints = Endpoints::from_toml(&text)
+                let mut endpoints = Endpoints::from_toml(&text)
                     .and_then(|e| lockbench_registry::check_endpoints(&e).map(|()| e))
                     .map_err(|e| anyhow::anyhow!("cluster file {}: {e}", file.display()))?;
+                // TLS files and password files are relative to the cluster file.
+                let dir = file.parent().unwrap_or(Path::new("."));
+                let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+                endpoints.resolve_paths(&dir);
                 Ok((endpoints, None))
             }
         }

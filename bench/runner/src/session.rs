@@ -68,6 +68,7 @@ impl Servers {
             started_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
             complete: false,
             cluster: self.label.clone(),
+            connections: self.endpoints.summaries(),
             environment: environment::detect(servers),
             results: Vec::new(),
             scorecard: None,

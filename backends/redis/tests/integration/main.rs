@@ -1,5 +1,6 @@
 //! lockbench-redis's integration tests against real Redis servers, one test binary
-//! (`redis`: the recipes' contract and counters; `herd`: notification fan-out).
+//! (`redis`: the recipes' contract and counters; `herd`: notification fan-out; `secure`: TLS,
+//! ACL users and the errors of a bad setting, on servers each test starts itself).
 //!
 //! Servers come from the managed cluster (`lockbench_cluster::for_tests`). For a quick loop
 //! against servers started by hand, set `LOCKBENCH_TEST_REDIS=host:port` and
@@ -7,6 +8,7 @@
 
 mod herd;
 mod redis;
+mod secure;
 
 use lockbench_core::Endpoints;
 use tokio::sync::RwLock;

@@ -22,6 +22,7 @@ mod logging;
 mod loss;
 mod partition;
 mod proxy;
+mod secure;
 mod server_truth;
 mod silent;
 mod watchdog;

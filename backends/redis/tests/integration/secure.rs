@@ -1,0 +1,382 @@
+//! The Redis recipes against real Redis servers that take only TLS (mutual: the client presents
+//! a certificate) and only an ACL user with the least privilege lockbench needs (issue 22), and
+//! the four misconfigurations a user meets first, each failing in under 2 s naming the server,
+//! the setting and the fix.
+//!
+//! Each test starts servers of its own (`redis-server` from the OS package, as the managed
+//! cluster does) on free loopback ports, with certificates from `lockbench-certs` in a
+//! directory of its own, and stops them when it ends. Each server serves TLS on `tls-port` and,
+//! for the wrong-port cases only, plaintext on `port`; its only usable user is `lockbench` (the
+//! `default` user is off), with the rules of `lockbench_redis::secure::ACL_RULES`.
+
+use lockbench_certs::Pki;
+use lockbench_conformance as conformance;
+use lockbench_core::{
+    Backend, ClientId, Connection, Endpoints, KeyId, LockClient, Outcome, RunClock, ServerSink, Tls,
+};
+use lockbench_redis::secure::{ACL_RULES, OBSERVER_ACL_RULES, ServerTls};
+use lockbench_redis::{RedisKnobs, RedlockBackend, RedlockKnobs, SetMode, SetNxBackend};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const TTL: Duration = Duration::from_secs(10);
+/// What a bad setting may take to fail (issue 22: under 2 s).
+const FAST: Duration = Duration::from_secs(2);
+
+/// A real `redis-server` with TLS and ACL users, stopped on drop.
+struct SecureServer {
+    child: Child,
+    /// Its TLS port.
+    tls: u16,
+    /// Its plaintext port.
+    plain: u16,
+}
+
+impl Drop for SecureServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A directory of the test's own, emptied.
+fn test_dir(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("lb-secure-{test}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// The password of the `lockbench` user in `dir` (a fresh one per test).
+fn password(test: &str) -> String {
+    format!("pw-{test}-{}-Xq7", std::process::id())
+}
+
+/// Starts a server in `dir/name` trusting `pki`'s CA, with user `lockbench` and `password`
+/// and the ACL rules [`ACL_RULES`].
+fn start(dir: &Path, name: &str, pki: &Pki, password: &str) -> SecureServer {
+    start_with(dir, name, pki, password, ACL_RULES)
+}
+
+/// [`start`] with these ACL rules.
+fn start_with(dir: &Path, name: &str, pki: &Pki, password: &str, rules: &str) -> SecureServer {
+    let (tls, plain) = (free_port(), free_port());
+    let home = dir.join(name);
+    std::fs::create_dir_all(&home).unwrap();
+    let conf = home.join("redis.conf");
+    let tls_files = ServerTls {
+        ca: &pki.ca,
+        cert: &pki.server_cert,
+        key: &pki.server_key,
+    };
+    let password = secrecy::SecretString::from(password.to_string());
+    let mut text = lockbench_redis::secure::config(
+        "127.0.0.1",
+        tls,
+        plain,
+        tls_files,
+        "lockbench",
+        &password,
+        rules,
+    );
+    text.push_str(&format!(
+        "save \"\"\nappendonly no\ndir {}\n",
+        home.display()
+    ));
+    // It holds the password: only its owner reads it.
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&conf)
+        .unwrap();
+    std::io::Write::write_all(&mut file, text.as_bytes()).unwrap();
+    let log = std::fs::File::create(home.join("log")).unwrap();
+    let child = Command::new("redis-server")
+        .arg(&conf)
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .spawn()
+        .expect("redis-server is installed (scripts/install-test-deps)");
+    let server = SecureServer { child, tls, plain };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while [tls, plain]
+        .iter()
+        .any(|p| std::net::TcpStream::connect(("127.0.0.1", *p)).is_err())
+    {
+        assert!(
+            Instant::now() < deadline,
+            "redis-server did not listen on {tls}/{plain}: see {}",
+            home.join("log").display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    server
+}
+
+/// The settings a user writes for these servers: TLS with the CA and the client certificate,
+/// user `lockbench`, the password in environment variable `var`.
+fn settings(pki: &Pki, var: &str) -> Connection {
+    Connection {
+        tls: Some(Tls {
+            ca: Some(pki.ca.clone()),
+            cert: Some(pki.client_cert.clone()),
+            key: Some(pki.client_key.clone()),
+            server_name: None,
+        }),
+        user: Some("lockbench".into()),
+        password_env: Some(var.into()),
+        ..Connection::default()
+    }
+}
+
+/// `group` at `ports` on loopback, with `connection`.
+fn endpoints(group: &str, ports: &[u16], connection: Connection) -> Endpoints {
+    let mut e = Endpoints::default();
+    e.set(
+        group,
+        ports.iter().map(|p| format!("127.0.0.1:{p}")).collect(),
+    );
+    e.set_connection(group, connection);
+    e
+}
+
+/// Sets environment variable `var` to `value` (each test its own variable).
+fn export(var: &str, value: &str) {
+    // SAFETY: each test names a variable no other test reads or writes.
+    unsafe { std::env::set_var(var, value) };
+}
+
+fn knobs(test: &str) -> RedisKnobs {
+    RedisKnobs {
+        ttl: TTL,
+        prefix: format!("lockbench:{test}:"),
+        ..RedisKnobs::default()
+    }
+}
+
+/// `redis-setnx` over TLS with the ACL user: the conformance contract, and the server's
+/// `INFO commandstats` (read over TLS as that user) counts exactly the requests the client
+/// sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn setnx_over_mutual_tls_with_an_acl_user() {
+    let dir = test_dir("setnx");
+    let pki = Pki::ensure(&dir.join("certs"), &["127.0.0.1"]).unwrap();
+    let pw = password("setnx");
+    let server = start(&dir, "r1", &pki, &pw);
+    export("LB_TEST_SECURE_SETNX", &pw);
+    let e = endpoints(
+        "redis",
+        &[server.tls],
+        settings(&pki, "LB_TEST_SECURE_SETNX"),
+    );
+    let b = SetNxBackend::new(&e, &knobs("setnx"), 8, 1, SetMode::Nx).unwrap();
+    b.check_servers().await.unwrap();
+    conformance::acquire_release_and_tokens_grow(&b).await;
+    conformance::mutual_exclusion(&b, 4, 10).await;
+
+    let before = b.server_counters().await.unwrap();
+    let mut c = b.connect(ClientId(0)).await.unwrap();
+    for round in 0..10 {
+        let Outcome::Ok(g) = c.acquire(KeyId(round % 3)).await else {
+            panic!("acquire over TLS")
+        };
+        assert!(c.renew(&g).await.is_ok());
+        assert!(c.release(g).await.is_ok());
+    }
+    let sent = c.requests_sent().unwrap();
+    c.close().await;
+    let after = b.server_counters().await.unwrap();
+    assert_eq!(after.requests - before.requests, sent, "{}", after.source);
+    assert!(sent >= 30, "{sent} requests for 10 rounds");
+    assert!(
+        !format!("{b:?}").contains(&pw),
+        "the backend's Debug shows the password"
+    );
+}
+
+/// Redlock over three TLS servers with the ACL user, and the server-side observer (keyspace
+/// notifications, `GET`, `PTTL`, over TLS; the user has `OBSERVER_ACL_RULES` too) names the
+/// holder.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redlock_and_its_observer_over_mutual_tls_with_an_acl_user() {
+    let dir = test_dir("redlock");
+    let pki = Pki::ensure(&dir.join("certs"), &["127.0.0.1"]).unwrap();
+    let pw = password("redlock");
+    let servers: Vec<SecureServer> = ["a", "b", "c"]
+        .into_iter()
+        .map(|n| {
+            start_with(
+                &dir,
+                n,
+                &pki,
+                &pw,
+                &format!("{ACL_RULES} {OBSERVER_ACL_RULES}"),
+            )
+        })
+        .collect();
+    export("LB_TEST_SECURE_REDLOCK", &pw);
+    let ports: Vec<u16> = servers.iter().map(|s| s.tls).collect();
+    let e = endpoints("redlock", &ports, settings(&pki, "LB_TEST_SECURE_REDLOCK"));
+    let knobs = RedlockKnobs {
+        ttl: TTL,
+        prefix: "lockbench:redlock:".into(),
+        ..RedlockKnobs::default()
+    };
+    let b = RedlockBackend::new(&e, &knobs, 8, 1).unwrap();
+    b.check_servers().await.unwrap();
+    conformance::mutual_exclusion(&b, 4, 10).await;
+
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = {
+        let seen = seen.clone();
+        ServerSink::new(move |o| seen.lock().unwrap().push(o))
+    };
+    let observer = b.observe_server(RunClock::start(), 8, sink);
+    tokio::pin!(observer);
+    let named = tokio::select! {
+        ended = &mut observer => panic!("the observer ended: {ended:?}"),
+        named = async {
+            let mut c = b.connect(ClientId(5)).await.unwrap();
+            let Outcome::Ok(g) = c.acquire(KeyId(2)).await else {
+                panic!("redlock acquire over TLS")
+            };
+            let deadline = Instant::now() + Duration::from_secs(5);
+            let named = loop {
+                let hit = seen
+                    .lock()
+                    .unwrap()
+                    .iter()
+                    .any(|o| o.key == KeyId(2) && o.holder == Some(ClientId(5)));
+                if hit || Instant::now() > deadline {
+                    break hit;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            };
+            assert!(c.release(g).await.is_ok());
+            c.close().await;
+            named
+        } => named,
+    };
+    assert!(named, "the observer never named client 5 as key 2's holder");
+}
+
+/// Connects one client and, if that worked, asks the servers to answer (the pre-run check);
+/// the first error, and how long it took.
+async fn first_error<B: Backend>(b: &B) -> (String, Duration) {
+    let t0 = Instant::now();
+    let err = match b.connect(ClientId(0)).await {
+        Err(e) => e.to_string(),
+        Ok(c) => {
+            c.close().await;
+            match b.check_servers().await {
+                Err(e) => e.to_string(),
+                Ok(()) => panic!("the misconfigured client connected and was answered"),
+            }
+        }
+    };
+    (err, t0.elapsed())
+}
+
+fn assert_clear(err: &str, took: Duration, server: &str, wants: &[&str], secret: &str) {
+    eprintln!("after {took:?}: {err}");
+    assert!(took < FAST, "took {took:?}: {err}");
+    assert!(
+        err.contains(server),
+        "does not name the server {server}: {err}"
+    );
+    for w in wants {
+        assert!(err.contains(w), "does not say `{w}`: {err}");
+    }
+    assert!(!err.contains(secret), "shows the password: {err}");
+}
+
+/// A CA that did not sign the server's certificate: fails naming `redis.tls.ca` and its file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_ca_is_named_with_its_file() {
+    let dir = test_dir("wrong-ca");
+    let pki = Pki::ensure(&dir.join("certs"), &["127.0.0.1"]).unwrap();
+    let other = Pki::ensure(&dir.join("other"), &["127.0.0.1"]).unwrap();
+    let pw = password("wrong-ca");
+    let server = start(&dir, "r", &pki, &pw);
+    export("LB_TEST_SECURE_WRONG_CA", &pw);
+    let mut c = settings(&pki, "LB_TEST_SECURE_WRONG_CA");
+    c.tls.as_mut().unwrap().ca = Some(other.ca.clone());
+    let e = endpoints("redis", &[server.tls], c);
+    let b = SetNxBackend::new(&e, &knobs("wrong-ca"), 1, 1, SetMode::Nx).unwrap();
+    let (err, took) = first_error(&b).await;
+    let ca = other.ca.display().to_string();
+    let server = format!("127.0.0.1:{}", server.tls);
+    let wants = ["unknown authority", "redis.tls.ca", &ca];
+    assert_clear(&err, took, &server, &wants, &pw);
+}
+
+/// A wrong password: fails naming the user and where the password came from.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_password_is_named_with_its_user_and_source() {
+    let dir = test_dir("wrong-pw");
+    let pki = Pki::ensure(&dir.join("certs"), &["127.0.0.1"]).unwrap();
+    let pw = password("wrong-pw");
+    let server = start(&dir, "r", &pki, &pw);
+    let wrong = format!("{pw}-not");
+    export("LB_TEST_SECURE_WRONG_PW", &wrong);
+    let e = endpoints(
+        "redis",
+        &[server.tls],
+        settings(&pki, "LB_TEST_SECURE_WRONG_PW"),
+    );
+    let b = SetNxBackend::new(&e, &knobs("wrong-pw"), 1, 1, SetMode::Nx).unwrap();
+    let (err, took) = first_error(&b).await;
+    let server = format!("127.0.0.1:{}", server.tls);
+    let wants = ["authentication failed", "`lockbench`", "redis.password_env"];
+    assert_clear(&err, took, &server, &wants, &wrong);
+}
+
+/// TLS against the server's plaintext port: fails saying the port does not speak TLS.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_against_a_plaintext_port_is_named() {
+    let dir = test_dir("tls-on-plain");
+    let pki = Pki::ensure(&dir.join("certs"), &["127.0.0.1"]).unwrap();
+    let pw = password("tls-on-plain");
+    let server = start(&dir, "r", &pki, &pw);
+    export("LB_TEST_SECURE_TLS_ON_PLAIN", &pw);
+    let e = endpoints(
+        "redis",
+        &[server.plain],
+        settings(&pki, "LB_TEST_SECURE_TLS_ON_PLAIN"),
+    );
+    let b = SetNxBackend::new(&e, &knobs("tls-on-plain"), 1, 1, SetMode::Nx).unwrap();
+    let (err, took) = first_error(&b).await;
+    let server = format!("127.0.0.1:{}", server.plain);
+    let wants = ["not speak TLS", "redis.tls"];
+    assert_clear(&err, took, &server, &wants, &pw);
+}
+
+/// Plaintext against the server's TLS port: fails saying to set `redis.tls`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plaintext_against_a_tls_port_is_named() {
+    let dir = test_dir("plain-on-tls");
+    let pki = Pki::ensure(&dir.join("certs"), &["127.0.0.1"]).unwrap();
+    let pw = password("plain-on-tls");
+    let server = start(&dir, "r", &pki, &pw);
+    export("LB_TEST_SECURE_PLAIN_ON_TLS", &pw);
+    let mut c = settings(&pki, "LB_TEST_SECURE_PLAIN_ON_TLS");
+    c.tls = None;
+    let e = endpoints("redis", &[server.tls], c);
+    let b = SetNxBackend::new(&e, &knobs("plain-on-tls"), 1, 1, SetMode::Nx).unwrap();
+    let (err, took) = first_error(&b).await;
+    let server = format!("127.0.0.1:{}", server.tls);
+    let wants = ["closed the connection", "set `redis.tls`"];
+    assert_clear(&err, took, &server, &wants, &pw);
+}
