@@ -25,8 +25,9 @@ use redis::{
 use secrecy::ExposeSecret;
 use std::time::Duration;
 
-/// How long opening a TCP connection to one server may take. An unreachable server therefore
-/// fails [`lockbench_core::Backend::connect`] within this (a closed port fails at once).
+/// How long opening a connection to one server may take (TCP, and with the cluster file's
+/// settings the TLS handshake and `AUTH`). An unreachable server therefore fails
+/// [`lockbench_core::Backend::connect`] within this (a closed port fails at once).
 pub const CONNECT_TIMEOUT: Duration = Duration::from_millis(1500);
 
 /// How long a server may take to answer [`Server::ping`].
