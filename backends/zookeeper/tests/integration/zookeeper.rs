@@ -356,3 +356,38 @@ async fn election_resign_hands_over_quickly() {
     .expect("zk-election");
     conformance::election::resign_hands_over(&e, timeout).await;
 }
+
+// ---- a chroot from the cluster file (issue 22) ----
+
+/// zk-fair with `chroot` set for the `zookeeper` group meets the contract, and its lock root
+/// is under the chroot on the server, not at the ensemble's top.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fair_under_a_chroot_keeps_its_nodes_under_it() {
+    let mut eps = endpoints().await;
+    let raw = raw_client(&eps).await;
+    let knobs = knobs("chroot", short());
+    let chroot = format!("{}-chroot", knobs.root);
+    let persistent = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
+    for path in [crate::TEST_ROOT, chroot.as_str()] {
+        match raw.create(path, b"", &persistent).await {
+            Ok(_) | Err(zk::Error::NodeExists) => {}
+            Err(e) => panic!("create {path}: {e}"),
+        }
+    }
+    let mut connection = lockbench_core::Connection::default();
+    connection.system.insert("chroot".into(), chroot.clone());
+    eps.set_connection(lockbench_zookeeper::GROUP, connection);
+    let b = ZkFair::new(&eps, &knobs, 1, 1).expect("zk-fair under a chroot");
+    conformance::acquire_release_and_tokens_grow(&b).await;
+    let under = format!("{chroot}{}", knobs.root);
+    assert!(
+        raw.check_stat(&under).await.unwrap().is_some(),
+        "{under} was not made"
+    );
+    assert!(
+        raw.check_stat(&knobs.root).await.unwrap().is_none(),
+        "{} was made outside the chroot",
+        knobs.root
+    );
+    cleanup(&eps, &chroot).await;
+}
