@@ -1,6 +1,9 @@
 //! The compose flow for a user who can only talk to the Docker API: a user made for the test
 //! (not root, in the `docker` group; removed at the end) runs `lockbench run chaos-quick
-//! --cluster compose` and a short packet-loss scenario with `runuser`. lockbench must say it
+//! --cluster compose` and a short packet-loss scenario with `runuser`. chaos-quick runs
+//! [`HOST_BACKENDS`], one recipe on each system with a leader, so every fault it schedules acts
+//! on every system's containers; its other three backends run in lockbench's own image
+//! (`compose_image`), so the compose test runs each of chaos-quick's backends once. lockbench must say it
 //! goes through Docker (it cannot enter the containers' namespaces), and every fault must be
 //! applied and checked that way: the holder's pauses through `docker kill --signal`, the
 //! leader's pause through `docker pause`, the partition as iptables rules added by `docker
@@ -10,6 +13,10 @@
 use super::{common, ok};
 use std::path::Path;
 use std::process::Command;
+
+/// chaos-quick's backends this user runs on the host (the others run in the `lockbench`
+/// service: [`super::compose_image::SERVICE_BACKENDS`]).
+pub const HOST_BACKENDS: &str = "zk-fair,etcd-lease,redis-setnx";
 
 /// The test's user: not root, in the `docker` group; removed when dropped.
 struct DockerUser(&'static str);
@@ -76,6 +83,8 @@ pub fn faults_apply_for_a_user_in_the_docker_group() {
         &[
             "run",
             "chaos-quick",
+            "--set",
+            &format!("backends={HOST_BACKENDS}"),
             "--quiet",
             "--cluster",
             "compose",
@@ -93,9 +102,26 @@ pub fn faults_apply_for_a_user_in_the_docker_group() {
             .any(|l| l.contains(lockbench_compose::Access::Exec.describe())),
         "the first lines do not say the faults go through the Docker API: {first:#?}"
     );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("EXPECTATIONS MET ("),
+        "{text}"
+    );
     let r = common::results(&dir.join("cq"));
     let all = windows(&r);
     let mut kinds = std::collections::BTreeSet::new();
+    for backend in HOST_BACKENDS.split(',') {
+        let applied: std::collections::BTreeSet<&str> = all
+            .iter()
+            .filter(|(b, w)| b == backend && w["applied"] == true)
+            .filter_map(|(_, w)| w["fault"].as_str())
+            .collect();
+        for kind in ["pause", "partition", "link-delay"] {
+            assert!(
+                applied.contains(kind),
+                "{backend}: no {kind} applied: {all:?}"
+            );
+        }
+    }
     for (backend, w) in &all {
         let note = w["note"].as_str().unwrap_or_default();
         // Redlock's five servers are independent: a leader target has nothing to act on, as

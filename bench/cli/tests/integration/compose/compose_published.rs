@@ -1,20 +1,23 @@
 //! Docker Desktop's view of the compose cluster, on a Linux Docker Engine: the host cannot
 //! route to the compose subnet, only the ports docker-compose.yml publishes on 127.0.0.1 reach
-//! the servers. lockbench must notice (its route probe), say so on its first line, run through
-//! the published ports, refuse `redis-sentinel` with the reason, and record faults as not
-//! applied with the reason.
+//! the servers. lockbench on the host must notice (its route probe), say so on its first line,
+//! run through the published ports, refuse `redis-sentinel` with the reason, and record faults
+//! as not applied with the reason; lockbench's own image, the compose file's `lockbench`
+//! service, must still run chaos-quick (three of its backends) with every expectation met
+//! (issue 23's done-when:
+//! [`super::compose_image::chaos_quick_runs_in_the_lockbench_service`]).
 //!
 //! How the subnet is made unreachable: one iptables rule in the root namespace's OUTPUT chain
 //! drops every packet to 10.78.0.0/24 sent by a process whose group is [`GID`] (the lockbench
-//! processes of this test run under it, `setpriv --regid`), unless Docker's NAT sent it there.
-//! Docker's own port forwarding (`docker-proxy`, root's group) is not dropped: it stands in for
-//! Docker Desktop's VM, which forwards the published ports to containers the host cannot reach.
-//! The rule is removed when the test ends, on a panic too ([`Unroutable`]'s `Drop`). Adding it
-//! needs root (CI's machines run the tests as root; so does this one). `#[ignore]`d with the
-//! other compose tests: it brings up its own compose cluster, in the `compose-containers`
-//! group (one at a time).
+//! and docker-compose processes of this step run under it, `setpriv --regid`), unless Docker's
+//! NAT sent it there. Docker's own port forwarding (`docker-proxy`, root's group) is not
+//! dropped: it stands in for Docker Desktop's VM, which forwards the published ports to
+//! containers the host cannot reach; traffic between containers never crosses OUTPUT. The rule
+//! is removed when the step ends, on a panic too ([`Unroutable`]'s `Drop`). Adding it needs
+//! root (CI's machines run the tests as root; so does this one). A step of the compose test, on
+//! the cluster it has up (one build, one `up`, one `down -v` for the whole Docker flow).
 
-use super::{Down, compose, docker, no_compose_cluster_yet, ok, ran_well, root, timed};
+use super::{compose, compose_image, docker, ok, ran_well, root, timed};
 use crate::common;
 use std::path::Path;
 use std::process::Command;
@@ -101,21 +104,27 @@ fn first_line(out: &std::process::Output) -> String {
         .to_string()
 }
 
-#[test]
-#[ignore = "owns the compose cluster's containers and adds an iptables rule (root); run with the other compose tests"]
-fn compose_published_ports_carry_a_run_when_the_subnet_is_unreachable() {
-    no_compose_cluster_yet();
+/// Panics when the test's OUTPUT rule exists already (a crashed earlier run).
+pub fn no_rule_yet() {
     assert!(
         !Unroutable::present(),
-        "an OUTPUT rule lockbench-published-test exists before the test (a crashed run?)"
+        "an OUTPUT rule lockbench-published-test exists before the test (a crashed run?): \
+         remove it with `iptables -S OUTPUT` and `iptables -D OUTPUT ...`"
     );
-    timed("scripts/build-images", || {
-        ok(&mut Command::new(root().join("scripts/build-images")))
-    });
-    let _down = Down;
-    timed("compose up (until every server is healthy)", || {
-        ok(&mut compose(&["up", "-d"]))
-    });
+}
+
+/// `docker-compose <args>` (or `docker compose`) as a process of group [`GID`], in the
+/// repository root.
+fn unrouted_compose(args: &[&str]) -> Command {
+    let plain = compose(args);
+    let mut cmd = unrouted(plain.get_program().to_str().unwrap());
+    cmd.args(plain.get_args()).current_dir(root());
+    cmd
+}
+
+/// The published ports' checks, then chaos-quick in the `lockbench` service, all with the
+/// compose subnet unreachable for the host's processes, on the cluster the compose test has up.
+pub fn the_subnet_unreachable_as_on_docker_desktop() {
     let published = docker(&["port", "lockbench-zk1"]);
     assert!(
         published.contains("2181/tcp -> 127.0.0.1:12181"),
@@ -215,10 +224,18 @@ fn compose_published_ports_carry_a_run_when_the_subnet_is_unreachable() {
         "{pause}"
     );
 
+    let _ = std::fs::remove_dir_all(&dir);
+
+    // lockbench's own image on the compose network: the whole chaos suite, faults and client
+    // containers included, with docker-compose itself unable to route to the subnet too.
+    timed(
+        "docker-compose run --rm lockbench run chaos-quick (zk-curator, etcd-lockapi, redlock; subnet unreachable from the host)",
+        || compose_image::chaos_quick_runs_in_the_lockbench_service(unrouted_compose),
+    );
+
     drop(unroutable);
     assert!(
         !Unroutable::present(),
         "the OUTPUT rule lockbench-published-test is still there"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
