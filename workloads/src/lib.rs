@@ -16,15 +16,22 @@
 //! [`connect`] opens many clients in bounded parallel batches (1,000+ waiters for the herd
 //! workload). [`schedule`] turns the scenario's `[[faults]]` into a seeded, reproducible timeline.
 //! [`candidate`] runs one leader-election candidate of the failover workload in a worker
-//! process, on the same machinery.
+//! process, on the same machinery. Workers on other hosts dial in over TCP ([`dial`]: a per-run
+//! secret, then the same protocol; [`remote`] is the coordinator's handle on one), and
+//! [`clock`] measures how far each worker's clock is from the coordinator's.
 #![deny(missing_docs)]
 
 pub mod candidate;
+pub mod clock;
 pub mod connect;
+pub mod dial;
 pub mod driver;
+mod hex;
+pub mod link;
 pub mod pacer;
 pub mod plan;
 pub mod recorder;
+pub mod remote;
 pub mod resource;
 pub mod schedule;
 pub mod worker;

@@ -30,6 +30,7 @@
 //! must be spawned from a long-lived runtime thread, never from `spawn_blocking`.
 
 use crate::driver::{Granted, HolderHooks, RunControl, SlotOptions, run_slots};
+use crate::link::{Link, WorkerClock};
 use crate::recorder::{RunOutput, WorkerStats, latency_histogram};
 use crate::{ContentionRun, FencedResource};
 use hdrhistogram::Histogram;
@@ -42,12 +43,10 @@ use std::io;
 use std::net::SocketAddr;
 use std::process::Stdio;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin};
 use tokio::sync::{mpsc, oneshot};
-use tokio::task::JoinHandle;
 
 /// Everything a worker needs to run its part of a scenario.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -90,6 +89,13 @@ pub enum ToWorker {
     Write,
     /// Stop every slot, send stats, exit.
     Stop,
+    /// Answer with [`FromWorker::Probe`] at once: the coordinator's heartbeat (a worker that
+    /// dialled in stops when it hears nothing for a while) and its clock probe
+    /// ([`crate::clock`]).
+    Probe {
+        /// Echoed back.
+        seq: u64,
+    },
 }
 
 /// A message from a worker.
@@ -109,6 +115,13 @@ pub enum FromWorker {
     Stats(Vec<StatsWire>),
     /// The worker could not run (e.g. a server unreachable).
     Error(String),
+    /// The answer to [`ToWorker::Probe`]: the worker's run clock when it read the probe.
+    Probe {
+        /// The probe's `seq`.
+        seq: u64,
+        /// The worker's run clock.
+        at: Nanos,
+    },
 }
 
 /// [`WorkerStats`] as it crosses the process boundary.
@@ -129,14 +142,11 @@ fn histogram_hex(h: &Histogram<u64>) -> String {
     V2DeflateSerializer::new()
         .serialize(h, &mut bytes)
         .expect("in-memory histogram serialization");
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    crate::hex::encode(&bytes)
 }
 
 fn histogram_from_hex(hex: &str) -> Result<Histogram<u64>, String> {
-    let bytes: Vec<u8> = (0..hex.len() / 2)
-        .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16))
-        .collect::<Result<_, _>>()
-        .map_err(|e| format!("histogram hex: {e}"))?;
+    let bytes = crate::hex::decode(hex).map_err(|e| format!("histogram: {e}"))?;
     let h: Histogram<u64> = Deserializer::new()
         .deserialize(&mut bytes.as_slice())
         .map_err(|e| format!("histogram: {e:?}"))?;
@@ -186,7 +196,10 @@ impl TryFrom<StatsWire> for WorkerStats {
     }
 }
 
-async fn send_line(out: &mut (impl AsyncWrite + Unpin), msg: &impl Serialize) -> io::Result<()> {
+pub(crate) async fn send_line(
+    out: &mut (impl AsyncWrite + Unpin),
+    msg: &impl Serialize,
+) -> io::Result<()> {
     let mut line = serde_json::to_vec(msg).map_err(io::Error::other)?;
     line.push(b'\n');
     out.write_all(&line).await?;
@@ -204,16 +217,30 @@ pub async fn read_job(input: &mut (impl AsyncBufRead + Unpin)) -> io::Result<Job
     }
 }
 
+/// How a worker serves its job besides the job itself.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Serving {
+    /// Stop when nothing comes from the coordinator for this long (see [`serve`]).
+    pub idle: Option<Duration>,
+    /// Tests only: a deliberate clock error on every shipped op and probe answer.
+    pub skew: Option<crate::clock::TestSkew>,
+}
+
 /// The worker side: runs `job`'s slots against `backend`, reading commands from `input` and
-/// writing messages to `output`, until the run ends, the coordinator says stop, or stdin
-/// closes (the coordinator is gone).
+/// writing messages to `output`, until the run ends, the coordinator says stop, or `input`
+/// closes (the coordinator is gone). With `idle`, also when nothing at all arrives for that
+/// long (the coordinator probes every second, so silence means it hung or the network between
+/// us is gone: a worker that dialled in over TCP may never see the connection close).
 pub async fn serve<B: Backend>(
     backend: B,
     job: Job,
     input: impl AsyncBufRead + Unpin + Send + 'static,
     output: impl AsyncWrite + Unpin + Send + 'static,
+    serving: Serving,
 ) -> io::Result<()> {
+    let Serving { idle, skew } = serving;
     let clock = RunClock::from_monotonic_origin(job.clock_origin);
+    let stamp = move |t: Nanos| skew.map_or(t, |s| s.apply(t));
     let (out_tx, mut out_rx) = mpsc::unbounded_channel::<FromWorker>();
     let writer = tokio::spawn(async move {
         let mut output = output;
@@ -227,7 +254,12 @@ pub async fn serve<B: Backend>(
     let forward_ops = {
         let out = out_tx.clone();
         tokio::spawn(async move {
-            while let Some(chunk) = history_rx.recv().await {
+            while let Some(mut chunk) = history_rx.recv().await {
+                if skew.is_some() {
+                    for op in &mut chunk {
+                        op.time = stamp(op.time);
+                    }
+                }
                 let _ = out.send(FromWorker::Ops(chunk));
             }
         })
@@ -251,11 +283,18 @@ pub async fn serve<B: Backend>(
     });
     let commands = {
         let stop = control.stop.clone();
+        let out = out_tx.clone();
         tokio::spawn(async move {
             let mut lines = input.lines();
             let mut start_tx = Some(start_tx);
-            while let Ok(Some(line)) = lines.next_line().await {
+            while let Some(line) = next_command(&mut lines, idle).await {
                 match serde_json::from_str::<ToWorker>(&line) {
+                    Ok(ToWorker::Probe { seq }) => {
+                        let _ = out.send(FromWorker::Probe {
+                            seq,
+                            at: stamp(clock.now()),
+                        });
+                    }
                     Ok(ToWorker::Start { at }) => {
                         if let Some(tx) = start_tx.take() {
                             let _ = tx.send(at);
@@ -272,7 +311,7 @@ pub async fn serve<B: Backend>(
                     }
                 }
             }
-            // stdin closed: the coordinator is gone or done with us.
+            // Input closed or silent: the coordinator is gone or done with us.
             stop.send_replace(true);
         })
     };
@@ -322,6 +361,30 @@ pub async fn serve<B: Backend>(
     Ok(())
 }
 
+/// The next command line, or `None` when `lines` ends, fails, or (with `idle`) stays silent
+/// for `idle` and then one more second. The extra second is for a worker that a fault stopped
+/// (SIGSTOP) for longer than `idle`: on SIGCONT its timer may fire before the runtime has seen
+/// the probes that queued up meanwhile; they arrive within that second, a gone coordinator's
+/// do not. Reading a line is cancel-safe, so a timeout loses nothing.
+async fn next_command(
+    lines: &mut tokio::io::Lines<impl AsyncBufRead + Unpin>,
+    idle: Option<Duration>,
+) -> Option<String> {
+    let Some(idle) = idle else {
+        return lines.next_line().await.ok().flatten();
+    };
+    for wait in [idle, Duration::from_secs(1)] {
+        if let Ok(line) = tokio::time::timeout(wait, lines.next_line()).await {
+            return line.ok().flatten();
+        }
+    }
+    tracing::warn!(
+        "worker: nothing from the coordinator for {:?}; it is gone or cut off: stopping",
+        idle + Duration::from_secs(1)
+    );
+    None
+}
+
 /// The coordinator's handle on one worker process.
 #[derive(Debug)]
 pub struct WorkerProcess {
@@ -331,9 +394,7 @@ pub struct WorkerProcess {
     pub slots: Vec<u32>,
     handle: WorkerHandle,
     child: Child,
-    stdin_task: JoinHandle<()>,
-    ready: Option<oneshot::Receiver<Result<(), String>>>,
-    reader: Option<JoinHandle<Result<Vec<WorkerStats>, String>>>,
+    link: Link,
 }
 
 /// A cheap, cloneable handle to signal a worker or send it commands (for the fencing
@@ -446,20 +507,16 @@ impl WorkerProcess {
                 .id()
                 .ok_or_else(|| io::Error::other("worker exited at once"))? as i32,
         );
-        let mut stdin: ChildStdin = child.stdin.take().expect("piped stdin");
+        let stdin: ChildStdin = child.stdin.take().expect("piped stdin");
         let stdout = child.stdout.take().expect("piped stdout");
-        send_line(&mut stdin, &ToWorker::Job(Box::new(job.clone()))).await?;
-        let (commands, mut rx) = mpsc::unbounded_channel::<ToWorker>();
-        let stdin_task = tokio::spawn(async move {
-            while let Some(msg) = rx.recv().await {
-                if send_line(&mut stdin, &msg).await.is_err() {
-                    break;
-                }
-            }
-            // Dropping stdin closes it: the worker stops if it has not yet.
-        });
-        let (ready_tx, ready_rx) = oneshot::channel();
-        let reader = tokio::spawn(read_messages(BufReader::new(stdout), sinks, ready_tx));
+        let link = Link::start(
+            BufReader::new(stdout),
+            stdin,
+            job,
+            sinks,
+            WorkerClock::Shared,
+        )
+        .await?;
         Ok(WorkerProcess {
             handle: WorkerHandle {
                 name: name.clone(),
@@ -467,14 +524,12 @@ impl WorkerProcess {
                 pid,
                 container: None,
                 via_docker: false,
-                commands,
+                commands: link.commands.clone(),
             },
             name,
             slots: job.slots.clone(),
             child,
-            stdin_task,
-            ready: Some(ready_rx),
-            reader: Some(reader),
+            link,
         })
     }
 
@@ -494,12 +549,7 @@ impl WorkerProcess {
 
     /// Waits until every client of the worker is connected.
     pub async fn ready(&mut self) -> Result<(), String> {
-        match self.ready.take() {
-            Some(rx) => rx
-                .await
-                .unwrap_or_else(|_| Err(format!("{} exited before it was ready", self.name))),
-            None => Ok(()),
-        }
+        self.link.ready(&self.name).await
     }
 
     /// Sends a command.
@@ -516,14 +566,7 @@ impl WorkerProcess {
     /// is gone (SIGCONT first, in case a fault left it stopped; SIGKILL if it overstays).
     pub async fn finish(mut self, budget: Duration) -> Result<Vec<WorkerStats>, String> {
         let _ = self.signal(nix::sys::signal::Signal::SIGCONT);
-        self.send(ToWorker::Stop);
-        let reader = self.reader.take().expect("reader");
-        let stats = match tokio::time::timeout(budget, reader).await {
-            Ok(Ok(r)) => r,
-            Ok(Err(e)) => Err(format!("{}: reader failed: {e}", self.name)),
-            Err(_) => Err(format!("{} did not finish within {budget:?}", self.name)),
-        };
-        self.stdin_task.abort();
+        let stats = self.link.finish(&self.name, budget).await;
         if tokio::time::timeout(Duration::from_secs(2), self.child.wait())
             .await
             .is_err()
@@ -533,6 +576,11 @@ impl WorkerProcess {
         }
         stats
     }
+
+    /// The clock probes answered so far ([`crate::clock`]).
+    pub fn clock_samples(&self) -> Vec<crate::clock::ProbeSample> {
+        self.link.samples()
+    }
 }
 
 impl Drop for WorkerProcess {
@@ -541,66 +589,6 @@ impl Drop for WorkerProcess {
         let _ = self.signal(nix::sys::signal::Signal::SIGCONT);
         let _ = self.child.start_kill();
     }
-}
-
-async fn read_messages(
-    stdout: impl AsyncBufRead + Unpin,
-    sinks: WorkerSinks,
-    ready: oneshot::Sender<Result<(), String>>,
-) -> Result<Vec<WorkerStats>, String> {
-    let mut ready = Some(ready);
-    let mut lines = stdout.lines();
-    let mut error = None;
-    while let Ok(Some(line)) = lines.next_line().await {
-        let msg = match serde_json::from_str::<FromWorker>(&line) {
-            Ok(m) => m,
-            Err(e) => {
-                tracing::warn!(error = %e, "worker sent a bad line");
-                continue;
-            }
-        };
-        match msg {
-            FromWorker::Ready { .. } => {
-                if let Some(r) = ready.take() {
-                    let _ = r.send(Ok(()));
-                }
-            }
-            FromWorker::Ops(ops) => {
-                let clients = sinks.control.progress.len() as u32;
-                for op in &ops {
-                    let slot = (op.client.0 % clients) as usize;
-                    match (op.f, op.ty) {
-                        (OpF::Acquire, OpType::Ok) => {
-                            sinks.control.progress[slot].fetch_add(1, Ordering::Relaxed);
-                            sinks.holding[slot].store(true, Ordering::Relaxed);
-                        }
-                        (OpF::Release, OpType::Invoke) => {
-                            sinks.holding[slot].store(false, Ordering::Relaxed);
-                        }
-                        _ => {}
-                    }
-                }
-                let _ = sinks.history.send(ops);
-            }
-            FromWorker::Granted(g) => {
-                let _ = sinks.granted.send(g);
-            }
-            FromWorker::Stats(stats) => {
-                return stats.into_iter().map(WorkerStats::try_from).collect();
-            }
-            FromWorker::Error(e) => {
-                if let Some(r) = ready.take() {
-                    let _ = r.send(Err(e.clone()));
-                }
-                error = Some(e);
-            }
-        }
-    }
-    let e = error.unwrap_or_else(|| "worker exited without sending its stats".into());
-    if let Some(r) = ready.take() {
-        let _ = r.send(Err(e.clone()));
-    }
-    Err(e)
 }
 
 /// Merges worker stats and in-process stats into one [`RunOutput`], slots in order.
@@ -633,6 +621,61 @@ mod tests {
         assert_eq!(back.acquire_latency.len(), 4);
         assert_eq!(back.acquire_latency.max(), w.acquire_latency.max());
         assert_eq!(back.errors, w.errors);
+    }
+
+    /// Histograms are merged, never averaged (issue 24 item 4): three workers' latencies, each
+    /// sent over the wire as a V2-deflate histogram and merged by the coordinator, give exactly
+    /// the percentiles of one histogram of all their values, where averaging the workers' own
+    /// percentiles would not.
+    #[test]
+    fn merged_percentiles_are_the_percentiles_of_the_union() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(24);
+        let mut union = latency_histogram();
+        let mut parts = Vec::new();
+        // Three very different workers: a fast one, a slow one, a bimodal one.
+        for (slot, (lo, hi, n)) in [
+            (1_000u64, 50_000u64, 20_000),
+            (200_000, 5_000_000, 3_000),
+            (1_000, 90_000_000, 500),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let mut w = WorkerStats::new(slot as u32);
+            for _ in 0..n {
+                let v = rng.random_range(lo..hi);
+                w.acquire_latency.record(v).unwrap();
+                union.record(v).unwrap();
+            }
+            let wire = serde_json::to_string(&StatsWire::from(&w)).unwrap();
+            parts.push(
+                WorkerStats::try_from(serde_json::from_str::<StatsWire>(&wire).unwrap()).unwrap(),
+            );
+        }
+        let window = RunOutput {
+            workers: Vec::new(),
+            measure_start: Nanos(0),
+            measure_end: Nanos(1),
+            interrupted: false,
+        };
+        let merged = merge_outputs(parts, &window);
+        let all = merged.acquire_latency();
+        assert_eq!(all.len(), union.len());
+        for q in [0.5, 0.9, 0.99, 0.999, 1.0] {
+            assert_eq!(all.value_at_quantile(q), union.value_at_quantile(q), "q{q}");
+        }
+        let averaged: u64 = merged
+            .workers
+            .iter()
+            .map(|w| w.acquire_latency.value_at_quantile(0.99))
+            .sum::<u64>()
+            / 3;
+        assert_ne!(
+            averaged,
+            union.value_at_quantile(0.99),
+            "the test cannot tell"
+        );
     }
 
     /// Issue 11 item 7: `lockbench run chaos-quick --seed 3` sent its workers a job line with

@@ -1,95 +1,14 @@
 //! Tests of the client loop's own logic, against an in-memory lock (never a stand-in for a
 //! real backend: it exists only to exercise stopping, counting and client retirement).
 
-use lockbench_core::traits::BackendError;
-use lockbench_core::{
-    Backend, BackendInfo, BackendKind, ClientId, ErrorKind, FencingToken, Grant, KeyId, LockClient,
-    Op, OpF, OpType, Outcome, RunClock, Scenario, ServerCounters,
-};
+mod memory;
+
+use lockbench_core::{ErrorKind, Op, OpF, OpType, RunClock, Scenario};
 use lockbench_workloads::{ContentionRun, FencedResource, RunControl, run_contention};
+use memory::{MemoryBackend, MemoryLocks};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
-use tokio::sync::{Mutex, OwnedMutexGuard};
-
-/// One tokio mutex per key; the token is a per-key counter bumped on every grant. Every
-/// `info_every`-th acquire (over all clients) reports an indeterminate outcome instead.
-struct MemoryLocks {
-    keys: Vec<Arc<Mutex<u64>>>,
-    acquires: AtomicU64,
-    info_every: u64,
-    connects: AtomicU64,
-}
-
-struct MemoryClient {
-    locks: Arc<MemoryLocks>,
-    sent: u64,
-}
-
-impl LockClient for MemoryClient {
-    type Handle = OwnedMutexGuard<u64>;
-
-    async fn acquire(&mut self, key: KeyId) -> Outcome<Grant<Self::Handle>> {
-        self.sent += 1;
-        let n = self.locks.acquires.fetch_add(1, Ordering::SeqCst) + 1;
-        if self.locks.info_every > 0 && n.is_multiple_of(self.locks.info_every) {
-            return Outcome::Info(ErrorKind::ConnectionLost);
-        }
-        let mut guard = self.locks.keys[key.0 as usize].clone().lock_owned().await;
-        *guard += 1;
-        let token = Some(FencingToken(*guard));
-        Outcome::Ok(Grant {
-            key,
-            token,
-            handle: guard,
-        })
-    }
-
-    async fn release(&mut self, grant: Grant<Self::Handle>) -> Outcome<()> {
-        self.sent += 1;
-        drop(grant.handle);
-        Outcome::Ok(())
-    }
-
-    async fn renew(&mut self, _grant: &Grant<Self::Handle>) -> Outcome<()> {
-        Outcome::Ok(())
-    }
-
-    fn requests_sent(&self) -> Option<u64> {
-        Some(self.sent)
-    }
-
-    async fn close(self) {}
-
-    async fn abandon(self) {}
-}
-
-struct MemoryBackend(Arc<MemoryLocks>);
-
-impl Backend for MemoryBackend {
-    type Client = MemoryClient;
-
-    fn info(&self) -> BackendInfo {
-        BackendInfo {
-            backend: BackendKind::of("redis-setnx"),
-            waits_by: "in-memory mutex".into(),
-            fencing: "per-key counter".into(),
-            knobs: vec![],
-        }
-    }
-
-    async fn connect(&self, _client: ClientId) -> Result<MemoryClient, BackendError> {
-        self.0.connects.fetch_add(1, Ordering::SeqCst);
-        Ok(MemoryClient {
-            locks: self.0.clone(),
-            sent: 0,
-        })
-    }
-
-    async fn server_counters(&self) -> Result<ServerCounters, String> {
-        Err("in-memory".into())
-    }
-}
 
 fn scenario(extra: &str) -> Scenario {
     let text = format!(
@@ -102,14 +21,7 @@ async fn run(
     s: &Scenario,
     info_every: u64,
 ) -> (lockbench_workloads::RunOutput, Vec<Op>, Arc<MemoryLocks>) {
-    let locks = Arc::new(MemoryLocks {
-        keys: (0..s.workload.keys)
-            .map(|_| Arc::new(Mutex::new(0)))
-            .collect(),
-        acquires: AtomicU64::new(0),
-        info_every,
-        connects: AtomicU64::new(0),
-    });
+    let locks = MemoryLocks::new(s.workload.keys, info_every);
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let run = ContentionRun {
         workload: s.workload.clone(),
@@ -213,12 +125,7 @@ async fn stopped_after(s: &Scenario, after: Duration) -> (lockbench_workloads::R
         tokio::time::sleep(after).await;
         stopper.stop.send_replace(true);
     });
-    let locks = Arc::new(MemoryLocks {
-        keys: (0..2).map(|_| Arc::new(Mutex::new(0))).collect(),
-        acquires: AtomicU64::new(0),
-        info_every: 0,
-        connects: AtomicU64::new(0),
-    });
+    let locks = MemoryLocks::new(2, 0);
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let run = ContentionRun {
         workload: s.workload.clone(),

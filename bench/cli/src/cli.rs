@@ -80,9 +80,13 @@ pub enum Command {
     /// thresholds (and Welch's t-test when both runs used `--repeat`). Exit code 1 on any
     /// regression (a new safety violation always is one), 2 when an input cannot be read.
     Compare(CompareArgs),
-    /// Internal: run client slots for a coordinator (JSON lines on stdin/stdout).
+    /// Run client slots for a coordinator. Without `--coordinator` (internal): JSON lines on
+    /// stdin/stdout, as `lockbench run` starts it. With `--coordinator ADDR`: dial in to a run's
+    /// coordinator over TCP, with the run's secret in LOCKBENCH_WORKER_SECRET (never on the
+    /// command line), serve the job it hands out, and exit when the run ends or the coordinator
+    /// goes away (docs/remote-workers.md).
     #[command(hide = true)]
-    Worker,
+    Worker(WorkerArgs),
     /// Internal: serve one client of a built-in recipe behind the adapter protocol
     /// (docs/adapter-protocol.md), configured from LOCKBENCH_ENDPOINTS and LOCKBENCH_CLIENT.
     #[command(hide = true)]
@@ -259,4 +263,22 @@ pub struct RunArgs {
     /// Do not print the progress bar.
     #[arg(long)]
     pub quiet: bool,
+}
+
+/// `lockbench worker`'s options.
+#[derive(clap::Args, Debug)]
+pub struct WorkerArgs {
+    /// Dial in to the coordinator at this address (`host:port`) instead of reading stdin.
+    #[arg(long, value_name = "ADDR")]
+    pub coordinator: Option<String>,
+    /// The name this worker gives the coordinator (default: `worker-<hostname>-<pid>`).
+    #[arg(long, requires = "coordinator")]
+    pub name: Option<String>,
+    /// How long to keep trying to reach the coordinator (it may not listen yet).
+    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration, requires = "coordinator")]
+    pub patience: std::time::Duration,
+    /// Stop when nothing (not even a probe, sent every second) comes from the coordinator
+    /// for this long.
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration, requires = "coordinator")]
+    pub idle: std::time::Duration,
 }

@@ -46,10 +46,41 @@ pub async fn run_worker(
     job: Job,
     stdin: tokio::io::BufReader<tokio::io::Stdin>,
 ) -> anyhow::Result<()> {
+    serve_job(job, stdin, tokio::io::stdout(), worker::Serving::default()).await
+}
+
+/// The worker side of a worker that dialled in ([`lockbench_workloads::dial`]): reads the job
+/// from the connection, builds its backend and serves it there, until the coordinator says stop,
+/// closes the connection, or stays silent for `idle`.
+pub async fn run_dialled_worker(
+    mut input: tokio::io::BufReader<tokio::net::tcp::OwnedReadHalf>,
+    output: tokio::net::tcp::OwnedWriteHalf,
+    idle: std::time::Duration,
+    skew: Option<lockbench_workloads::clock::TestSkew>,
+) -> anyhow::Result<()> {
+    let job = match tokio::time::timeout(idle, worker::read_job(&mut input)).await {
+        Ok(Ok(job)) => job,
+        Ok(Err(e)) => anyhow::bail!(
+            "the coordinator sent no job (it went away, or is not a lockbench run): {e}"
+        ),
+        Err(_) => anyhow::bail!("the coordinator sent no job within {idle:?}"),
+    };
+    let serving = worker::Serving {
+        idle: Some(idle),
+        skew,
+    };
+    serve_job(job, input, output, serving).await
+}
+
+async fn serve_job(
+    job: Job,
+    input: impl tokio::io::AsyncBufRead + Unpin + Send + 'static,
+    output: impl tokio::io::AsyncWrite + Unpin + Send + 'static,
+    serving: worker::Serving,
+) -> anyhow::Result<()> {
     let (kind, scenario, endpoints) = (job.backend, job.scenario.clone(), job.endpoints.clone());
-    let stdout = tokio::io::stdout();
     let b = lockbench_registry::backend(kind, &scenario, &endpoints)?;
-    worker::serve(b, job, stdin, stdout).await?;
+    worker::serve(b, job, input, output, serving).await?;
     Ok(())
 }
 

@@ -1,0 +1,103 @@
+//! An in-memory lock for tests of harness logic (the client loop, the worker protocol): never
+//! a stand-in for a real backend.
+#![allow(dead_code)]
+
+use lockbench_core::traits::BackendError;
+use lockbench_core::{
+    Backend, BackendInfo, BackendKind, ClientId, ErrorKind, FencingToken, Grant, KeyId, LockClient,
+    Outcome, ServerCounters,
+};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use tokio::sync::{Mutex, OwnedMutexGuard};
+
+impl MemoryLocks {
+    /// `keys` free locks; every `info_every`-th acquire is indeterminate (0: none).
+    pub fn new(keys: u32, info_every: u64) -> Arc<MemoryLocks> {
+        Arc::new(MemoryLocks {
+            keys: (0..keys).map(|_| Arc::new(Mutex::new(0))).collect(),
+            acquires: AtomicU64::new(0),
+            info_every,
+            connects: AtomicU64::new(0),
+        })
+    }
+}
+
+/// One tokio mutex per key; the token is a per-key counter bumped on every grant. Every
+/// `info_every`-th acquire (over all clients) reports an indeterminate outcome instead.
+pub struct MemoryLocks {
+    pub keys: Vec<Arc<Mutex<u64>>>,
+    pub acquires: AtomicU64,
+    pub info_every: u64,
+    pub connects: AtomicU64,
+}
+
+pub struct MemoryClient {
+    locks: Arc<MemoryLocks>,
+    sent: u64,
+}
+
+impl LockClient for MemoryClient {
+    type Handle = OwnedMutexGuard<u64>;
+
+    async fn acquire(&mut self, key: KeyId) -> Outcome<Grant<Self::Handle>> {
+        self.sent += 1;
+        let n = self.locks.acquires.fetch_add(1, Ordering::SeqCst) + 1;
+        if self.locks.info_every > 0 && n.is_multiple_of(self.locks.info_every) {
+            return Outcome::Info(ErrorKind::ConnectionLost);
+        }
+        let mut guard = self.locks.keys[key.0 as usize].clone().lock_owned().await;
+        *guard += 1;
+        let token = Some(FencingToken(*guard));
+        Outcome::Ok(Grant {
+            key,
+            token,
+            handle: guard,
+        })
+    }
+
+    async fn release(&mut self, grant: Grant<Self::Handle>) -> Outcome<()> {
+        self.sent += 1;
+        drop(grant.handle);
+        Outcome::Ok(())
+    }
+
+    async fn renew(&mut self, _grant: &Grant<Self::Handle>) -> Outcome<()> {
+        Outcome::Ok(())
+    }
+
+    fn requests_sent(&self) -> Option<u64> {
+        Some(self.sent)
+    }
+
+    async fn close(self) {}
+
+    async fn abandon(self) {}
+}
+
+pub struct MemoryBackend(pub Arc<MemoryLocks>);
+
+impl Backend for MemoryBackend {
+    type Client = MemoryClient;
+
+    fn info(&self) -> BackendInfo {
+        BackendInfo {
+            backend: BackendKind::of("redis-setnx"),
+            waits_by: "in-memory mutex".into(),
+            fencing: "per-key counter".into(),
+            knobs: vec![],
+        }
+    }
+
+    async fn connect(&self, _client: ClientId) -> Result<MemoryClient, BackendError> {
+        self.0.connects.fetch_add(1, Ordering::SeqCst);
+        Ok(MemoryClient {
+            locks: self.0.clone(),
+            sent: 0,
+        })
+    }
+
+    async fn server_counters(&self) -> Result<ServerCounters, String> {
+        Err("in-memory".into())
+    }
+}
