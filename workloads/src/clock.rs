@@ -61,15 +61,19 @@ impl Interval {
 /// At a probe the worker's offset lies in `[worker - received, worker - sent]` (the worker read
 /// the probe at some coordinator time in `[sent, received]`). Between probes it can change by
 /// at most the drift allowance times the time elapsed, so a worker time `t` happened at a
-/// coordinator time within `t - offset`, widened by that much. The probes just before and just
-/// after `t` each give such an interval and `t` is in both: [`ClockMap::map`] returns their
-/// intersection (their union if the worker drifted faster than allowed, which then makes the
-/// interval no narrower than either).
+/// coordinator time within `t - offset`, widened by that much. Every probe gives such an
+/// interval and `t` is in each: [`ClockMap::map`] returns the intersection of those of the
+/// [`NEAREST`] probes on either side of `t` (so one probe that waited in a busy machine's run
+/// queue, with a long round trip, does not widen it), or their union if the worker drifted
+/// faster than allowed.
 #[derive(Clone, Debug)]
 pub struct ClockMap {
     samples: Vec<ProbeSample>,
     drift_ppm: u64,
 }
+
+/// How many probes on either side of a time [`ClockMap::map`] intersects.
+pub const NEAREST: usize = 8;
 
 /// The default drift allowance: 100 ppm, twice a typical crystal's tolerance (NTP assumes
 /// 15 ppm for a disciplined clock and 500 ppm at most).
@@ -89,23 +93,27 @@ impl ClockMap {
     /// The coordinator-time interval in which worker time `t` happened.
     pub fn map(&self, t: Nanos) -> Interval {
         let i = self.samples.partition_point(|s| s.worker <= t);
-        let before = i.checked_sub(1).map(|j| self.from(&self.samples[j], t));
-        let after = self.samples.get(i).map(|s| self.from(s, t));
-        match (before, after) {
-            (Some(a), Some(b)) => {
-                let (lo, hi) = (a.lo.max(b.lo), a.hi.min(b.hi));
-                if lo <= hi {
-                    Interval { lo, hi }
-                } else {
-                    Interval {
-                        lo: a.lo.min(b.lo),
-                        hi: a.hi.max(b.hi),
-                    }
-                }
-            }
-            (Some(x), None) | (None, Some(x)) => x,
-            (None, None) => unreachable!("a ClockMap has a sample"),
+        let near = &self.samples[i.saturating_sub(NEAREST)..(i + NEAREST).min(self.samples.len())];
+        let each = near.iter().map(|s| self.from(s, t));
+        let (lo, hi) = each
+            .clone()
+            .fold((Nanos(0), Nanos(u64::MAX)), |(lo, hi), x| {
+                (lo.max(x.lo), hi.min(x.hi))
+            });
+        if lo <= hi {
+            return Interval { lo, hi };
         }
+        // Disjoint: the worker drifted faster than allowed. Their union still holds `t`.
+        each.fold(
+            Interval {
+                lo: Nanos(u64::MAX),
+                hi: Nanos(0),
+            },
+            |u, x| Interval {
+                lo: u.lo.min(x.lo),
+                hi: u.hi.max(x.hi),
+            },
+        )
     }
 
     /// The largest half-width of the intervals the probes alone give (half the slowest round
@@ -131,8 +139,9 @@ impl ClockMap {
 
 /// A deliberate error in a worker's clock, for tests of the mapping and of the checkers'
 /// soundness (never for real runs): the worker stamps its ops and answers probes with
-/// `t + offset + t * drift_ppm / 1e6` instead of `t`. `lockbench worker --coordinator` takes
-/// it from [`TEST_SKEW_ENV`].
+/// `t + offset + t * drift_ppm / 1e6` instead of `t` (a time that would be negative reads 0,
+/// so an offset behind only works once the run is older than it). `lockbench worker
+/// --coordinator` takes it from [`TEST_SKEW_ENV`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TestSkew {
     /// Added to every time, nanoseconds (negative: behind).
@@ -141,7 +150,7 @@ pub struct TestSkew {
     pub drift_ppm: i64,
 }
 
-/// `OFFSET_MS,DRIFT_PPM`, e.g. `-250,80`: a worker clock 250 ms behind and 80 ppm fast.
+/// `OFFSET_MS,DRIFT_PPM`, e.g. `250,80`: a worker clock 250 ms ahead and 80 ppm fast.
 pub const TEST_SKEW_ENV: &str = "LOCKBENCH_TEST_CLOCK_SKEW";
 
 impl TestSkew {
@@ -165,7 +174,7 @@ impl TestSkew {
             })
         };
         parse().map(Some).ok_or_else(|| {
-            format!("{TEST_SKEW_ENV}={v:?}: expected OFFSET_MS,DRIFT_PPM (e.g. -250,80)")
+            format!("{TEST_SKEW_ENV}={v:?}: expected OFFSET_MS,DRIFT_PPM (e.g. 250,80)")
         })
     }
 }

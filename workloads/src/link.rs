@@ -67,8 +67,10 @@ impl Link {
         sinks: WorkerSinks,
         own: WorkerClock,
     ) -> io::Result<Link> {
-        send_line(&mut output, &ToWorker::Job(Box::new(job.clone()))).await?;
         let clock = RunClock::from_monotonic_origin(job.clock_origin);
+        let mut job = job.clone();
+        job.sent_at = Some(clock.now());
+        send_line(&mut output, &ToWorker::Job(Box::new(job))).await?;
         let probes = Arc::new(Mutex::new(Probes::default()));
         let (commands, mut rx) = mpsc::unbounded_channel::<ToWorker>();
         let writer = {

@@ -72,6 +72,23 @@ pub struct Job {
     /// stop): the worker does not count down on its own.
     #[serde(default)]
     pub count_elsewhere: bool,
+    /// The coordinator's run time when it sent the job, for a worker on another machine,
+    /// where `clock_origin` means nothing ([`Job::rebase_clock`]).
+    #[serde(default)]
+    pub sent_at: Option<Nanos>,
+}
+
+impl Job {
+    /// For a worker on its own clock (dialled in, perhaps from another machine, whose
+    /// `CLOCK_MONOTONIC` has another zero): starts its run clock so that the job's arrival
+    /// reads the coordinator's time of sending. Off by the one-way delay and later drift,
+    /// which the coordinator's probes measure ([`crate::clock`]); the common start time then
+    /// means nearly the same instant on both sides.
+    pub fn rebase_clock(&mut self) {
+        if let Some(at) = self.sent_at {
+            self.clock_origin = lockbench_core::time::monotonic_nanos().saturating_sub(at.0);
+        }
+    }
 }
 
 /// A message to a worker.
@@ -704,6 +721,7 @@ mod tests {
                 clock_origin: 42,
                 resource: "10.77.0.1:4000".parse().unwrap(),
                 count_elsewhere: false,
+                sent_at: None,
             };
             let mut line = Vec::new();
             send_line(&mut line, &ToWorker::Job(Box::new(job)))

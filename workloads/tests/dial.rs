@@ -5,6 +5,7 @@
 mod memory;
 
 use lockbench_core::{BackendKind, Endpoints, Op, RunClock, Scenario};
+use lockbench_workloads::clock::TestSkew;
 use lockbench_workloads::dial::{self, Listener, RunSecret};
 use lockbench_workloads::remote::{RemoteWorker, WorkerClock};
 use lockbench_workloads::worker::{self, FromWorker, Job, ToWorker};
@@ -17,10 +18,12 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 
-fn scenario() -> Scenario {
-    let text = "name='t'\nbackends=['redis-setnx']\nwarmup='0s'\nduration='60s'\n\
-                [workload]\nclients=2\nkeys=1\nhold='100us'\n";
-    Scenario::load("test", text, &[]).unwrap()
+fn scenario(hold: &str) -> Scenario {
+    let text = format!(
+        "name='t'\nbackends=['redis-setnx']\nwarmup='0s'\nduration='60s'\n\
+         [workload]\nclients=2\nkeys=1\nhold='{hold}'\n"
+    );
+    Scenario::load("test", &text, &[]).unwrap()
 }
 
 /// The coordinator's side of a run: its clock, the resource service, the sinks.
@@ -33,7 +36,12 @@ struct Coordinator {
 }
 
 async fn coordinator() -> Coordinator {
-    let s = scenario();
+    coordinator_holding("100us").await
+}
+
+/// A coordinator whose clients hold each grant for `hold`.
+async fn coordinator_holding(hold: &str) -> Coordinator {
+    let s = scenario(hold);
     let clock = RunClock::start();
     let (history_tx, history) = mpsc::unbounded_channel();
     let service = ResourceService::start(
@@ -53,6 +61,7 @@ async fn coordinator() -> Coordinator {
         clock_origin: clock.monotonic_origin(),
         resource: service.addr(),
         count_elsewhere: false,
+        sent_at: None,
         scenario: s,
     };
     let sinks = WorkerSinks {
@@ -78,24 +87,39 @@ fn spawn_worker(
     secret: RunSecret,
     idle: Duration,
 ) -> tokio::task::JoinHandle<Result<(), String>> {
+    spawn_worker_on(addr, name, secret, idle, MemoryLocks::new(1, 0), None)
+}
+
+/// [`spawn_worker`] on `locks`, with a deliberate clock error `skew`.
+fn spawn_worker_on(
+    addr: SocketAddr,
+    name: &str,
+    secret: RunSecret,
+    idle: Duration,
+    locks: Arc<MemoryLocks>,
+    skew: Option<TestSkew>,
+) -> tokio::task::JoinHandle<Result<(), String>> {
     let name = name.to_string();
     tokio::spawn(async move {
         let (mut input, output) =
             dial::dial(&addr.to_string(), &name, &secret, Duration::from_secs(5))
                 .await
                 .map_err(|e| e.to_string())?;
-        let job = tokio::time::timeout(idle, worker::read_job(&mut input))
+        let mut job = tokio::time::timeout(idle, worker::read_job(&mut input))
             .await
             .map_err(|_| "no job".to_string())?
             .map_err(|e| e.to_string())?;
+        if skew.is_some() {
+            job.rebase_clock();
+        }
         worker::serve(
-            MemoryBackend(MemoryLocks::new(1, 0)),
+            MemoryBackend(locks),
             job,
             input,
             output,
             worker::Serving {
                 idle: Some(idle),
-                skew: None,
+                skew,
             },
         )
         .await
@@ -343,4 +367,101 @@ async fn blackhole_proxy(to: SocketAddr) -> (SocketAddr, Arc<AtomicBool>) {
         let _ = (one.await, two.await);
     });
     (addr, cut)
+}
+
+/// Two workers on one (correct) in-memory lock, one whose clock is 250 ms ahead and 80 ppm
+/// fast. Mapped onto the coordinator's clock and judged over intervals, their holds never
+/// certainly overlap (as raw points they would, wildly); on a deliberately broken lock the
+/// overlaps are still found, as certain.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_skewed_worker_invents_no_overlap_and_hides_no_real_one() {
+    let skew = TestSkew {
+        // Ahead: a clock behind would read below zero early in the run, which `Nanos` cannot.
+        offset_ns: 250_000_000,
+        drift_ppm: 80,
+    };
+    let own = WorkerClock::Own { drift_ppm: 100 };
+    let correct = skewed_run(MemoryLocks::new(1, 0), "20ms", skew, own).await;
+    assert!(correct.bound_ns > 0, "{correct:?}");
+    // The mapping would be no help as wide as the skew (a loaded machine's round trips).
+    assert!(
+        correct.bound_ns < 100_000_000,
+        "a loopback bound of {} ns",
+        correct.bound_ns
+    );
+    assert_eq!(
+        correct.overlaps_certain, 0,
+        "an invented violation: {correct:?}"
+    );
+
+    // The test can fail: the same skew taken at face value overlaps holds that never were.
+    let naive = skewed_run(MemoryLocks::new(1, 0), "20ms", skew, WorkerClock::Shared).await;
+    assert!(
+        naive.overlaps_certain > 0,
+        "the skew shows nothing: {naive:?}"
+    );
+
+    // Long holds on a broken lock: the clients overlap for hundreds of ms, beyond any bound.
+    let broken = skewed_run(MemoryLocks::broken(1), "400ms", skew, own).await;
+    assert!(
+        broken.overlaps_certain > 0,
+        "a real violation hidden: {broken:?}"
+    );
+}
+
+/// Runs slot 0 on a true clock and slot 1 with `skew` against `locks` (holding each grant for
+/// `hold`) for a second, both dialled in, slot 1 mapped as `clock` says; judges the history
+/// over intervals.
+async fn skewed_run(
+    locks: Arc<MemoryLocks>,
+    hold: &str,
+    skew: TestSkew,
+    clock: WorkerClock,
+) -> lockbench_analysis::intervals::IntervalJudgement {
+    let mut c = coordinator_holding(hold).await;
+    let secret = RunSecret::generate();
+    let mut listener = Listener::bind("127.0.0.1:0".parse().unwrap(), secret.clone())
+        .await
+        .unwrap();
+    let addr = listener.local_addr();
+    let idle = Duration::from_secs(10);
+    let mut workers = Vec::new();
+    for (slot, skew, clock) in [(0, None, WorkerClock::Shared), (1, Some(skew), clock)] {
+        let task = spawn_worker_on(
+            addr,
+            &format!("client{}", slot + 1),
+            secret.clone(),
+            idle,
+            locks.clone(),
+            skew,
+        );
+        let arrival = listener.next(Duration::from_secs(10)).await.unwrap();
+        let mut job = c.job.clone();
+        job.slots = vec![slot];
+        let w = RemoteWorker::start(arrival, &job, c.sinks.clone(), clock)
+            .await
+            .unwrap();
+        workers.push((w, task));
+    }
+    // Probes first (the mapping needs one), then one common start.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let at = c.clock.now();
+    for (w, _) in &mut workers {
+        w.ready().await.unwrap();
+        w.send(ToWorker::Start { at });
+    }
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let mut bounds = lockbench_analysis::intervals::ClockBounds {
+        clients: 2,
+        ..Default::default()
+    };
+    for (w, task) in workers {
+        bounds.slots.extend(w.clock_bounds());
+        w.finish(Duration::from_secs(10)).await.unwrap();
+        task.await.unwrap().unwrap();
+    }
+    let mut ops = drain(&mut c.history);
+    ops.sort_by_key(|o| o.time);
+    assert!(ops.len() > 10, "only {} ops", ops.len());
+    lockbench_analysis::intervals::judge(&ops, &bounds)
 }

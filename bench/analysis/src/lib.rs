@@ -29,6 +29,8 @@
 //! - [`attribution`]: which fault window each violation happened in (for the scorecard);
 //! - [`truth`]: server-side truth: how long a client believed it held a lock the servers had
 //!   given to someone else or no one (lost while held), and how long until it learned it;
+//! - [`intervals`]: overlaps and lost writes judged over time intervals, for workers on their
+//!   own clocks: certain only when they hold at every point, ambiguous otherwise;
 //! - [`failover`]: leader elections: time to a new leader and until every candidate saw it,
 //!   split-brain overlap with both epochs, elections per removal.
 #![deny(missing_docs)]
@@ -43,6 +45,7 @@ pub mod fencing_audit;
 pub mod granted;
 pub mod handoff;
 pub mod horizon;
+pub mod intervals;
 pub mod lost;
 pub mod mutex;
 pub mod pass;

@@ -424,6 +424,7 @@ async fn start_workers(
             clock_origin: cx.clock.monotonic_origin(),
             resource: service.as_ref().expect("service when workers").addr(),
             count_elsewhere: plan.count_across.is_some(),
+            sent_at: None,
         };
         let cmd = cx.env.worker_command(slot).await?;
         let name = worker_name(slot);

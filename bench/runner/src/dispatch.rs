@@ -58,13 +58,14 @@ pub async fn run_dialled_worker(
     idle: std::time::Duration,
     skew: Option<lockbench_workloads::clock::TestSkew>,
 ) -> anyhow::Result<()> {
-    let job = match tokio::time::timeout(idle, worker::read_job(&mut input)).await {
+    let mut job = match tokio::time::timeout(idle, worker::read_job(&mut input)).await {
         Ok(Ok(job)) => job,
         Ok(Err(e)) => anyhow::bail!(
             "the coordinator sent no job (it went away, or is not a lockbench run): {e}"
         ),
         Err(_) => anyhow::bail!("the coordinator sent no job within {idle:?}"),
     };
+    job.rebase_clock();
     let serving = worker::Serving {
         idle: Some(idle),
         skew,

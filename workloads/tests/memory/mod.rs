@@ -19,7 +19,15 @@ impl MemoryLocks {
             acquires: AtomicU64::new(0),
             info_every,
             connects: AtomicU64::new(0),
+            broken: false,
         })
+    }
+
+    /// A deliberately broken lock: every acquire is granted at once, held or not.
+    pub fn broken(keys: u32) -> Arc<MemoryLocks> {
+        let mut locks = Arc::into_inner(MemoryLocks::new(keys, 0)).expect("fresh");
+        locks.broken = true;
+        Arc::new(locks)
     }
 }
 
@@ -30,6 +38,8 @@ pub struct MemoryLocks {
     pub acquires: AtomicU64,
     pub info_every: u64,
     pub connects: AtomicU64,
+    /// Grants every acquire at once (see [`MemoryLocks::broken`]).
+    pub broken: bool,
 }
 
 pub struct MemoryClient {
@@ -46,7 +56,12 @@ impl LockClient for MemoryClient {
         if self.locks.info_every > 0 && n.is_multiple_of(self.locks.info_every) {
             return Outcome::Info(ErrorKind::ConnectionLost);
         }
-        let mut guard = self.locks.keys[key.0 as usize].clone().lock_owned().await;
+        let lock = if self.locks.broken {
+            Arc::new(Mutex::new(n))
+        } else {
+            self.locks.keys[key.0 as usize].clone()
+        };
+        let mut guard = lock.lock_owned().await;
         *guard += 1;
         let token = Some(FencingToken(*guard));
         Outcome::Ok(Grant {

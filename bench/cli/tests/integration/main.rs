@@ -16,6 +16,7 @@ mod common;
 mod compare;
 mod compose;
 mod counters;
+mod dial;
 mod failover;
 mod generator;
 mod logging;
