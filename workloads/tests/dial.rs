@@ -382,6 +382,7 @@ async fn a_skewed_worker_invents_no_overlap_and_hides_no_real_one() {
     };
     let own = WorkerClock::Own { drift_ppm: 100 };
     let correct = skewed_run(MemoryLocks::new(1, 0), "20ms", skew, own).await;
+    eprintln!("correct lock, mapped: {correct:?}");
     assert!(correct.bound_ns > 0, "{correct:?}");
     // The mapping would be no help as wide as the skew (a loaded machine's round trips).
     assert!(
@@ -396,6 +397,7 @@ async fn a_skewed_worker_invents_no_overlap_and_hides_no_real_one() {
 
     // The test can fail: the same skew taken at face value overlaps holds that never were.
     let naive = skewed_run(MemoryLocks::new(1, 0), "20ms", skew, WorkerClock::Shared).await;
+    eprintln!("correct lock, at face value: {naive:?}");
     assert!(
         naive.overlaps_certain > 0,
         "the skew shows nothing: {naive:?}"
@@ -403,6 +405,7 @@ async fn a_skewed_worker_invents_no_overlap_and_hides_no_real_one() {
 
     // Long holds on a broken lock: the clients overlap for hundreds of ms, beyond any bound.
     let broken = skewed_run(MemoryLocks::broken(1), "400ms", skew, own).await;
+    eprintln!("broken lock, mapped: {broken:?}");
     assert!(
         broken.overlaps_certain > 0,
         "a real violation hidden: {broken:?}"
