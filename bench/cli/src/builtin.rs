@@ -47,6 +47,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     ),
     ("capacity", include_str!("../../../scenarios/capacity.toml")),
     ("failover", include_str!("../../../scenarios/failover.toml")),
+    (
+        "pg-failover",
+        include_str!("../../../scenarios/pg-failover.toml"),
+    ),
     ("soak", include_str!("../../../scenarios/soak.toml")),
 ];
 

@@ -22,6 +22,10 @@
 //! same (Jepsen's rule: an invalid result fails the run); `violated` is how a scenario says an
 //! invalid verdict is the point.
 //!
+//! A backend's own name beats `all`: with `violated = { all = ["mutex"] }` and `safe =
+//! ["pg-advisory"]`, every backend of the run but `pg-advisory` must break the lock (`fenced`
+//! and `damaged` likewise). Both naming one backend, or both saying `all`, is an error.
+//!
 //! # Violations by kind
 //!
 //! A bare list (`violated = ["all"]`) accepts *any* violation, as it always has: a scenario
@@ -60,6 +64,11 @@ use std::collections::BTreeMap;
 
 /// The name that stands for every backend (or election recipe) of the run.
 pub const ALL: &str = "all";
+
+/// The fields no backend can be in at once. A backend named by its own name in one of a pair
+/// is left out of the other's `all`: `violated = { all = ["mutex"] }` with `safe =
+/// ["pg-advisory"]` expects every backend but `pg-advisory` to break the lock.
+const OPPOSITE: [(&str, &str); 2] = [("safe", "violated"), ("fenced", "damaged")];
 
 /// The `[expect]` table of a scenario. Every field may be left out (`#[serde(default)]` on the
 /// struct: an empty list or map).
@@ -391,7 +400,7 @@ impl Expectations {
                 ));
             }
         }
-        for (a, b) in [("safe", "violated"), ("fenced", "damaged")] {
+        for (a, b) in OPPOSITE {
             let (left, right) = (self.pick(a, run), self.pick(b, run));
             if let Some(both) = left.iter().find(|n| right.contains(n)) {
                 return Err(bad(
@@ -403,20 +412,33 @@ impl Expectations {
         Ok(())
     }
 
-    /// The backends of `run` that list `field` names (`all` = every one of them).
-    fn pick(&self, field: &str, run: &[String]) -> Vec<String> {
-        let list = self
-            .lists()
+    /// The list `field` writes.
+    fn list(&self, field: &str) -> Vec<String> {
+        self.lists()
             .into_iter()
             .find(|(f, _)| *f == field)
             .map(|(_, v)| v)
-            .expect("a list field");
-        let list = &list;
-        if list.iter().any(|n| n == ALL) {
-            run.to_vec()
-        } else {
-            run.iter().filter(|b| list.contains(b)).cloned().collect()
-        }
+            .expect("a list field")
+    }
+
+    /// The backends of `run` that list `field` names: `all` stands for every one of them except
+    /// those its opposite field ([`OPPOSITE`]) names by their own name.
+    fn pick(&self, field: &str, run: &[String]) -> Vec<String> {
+        let list = self.list(field);
+        let opposite = OPPOSITE
+            .iter()
+            .find_map(|(a, b)| match field {
+                f if f == *a => Some(*b),
+                f if f == *b => Some(*a),
+                _ => None,
+            })
+            .map(|f| self.list(f))
+            .unwrap_or_default();
+        let all = list.iter().any(|n| n == ALL);
+        run.iter()
+            .filter(|b| list.contains(b) || (all && !opposite.contains(b)))
+            .cloned()
+            .collect()
     }
 
     /// Every check for a run of `run` (its backends or election recipes, in order): the listed
@@ -519,11 +541,15 @@ mod tests {
         parse("violated = [\"zk-election\", \"all\"]")
             .check_names(known, &[])
             .unwrap();
-        let err = parse("safe = [\"all\"]\nviolated = [\"redlock\"]")
+        let err = parse("safe = [\"redlock\"]\nviolated = [\"redlock\"]")
             .validate(&r)
             .unwrap_err();
         assert_eq!(err.field, "expect.violated");
         assert!(err.problem.contains("redlock"), "{err}");
+        let err = parse("fenced = [\"all\"]\ndamaged = [\"all\"]")
+            .validate(&r)
+            .unwrap_err();
+        assert_eq!(err.field, "expect.damaged");
         let err = parse("min_throughput = { zk-fair = -1.0 }")
             .validate(&r)
             .unwrap_err();
@@ -533,6 +559,31 @@ mod tests {
         // A whole number reads as acquisitions/s too.
         let whole = parse("min_throughput = { all = 10 }");
         assert_eq!(whole.min_throughput.get("all"), Some(&10.0));
+    }
+
+    #[test]
+    fn a_backends_own_name_beats_all_in_the_opposite_field() {
+        let r = run(&["zk-fair", "pg-advisory", "redlock"]);
+        let e = parse(
+            "violated = { all = \"mutex\" }\nsafe = [\"pg-advisory\"]\n\
+             fenced = [\"all\"]\ndamaged = [\"redlock\"]",
+        );
+        e.validate(&r).unwrap();
+        let mutex = Expect::Violated(Some(Kinds {
+            must: vec![FindingKind::Mutex],
+            may: vec![],
+        }));
+        assert_eq!(
+            e.resolve(&r).checks,
+            vec![
+                ("zk-fair".into(), mutex.clone()),
+                ("zk-fair".into(), Expect::Fenced),
+                ("pg-advisory".into(), Expect::Safe { implicit: false }),
+                ("pg-advisory".into(), Expect::Fenced),
+                ("redlock".into(), mutex),
+                ("redlock".into(), Expect::Damaged),
+            ]
+        );
     }
 
     #[test]
@@ -577,7 +628,7 @@ mod tests {
             assert_eq!(err.field, "expect.violated.redlock", "{bad}");
             assert!(err.problem.contains(says), "{bad}: {err}");
         }
-        let err = parse("safe = [\"redlock\"]\nviolated = { all = [\"mutex\"] }")
+        let err = parse("safe = [\"redlock\"]\nviolated = { redlock = [\"mutex\"] }")
             .validate(&r)
             .unwrap_err();
         assert_eq!(err.field, "expect.violated");

@@ -22,6 +22,7 @@ mod generator;
 mod logging;
 mod loss;
 mod partition;
+mod pg_failover;
 mod proxy;
 mod secure;
 mod server_truth;

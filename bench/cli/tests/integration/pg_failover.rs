@@ -1,0 +1,57 @@
+//! PostgreSQL failover by promotion, end to end (issue 20 item 5): `lockbench run pg-failover`
+//! kills the primary while a client holds an advisory lock and promotes the replica. Advisory
+//! locks are not replicated, so the promoted replica grants the same lock at once while the old
+//! holder still believes it holds it: the run must show that as the scenario expects (a `mutex`
+//! violation, exit 0), the fault applied with the time the promotion took, and the server-side
+//! view must name a lock lost while held.
+//!
+//! It runs on the managed cluster (`lockbench up`, as `scripts/test` starts it; a run starts one
+//! itself when none is up): the fault kills and promotes the shared PostgreSQL pair, and its
+//! heal rejoins the old primary as the new one's replica, so the pair is whole again, with its
+//! roles swapped, which every PostgreSQL client here finds by itself. No other test may use the
+//! pair meanwhile: `.config/nextest.toml` gives this test every test thread.
+
+use crate::common;
+
+use crate::common::{result_of, results, text};
+use std::process::Command;
+
+#[test]
+fn promoting_the_replica_loses_the_held_advisory_lock_and_the_run_shows_it() {
+    let dir = common::scratch("pg-failover", "promote");
+    let out_dir = dir.join("run");
+    let out = Command::new(env!("CARGO_BIN_EXE_lockbench"))
+        .args(["run", "pg-failover", "--quiet", "--out"])
+        .arg(&out_dir)
+        .args(["--set", "backends=pg-advisory"])
+        .output()
+        .expect("run lockbench");
+    assert!(out.status.success(), "{}", text(&out));
+    let r = results(&out_dir);
+    let pg = result_of(&r, "pg-advisory");
+    assert_eq!(pg["status"], "ok", "{pg}");
+    assert_eq!(pg["safety"]["verdict"], "invalid", "{pg}");
+    let kinds = pg["safety"]["violation_kinds"].to_string();
+    assert!(kinds.contains("mutex"), "{kinds}");
+    let windows = pg["fault_windows"].as_array().expect("fault windows");
+    let promote = windows
+        .iter()
+        .find(|w| w["fault"] == "promote")
+        .unwrap_or_else(|| panic!("no promote window: {pg}"));
+    assert_eq!(promote["applied"], true, "{promote}");
+    let note = promote["note"].as_str().unwrap_or_default();
+    assert!(
+        note.contains("promot"),
+        "the note says nothing of the promotion: {note}"
+    );
+    let truth = &pg["server_truth"]["figures"];
+    assert!(
+        truth["lost_while_held"].as_u64().unwrap_or(0) >= 1,
+        "the servers never took a held lock away: {truth}"
+    );
+    let expectations = r["expectations"].as_array().expect("expectations");
+    assert!(!expectations.is_empty());
+    for e in expectations {
+        assert_eq!(e["outcome"], "met", "{e}");
+    }
+}
