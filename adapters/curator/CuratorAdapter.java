@@ -32,7 +32,7 @@ public class CuratorAdapter {
 
   public static void main(String[] args) throws Exception {
     String endpoints = System.getenv("LOCKBENCH_ENDPOINTS");
-    String prefix = System.getenv("LOCKBENCH_PREFIX").replace(':', '_');
+    String prefix = System.getenv("LOCKBENCH_PREFIX");
     int ttlMs = Integer.parseInt(System.getenv("LOCKBENCH_TTL_MS"));
     CuratorFramework zk = CuratorFrameworkFactory.newClient(endpoints, ttlMs, 5000, new RetryOneTime(100));
     zk.start();
@@ -40,7 +40,9 @@ public class CuratorAdapter {
       System.err.println("curator: no ZooKeeper session within 5 s: " + endpoints);
       System.exit(2);
     }
-    String root = "/lockbench-lib/" + prefix;
+    // zk-curator's layout ({root}/curator/k{key}), so its observer reads these locks too
+    // (adapter.toml's [observe]).
+    String root = "/lockbench-lib/" + prefix + "/curator";
     String version = CuratorFramework.class.getPackage().getImplementationVersion();
     System.out.println("{\"hello\": 1, \"library\": \"curator\", \"version\": "
         + json(version == null ? "5.4.0" : version)

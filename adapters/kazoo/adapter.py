@@ -15,7 +15,9 @@ from lockbench_adapter import Fail, Info, env, serve  # noqa: E402
 e = env()
 zk = KazooClient(hosts=",".join(e["endpoints"]), timeout=e["ttl"])
 zk.start(timeout=5)
-root = "/lockbench-lib/" + e["prefix"].replace(":", "_").strip("_")
+# zk-curator's layout ({root}/curator/k{key}): its observer reads these locks too
+# (adapter.toml's [observe]; the lowest sequence holds, named by its sequence, the token).
+root = "/lockbench-lib/" + e["prefix"] + "/curator"
 held = {}
 
 

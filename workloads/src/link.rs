@@ -235,6 +235,15 @@ async fn read_messages(
             FromWorker::Stats(stats) => {
                 return stats.into_iter().map(WorkerStats::try_from).collect();
             }
+            FromWorker::Broken(why) => {
+                tracing::error!("{why}");
+                let mut first = sinks.broken.lock().unwrap_or_else(|e| e.into_inner());
+                if first.is_none() {
+                    *first = Some(why);
+                }
+                drop(first);
+                sinks.control.stop.send_replace(true);
+            }
             FromWorker::Error(e) => {
                 if let Some(r) = ready.take() {
                     let _ = r.send(Err(e.clone()));

@@ -17,6 +17,7 @@
 //!                        {"granted":{..}}        fencing holder only; then waits for "write"
 //! coordinator -> worker: "write" | "stop"
 //! worker -> coordinator: {"stats":[..]}          per-slot counts, HdrHistograms as V2-deflate hex
+//!                        {"broken":".."}         a client's adapter broke its protocol (any time)
 //! ```
 //!
 //! Every process stamps ops on the same clock: the job carries the coordinator's run-clock
@@ -139,7 +140,15 @@ pub enum FromWorker {
         /// The worker's run clock.
         at: Nanos,
     },
+    /// The backend broke (an adapter broke its protocol, issue 21): what [`Backend::broken`]
+    /// says, sent once, as soon as the worker sees it. The coordinator stops the run and
+    /// reports it as the backend's error: a history through a broken adapter has no verdict.
+    Broken(String),
 }
+
+/// How often a worker looks at [`Backend::broken`]: a broken adapter is reported within this
+/// of its break (the protocol promises the run's error within 5 s).
+const BROKEN_POLL: Duration = Duration::from_millis(100);
 
 /// [`WorkerStats`] as it crosses the process boundary.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -361,7 +370,25 @@ pub async fn serve<B: Backend>(
         connected: Some(connected_tx),
         count_elsewhere: job.count_elsewhere,
     };
-    let result = run_slots(Arc::new(backend), run, control, options).await;
+    let backend = Arc::new(backend);
+    let watch_broken = {
+        let (backend, out) = (backend.clone(), out_tx.clone());
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(BROKEN_POLL).await;
+                if let Some(why) = backend.broken() {
+                    let _ = out.send(FromWorker::Broken(why));
+                    return;
+                }
+            }
+        })
+    };
+    let result = run_slots(backend.clone(), run, control, options).await;
+    watch_broken.abort();
+    if let (Err(_), Some(why)) = (watch_broken.await, backend.broken()) {
+        // The watcher was stopped before it saw the break (the last moments of the run).
+        let _ = out_tx.send(FromWorker::Broken(why));
+    }
     let _ = forward_ops.await;
     match result {
         Ok(output) => {
@@ -478,6 +505,9 @@ pub struct WorkerSinks {
     /// Per slot: does it hold a lock right now (as far as its shipped ops tell; they lag by up
     /// to a quarter second). The client nemesis resolves `holder` with it.
     pub holding: Arc<[std::sync::atomic::AtomicBool]>,
+    /// The first [`FromWorker::Broken`] any worker sent: set, the run is stopped
+    /// ([`RunControl::stop`]) and ends as an error saying this.
+    pub broken: Arc<std::sync::Mutex<Option<String>>>,
 }
 
 /// Makes a prepared command a worker: piped stdin/stdout, stderr to the run's log file

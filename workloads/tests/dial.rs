@@ -69,6 +69,7 @@ async fn coordinator_holding(hold: &str) -> Coordinator {
         granted: mpsc::unbounded_channel().0,
         control: RunControl::new(2),
         holding: (0..2).map(|_| AtomicBool::new(false)).collect(),
+        broken: Default::default(),
     };
     Coordinator {
         clock,

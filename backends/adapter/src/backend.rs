@@ -4,7 +4,8 @@
 //! and its answer. What the adapter cannot vouch for, lockbench does not invent: requests sent
 //! to the servers are not counted by the client (`requests_sent` is `None`; the servers' own
 //! counters, read through the system's own recipe, still are), and the fencing token is the
-//! library's or none, as its hello says.
+//! library's or none, as its hello says. The server-side observer is a recipe's whose locks
+//! look like the library's on the servers (the manifest's `[observe]`), or none, saying why.
 //!
 //! A broken adapter (a protocol violation, a hang, an exit) makes the call `info` (its outcome
 //! unknown) and is recorded once in [`AdapterBackend::broken`]: the run reports it, names the
@@ -31,6 +32,8 @@ pub struct AdapterBackend {
     broken: Arc<Mutex<Option<String>>>,
     /// The system's own recipe on the same servers, for their request counters.
     counters: Option<AnyBackend>,
+    /// The recipe whose server-side observer reads the library's locks, or why there is none.
+    observer: Result<AnyBackend, String>,
 }
 
 impl AdapterBackend {
@@ -65,7 +68,18 @@ impl AdapterBackend {
             hello: Arc::default(),
             broken: Arc::default(),
             counters,
+            observer: Err(format!(
+                "{kind}: the library's holders cannot be named from the servers (its manifest \
+                 has no `[observe]`: docs/adapter-protocol.md)"
+            )),
         })
+    }
+
+    /// Server-side truth through `observer`, a recipe whose locks look like the library's on
+    /// the servers (the manifest's `[observe]`), or `Err(why)` there is none.
+    pub fn with_observer(mut self, observer: Result<AnyBackend, String>) -> AdapterBackend {
+        self.observer = observer;
+        self
     }
 
     fn note_broken(
@@ -148,6 +162,18 @@ impl Backend for AdapterBackend {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
+    }
+
+    async fn observe_server(
+        &self,
+        clock: lockbench_core::RunClock,
+        keys: u32,
+        sink: lockbench_core::ServerSink,
+    ) -> Result<(), String> {
+        match &self.observer {
+            Ok(b) => b.observe_server(clock, keys, sink).await,
+            Err(why) => Err(why.clone()),
+        }
     }
 
     async fn server_counters(&self) -> Result<ServerCounters, String> {

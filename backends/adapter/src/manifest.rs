@@ -11,6 +11,9 @@
 //! start_timeout = "5s"            # optional: how long it may take to say hello
 //! build = ["sh", "build.sh"]      # optional: what `scripts/install-adapters` runs once
 //! [env]                           # optional: more environment for the command
+//! [observe]                       # optional: the library's locks, as the servers hold them,
+//! recipe = "zk-curator"           # are laid out as this recipe's (its server-side observer
+//! set = ["zookeeper.root=/lockbench-lib/{prefix}"]  # watches them), with these knobs
 //! ```
 //!
 //! A backend name `lib:NAME` is the built-in manifest `adapters/NAME/adapter.toml` of this
@@ -47,9 +50,28 @@ pub struct Manifest {
     /// More environment for the command.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// How the servers' view of the library's locks can be read (server-side truth); `None`:
+    /// it cannot, and an observed run says so.
+    #[serde(default)]
+    pub observe: Option<Observe>,
     /// The manifest's directory (not in the file).
     #[serde(skip)]
     pub dir: PathBuf,
+}
+
+/// The library's locks, as the servers hold them, are laid out as one of lockbench's recipes
+/// lays out its own: same key names, and holders named the same way (a ZooKeeper lock node's
+/// sequence, a Redis value carrying the client's id). The server-side observer is then that
+/// recipe's, built with the scenario's knobs and [`Observe::set`].
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Observe {
+    /// The recipe (`zk-curator`, `redis-setnx`, ...).
+    pub recipe: String,
+    /// Knob settings (`zookeeper.root=/lockbench-lib/{prefix}`); `{prefix}` is the key
+    /// prefix the adapter gets (`LOCKBENCH_PREFIX`).
+    #[serde(default)]
+    pub set: Vec<String>,
 }
 
 fn default_start() -> Duration {

@@ -9,15 +9,25 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 fn backend(mode: &str) -> AdapterBackend {
+    backend_with(mode, &[])
+}
+
+/// `mode`'s adapter, with more arguments (`garbage-after 7`: seven good answers first).
+fn backend_with(mode: &str, args: &[&str]) -> AdapterBackend {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests");
     let m = Manifest {
         library: format!("broken-{mode}"),
         system: "redis".into(),
-        command: vec!["python3".into(), "broken_adapter.py".into(), mode.into()],
+        command: ["python3", "broken_adapter.py", mode]
+            .iter()
+            .chain(args)
+            .map(|a| a.to_string())
+            .collect(),
         lock_life: None,
         start_timeout: lockbench_adapter::process::PROMPT,
         build: Vec::new(),
         env: Default::default(),
+        observe: None,
         dir,
     };
     let kind = BackendKind::named(&format!("lib:broken-{mode}"));
@@ -152,4 +162,51 @@ async fn a_second_answer_and_a_silent_release_are_caught() {
         "{:?}",
         b.broken()
     );
+}
+
+/// An adapter that goes bad mid-run: it answers `good` requests well (acquire, release, ...),
+/// then prints garbage, exits or falls silent. Every good answer is believed, the first bad
+/// one is `info` within the protocol's bound and named with its request, and nothing after it
+/// is sent to the adapter.
+#[tokio::test]
+async fn an_adapter_that_goes_bad_mid_run_is_named_at_its_first_bad_answer() {
+    // 7 good answers: acquire, release, acquire, release, acquire, release, acquire; the
+    // eighth request (a release) is the first one answered badly.
+    for (mode, says) in [
+        ("garbage-after", "\"Traceback (most recent call last):\""),
+        ("exit-after", "the adapter exited"),
+        ("hang-after", "no answer to request 8 (Release) within 5s"),
+    ] {
+        let b = backend_with(mode, &["7"]);
+        let mut c = b.connect(ClientId(1)).await.expect(mode);
+        let mut good = 0;
+        let bad = bounded(async {
+            loop {
+                let Outcome::Ok(g) = c.acquire(KeyId(1)).await else {
+                    panic!("{mode}: acquire {} is within the good answers", good + 1)
+                };
+                good += 1;
+                match c.release(g).await {
+                    Outcome::Ok(()) => good += 1,
+                    other => return other,
+                }
+            }
+        })
+        .await;
+        assert_eq!(good, 7, "{mode}: the good answers are believed");
+        assert!(
+            matches!(bad, Outcome::Info(ErrorKind::Other)),
+            "{mode}: {bad:?}"
+        );
+        let broken = b.broken().expect(mode);
+        assert!(
+            broken.contains(&format!("broken-{mode}")) && broken.contains(says),
+            "{mode}: {broken}"
+        );
+        assert!(matches!(
+            c.acquire(KeyId(1)).await,
+            Outcome::Info(ErrorKind::Other)
+        ));
+        c.abandon().await;
+    }
 }

@@ -1,14 +1,17 @@
 """A deliberately broken adapter: each mode breaks the protocol in one way, to prove that
 lockbench names the break within seconds and never trusts the run (issue 21 item 5).
 
-Usage: broken_adapter.py MODE, MODE one of: garbage-hello, no-hello, exit-before-hello,
-garbage-answer, unasked-answer, second-answer, hang-on-release, exit-on-acquire, good.
+Usage: broken_adapter.py MODE [N], MODE one of: garbage-hello, no-hello, exit-before-hello,
+garbage-answer, unasked-answer, second-answer, hang-on-release, exit-on-acquire, good, and the
+adapters that go bad mid-run: garbage-after, exit-after, hang-after (answer N requests well,
+then print garbage, exit, or stop answering; N defaults to 20).
 """
 import json
 import sys
 import time
 
 mode = sys.argv[1]
+after = int(sys.argv[2]) if len(sys.argv) > 2 else 20
 
 
 def say(obj):
@@ -25,9 +28,18 @@ if mode == "exit-before-hello":
     sys.exit(3)
 say({"hello": 1, "library": "broken-" + mode, "version": "0", "fencing": None})
 held = set()
+answered = 0
 for line in sys.stdin:
     req = json.loads(line)
     rid, op, key = req["id"], req["op"], req.get("key")
+    answered += 1
+    if answered > after and mode == "garbage-after":
+        say("Traceback (most recent call last):")
+        continue
+    if answered > after and mode == "exit-after":
+        sys.exit(5)
+    if answered > after and mode == "hang-after":
+        time.sleep(600)
     if op == "close":
         say({"id": rid, "ok": True})
         break

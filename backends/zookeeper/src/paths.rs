@@ -47,10 +47,14 @@ impl<T> KeyTable<T> {
 }
 
 /// The sequence number at the end of a sequential node's name (`lock-…-0000000042` → 42), or
-/// `None` for a name that has none.
+/// `None` for a name that has none. A name without a dash before its digits ends in the ten
+/// digits ZooKeeper appends (kazoo's `…__lock__0000000042`, read by the adapters' observer).
 pub(crate) fn sequence_of(name: &str) -> Option<i64> {
-    let (_, digits) = name.rsplit_once('-')?;
-    if digits.len() < 10 {
+    let digits = match name.rsplit_once('-') {
+        Some((_, digits)) => digits,
+        None => name.get(name.len().checked_sub(10)?..)?,
+    };
+    if digits.len() < 10 || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
     digits.parse().ok()
@@ -78,6 +82,8 @@ mod tests {
         assert_eq!(sequence_of("lock-abc-0000000000000000042"), Some(42));
         assert_eq!(sequence_of("lock-abc-42"), None);
         assert_eq!(sequence_of("nodash"), None);
+        assert_eq!(sequence_of("9f0c2e__lock__0000000042"), Some(42));
+        assert_eq!(sequence_of("9f0c2e__lock__00000042"), None);
         assert_eq!(sequence_of("lock-abc-00000000xx"), None);
     }
 }

@@ -65,6 +65,7 @@ fn build(
     // Keys apart per run, and the same in every process of the run: the knobs carry each
     // system's run-separated key prefixes.
     let prefix = format!("lockbench-lib-{:016x}:", fingerprint(&s.to_toml()));
+    let observer = observer(kind, m, s, e, &prefix);
     let b = AdapterBackend::new(
         kind,
         m.clone(),
@@ -73,8 +74,36 @@ fn build(
         s.workload.acquire_timeout,
         prefix,
         counters,
-    )?;
+    )?
+    .with_observer(observer);
     Ok(AnyBackend::new(b))
+}
+
+/// The recipe whose server-side observer reads the library's locks (the manifest's
+/// `[observe]`: built with the scenario's knobs and the manifest's settings, `{prefix}` the
+/// adapter's key prefix), or why there is none.
+fn observer(
+    kind: BackendKind,
+    m: &Manifest,
+    s: &Scenario,
+    e: &Endpoints,
+    prefix: &str,
+) -> Result<AnyBackend, String> {
+    let Some(o) = &m.observe else {
+        return Err(format!(
+            "{kind}: the library's holders cannot be named from the servers (its manifest has \
+             no `[observe]`: docs/adapter-protocol.md)"
+        ));
+    };
+    let sets: Vec<String> = o
+        .set
+        .iter()
+        .map(|x| x.replace("{prefix}", prefix))
+        .collect();
+    let why = |e: String| format!("{kind}: [observe] recipe {}: {e}", o.recipe);
+    let recipe = crate::parse_backend(&o.recipe).map_err(why)?;
+    let scenario = crate::load_scenario(&s.name, &s.to_toml(), &sets).map_err(why)?;
+    crate::backend::backend(recipe, &scenario, e).map_err(|e| why(e.to_string()))
 }
 
 /// FNV-1a of `text`: stable across processes and builds (std's hasher is not).

@@ -40,6 +40,8 @@ use tokio::sync::{mpsc, oneshot};
 const READY_BUDGET: Duration = Duration::from_secs(60);
 /// How long a worker gets to send its stats after being told to stop.
 const FINISH_BUDGET: Duration = Duration::from_secs(30);
+/// How often the coordinator looks at [`Backend::broken`] during a run.
+const BROKEN_POLL: Duration = Duration::from_millis(100);
 
 /// The slot plan: which client slots run as worker processes and which in this process, and
 /// how the run ends (after `duration`, or by a count over every process).
@@ -191,12 +193,19 @@ pub async fn execute<B: Backend>(
             backend.server_fanout().await
         })
     });
+    let broken_watch = watch_broken(&backend, &cx.control);
+    let workers_broken = workers.sinks.broken.clone();
     let holder_pause = lockbench_registry::holder_pause(scenario, cx.kind);
     let faults =
         crate::fault_loop::start(&cx, &mut workers, &window, links, holder_pause, &events_tx);
     drop(events_tx);
     let collected = collect(&cx, local.task.take(), workers, window, faults).await?;
-    if let Some(why) = backend.broken() {
+    broken_watch.abort();
+    let worker_broke = || {
+        let slot = workers_broken.lock().unwrap_or_else(|e| e.into_inner());
+        slot.clone()
+    };
+    if let Some(why) = backend.broken().or_else(worker_broke) {
         // A client's outcomes went through something that broke (an adapter): no verdict.
         anyhow::bail!("{why}; the history cannot be judged (docs/adapter-protocol.md)");
     }
@@ -406,6 +415,7 @@ async fn start_workers(
         granted: granted_tx,
         control: cx.control.clone(),
         holding: holding.clone(),
+        broken: Arc::default(),
     };
     let mut running: Vec<WorkerProcess> = Vec::new();
     let mut jobs = std::collections::BTreeMap::new();
@@ -650,6 +660,26 @@ async fn collect(
         output: merge_outputs(parts, &run_window),
         holder_pauses,
         _links: links,
+    })
+}
+
+/// Stops the run as soon as the backend says it broke (an adapter in this process broke its
+/// protocol; workers report theirs as [`FromWorker::Broken`](lockbench_workloads::worker::FromWorker::Broken)):
+/// nothing after the break can be judged, and the protocol promises the run's error within 5 s.
+fn watch_broken<B: Backend>(backend: &Arc<B>, control: &RunControl) -> tokio::task::JoinHandle<()> {
+    let (backend, stop) = (backend.clone(), control.stop.clone());
+    tokio::spawn(async move {
+        let mut stopped = stop.subscribe();
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep(BROKEN_POLL) => {}
+                _ = stopped.wait_for(|s| *s) => return,
+            }
+            if backend.broken().is_some() {
+                stop.send_replace(true);
+                return;
+            }
+        }
     })
 }
 

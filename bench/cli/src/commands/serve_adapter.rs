@@ -40,13 +40,36 @@ pub async fn run(
     let endpoints = Endpoints::from_iter([(group.list(), servers)]);
     let backend = lockbench_registry::backend(kind, &scenario, &endpoints)?;
     let library = format!("lockbench {recipe}");
-    lockbench_adapter::serve::serve(
-        backend,
-        ClientId(client),
-        &library,
-        tokio::io::stdin(),
-        tokio::io::stdout(),
-    )
-    .await?;
+    let (input, output) = stdio();
+    lockbench_adapter::serve::serve(backend, ClientId(client), &library, input, output).await?;
     Ok(ExitCode::SUCCESS)
+}
+/// stdin and stdout as the runtime's own non-blocking pipes, when they are pipes (lockbench
+/// starts every adapter so): tokio's `stdin()` and `stdout()` read and write through its
+/// blocking thread pool, a thread hand-off each way for every line, which is most of what the
+/// protocol costs per call. Anything else (a terminal, a file) keeps tokio's own.
+fn stdio() -> (
+    std::pin::Pin<Box<dyn tokio::io::AsyncRead + Send>>,
+    std::pin::Pin<Box<dyn tokio::io::AsyncWrite + Send>>,
+) {
+    use std::os::fd::AsFd;
+    use tokio::net::unix::pipe;
+    let input = std::io::stdin()
+        .as_fd()
+        .try_clone_to_owned()
+        .and_then(pipe::Receiver::from_owned_fd);
+    let output = std::io::stdout()
+        .as_fd()
+        .try_clone_to_owned()
+        .and_then(pipe::Sender::from_owned_fd);
+    (
+        match input {
+            Ok(p) => Box::pin(p),
+            Err(_) => Box::pin(tokio::io::stdin()),
+        },
+        match output {
+            Ok(p) => Box::pin(p),
+            Err(_) => Box::pin(tokio::io::stdout()),
+        },
+    )
 }

@@ -49,38 +49,110 @@ fn every_library_runs_through_the_protocol_like_any_backend() {
     assert!(py.contains("none"), "{py}");
 }
 
-#[test]
-fn a_broken_adapter_by_path_fails_the_run_naming_the_library_and_the_line() {
-    let dir = common::scratch("adapters", "broken");
+/// A manifest by path for `broken_adapter.py MODE ARGS...`, written into `dir`.
+fn broken_manifest(dir: &std::path::Path, mode: &str, args: &[&str]) -> std::path::PathBuf {
     let adapter = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../backends/adapter/tests/broken_adapter.py")
         .canonicalize()
         .unwrap();
-    let manifest = dir.join("adapter.toml");
+    let argv: Vec<String> = [adapter.display().to_string(), mode.to_string()]
+        .into_iter()
+        .chain(args.iter().map(|a| a.to_string()))
+        .map(|a| format!(", \"{a}\""))
+        .collect();
+    let manifest = dir.join(format!("{mode}.toml"));
     std::fs::write(
         &manifest,
         format!(
-            "library = \"garbage\"\nsystem = \"redis\"\ncommand = [\"python3\", \"{}\", \"garbage-answer\"]\n",
-            adapter.display()
+            "library = \"broken-{mode}\"\nsystem = \"redis\"\ncommand = [\"python3\"{}]\n",
+            argv.concat()
         ),
     )
     .unwrap();
-    let backend = format!("backends={}", manifest.display());
-    let (out, out_dir) =
-        common::run_scenario(&dir, "quick", &[&backend, "duration=1s", "warmup=0s"]);
+    manifest
+}
+
+/// The run's one result: an error naming the library's hello name and `line`, no verdict.
+fn assert_named_error(
+    out: &std::process::Output,
+    out_dir: &std::path::Path,
+    mode: &str,
+    line: &str,
+) {
     assert!(
         !out.status.success(),
         "a broken adapter is never a pass: {}",
-        text(&out)
+        text(out)
     );
-    let r = results(&out_dir);
+    let r = results(out_dir);
     let res = &r["results"][0];
-    assert_eq!(res["status"], "error", "{res}");
-    let error = res["error"].to_string();
+    assert_eq!(res["status"], "error", "{mode}: {res}");
+    assert_eq!(res["safety"]["verdict"], "unknown", "{mode}: {res}");
+    let error = res["error"].as_str().unwrap();
     assert!(
-        error.contains("broken-garbage-answer") && error.contains("\\\"OK\\\""),
-        "names the library and the line: {error}"
+        error.contains(&format!("broken-{mode}")) && error.contains(line),
+        "{mode}: names the library and the line: {error}"
     );
+}
+
+#[test]
+fn a_broken_adapter_by_path_fails_the_run_naming_the_library_and_the_line() {
+    let dir = common::scratch("adapters", "broken");
+    let manifest = broken_manifest(&dir, "garbage-answer", &[]);
+    let backend = format!("backends={}", manifest.display());
+    let (out, out_dir) =
+        common::run_scenario(&dir, "quick", &[&backend, "duration=1s", "warmup=0s"]);
+    assert_named_error(&out, &out_dir, "garbage-answer", "\"OK\"");
+}
+
+/// Issue 21 item 5 where faults need it: clients in worker processes (on client hosts), whose
+/// adapters break at their hello or go bad mid-run (garbage, an exit, silence after 30 good
+/// answers). The worker tells the coordinator at once, the run stops and is an error naming
+/// the library and the line, its verdict `unknown`: within seconds, not at the end of the
+/// scenario's minute.
+#[test]
+fn a_broken_adapter_in_a_worker_process_ends_the_run_within_seconds() {
+    let dir = common::scratch("adapters", "broken-worker");
+    for (mode, args, line) in [
+        ("garbage-hello", &[][..], "Picked up _JAVA_OPTIONS"),
+        (
+            "garbage-after",
+            &["30"][..],
+            "\"Traceback (most recent call last):\"",
+        ),
+        ("exit-after", &["30"][..], "the adapter exited"),
+        (
+            "hang-after",
+            &["31"][..],
+            "no answer to request 32 (Release) within 5s",
+        ),
+    ] {
+        let manifest = broken_manifest(&dir, mode, args);
+        let backend = format!("backends={}", manifest.display());
+        let out_dir = dir.join(mode);
+        std::fs::create_dir_all(&out_dir).unwrap();
+        let started = std::time::Instant::now();
+        let (out, run) = common::run_scenario(
+            &out_dir,
+            "quick",
+            &[
+                &backend,
+                "duration=60s",
+                "warmup=0s",
+                "workload.clients=2",
+                "workload.processes=workers",
+            ],
+        );
+        let took = started.elapsed();
+        assert_named_error(&out, &run, mode, line);
+        // Workers on client hosts and a Python start each on a loaded machine: the run's
+        // own start takes seconds; the break is reported within the protocol's 5 s of it.
+        assert!(
+            took < std::time::Duration::from_secs(30),
+            "{mode}: the run went on after the break ({took:?}): {}",
+            text(&out)
+        );
+    }
 }
 
 /// Kleppmann's pause on libraries: the holder's worker process is stopped with its adapter
@@ -119,6 +191,21 @@ fn a_paused_library_loses_its_lock_and_only_a_token_saves_the_resource() {
             + curator["stale_writes_rejected"].as_u64().unwrap()
             >= 1,
         "the token rejects it: {curator}"
+    );
+    // Server-side truth (item 4): Curator's lock nodes are read by zk-curator's observer (the
+    // manifest's [observe]), so the servers' view names the paused holder's loss; redis-py's
+    // value names no client, and the result says why there is no view.
+    let truth = &result_of(&r, "lib:curator")["server_truth"];
+    assert!(truth["note"].is_null(), "{truth}");
+    assert!(
+        truth["figures"]["observations"].as_u64().unwrap() >= 2
+            && truth["figures"]["lost_while_held"].as_u64().unwrap() >= 1,
+        "the servers saw Curator's paused holder lose its lock: {truth}"
+    );
+    let truth = &result_of(&r, "lib:redis-py")["server_truth"];
+    assert!(
+        truth["note"].as_str().unwrap_or("").contains("[observe]"),
+        "{truth}"
     );
 }
 
@@ -169,5 +256,55 @@ fn every_builtin_adapter_meets_the_backend_contract() {
             .await;
         });
         assert_eq!(lockbench_core::Backend::broken(&b), None, "{name}");
+    }
+}
+
+/// `lockbench compare` on two runs of adapter backends (issue 21 item 4): each library is
+/// compared with itself like any recipe, every metric present on both sides, none missing.
+#[test]
+fn compare_reads_two_runs_of_adapter_backends() {
+    let dir = common::scratch("adapters", "compare");
+    let mut runs = Vec::new();
+    for name in ["base", "new"] {
+        let run_dir = dir.join(name);
+        std::fs::create_dir_all(&run_dir).unwrap();
+        let (out, out_dir) = common::run_scenario(
+            &run_dir,
+            "quick",
+            &[
+                "backends=lib:rust-setnx,lib:redis-py",
+                "duration=1s",
+                "warmup=300ms",
+                "workload.clients=2",
+            ],
+        );
+        assert!(out.status.success(), "{name}: {}", text(&out));
+        runs.push(out_dir);
+    }
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_lockbench"))
+        .arg("compare")
+        .args(&runs)
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    // 0 or 1 (a 1 s run on a busy machine may regress); 2 would be unreadable input.
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", text(&out));
+    let c: serde_json::Value = serde_json::from_slice(&out.stdout).expect("compare's JSON");
+    assert_eq!(c["missing"], serde_json::json!([]), "{c}");
+    for backend in ["lib:rust-setnx", "lib:redis-py"] {
+        let rows: Vec<&serde_json::Value> = c["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["backend"] == backend)
+            .collect();
+        let throughput = rows
+            .iter()
+            .find(|r| r["metric"] == "throughput")
+            .unwrap_or_else(|| panic!("{backend}: no throughput row: {c}"));
+        assert!(
+            throughput["base"].as_f64().unwrap() > 0.0 && throughput["new"].as_f64().unwrap() > 0.0,
+            "{backend}: {throughput}"
+        );
     }
 }
