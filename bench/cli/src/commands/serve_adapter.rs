@@ -44,10 +44,12 @@ pub async fn run(
     lockbench_adapter::serve::serve(backend, ClientId(client), &library, input, output).await?;
     Ok(ExitCode::SUCCESS)
 }
+
 /// stdin and stdout as the runtime's own non-blocking pipes, when they are pipes (lockbench
 /// starts every adapter so): tokio's `stdin()` and `stdout()` read and write through its
-/// blocking thread pool, a thread hand-off each way for every line, which is most of what the
-/// protocol costs per call. Anything else (a terminal, a file) keeps tokio's own.
+/// blocking thread pool, a thread hand-off each way for every line (a direct session's p90 per
+/// call fell from 8 ms to 0.19 ms without it: CONTRIBUTING, "The adapter protocol's cost").
+/// Anything else (a terminal, a file) keeps tokio's own.
 fn stdio() -> (
     std::pin::Pin<Box<dyn tokio::io::AsyncRead + Send>>,
     std::pin::Pin<Box<dyn tokio::io::AsyncWrite + Send>>,
