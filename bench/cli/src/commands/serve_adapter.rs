@@ -45,15 +45,17 @@ pub async fn run(
     Ok(ExitCode::SUCCESS)
 }
 
+/// The adapter's requests, read from stdin.
+type Input = std::pin::Pin<Box<dyn tokio::io::AsyncRead + Send>>;
+/// Its answers, written to stdout.
+type Output = std::pin::Pin<Box<dyn tokio::io::AsyncWrite + Send>>;
+
 /// stdin and stdout as the runtime's own non-blocking pipes, when they are pipes (lockbench
 /// starts every adapter so): tokio's `stdin()` and `stdout()` read and write through its
 /// blocking thread pool, a thread hand-off each way for every line (a direct session's p90 per
 /// call fell from 8 ms to 0.19 ms without it: CONTRIBUTING, "The adapter protocol's cost").
 /// Anything else (a terminal, a file) keeps tokio's own.
-fn stdio() -> (
-    std::pin::Pin<Box<dyn tokio::io::AsyncRead + Send>>,
-    std::pin::Pin<Box<dyn tokio::io::AsyncWrite + Send>>,
-) {
+fn stdio() -> (Input, Output) {
     use std::os::fd::AsFd;
     use tokio::net::unix::pipe;
     let input = std::io::stdin()
