@@ -44,18 +44,22 @@ fn a_worker_without_the_secret_says_so() {
     );
 }
 
+/// A coordinator's listener for `secret` on a free loopback port.
+fn listen(rt: &tokio::runtime::Runtime, secret: &RunSecret) -> Listener {
+    rt.block_on(Listener::bind(
+        "127.0.0.1:0".parse().unwrap(),
+        secret.clone(),
+    ))
+    .unwrap()
+}
+
 /// A worker with a wrong secret is refused: it exits saying so, the coordinator names its
 /// address, and neither side prints either secret.
 #[test]
 fn a_worker_with_a_wrong_secret_is_refused_by_name_and_address() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let secret = RunSecret::generate();
-    let mut listener = rt
-        .block_on(Listener::bind(
-            "127.0.0.1:0".parse().unwrap(),
-            secret.clone(),
-        ))
-        .unwrap();
+    let mut listener = listen(&rt, &secret);
     let wrong = RunSecret::generate().to_env_value();
     let out = worker(&listener.local_addr().to_string(), Some(&wrong))
         .output()
@@ -84,12 +88,7 @@ fn a_worker_with_a_wrong_secret_is_refused_by_name_and_address() {
 fn an_admitted_worker_without_a_job_exits_within_seconds() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let secret = RunSecret::generate();
-    let mut listener = rt
-        .block_on(Listener::bind(
-            "127.0.0.1:0".parse().unwrap(),
-            secret.clone(),
-        ))
-        .unwrap();
+    let mut listener = listen(&rt, &secret);
     let child = worker(
         &listener.local_addr().to_string(),
         Some(&secret.to_env_value()),
