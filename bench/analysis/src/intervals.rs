@@ -23,7 +23,7 @@
 //! skewed run and a local one compare by the same rule. Only certain findings are violations;
 //! ambiguous ones are reported with the bound that made them so.
 
-use lockbench_core::{ClientId, KeyId, Nanos, Op, OpF, OpType};
+use lockbench_core::{ClientId, History, KeyId, Nanos, Op, OpF, OpType};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 
@@ -95,6 +95,12 @@ struct Hold {
     client: ClientId,
     from: Span,
     to: Span,
+}
+
+/// Judges a run's `history` over the intervals `bounds` gives its ops' times: every finding
+/// this module judges, for results' `clocks` section.
+pub fn judge_history(history: &History, bounds: &ClockBounds) -> IntervalJudgement {
+    judge(history.ops(), bounds)
 }
 
 /// Judges `ops` (time-ordered) over the intervals `bounds` gives their times.

@@ -15,6 +15,7 @@
 #![deny(missing_docs)]
 
 pub mod capacity;
+pub mod clocks;
 pub mod environment;
 pub mod expect;
 pub mod headline;

@@ -372,6 +372,11 @@ pub struct BackendResult {
     /// the election recipe).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failover: Option<FailoverResult>,
+    /// Workers on their own clocks (dialled in from other hosts): each one's offset and
+    /// bound, and the history judged over intervals; absent when every op was stamped on the
+    /// coordinator's clock.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clocks: Option<crate::clocks::Clocks>,
 }
 
 /// Leader-election figures of one recipe (the failover workload): the checker's figures
@@ -601,6 +606,7 @@ impl BackendResult {
             failover: None,
             shared_lock: None,
             server_truth: None,
+            clocks: None,
         }
     }
 }

@@ -132,6 +132,7 @@ pub fn backend_result(m: Measured<'_>) -> (BackendResult, Histogram<u64>) {
         failover: None,
         shared_lock: analysed.shared_lock,
         server_truth: None,
+        clocks: None,
     };
     (result, handoffs)
 }
