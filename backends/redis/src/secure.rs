@@ -5,8 +5,8 @@
 //! Why in this crate: what the recipes send is this crate's knowledge, so the rules that admit
 //! exactly that are too; the tests' servers use them (`tests/integration/secure.rs`, and the
 //! `lockbench` binary's run-directory test), and `docs/secure-clusters.md` states them for a
-//! user creating the same user on a production cluster. A managed secure profile
-//! (`lockbench up --secure`, not built yet) would launch its servers with [`config`].
+//! user creating the same user on a production cluster. The managed secure cluster
+//! (`lockbench up --secure`) launches its Redis servers with [`managed_config`].
 
 use std::fmt::Write;
 use std::path::Path;
@@ -67,4 +67,65 @@ pub fn config(
         password.expose_secret(),
     );
     text
+}
+
+/// The `redis.conf` of a managed secure server (`lockbench up --secure`, the
+/// [`Secure`](lockbench_core::launch::Secure) of its site): mutual TLS with the site's files,
+/// the `default` user off, and `secure.user` with [`ACL_RULES`] and [`OBSERVER_ACL_RULES`]
+/// (the scenarios observe the servers). The password appears only as its SHA-256
+/// (`#<hex>`, which Redis compares the `AUTH` password's hash with), so the file holds no
+/// secret. The ports are the command line's (`--port 0 --tls-port P`).
+pub fn managed_config(secure: &lockbench_core::launch::Secure) -> String {
+    use secrecy::ExposeSecret;
+    use sha2::Digest;
+    let hash = sha2::Sha256::digest(secure.password.expose_secret().as_bytes());
+    let hex: String = hash.iter().map(|b| format!("{b:02x}")).collect();
+    format!(
+        "tls-cert-file {}\ntls-key-file {}\ntls-ca-cert-file {}\ntls-auth-clients yes\n\
+         user default off\nuser {} on #{hex} {ACL_RULES} {OBSERVER_ACL_RULES}\n",
+        secure.cert.display(),
+        secure.key.display(),
+        secure.ca.display(),
+        secure.user,
+    )
+}
+
+/// `AUTH user password`, what a health probe of a secure server sends first.
+pub fn auth_request(user: &str, password: &str) -> Vec<u8> {
+    let mut request = b"*3\r\n$4\r\nAUTH\r\n".to_vec();
+    for part in [user, password] {
+        request.extend_from_slice(format!("${}\r\n{part}\r\n", part.len()).as_bytes());
+    }
+    request
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The managed secure server's config holds the password's hash, never the password.
+    #[test]
+    fn the_managed_config_holds_no_password() {
+        let secure = lockbench_core::launch::Secure {
+            ca: "/s/ca.pem".into(),
+            cert: "/s/server.pem".into(),
+            key: "/s/server.key".into(),
+            user: "lockbench".into(),
+            password: "hunter2".to_string().into(),
+        };
+        let text = managed_config(&secure);
+        assert!(!text.contains("hunter2"), "{text}");
+        // sha256("hunter2")
+        assert!(
+            text.contains(
+                "user lockbench on #f52fbd32b2b3b86ff88ef6c490628285f482af15ddcb29541f94bcf526a3f6c7"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("user default off") && text.contains("tls-auth-clients yes"));
+        assert_eq!(
+            auth_request("u", "pw"),
+            b"*3\r\n$4\r\nAUTH\r\n$1\r\nu\r\n$2\r\npw\r\n"
+        );
+    }
 }

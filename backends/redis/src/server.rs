@@ -22,7 +22,7 @@ use lockbench_core::{Exchange, SENTINEL_MASTER_NAME, ServerSpec};
 /// site's log (or standard output).
 pub(crate) fn redis(spec: &ServerSpec, site: &Site) -> Launch {
     let topo = site.topology;
-    let mut args = vec![
+    let mut args: Vec<String> = vec![
         "--port".into(),
         topo.client_port(spec).to_string(),
         "--bind".into(),
@@ -61,13 +61,30 @@ pub(crate) fn redis(spec: &ServerSpec, site: &Site) -> Launch {
             topo.client_port(primary).to_string(),
         ]);
     }
+    let mut files = Vec::new();
+    if let Some(secure) = site.secure.filter(|_| spec.group != FAILOVER) {
+        // A secure cluster's server: TLS only (`--port 0`, the client port is the TLS port),
+        // its files and users in a config file (the first argument, as redis-server wants).
+        // The failover pair and its Sentinels stay plaintext: lockbench's Sentinel client
+        // speaks no TLS yet.
+        let conf = site.root.join("secure.conf");
+        let port = topo.client_port(spec).to_string();
+        args[1] = "0".into();
+        args.splice(0..0, [conf.display().to_string()]);
+        args.extend(["--tls-port".into(), port]);
+        files.push(File {
+            path: conf,
+            contents: crate::secure::managed_config(secure),
+            only_if_absent: false,
+        });
+    }
     Launch {
         program: "redis-server",
         args,
         dirs: vec![site.data()],
         // No persistence means empty at every start, even if replication left a file.
         remove: vec![site.data().join("dump.rdb")],
-        files: Vec::new(),
+        files,
     }
 }
 

@@ -169,6 +169,23 @@ impl System for Redis {
         }
     }
 
+    fn secured(&self, spec: &ServerSpec) -> bool {
+        // The failover pair stays plaintext with its Sentinels (server.rs).
+        spec.group != FAILOVER
+    }
+
+    fn login(&self, endpoint: &str, user: &str, password: &str) -> Option<Exchange> {
+        Some(Exchange {
+            addr: endpoint.to_string(),
+            request: crate::secure::auth_request(user, password),
+            complete: |r| r.ends_with(b"\r\n"),
+        })
+    }
+
+    fn logged_in(&self, reply: &[u8]) -> bool {
+        reply.starts_with(b"+OK")
+    }
+
     fn version_check(&self, endpoint: &str) -> Option<Exchange> {
         Some(server::info_server(endpoint))
     }

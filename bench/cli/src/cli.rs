@@ -47,7 +47,15 @@ pub enum Command {
     Scenarios,
     /// Start the managed cluster (3 ZooKeeper, 3 etcd, 1 + 5 Redis) and leave it running.
     /// Installs missing server packages first. Idempotent.
-    Up,
+    Up {
+        /// The secure profile (docs/secure-clusters.md): Redis and Redlock servers speak only
+        /// mutual TLS and admit only user `lockbench` (certificates and a generated password
+        /// in the state directory); `lockbench run` then connects that way by itself. A
+        /// cluster running the other way is restarted; `up` without it makes a secure
+        /// cluster plain again.
+        #[arg(long)]
+        secure: bool,
+    },
     /// Stop the managed cluster and remove leftovers of crashed runs.
     Down,
     /// Describe the managed cluster: every server's pid, health, role and endpoint.

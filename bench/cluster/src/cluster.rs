@@ -4,7 +4,9 @@
 use crate::health;
 use crate::hosts::{NetConfig, Network};
 use crate::lock::{self, ClusterLock};
+use crate::net::SecureProbe;
 use crate::process::{self, PortUse};
+use crate::secure;
 use crate::spec::{self, SERVERS};
 use crate::state_dir::{NodeDir, absolute};
 use crate::topology::Topology;
@@ -35,6 +37,8 @@ pub struct Cluster {
     groups: Option<Vec<Group>>,
     /// The topology `up` uses instead of [`Topology::wanted`].
     topology: Option<Topology>,
+    /// Whether `up` makes the cluster secure (`None`: as it is recorded, plain if nothing is).
+    secure: Option<bool>,
 }
 
 /// What [`Cluster::up`] did.
@@ -64,6 +68,7 @@ impl Cluster {
             state_dir: absolute(&state_dir),
             groups: None,
             topology: None,
+            secure: None,
         }
     }
 
@@ -80,6 +85,25 @@ impl Cluster {
     pub fn with_topology(mut self, topology: Topology) -> Cluster {
         self.topology = Some(topology);
         self
+    }
+
+    /// The same cluster, brought up secure (`true`: TLS and lockbench's user, `lockbench up
+    /// --secure`) or plain (`false`), restarting it when it runs the other way. Without this,
+    /// `up` keeps what the state directory records (so `lockbench run` never changes it).
+    pub fn with_secure(mut self, secure: bool) -> Cluster {
+        self.secure = Some(secure);
+        self
+    }
+
+    /// `true` when the cluster is secure (its profile is recorded in the state directory).
+    pub fn is_secure(&self) -> bool {
+        secure::recorded(&self.state_dir)
+    }
+
+    /// What health probes need on a secure cluster (`None` on a plain one).
+    fn secure_probe(&self) -> anyhow::Result<Option<SecureProbe>> {
+        secure::probe(&self.state_dir)
+            .context("cannot read the secure cluster's certificates and password")
     }
 
     /// The servers this cluster manages, in [`SERVERS`] order.
@@ -153,11 +177,19 @@ impl Cluster {
             None => Topology::wanted()?,
         };
         let running = self.topology();
+        let was_secure = self.is_secure();
+        let secure = self.secure.unwrap_or(was_secure);
         if running != topo {
             tracing::warn!(
                 from = running.kind(),
                 to = topo.kind(),
                 "the cluster's topology changes: stopping what runs first"
+            );
+            self.down_locked(_lock).await?;
+        } else if secure != was_secure {
+            tracing::warn!(
+                secure,
+                "the cluster changes between plain and secure: stopping what runs first"
             );
             self.down_locked(_lock).await?;
         }
@@ -181,6 +213,11 @@ impl Cluster {
             net.claim(&self.state_dir)?;
         }
         topo.record(&self.state_dir)?;
+        if secure {
+            secure::ensure(&self.state_dir, &topo)?;
+        }
+        let sec = self.secure_probe()?;
+        let sec = sec.as_ref();
         if let Topology::Netns(cfg) = &topo {
             let net = Network::new(cfg.clone());
             for spec in self.servers() {
@@ -194,7 +231,7 @@ impl Cluster {
             }
         }
         let all = self.servers();
-        let mut probes = health::probe_all(&topo, &all).await;
+        let mut probes = health::probe_all(&topo, &all, sec).await;
         if let Some(net) = topo.net().cloned().map(Network::new)
             && probes.iter().any(|p| !p.healthy)
         {
@@ -203,7 +240,7 @@ impl Cluster {
             let flushed = flush_firewalls(&net, &all);
             if !flushed.is_empty() {
                 tracing::warn!(hosts = ?flushed, "removed leftover firewall rules");
-                probes = health::probe_all(&topo, &all).await;
+                probes = health::probe_all(&topo, &all, sec).await;
             }
         }
         let found: Vec<Found> = all
@@ -249,9 +286,9 @@ impl Cluster {
                 ?names,
                 "servers run but are not healthy; giving them {SUSPECT_GRACE:?}"
             );
-            let _ = health::wait_healthy(&topo, &all, SUSPECT_GRACE).await;
+            let _ = health::wait_healthy(&topo, &all, sec, SUSPECT_GRACE).await;
             for (spec, pid) in suspects {
-                if !health::probe(&topo, spec).await.healthy {
+                if !health::probe(&topo, spec, sec).await.healthy {
                     tracing::warn!(server = spec.name, pid, "restarting unhealthy server");
                     process::terminate(&[pid], STOP_GRACE).await;
                     self.start(&topo, spec).await?;
@@ -260,7 +297,7 @@ impl Cluster {
             }
         }
 
-        self.wait_up(&topo).await?;
+        self.wait_up(&topo, sec).await?;
         if topo == Topology::Loopback {
             tracing::warn!(
                 "loopback topology: every server on 127.0.0.1, PARTITIONS ARE UNAVAILABLE \
@@ -301,6 +338,7 @@ impl Cluster {
     /// config and spawns it.
     async fn start(&self, topo: &Topology, spec: &ServerSpec) -> anyhow::Result<u32> {
         let node = self.node(spec.name);
+        let secure = secure::load(&self.state_dir)?;
         std::fs::create_dir_all(&node.root)
             .with_context(|| format!("cannot create {}", node.root.display()))?;
         if let Some(net) = topo.net().cloned().map(Network::new) {
@@ -322,7 +360,7 @@ impl Cluster {
                 tracing::warn!(server = spec.name, pids = ?leftovers, "killing leftovers in its host");
                 crate::hosts::kill_all(&leftovers);
             }
-            let cmd = spec::prepare(spec, topo, &self.state_dir, &node)?;
+            let cmd = spec::prepare(spec, topo, &self.state_dir, &node, secure.as_ref())?;
             let pid = process::spawn(&cmd, &node, Some(&host.netns))
                 .with_context(|| format!("cannot start {}", spec.name))?;
             tracing::info!(server = spec.name, pid, host = host.netns, "started");
@@ -354,7 +392,7 @@ impl Cluster {
                 ),
             }
         }
-        let cmd = spec::prepare(spec, topo, &self.state_dir, &node)?;
+        let cmd = spec::prepare(spec, topo, &self.state_dir, &node, secure.as_ref())?;
         let pid = process::spawn(&cmd, &node, None)
             .with_context(|| format!("cannot start {}", spec.name))?;
         tracing::info!(server = spec.name, pid, "started");
@@ -362,12 +400,12 @@ impl Cluster {
     }
 
     /// Waits for every server to be healthy; fails early when one of ours has exited.
-    async fn wait_up(&self, topo: &Topology) -> anyhow::Result<()> {
+    async fn wait_up(&self, topo: &Topology, sec: Option<&SecureProbe>) -> anyhow::Result<()> {
         let all = self.servers();
         let deadline = tokio::time::Instant::now() + HEALTH_TIMEOUT;
         loop {
             let step = tokio::time::Instant::now() + Duration::from_secs(1);
-            if health::wait_healthy(topo, &all, Duration::from_secs(1))
+            if health::wait_healthy(topo, &all, sec, Duration::from_secs(1))
                 .await
                 .is_ok()
             {
@@ -387,7 +425,7 @@ impl Cluster {
                 );
             }
             if tokio::time::Instant::now() >= deadline {
-                let unhealthy = health::wait_healthy(topo, &all, Duration::ZERO)
+                let unhealthy = health::wait_healthy(topo, &all, sec, Duration::ZERO)
                     .await
                     .err()
                     .unwrap_or_default();
@@ -454,6 +492,7 @@ impl Cluster {
                 tracing::info!(?removed, "network removed");
             }
         }
+        secure::forget(&self.state_dir);
         Ok(())
     }
 
@@ -478,7 +517,8 @@ impl Cluster {
             .iter()
             .map(|n| spec::by_name(n).with_context(|| format!("no server named {n}")))
             .collect::<anyhow::Result<_>>()?;
-        health::wait_healthy(&self.topology(), &specs, timeout)
+        let sec = self.secure_probe()?;
+        health::wait_healthy(&self.topology(), &specs, sec.as_ref(), timeout)
             .await
             .map_err(|bad| anyhow::anyhow!("not healthy after {timeout:?}: {}", bad.join(", ")))
     }
@@ -487,7 +527,8 @@ impl Cluster {
     pub async fn status(&self) -> anyhow::Result<ClusterStatus> {
         let topo = self.topology();
         let all = self.servers();
-        let probes = health::probe_all(&topo, &all).await;
+        let sec = self.secure_probe()?;
+        let probes = health::probe_all(&topo, &all, sec.as_ref()).await;
         let servers = all
             .iter()
             .zip(probes)
@@ -512,7 +553,7 @@ impl Cluster {
             .collect();
         Ok(ClusterStatus {
             state_dir: self.state_dir.clone(),
-            endpoints: endpoints_of(&topo, &all),
+            endpoints: self.endpoints_of(&topo, &all),
             topology: topo,
             servers,
         })
@@ -533,6 +574,24 @@ fn endpoints_of(topo: &Topology, servers: &[&ServerSpec]) -> lockbench_core::End
             (g.name(), list.map(|s| topo.endpoint(s)).collect())
         })
         .collect()
+}
+
+impl Cluster {
+    /// The endpoints of `servers`, with the secure profile's connection settings on every
+    /// group whose servers all honour it (on a secure cluster).
+    fn endpoints_of(&self, topo: &Topology, servers: &[&ServerSpec]) -> lockbench_core::Endpoints {
+        let mut endpoints = endpoints_of(topo, servers);
+        if self.is_secure() {
+            for g in lockbench_registry::listed_groups() {
+                let members: Vec<&ServerSpec> =
+                    servers.iter().copied().filter(|s| s.group == g).collect();
+                if secure::group_secured(&members) {
+                    endpoints.set_connection(g.name(), secure::connection(&self.state_dir));
+                }
+            }
+        }
+        endpoints
+    }
 }
 
 /// The last `n` lines of a log file, indented, for error messages.

@@ -5,8 +5,11 @@
 //! `Mode: leader` or `Mode: follower` (and the ensemble has exactly one leader: a
 //! [`single_leader`](lockbench_core::System::single_leader) system), etcd's `/health` says
 //! `true` (it has a leader and a quorum), Redis answers `PING`, a Sentinel names a primary.
+//! On a secure cluster a secured server ([`System::secured`](lockbench_core::System::secured))
+//! is asked over TLS with the client certificate, logged in as lockbench's user: the way its
+//! clients reach it.
 
-use crate::net;
+use crate::net::{self, SecureProbe};
 use crate::topology::Topology;
 use futures::future::join_all;
 use lockbench_core::{Probe, ServerSpec};
@@ -14,9 +17,13 @@ use std::time::{Duration, Instant};
 
 /// Probes one server: its system's [`System::health_check`](lockbench_core::System::health_check),
 /// read by its [`System::health`](lockbench_core::System::health); no answer is unhealthy.
-pub(crate) async fn probe(topo: &Topology, spec: &ServerSpec) -> Probe {
+pub(crate) async fn probe(topo: &Topology, spec: &ServerSpec, sec: Option<&SecureProbe>) -> Probe {
     let check = spec.system.health_check(&topo.endpoint(spec));
-    match net::exchange(&check).await {
+    let reply = match sec.filter(|_| spec.system.secured(spec)) {
+        Some(sec) => net::secure_exchange(&check, sec, spec.system).await,
+        None => net::exchange(&check).await,
+    };
+    match reply {
         Ok(reply) => spec.system.health(&reply),
         Err(_) => Probe::default(),
     }
@@ -25,8 +32,12 @@ pub(crate) async fn probe(topo: &Topology, spec: &ServerSpec) -> Probe {
 /// Probes servers concurrently, then marks every member of a single-leader group
 /// ([`System::single_leader`](lockbench_core::System::single_leader): ZooKeeper) unhealthy
 /// when the group has more than one leader (a split view during an election is not "up").
-pub(crate) async fn probe_all(topo: &Topology, specs: &[&ServerSpec]) -> Vec<Probe> {
-    let mut probes = join_all(specs.iter().map(|s| probe(topo, s))).await;
+pub(crate) async fn probe_all(
+    topo: &Topology,
+    specs: &[&ServerSpec],
+    sec: Option<&SecureProbe>,
+) -> Vec<Probe> {
+    let mut probes = join_all(specs.iter().map(|s| probe(topo, s, sec))).await;
     for group in single_leader_groups(specs) {
         let members: Vec<usize> = (0..specs.len())
             .filter(|&i| specs[i].group == group)
@@ -60,12 +71,13 @@ fn single_leader_groups(specs: &[&ServerSpec]) -> Vec<lockbench_core::Group> {
 pub(crate) async fn wait_healthy(
     topo: &Topology,
     specs: &[&'static ServerSpec],
+    sec: Option<&SecureProbe>,
     timeout: Duration,
 ) -> Result<(), Vec<&'static str>> {
     let single = single_leader_groups(specs);
     let deadline = Instant::now() + timeout;
     loop {
-        let probes = probe_all(topo, specs).await;
+        let probes = probe_all(topo, specs, sec).await;
         let unhealthy: Vec<&'static str> = specs
             .iter()
             .zip(&probes)

@@ -43,6 +43,11 @@
 //!   request/reply exchanges over `TcpStream` with a timeout, so no client crate is needed:
 //!   the system gives the bytes to send and reads the reply ([`lockbench_core::Exchange`]),
 //!   the cluster does the I/O ([`exchange`]).
+//! - **Plain or secure, recorded like the topology.** `lockbench up --secure`
+//!   ([`Cluster::with_secure`]) starts the servers with each system's secure settings (TLS with
+//!   client certificates, lockbench's user; [`secure`]): certificates and a generated password
+//!   in `<state>/secure/`, which is also the record that later commands (a run, a restart by a
+//!   fault, `status`) find, so they probe and connect with the same settings.
 //! - **Parallel callers are serialised** by `flock` on `<state>/cluster.lock` ([`ClusterLock`]),
 //!   so parallel test processes calling [`for_tests`] never start a server twice.
 //!
@@ -61,6 +66,7 @@ mod install;
 mod lock;
 mod net;
 mod process;
+pub mod secure;
 pub mod spec;
 mod state_dir;
 pub mod topology;
@@ -172,7 +178,7 @@ pub async fn wait_healthy(
     timeout: std::time::Duration,
 ) -> Result<(), Vec<&'static str>> {
     let all: Vec<&'static ServerSpec> = SERVERS.to_vec();
-    health::wait_healthy(topology, &all, timeout).await
+    health::wait_healthy(topology, &all, None, timeout).await
 }
 
 /// For tests in other crates: brings the managed cluster in [`default_state_dir`] up (under the

@@ -1,13 +1,19 @@
 //! The little networking the health checks need: one request, one reply, over a plain
-//! `TcpStream`, always under a timeout (a paused or half-started server must not hang `up`).
+//! `TcpStream` (or, on a secure cluster's secured servers, TLS with the client certificate
+//! after a login), always under a timeout (a paused or half-started server must not hang `up`).
 //! What to send and how to read the reply is the system's ([`Exchange`], from
-//! [`System::health_check`](lockbench_core::System::health_check) and the like); the socket
-//! and the timeout are here.
+//! [`System::health_check`](lockbench_core::System::health_check) and the like); the socket,
+//! the TLS and the timeout are here.
 
-use anyhow::{Context, anyhow};
-use lockbench_core::Exchange;
+use anyhow::{Context, anyhow, bail};
+use lockbench_core::{Exchange, System};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use secrecy::{ExposeSecret, SecretString};
+use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 /// How long one probe may take, connect included.
@@ -19,21 +25,102 @@ pub async fn exchange(ex: &Exchange) -> anyhow::Result<Vec<u8>> {
     let addr = ex.addr.as_str();
     let work = async {
         let mut stream = TcpStream::connect(addr).await?;
-        stream.write_all(&ex.request).await?;
-        let mut reply = Vec::new();
-        let mut buf = [0u8; 4096];
-        loop {
-            let n = stream.read(&mut buf).await?;
-            if n == 0 {
-                break;
-            }
-            reply.extend_from_slice(&buf[..n]);
-            if (ex.complete)(&reply) {
-                break;
+        talk(&mut stream, ex).await
+    };
+    bounded(addr, work).await
+}
+
+/// What a probe of a secure cluster's secured server needs: the TLS client set-up (the
+/// project's CA, the client certificate) and the user to log in as.
+pub(crate) struct SecureProbe {
+    tls: tokio_rustls::TlsConnector,
+    user: String,
+    password: SecretString,
+}
+
+impl SecureProbe {
+    /// From the profile's files (`crate::secure`).
+    pub(crate) fn new(
+        ca: &Path,
+        cert: &Path,
+        key: &Path,
+        user: &str,
+        password: SecretString,
+    ) -> anyhow::Result<SecureProbe> {
+        let pem = |p: &Path| format!("cannot read {}", p.display());
+        let mut roots = rustls::RootCertStore::empty();
+        for c in CertificateDer::pem_file_iter(ca).with_context(|| pem(ca))? {
+            roots.add(c.with_context(|| pem(ca))?)?;
+        }
+        let chain = CertificateDer::pem_file_iter(cert)
+            .with_context(|| pem(cert))?
+            .collect::<Result<Vec<_>, _>>()
+            .with_context(|| pem(cert))?;
+        let key = PrivateKeyDer::from_pem_file(key).with_context(|| pem(key))?;
+        let config = rustls::ClientConfig::builder()
+            .with_root_certificates(roots)
+            .with_client_auth_cert(chain, key)?;
+        Ok(SecureProbe {
+            tls: tokio_rustls::TlsConnector::from(Arc::new(config)),
+            user: user.into(),
+            password,
+        })
+    }
+}
+
+/// Runs one [`Exchange`] with `system`'s server over TLS (verified against the address's host,
+/// presenting the client certificate), after its [`System::login`] when it has one, within 2 s.
+pub(crate) async fn secure_exchange(
+    ex: &Exchange,
+    probe: &SecureProbe,
+    system: &dyn System,
+) -> anyhow::Result<Vec<u8>> {
+    let addr = ex.addr.as_str();
+    let work = async {
+        let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h);
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        let name = ServerName::try_from(host.to_string())?;
+        let tcp = TcpStream::connect(addr).await?;
+        let mut stream = probe.tls.connect(name, tcp).await?;
+        let password = probe.password.expose_secret();
+        if let Some(login) = system.login(addr, &probe.user, password) {
+            let reply = talk(&mut stream, &login).await?;
+            if !system.logged_in(&reply) {
+                bail!("{} did not accept user {}", system.name(), probe.user);
             }
         }
-        anyhow::Ok(reply)
+        talk(&mut stream, ex).await
     };
+    bounded(addr, work).await
+}
+
+/// Sends `ex`'s request on `stream` and reads until the server closes it or the reply is
+/// complete.
+async fn talk<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: &mut S,
+    ex: &Exchange,
+) -> anyhow::Result<Vec<u8>> {
+    stream.write_all(&ex.request).await?;
+    let mut reply = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let n = stream.read(&mut buf).await?;
+        if n == 0 {
+            break;
+        }
+        reply.extend_from_slice(&buf[..n]);
+        if (ex.complete)(&reply) {
+            break;
+        }
+    }
+    Ok(reply)
+}
+
+/// `work` within [`PROBE_TIMEOUT`], its errors naming `addr`.
+async fn bounded(
+    addr: &str,
+    work: impl Future<Output = anyhow::Result<Vec<u8>>>,
+) -> anyhow::Result<Vec<u8>> {
     tokio::time::timeout(PROBE_TIMEOUT, work)
         .await
         .map_err(|_| anyhow!("{addr}: no reply within {PROBE_TIMEOUT:?}"))?

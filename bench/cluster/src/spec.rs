@@ -37,6 +37,7 @@ pub(crate) fn prepare(
     topo: &Topology,
     state_dir: &Path,
     node: &NodeDir,
+    secure: Option<&lockbench_core::launch::Secure>,
 ) -> anyhow::Result<Command> {
     let site = Site {
         topology: topo,
@@ -44,6 +45,7 @@ pub(crate) fn prepare(
         root: node.root.clone(),
         log: Some(node.log()),
         cluster_token: cluster_token(state_dir),
+        secure,
     };
     let launch = spec.system.launch(spec, &site);
     for dir in &launch.dirs {

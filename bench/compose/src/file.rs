@@ -80,6 +80,7 @@ pub fn launch(spec: &ServerSpec) -> Launch {
             root: PathBuf::from(ROOT).join(spec.name),
             log: None,
             cluster_token: "lockbench-compose".into(),
+            secure: None,
         },
     )
 }

@@ -54,6 +54,28 @@ pub struct Site<'a> {
     /// A token distinct per cluster (etcd's `--initial-cluster-token`), so two never join
     /// each other.
     pub cluster_token: String,
+    /// TLS and lockbench's user, on a secure cluster (`lockbench up --secure`); `None`: the
+    /// servers speak plaintext and admit anyone.
+    pub secure: Option<&'a Secure>,
+}
+
+/// What a server of a secure cluster presents, trusts and admits (issue 22): its certificate
+/// and key, the CA whose certificates it accepts from clients (mutual TLS), and lockbench's
+/// one user. Each system turns it into its own settings in its [`System::launch`](crate::System::launch);
+/// a system that cannot honour it yet starts as on a plain cluster (and says so in its docs).
+#[derive(Debug)]
+pub struct Secure {
+    /// The CA certificate (PEM) clients' certificates must be signed by.
+    pub ca: PathBuf,
+    /// The server's certificate (PEM).
+    pub cert: PathBuf,
+    /// Its private key (PEM, readable by its owner only).
+    pub key: PathBuf,
+    /// lockbench's user.
+    pub user: String,
+    /// Its password: a launch writes only a hash of it (Redis's `#<sha256>`), never the
+    /// password itself, into a server's files or command line.
+    pub password: secrecy::SecretString,
 }
 
 impl Site<'_> {

@@ -237,6 +237,26 @@ pub trait System: Send + Sync + 'static {
     /// What a reply to [`health_check`](Self::health_check) says.
     fn health(&self, reply: &[u8]) -> Probe;
 
+    /// `true` when `spec`, started with a site's [`Secure`](crate::launch::Secure) settings
+    /// (`lockbench up --secure`), serves only TLS with client certificates and admits only
+    /// lockbench's user; `false` (the default) when it starts as on a plain cluster. A group
+    /// whose servers all say `true` gets the TLS and user settings in the cluster's endpoints.
+    fn secured(&self, _spec: &ServerSpec) -> bool {
+        false
+    }
+
+    /// On a secure cluster, what a probe sends first on its connection to log in as `user`
+    /// (Redis: `AUTH user password`), before the health check; `None` when the system's
+    /// health check needs no login. The request holds the password: it is sent, never logged.
+    fn login(&self, _endpoint: &str, _user: &str, _password: &str) -> Option<Exchange> {
+        None
+    }
+
+    /// `true` when a reply to [`login`](Self::login) accepts the user.
+    fn logged_in(&self, _reply: &[u8]) -> bool {
+        true
+    }
+
     /// How to ask the server at `endpoint` for its version (for the results' environment
     /// block); `None` when this system reports none (the Sentinels: their Redis's version is
     /// the Redis servers').

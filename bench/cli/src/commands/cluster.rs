@@ -5,15 +5,20 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-/// Starts (or reuses) the managed cluster.
-pub async fn up(state_dir: PathBuf) -> anyhow::Result<ExitCode> {
+/// Starts (or reuses) the managed cluster, secure (TLS and lockbench's user) or plain.
+pub async fn up(state_dir: PathBuf, secure: bool) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
     eprintln!(
-        "lockbench: bringing up the managed cluster in {}",
+        "lockbench: bringing up the {} managed cluster in {}",
+        if secure { "secure" } else { "plain" },
         state_dir.display()
     );
-    let report = Cluster::new(state_dir).up().await?;
+    let cluster = Cluster::new(state_dir.clone()).with_secure(secure);
+    let report = cluster.up().await?;
     print_status(&report.status);
+    if secure {
+        print_secure(&report.status, &state_dir);
+    }
     eprintln!(
         "lockbench: cluster {} in {:.1}s",
         if report.started {
@@ -49,6 +54,25 @@ pub async fn status(state_dir: PathBuf, json: bool) -> anyhow::Result<ExitCode> 
     } else {
         ExitCode::from(1)
     })
+}
+
+/// What a user needs to connect to the secure cluster by hand: the files, never the password.
+fn print_secure(status: &lockbench_cluster::ClusterStatus, state_dir: &std::path::Path) {
+    let groups: Vec<&str> = status
+        .endpoints
+        .connections()
+        .filter(|(_, c)| !c.is_plain())
+        .map(|(g, _)| g)
+        .collect();
+    eprintln!(
+        "lockbench: secure: {} speak mutual TLS and admit user {} only; CA, client \
+         certificate and key in {}, the password in its file `password` (mode 0600); \
+         `lockbench run` connects this way by itself, `lockbench status --json` shows the \
+         settings; the other groups are plaintext (docs/secure-clusters.md)",
+        groups.join(", "),
+        lockbench_cluster::secure::USER,
+        lockbench_cluster::secure::dir(state_dir).display(),
+    );
 }
 
 fn print_status(status: &lockbench_cluster::ClusterStatus) {

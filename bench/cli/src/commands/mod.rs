@@ -24,7 +24,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Run(args) => run::run(args, state_dir).await,
         Command::Scenarios => scenarios::list(),
-        Command::Up => cluster::up(state_dir).await,
+        Command::Up { secure } => cluster::up(state_dir, secure).await,
         Command::Down => cluster::down(state_dir).await,
         Command::Status { json } => cluster::status(state_dir, json).await,
         Command::Report { run_dirs } => report::run(run_dirs),

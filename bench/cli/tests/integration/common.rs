@@ -121,6 +121,26 @@ impl PrivateCluster {
         dir: &Path,
         groups: &[lockbench_core::Group],
     ) -> PrivateCluster {
+        PrivateCluster::start(tag, subnet, dir, groups, false)
+    }
+
+    /// [`PrivateCluster::up`], secure (`lockbench up --secure`'s profile).
+    pub fn up_secure(
+        tag: &str,
+        subnet: &str,
+        dir: &Path,
+        groups: &[lockbench_core::Group],
+    ) -> PrivateCluster {
+        PrivateCluster::start(tag, subnet, dir, groups, true)
+    }
+
+    fn start(
+        tag: &str,
+        subnet: &str,
+        dir: &Path,
+        groups: &[lockbench_core::Group],
+        secure: bool,
+    ) -> PrivateCluster {
         assert!(
             nix::unistd::geteuid().is_root(),
             "this test needs root for its private server hosts (network namespaces); CI runs \
@@ -130,19 +150,23 @@ impl PrivateCluster {
         let state = std::env::temp_dir().join(format!("lockbench-private-{tag}"));
         let cluster = lockbench_cluster::Cluster::new(state)
             .with_groups(groups)
-            .with_topology(lockbench_chaos::Topology::Netns(cfg));
-        let rt = tokio::runtime::Runtime::new().unwrap();
+            .with_topology(lockbench_chaos::Topology::Netns(cfg))
+            .with_secure(secure);
+        let file = dir.join("cluster.toml");
+        // Built before `up`, so a failing `up` still stops what it started (on drop).
+        let mut private = PrivateCluster {
+            cluster,
+            rt: tokio::runtime::Runtime::new().unwrap(),
+            endpoints: lockbench_core::Endpoints::default(),
+            arg: format!("external:{}", file.display()),
+        };
+        let (cluster, rt) = (&private.cluster, &private.rt);
         rt.block_on(cluster.down()).unwrap(); // what a crashed earlier run left
         let report = rt.block_on(cluster.up()).unwrap();
         assert!(report.status.all_healthy(), "{:?}", report.status);
-        let file = dir.join("cluster.toml");
         std::fs::write(&file, report.status.endpoints.to_toml()).unwrap();
-        PrivateCluster {
-            cluster,
-            rt,
-            endpoints: report.status.endpoints,
-            arg: format!("external:{}", file.display()),
-        }
+        private.endpoints = report.status.endpoints;
+        private
     }
 }
 

@@ -25,6 +25,7 @@ mod partition;
 mod pg_failover;
 mod proxy;
 mod secure;
+mod secure_up;
 mod server_truth;
 mod silent;
 mod watchdog;

@@ -82,7 +82,7 @@ fn run(dir: &Path, name: &str, password: &str) -> (Output, std::path::PathBuf) {
 }
 
 /// Every file under `dir` (recursively) that holds `secret`, the history read decompressed.
-fn files_holding(dir: &Path, secret: &str) -> Vec<String> {
+pub(crate) fn files_holding(dir: &Path, secret: &str) -> Vec<String> {
     let mut found = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {

@@ -1,0 +1,86 @@
+//! The secure managed cluster (`lockbench up --secure`, issue 22): a Redis server of a private
+//! secure cluster (its own state directory and network, `lb-sec-`, `10.85.1.0/24`, so the
+//! shared cluster is untouched) takes only mutual TLS and user `lockbench`; the cluster's
+//! endpoints carry those settings (what `lockbench run` on the managed cluster uses), and a run
+//! with them is safe, records TLS, mutual TLS and auth, and leaves the password in no file of
+//! the run directory, nor in the cluster file, the servers' files or the terminal.
+
+use crate::common::{self, PrivateCluster};
+use crate::secure::files_holding;
+use lockbench_registry::redis::system::REDIS;
+use std::process::Command;
+
+#[test]
+fn a_secure_managed_redis_takes_only_tls_and_its_user_and_a_run_connects_with_them() {
+    let dir = common::scratch("secure_up", "run");
+    let cluster = PrivateCluster::up_secure("sec", "10.85.1.0/24", &dir, &[REDIS]);
+    let state = cluster.cluster.state_dir().to_path_buf();
+    assert!(cluster.cluster.is_secure());
+
+    let conn = cluster.endpoints.connection("redis");
+    let tls = conn
+        .tls
+        .as_ref()
+        .expect("the secure cluster's redis group speaks TLS");
+    assert!(tls.mutual() && tls.ca.is_some(), "{conn:?}");
+    assert_eq!(conn.user.as_deref(), Some("lockbench"));
+    let password_file = conn.password_file.clone().expect("a password file");
+    let password = std::fs::read_to_string(&password_file).unwrap();
+    let password = password.trim();
+    assert_eq!(password.len(), 64, "32 random bytes in hex");
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&password_file)
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600, "{}", password_file.display());
+
+    // A plaintext client gets no answer: the client port is the TLS port (`port 0`).
+    let addr = cluster.endpoints.get("redis")[0].clone();
+    let ping = lockbench_core::Exchange {
+        addr: addr.clone(),
+        request: b"*1\r\nPING\r\n".to_vec(),
+        complete: |r| r.ends_with(b"\r\n"),
+    };
+    let plain = cluster.rt.block_on(lockbench_cluster::exchange(&ping));
+    assert!(
+        !plain.as_ref().is_ok_and(|r| r.starts_with(b"+PONG")),
+        "{addr} answered a plaintext PING: {plain:?}"
+    );
+
+    let out_dir = dir.join("out");
+    let out = Command::new(env!("CARGO_BIN_EXE_lockbench"))
+        .args([
+            "run",
+            "quick",
+            "--quiet",
+            "--cluster",
+            &cluster.arg,
+            "--out",
+        ])
+        .arg(&out_dir)
+        .args(["--set", "backends=[\"redis-setnx\"]"])
+        .args(["--set", "duration=2s", "--set", "warmup=0s"])
+        .env("RUST_LOG", "debug")
+        .output()
+        .expect("run lockbench");
+    let said = common::text(&out);
+    assert!(out.status.success(), "{said}");
+    let r = common::results(&out_dir);
+    let redis = &r["connections"]["redis"];
+    for field in ["tls", "mutual_tls", "auth"] {
+        assert_eq!(redis[field], true, "{field}: {r}");
+    }
+    let setnx = common::result_of(&r, "redis-setnx");
+    assert!(setnx["acquisitions"].as_u64().unwrap() > 0, "{setnx}");
+
+    assert!(!said.contains(password), "the terminal shows the password");
+    assert_eq!(files_holding(&out_dir, password), Vec::<String>::new());
+    let cluster_file = std::fs::read_to_string(dir.join("cluster.toml")).unwrap();
+    assert!(!cluster_file.contains(password), "{cluster_file}");
+    // The servers' files (config, log) hold at most its hash.
+    assert_eq!(
+        files_holding(&state.join("cluster"), password),
+        Vec::<String>::new()
+    );
+}

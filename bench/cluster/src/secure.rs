@@ -1,0 +1,189 @@
+//! The secure profile of the managed cluster (`lockbench up --secure`, issue 22): the files it
+//! lives on, and what clients and probes need to reach its servers.
+//!
+//! Why files and no flag in memory: like the topology, security is a property of what runs, and
+//! every later `lockbench` command (a `run`, `status`, a fault restarting a server) must find
+//! it. So `<state>/secure/` holds everything, and its `password` file is the record that the
+//! cluster is secure:
+//!
+//! - `ca.pem`, `server.pem`, `server.key`, `client.pem`, `client.key`: made by
+//!   [`lockbench_certs::Pki`] (directory 0700, keys 0600, the CA's key never written). One
+//!   server certificate names every server address, the bridge's address and 127.0.0.1: a run
+//!   with link faults dials its servers through proxies on the bridge (or loopback), and the
+//!   client verifies the certificate against the address it dialled. `hosts` lists the names
+//!   the certificate carries, so a topology change makes a new set.
+//! - `password`: lockbench's user's password, 32 random bytes in hex, made once per cluster
+//!   (mode 0600). It reaches clients only as a `password_file` in the endpoints, and servers
+//!   only as a hash (Redis's `#<sha256>`), so it is in no log, result, command line or config.
+//!
+//! Which servers honour the profile is each system's ([`System::secured`]); the groups whose
+//! servers all do get the connection settings ([`connection`]) in the cluster's endpoints, so
+//! `lockbench run` connects with TLS and the user without being told.
+
+use crate::topology::Topology;
+use anyhow::Context;
+use lockbench_core::launch::Secure;
+use lockbench_core::{Connection, ServerSpec, Tls};
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+/// The user lockbench's clients log in as.
+pub const USER: &str = "lockbench";
+
+/// `<state>/secure`.
+pub fn dir(state_dir: &Path) -> PathBuf {
+    state_dir.join("secure")
+}
+
+fn password_file(state_dir: &Path) -> PathBuf {
+    dir(state_dir).join("password")
+}
+
+/// `true` when the cluster of `state_dir` is (to be) secure: its password exists.
+pub fn recorded(state_dir: &Path) -> bool {
+    password_file(state_dir).exists()
+}
+
+/// The names the server certificate must carry in `topo`: every server's address, the bridge's
+/// (the link proxies' side), 127.0.0.1.
+fn cert_hosts(topo: &Topology) -> Vec<String> {
+    let mut hosts: Vec<String> = crate::SERVERS
+        .iter()
+        .map(|s| topo.ip(s).to_string())
+        .collect();
+    hosts.extend(topo.net().map(|c| c.bridge_addr().to_string()));
+    hosts.push("127.0.0.1".into());
+    hosts.sort();
+    hosts.dedup();
+    hosts
+}
+
+/// Makes what is missing of the profile for `topo`: the certificates (a new set when the
+/// addresses they must name changed) and the password.
+pub(crate) fn ensure(state_dir: &Path, topo: &Topology) -> anyhow::Result<()> {
+    let dir = dir(state_dir);
+    let hosts = cert_hosts(topo);
+    let hosts_file = dir.join("hosts");
+    let listed = hosts.join("\n");
+    if std::fs::read_to_string(&hosts_file).ok().as_deref() != Some(listed.as_str()) {
+        let pki = lockbench_certs::Pki::in_dir(&dir);
+        for f in [&pki.ca, &pki.client_key] {
+            let _ = std::fs::remove_file(f);
+        }
+    }
+    let names: Vec<&str> = hosts.iter().map(String::as_str).collect();
+    lockbench_certs::Pki::ensure(&dir, &names).map_err(anyhow::Error::msg)?;
+    std::fs::write(&hosts_file, &listed)
+        .with_context(|| format!("cannot write {}", hosts_file.display()))?;
+    let pw = password_file(state_dir);
+    if !pw.exists() {
+        let bytes: [u8; 32] = rand::random();
+        let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&pw)
+            .with_context(|| format!("cannot create {}", pw.display()))?;
+        f.write_all(format!("{hex}\n").as_bytes())?;
+    }
+    Ok(())
+}
+
+/// Forgets the profile (`down`): the next `up` is plain unless asked for `--secure`.
+pub(crate) fn forget(state_dir: &Path) {
+    let _ = std::fs::remove_dir_all(dir(state_dir));
+}
+
+/// What a secure cluster's servers are launched with; `None` when the cluster is plain.
+pub(crate) fn load(state_dir: &Path) -> anyhow::Result<Option<Secure>> {
+    if !recorded(state_dir) {
+        return Ok(None);
+    }
+    let pki = lockbench_certs::Pki::in_dir(&dir(state_dir));
+    let pw = password_file(state_dir);
+    let text =
+        std::fs::read_to_string(&pw).with_context(|| format!("cannot read {}", pw.display()))?;
+    Ok(Some(Secure {
+        ca: pki.ca,
+        cert: pki.server_cert,
+        key: pki.server_key,
+        user: USER.into(),
+        password: text.trim().to_string().into(),
+    }))
+}
+
+/// What health probes of the cluster of `state_dir` need: `None` when it is plain.
+pub(crate) fn probe(state_dir: &Path) -> anyhow::Result<Option<crate::net::SecureProbe>> {
+    let Some(secure) = load(state_dir)? else {
+        return Ok(None);
+    };
+    let pki = lockbench_certs::Pki::in_dir(&dir(state_dir));
+    crate::net::SecureProbe::new(
+        &pki.ca,
+        &pki.client_cert,
+        &pki.client_key,
+        &secure.user,
+        secure.password,
+    )
+    .map(Some)
+}
+
+/// How clients connect to a secure cluster's secured groups: mutual TLS with the project's CA
+/// and client certificate, as [`USER`] with the password file.
+pub fn connection(state_dir: &Path) -> Connection {
+    let pki = lockbench_certs::Pki::in_dir(&dir(state_dir));
+    Connection {
+        tls: Some(Tls {
+            ca: Some(pki.ca),
+            cert: Some(pki.client_cert),
+            key: Some(pki.client_key),
+            server_name: None,
+        }),
+        user: Some(USER.into()),
+        password_file: Some(password_file(state_dir)),
+        ..Connection::default()
+    }
+}
+
+/// `true` when every server of the group `servers` are in honours the secure profile.
+pub(crate) fn group_secured(servers: &[&ServerSpec]) -> bool {
+    !servers.is_empty() && servers.iter().all(|s| s.system.secured(s))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    /// The profile's files: a password only its owner reads, certificates naming the servers'
+    /// addresses, kept across calls; a new topology makes new certificates, not a new password.
+    #[test]
+    fn the_profile_is_private_and_kept() {
+        let state = std::env::temp_dir().join(format!("lb-secure-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&state);
+        assert!(!recorded(&state));
+        ensure(&state, &Topology::Loopback).unwrap();
+        assert!(recorded(&state));
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&password_file(&state)), 0o600);
+        assert_eq!(mode(&dir(&state)), 0o700);
+        let secure = load(&state).unwrap().unwrap();
+        assert_eq!(mode(&secure.key), 0o600);
+        let pw = std::fs::read_to_string(password_file(&state)).unwrap();
+        assert_eq!(pw.trim().len(), 64);
+        let ca = std::fs::read(&secure.ca).unwrap();
+        ensure(&state, &Topology::Loopback).unwrap();
+        assert_eq!(std::fs::read(&secure.ca).unwrap(), ca);
+        let netns = Topology::Netns(crate::NetConfig::default());
+        ensure(&state, &netns).unwrap();
+        assert_ne!(std::fs::read(&secure.ca).unwrap(), ca);
+        assert_eq!(std::fs::read_to_string(password_file(&state)).unwrap(), pw);
+        let hosts = std::fs::read_to_string(dir(&state).join("hosts")).unwrap();
+        assert!(hosts.contains("10.77.0.30") && hosts.contains("10.77.0.1"));
+        forget(&state);
+        assert!(!recorded(&state));
+        let _ = std::fs::remove_dir_all(&state);
+    }
+}
