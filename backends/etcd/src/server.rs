@@ -1,21 +1,34 @@
 //! How an etcd member starts ([`System::launch`](lockbench_core::System::launch)): the command
 //! line (everything is a flag, no config file); and `GET /health`, `GET /version` as plain
 //! HTTP/1.0 exchanges (the probes need no gRPC client).
+//!
+//! On a secure cluster (a site with [`Secure`](lockbench_core::launch::Secure) settings) every
+//! URL is `https`: clients must present a certificate signed by the cluster's CA
+//! (`--client-cert-auth`), and so must the members to each other (`--peer-client-cert-auth`;
+//! the server certificate serves as the peer's client certificate too, as it does for etcd's
+//! own HTTP gateway).
 
 use lockbench_core::launch::{Launch, Site};
 use lockbench_core::{Exchange, ServerSpec};
+use std::net::SocketAddr;
 
 /// The `etcd` command line (etcd ignores the `--initial-*` flags once its data dir exists, so
 /// a restarted member rejoins its own cluster).
 pub(crate) fn launch(spec: &ServerSpec, site: &Site) -> Launch {
     let topo = site.topology;
-    let peer = |s: &ServerSpec| format!("http://{}:{}", topo.ip(s), topo.peer_ports(s)[0]);
-    let listen = |port: u16| format!("http://{}:{port}", site.bind);
+    let scheme = if site.secure.is_some() {
+        "https"
+    } else {
+        "http"
+    };
+    let peer = |s: &ServerSpec| format!("{scheme}://{}:{}", topo.ip(s), topo.peer_ports(s)[0]);
+    let listen = |port: u16| format!("{scheme}://{}:{port}", site.bind);
+    let client = SocketAddr::new(topo.ip(spec), topo.client_port(spec));
     let initial_cluster: Vec<String> = spec
         .members()
         .map(|m| format!("{}={}", m.name, peer(m)))
         .collect();
-    let args = [
+    let mut args: Vec<String> = [
         "--name".into(),
         spec.name.into(),
         "--data-dir".into(),
@@ -23,7 +36,7 @@ pub(crate) fn launch(spec: &ServerSpec, site: &Site) -> Launch {
         "--listen-client-urls".into(),
         listen(topo.client_port(spec)),
         "--advertise-client-urls".into(),
-        topo.endpoint(spec),
+        format!("{scheme}://{client}"),
         "--listen-peer-urls".into(),
         listen(topo.peer_ports(spec)[0]),
         "--initial-advertise-peer-urls".into(),
@@ -38,21 +51,45 @@ pub(crate) fn launch(spec: &ServerSpec, site: &Site) -> Launch {
         "zap".into(),
         "--log-outputs".into(),
         "stderr".into(),
-    ];
+    ]
+    .to_vec();
+    if let Some(secure) = site.secure {
+        let (ca, cert, key) = (&secure.ca, &secure.cert, &secure.key);
+        for (flag, file) in [
+            ("--cert-file", cert),
+            ("--key-file", key),
+            ("--trusted-ca-file", ca),
+            ("--peer-cert-file", cert),
+            ("--peer-key-file", key),
+            ("--peer-trusted-ca-file", ca),
+        ] {
+            args.extend([flag.to_string(), file.display().to_string()]);
+        }
+        args.extend([
+            "--client-cert-auth".into(),
+            "--peer-client-cert-auth".into(),
+        ]);
+    }
     Launch {
         program: "etcd",
-        args: args.to_vec(),
+        args,
         dirs: vec![site.data()],
         remove: Vec::new(),
         files: Vec::new(),
     }
 }
 
+/// `host:port` of a member URL (`http://127.0.0.1:2379`, `https://...`).
+fn host_port(endpoint: &str) -> &str {
+    let hostport = endpoint.strip_prefix("http://");
+    let hostport = hostport.or_else(|| endpoint.strip_prefix("https://"));
+    hostport.unwrap_or(endpoint).trim_end_matches('/')
+}
+
 /// `GET path` over HTTP/1.0 against a base URL like `http://127.0.0.1:2379` (the server
-/// closes the connection after its reply).
+/// closes the connection after its reply; the caller speaks TLS to an `https` one).
 pub(crate) fn get(endpoint: &str, path: &str) -> Exchange {
-    let hostport = endpoint.strip_prefix("http://").unwrap_or(endpoint);
-    let hostport = hostport.trim_end_matches('/');
+    let hostport = host_port(endpoint);
     Exchange {
         addr: hostport.to_string(),
         request: format!("GET {path} HTTP/1.0\r\nHost: {hostport}\r\n\r\n").into_bytes(),
@@ -63,8 +100,7 @@ pub(crate) fn get(endpoint: &str, path: &str) -> Exchange {
 /// `POST /v3/maintenance/status` (the gRPC gateway's JSON form of the Maintenance Status
 /// API): who the member is and whom it follows.
 pub(crate) fn status(endpoint: &str) -> Exchange {
-    let hostport = endpoint.strip_prefix("http://").unwrap_or(endpoint);
-    let hostport = hostport.trim_end_matches('/');
+    let hostport = host_port(endpoint);
     let request = format!(
         "POST /v3/maintenance/status HTTP/1.0\r\nHost: {hostport}\r\nContent-Type: application/json\r\n\
          Content-Length: 2\r\n\r\n{{}}"
@@ -135,5 +171,61 @@ mod tests {
             get.request
                 .starts_with(b"GET /health HTTP/1.0\r\nHost: 127.0.0.1:2379")
         );
+        assert_eq!(
+            super::status("https://10.77.0.21:2379/").addr,
+            "10.77.0.21:2379"
+        );
+    }
+
+    /// A secure site's member: every URL `https`, client and peer TLS with certificates.
+    #[test]
+    fn a_secure_member_speaks_only_tls_with_client_certificates() {
+        use lockbench_core::launch::{Layout, Secure};
+        struct Loop;
+        impl Layout for Loop {
+            fn ip(&self, _: &ServerSpec) -> std::net::IpAddr {
+                [127, 0, 0, 1].into()
+            }
+            fn client_port(&self, s: &ServerSpec) -> u16 {
+                s.client_port
+            }
+            fn peer_ports(&self, s: &ServerSpec) -> Vec<u16> {
+                s.peer_ports.to_vec()
+            }
+        }
+        let secure = Secure {
+            ca: "/s/ca.pem".into(),
+            cert: "/s/server.pem".into(),
+            key: "/s/server.key".into(),
+            user: "lockbench".into(),
+            password: String::new().into(),
+        };
+        let spec = &crate::system::SERVERS[0];
+        let site = Site {
+            topology: &Loop,
+            bind: [127, 0, 0, 1].into(),
+            root: "/s/etcd1".into(),
+            log: None,
+            cluster_token: "t".into(),
+            secure: Some(&secure),
+        };
+        let args = launch(spec, &site).args.join(" ");
+        assert!(!args.contains("http:"), "{args}");
+        for want in [
+            "--listen-client-urls https://127.0.0.1:",
+            "--initial-cluster etcd1=https://",
+            "--cert-file /s/server.pem",
+            "--trusted-ca-file /s/ca.pem",
+            "--peer-key-file /s/server.key",
+            "--client-cert-auth",
+            "--peer-client-cert-auth",
+        ] {
+            assert!(args.contains(want), "{want}: {args}");
+        }
+        let plain = Site {
+            secure: None,
+            ..site
+        };
+        assert!(!launch(spec, &plain).args.join(" ").contains("https"));
     }
 }

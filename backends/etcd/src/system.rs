@@ -27,7 +27,7 @@ const fn member(name: &'static str, id: u8, client: u16, peer: &'static [u16]) -
 }
 
 /// The managed cluster (loopback ports: client, peer).
-const SERVERS: [ServerSpec; 3] = [
+pub(crate) const SERVERS: [ServerSpec; 3] = [
     member("etcd1", 1, 12379, &[12380]),
     member("etcd2", 2, 12381, &[12382]),
     member("etcd3", 3, 12383, &[12384]),
@@ -64,6 +64,16 @@ impl System for Etcd {
 
     fn launch(&self, spec: &ServerSpec, site: &Site) -> Launch {
         server::launch(spec, site)
+    }
+
+    /// Client and peer TLS, both with client certificates (`server.rs`); etcd's own users and
+    /// `auth enable` are not set up yet, so clients are admitted by their certificate alone.
+    fn secured(&self, _spec: &ServerSpec) -> bool {
+        true
+    }
+
+    fn secure_endpoint(&self, addr: SocketAddr) -> String {
+        format!("https://{addr}")
     }
 
     fn needs(&self) -> &'static [&'static str] {

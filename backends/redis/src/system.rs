@@ -174,6 +174,10 @@ impl System for Redis {
         spec.group != FAILOVER
     }
 
+    fn secure_user(&self) -> bool {
+        true
+    }
+
     fn login(&self, endpoint: &str, user: &str, password: &str) -> Option<Exchange> {
         Some(Exchange {
             addr: endpoint.to_string(),

@@ -98,7 +98,14 @@ impl Pki {
             let mut p = CertificateParams::new(sans)?;
             p.distinguished_name.push(DnType::CommonName, name);
             p.key_usages = vec![KeyUsagePurpose::DigitalSignature];
-            p.extended_key_usages = vec![usage];
+            // A server's certificate is its client certificate too where servers connect to each
+            // other (etcd's members; etcd's HTTP gateway to its own gRPC port).
+            p.extended_key_usages = match usage {
+                ExtendedKeyUsagePurpose::ServerAuth => {
+                    vec![usage, ExtendedKeyUsagePurpose::ClientAuth]
+                }
+                _ => vec![usage],
+            };
             let key = KeyPair::generate()?;
             let cert = p.signed_by(&key, &ca_cert, &ca_key)?;
             Ok::<_, rcgen::Error>((cert.pem(), key.serialize_pem()))

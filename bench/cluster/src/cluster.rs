@@ -339,6 +339,7 @@ impl Cluster {
     async fn start(&self, topo: &Topology, spec: &ServerSpec) -> anyhow::Result<u32> {
         let node = self.node(spec.name);
         let secure = secure::load(&self.state_dir)?;
+        let secure = secure.as_ref().filter(|_| secure::honoured(spec));
         std::fs::create_dir_all(&node.root)
             .with_context(|| format!("cannot create {}", node.root.display()))?;
         if let Some(net) = topo.net().cloned().map(Network::new) {
@@ -360,7 +361,7 @@ impl Cluster {
                 tracing::warn!(server = spec.name, pids = ?leftovers, "killing leftovers in its host");
                 crate::hosts::kill_all(&leftovers);
             }
-            let cmd = spec::prepare(spec, topo, &self.state_dir, &node, secure.as_ref())?;
+            let cmd = spec::prepare(spec, topo, &self.state_dir, &node, secure)?;
             let pid = process::spawn(&cmd, &node, Some(&host.netns))
                 .with_context(|| format!("cannot start {}", spec.name))?;
             tracing::info!(server = spec.name, pid, host = host.netns, "started");
@@ -392,7 +393,7 @@ impl Cluster {
                 ),
             }
         }
-        let cmd = spec::prepare(spec, topo, &self.state_dir, &node, secure.as_ref())?;
+        let cmd = spec::prepare(spec, topo, &self.state_dir, &node, secure)?;
         let pid = process::spawn(&cmd, &node, None)
             .with_context(|| format!("cannot start {}", spec.name))?;
         tracing::info!(server = spec.name, pid, "started");
@@ -529,17 +530,22 @@ impl Cluster {
         let all = self.servers();
         let sec = self.secure_probe()?;
         let probes = health::probe_all(&topo, &all, sec.as_ref()).await;
+        let secure_now = sec.is_some();
         let servers = all
             .iter()
             .zip(probes)
             .map(|(spec, probe)| {
                 let node = self.node(spec.name);
                 let pid = process::our_pid(&node);
+                let endpoint = match secure_now && secure::honoured(spec) {
+                    true => spec.system.secure_endpoint(topo.client_addr(spec)),
+                    false => topo.endpoint(spec),
+                };
                 ServerStatus {
                     name: spec.name.to_string(),
                     system: spec.system.name().to_string(),
                     group: spec.group,
-                    endpoint: topo.endpoint(spec),
+                    endpoint,
                     host: topo.netns(spec),
                     addr: topo.ip(spec),
                     pid,
@@ -581,13 +587,24 @@ impl Cluster {
     /// group whose servers all honour it (on a secure cluster).
     fn endpoints_of(&self, topo: &Topology, servers: &[&ServerSpec]) -> lockbench_core::Endpoints {
         let mut endpoints = endpoints_of(topo, servers);
-        if self.is_secure() {
-            for g in lockbench_registry::listed_groups() {
-                let members: Vec<&ServerSpec> =
-                    servers.iter().copied().filter(|s| s.group == g).collect();
-                if secure::group_secured(&members) {
-                    endpoints.set_connection(g.name(), secure::connection(&self.state_dir));
-                }
+        if !self.is_secure() {
+            return endpoints;
+        }
+        for g in lockbench_registry::listed_groups() {
+            let members: Vec<&ServerSpec> =
+                servers.iter().copied().filter(|s| s.group == g).collect();
+            let settings: Vec<_> = members
+                .iter()
+                .map(|s| secure::connection_for(&self.state_dir, s))
+                .collect();
+            if let [Some(first), ..] = settings.as_slice()
+                && settings.iter().all(|c| c.as_ref() == Some(first))
+            {
+                let addrs = members
+                    .iter()
+                    .map(|s| s.system.secure_endpoint(topo.client_addr(s)));
+                endpoints.set(g.name(), addrs.collect());
+                endpoints.set_connection(g.name(), first.clone());
             }
         }
         endpoints

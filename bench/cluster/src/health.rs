@@ -5,8 +5,7 @@
 //! `Mode: leader` or `Mode: follower` (and the ensemble has exactly one leader: a
 //! [`single_leader`](lockbench_core::System::single_leader) system), etcd's `/health` says
 //! `true` (it has a leader and a quorum), Redis answers `PING`, a Sentinel names a primary.
-//! On a secure cluster a secured server ([`System::secured`](lockbench_core::System::secured))
-//! is asked over TLS with the client certificate, logged in as lockbench's user: the way its
+//! On a secure cluster a secured server ([`crate::secure::connection_for`]) is asked over TLS with the client certificate, logged in as lockbench's user: the way its
 //! clients reach it.
 
 use crate::net::{self, SecureProbe};
@@ -19,7 +18,7 @@ use std::time::{Duration, Instant};
 /// read by its [`System::health`](lockbench_core::System::health); no answer is unhealthy.
 pub(crate) async fn probe(topo: &Topology, spec: &ServerSpec, sec: Option<&SecureProbe>) -> Probe {
     let check = spec.system.health_check(&topo.endpoint(spec));
-    let reply = match sec.filter(|_| spec.system.secured(spec)) {
+    let reply = match sec.filter(|_| crate::secure::honoured(spec)) {
         Some(sec) => net::secure_exchange(&check, sec, spec.system).await,
         None => net::exchange(&check).await,
     };

@@ -16,8 +16,8 @@
 //!   (mode 0600). It reaches clients only as a `password_file` in the endpoints, and servers
 //!   only as a hash (Redis's `#<sha256>`), so it is in no log, result, command line or config.
 //!
-//! Which servers honour the profile is each system's ([`System::secured`]); the groups whose
-//! servers all do get the connection settings ([`connection`]) in the cluster's endpoints, so
+//! Which servers honour the profile is each system's and its client's ([`connection_for`]); the
+//! groups whose servers all do get those connection settings in the cluster's endpoints, so
 //! `lockbench run` connects with TLS and the user without being told.
 
 use crate::topology::Topology;
@@ -147,9 +147,29 @@ pub fn connection(state_dir: &Path) -> Connection {
     }
 }
 
-/// `true` when every server of the group `servers` are in honours the secure profile.
-pub(crate) fn group_secured(servers: &[&ServerSpec]) -> bool {
-    !servers.is_empty() && servers.iter().all(|s| s.system.secured(s))
+/// The settings clients of `spec`'s group use on the secure cluster of `state_dir`: mutual TLS,
+/// and the user where the system admits only it ([`System::secure_user`](lockbench_core::System::secure_user)); `None` when `spec`
+/// stays plain on a secure cluster. A server is secured when its system can launch it so
+/// ([`System::secured`](lockbench_core::System::secured)) *and* lockbench's client for it takes these settings (its
+/// [`System::check_connection`](lockbench_core::System::check_connection) accepts them): a secured server its own backends could not
+/// reach would only fail their runs. So the profile grows by itself as clients learn TLS.
+pub fn connection_for(state_dir: &Path, spec: &ServerSpec) -> Option<Connection> {
+    if !spec.system.secured(spec) {
+        return None;
+    }
+    let mut c = connection(state_dir);
+    if !spec.system.secure_user() {
+        c.user = None;
+        c.password_file = None;
+    }
+    let group = spec.group.list();
+    spec.system.check_connection(group, &c).ok().map(|()| c)
+}
+
+/// `true` when `spec` is secured on a secure cluster ([`connection_for`]; the settings' shape
+/// does not depend on the state directory).
+pub(crate) fn honoured(spec: &ServerSpec) -> bool {
+    connection_for(Path::new("/"), spec).is_some()
 }
 
 #[cfg(test)]
@@ -185,5 +205,30 @@ mod tests {
         forget(&state);
         assert!(!recorded(&state));
         let _ = std::fs::remove_dir_all(&state);
+    }
+
+    /// Redis and Redlock are secured with the user; the failover pair and the Sentinels stay
+    /// plain; etcd is secured (certificates only, no user yet) exactly when its client takes
+    /// TLS.
+    #[test]
+    fn which_servers_the_profile_secures() {
+        let state = Path::new("/state");
+        let of = |name: &str| connection_for(state, crate::by_name(name).unwrap());
+        for name in ["redis", "redlock3"] {
+            let c = of(name).unwrap();
+            assert!(c.tls.as_ref().is_some_and(|t| t.mutual()), "{name}");
+            assert_eq!(c.user.as_deref(), Some(USER));
+            assert_eq!(c.password_file, Some(state.join("secure/password")));
+        }
+        for name in ["fo1", "sen2", "zk1"] {
+            assert_eq!(of(name), None, "{name}");
+        }
+        let etcd1 = crate::by_name("etcd1").unwrap();
+        let tls_only = Connection {
+            tls: connection(state).tls,
+            ..Connection::default()
+        };
+        let client_takes_tls = etcd1.system.check_connection("etcd", &tls_only).is_ok();
+        assert_eq!(of("etcd1"), client_takes_tls.then_some(tls_only));
     }
 }

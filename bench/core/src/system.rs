@@ -245,6 +245,20 @@ pub trait System: Send + Sync + 'static {
         false
     }
 
+    /// `true` when a [`secured`](Self::secured) server admits only lockbench's user from its
+    /// launch on (Redis: the ACL user is in its config), so clients log in as it; `false` when
+    /// clients are admitted by their certificate alone (etcd: its own users are not set up
+    /// yet).
+    fn secure_user(&self) -> bool {
+        false
+    }
+
+    /// The address clients write for a [`secured`](Self::secured) server listening on `addr`
+    /// (etcd: an `https` URL); [`endpoint`](Self::endpoint) by default.
+    fn secure_endpoint(&self, addr: SocketAddr) -> String {
+        self.endpoint(addr)
+    }
+
     /// On a secure cluster, what a probe sends first on its connection to log in as `user`
     /// (Redis: `AUTH user password`), before the health check; `None` when the system's
     /// health check needs no login. The request holds the password: it is sent, never logged.

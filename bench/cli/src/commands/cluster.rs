@@ -58,20 +58,28 @@ pub async fn status(state_dir: PathBuf, json: bool) -> anyhow::Result<ExitCode> 
 
 /// What a user needs to connect to the secure cluster by hand: the files, never the password.
 fn print_secure(status: &lockbench_cluster::ClusterStatus, state_dir: &std::path::Path) {
-    let groups: Vec<&str> = status
-        .endpoints
-        .connections()
-        .filter(|(_, c)| !c.is_plain())
-        .map(|(g, _)| g)
-        .collect();
+    let groups = |with_user: bool| {
+        let all = status.endpoints.connections();
+        let secured = all.filter(|(_, c)| !c.is_plain() && c.user.is_some() == with_user);
+        secured.map(|(g, _)| g).collect::<Vec<_>>().join(", ")
+    };
+    let (users, certs) = (groups(true), groups(false));
     eprintln!(
-        "lockbench: secure: {} speak mutual TLS and admit user {} only; CA, client \
-         certificate and key in {}, the password in its file `password` (mode 0600); \
-         `lockbench run` connects this way by itself, `lockbench status --json` shows the \
-         settings; the other groups are plaintext (docs/secure-clusters.md)",
-        groups.join(", "),
-        lockbench_cluster::secure::USER,
-        lockbench_cluster::secure::dir(state_dir).display(),
+        "lockbench: secure: mutual TLS (CA, client certificate and key in {dir}){with_user}{cert}; \
+         `lockbench run` connects this way by itself (`lockbench status --json` shows the \
+         settings); every other group is plaintext (docs/secure-clusters.md)",
+        dir = lockbench_cluster::secure::dir(state_dir).display(),
+        with_user = match users.is_empty() {
+            true => String::new(),
+            false => format!(
+                "; {users}: only user {} (password in the file `password`, mode 0600)",
+                lockbench_cluster::secure::USER
+            ),
+        },
+        cert = match certs.is_empty() {
+            true => String::new(),
+            false => format!("; {certs}: any client with a certificate of the CA"),
+        },
     );
 }
 
