@@ -124,6 +124,11 @@ pub enum Command {
     /// create proxies and add `latency` and `timeout` toxics (the proxy container of compose
     /// mode). Runs until SIGTERM or SIGINT.
     Proxy(crate::commands::proxy::ProxyArgs),
+    /// Write Kubernetes manifests for a run's remote workers: a Secret with a fresh run secret
+    /// and an Indexed Job of N `lockbench worker --coordinator` pods (`workers.yaml`, and
+    /// `worker-secret.env` for the coordinator; both mode 0600), then print what to run with
+    /// kubectl and on the coordinator. The secret is never printed (docs/remote-workers.md).
+    K8sManifests(crate::commands::k8s_manifests::K8sManifestsArgs),
 }
 
 /// Arguments of `lockbench sweep` (flags override the scenario's `[sweep]` table).

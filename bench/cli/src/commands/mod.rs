@@ -3,6 +3,7 @@
 mod analyse;
 mod cluster;
 mod compare;
+pub mod k8s_manifests;
 pub mod proxy;
 mod report;
 mod run;
@@ -39,6 +40,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Sweep(args) => sweep::run(args, state_dir).await,
         Command::Scale(args) => scale::run(args, state_dir).await,
         Command::Proxy(args) => proxy::run(args).await,
+        Command::K8sManifests(args) => k8s_manifests::run(args),
     }
 }
 

@@ -19,6 +19,7 @@ mod counters;
 mod dial;
 mod failover;
 mod generator;
+mod k8s_manifests;
 mod logging;
 mod loss;
 mod partition;
