@@ -12,6 +12,7 @@
 
 pub mod election;
 pub mod fanout;
+pub mod secure;
 
 use lockbench_core::{Backend, ClientId, ErrorKind, KeyId, LockClient, Outcome};
 use std::sync::Arc;
@@ -192,4 +193,39 @@ pub async fn release_after_expiry_reports_lock_lost<B: Backend>(backend: &B, exp
         other => panic!("{name}: release after expiry: expected fail lock-lost, got {other:?}"),
     }
     client.close().await;
+}
+
+/// The server-side observer ([`Backend::observe_server`]) names client 5 as key 2's holder
+/// within 5 s of its acquire (over whatever connection settings `backend` has: the TLS tests
+/// run it through TLS and a least-privileged user).
+pub async fn observer_names_the_holder<B: Backend>(backend: &B) {
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = {
+        let seen = seen.clone();
+        lockbench_core::ServerSink::new(move |o| seen.lock().unwrap().push(o))
+    };
+    let observer = backend.observe_server(lockbench_core::RunClock::start(), 4, sink);
+    tokio::pin!(observer);
+    let named = tokio::select! {
+        ended = &mut observer => panic!("the observer ended: {ended:?}"),
+        named = async {
+            let mut c = backend.connect(ClientId(5)).await.unwrap();
+            let Outcome::Ok(g) = c.acquire(KeyId(2)).await else {
+                panic!("acquire of key 2 by client 5")
+            };
+            let deadline = Instant::now() + Duration::from_secs(5);
+            let named = loop {
+                let hit = seen.lock().unwrap().iter()
+                    .any(|o| o.key == KeyId(2) && o.holder == Some(ClientId(5)));
+                if hit || Instant::now() > deadline {
+                    break hit;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            };
+            assert!(c.release(g).await.is_ok());
+            c.close().await;
+            named
+        } => named,
+    };
+    assert!(named, "the observer never named client 5 as key 2's holder");
 }

@@ -32,7 +32,7 @@ const LEASE_CHECK: Duration = Duration::from_millis(20);
 /// What both etcd election recipes share: members, lease TTL, the election's key prefix.
 #[derive(Clone, Debug)]
 pub(crate) struct EtcdElectionConfig {
-    pub(crate) endpoints: Vec<String>,
+    pub(crate) access: crate::access::Access,
     pub(crate) ttl_secs: i64,
     /// `{prefix}/election/{name}` (no trailing slash).
     pub(crate) base: String,
@@ -58,7 +58,7 @@ impl EtcdElectionConfig {
         let ttl = knobs.lease_ttl;
         let ttl_secs = (ttl.as_secs() + u64::from(ttl.subsec_nanos() > 0)).max(1) as i64;
         Ok(EtcdElectionConfig {
-            endpoints: endpoints.get(crate::GROUP).to_vec(),
+            access: crate::access::Access::new(endpoints)?,
             ttl_secs,
             base: format!("{}/election/{name}", knobs.prefix.trim_end_matches('/')),
         })
@@ -77,7 +77,7 @@ impl EtcdCandidateBase {
         id: ClientId,
     ) -> Result<Self, BackendError> {
         Ok(EtcdCandidateBase {
-            session: Session::open(&config.endpoints, config.ttl_secs, None).await?,
+            session: Session::open(&config.access, config.ttl_secs, None).await?,
             id,
         })
     }

@@ -38,6 +38,16 @@
 //! over members, keep-alives left out there too, each member with its process start time so
 //! that a restarted member's counters are not taken for a count (module `metrics`).
 //!
+//! # TLS and users (issue 22)
+//!
+//! The cluster file's `[etcd]` settings (`tls`, `user`, a password source) reach every client,
+//! the observer and `/metrics` through one `Access` (module `access`): etcd-client's rustls TLS
+//! and `with_user`, and for `/metrics` lockbench's own HTTPS request with the same trust and
+//! client certificate. A connect that fails, or has not succeeded in 0.5 s, has the members
+//! probed (module `diagnose`), so a wrong CA, certificate, port or password fails in
+//! milliseconds naming the member, the setting and the fix. [`secure`] states and creates the
+//! least-privilege role and checks it before a run.
+//!
 //! # Leader election
 //!
 //! For the failover workload: **`etcd-election`** ([`election`]) is etcd's server-side
@@ -46,9 +56,12 @@
 //! session and lease as the locks.
 #![deny(missing_docs)]
 
+mod access;
 mod client;
+mod diagnose;
 pub mod election;
 mod errors;
+mod http;
 mod knobs;
 pub mod lease_election;
 pub mod lockapi;
@@ -57,6 +70,7 @@ pub mod mutex;
 mod observe;
 pub mod prefix_watch;
 pub mod recipes;
+pub mod secure;
 mod server;
 pub mod session;
 pub mod synced;
@@ -73,6 +87,7 @@ pub use lease_election::EtcdLeaseElection;
 pub use recipes::{ETCD_HERD, ETCD_LEASE, ETCD_LOCKAPI};
 pub use wait::WatchStart;
 
+use access::Access;
 use client::Recipe;
 use lockbench_core::traits::BackendError;
 use lockbench_core::{
@@ -89,7 +104,8 @@ use wait::DeletionWaiter;
 #[derive(Clone, Debug)]
 pub struct EtcdBackend {
     kind: BackendKind,
-    endpoints: Vec<String>,
+    /// The members and how to connect to them (TLS, user; never the password).
+    access: Access,
     ttl_secs: i64,
     prefix: String,
     keys: u32,
@@ -128,7 +144,7 @@ impl EtcdBackend {
         let ttl_secs = (ttl.as_secs() + u64::from(ttl.subsec_nanos() > 0)).max(1) as i64;
         Ok(EtcdBackend {
             kind,
-            endpoints: endpoints.get(GROUP).to_vec(),
+            access: Access::new(endpoints)?,
             ttl_secs,
             prefix: knobs.prefix.trim_end_matches('/').to_string(),
             keys,
@@ -200,7 +216,7 @@ impl Backend for EtcdBackend {
     }
 
     async fn connect(&self, client: ClientId) -> Result<EtcdClient, BackendError> {
-        let session = Session::open(&self.endpoints, self.ttl_secs, Some(client)).await?;
+        let session = Session::open(&self.access, self.ttl_secs, Some(client)).await?;
         let recipe = match self.kind {
             ETCD_LEASE => Recipe::Lease {
                 keys: (0..self.keys)
@@ -222,13 +238,20 @@ impl Backend for EtcdBackend {
         Ok(EtcdClient {
             session,
             recipe,
-            requests: 1, // the lease grant
+            // The lease grant, and with a user its authentication.
+            requests: 1 + u64::from(self.access.user().is_some()),
             tally: self.tally.clone(),
         })
     }
 
+    /// The clients' user may read and write under the prefix (`secure::check_permissions`;
+    /// a connect's wrong TLS setting or password fails here first, as a connect would).
+    async fn check_servers(&self) -> Result<(), BackendError> {
+        secure::check_permissions(&self.access, &self.prefix).await
+    }
+
     async fn server_counters(&self) -> Result<ServerCounters, String> {
-        metrics::received_messages(&self.endpoints).await
+        metrics::received_messages(&self.access).await
     }
 
     async fn observe_server(
@@ -243,7 +266,7 @@ impl Backend for EtcdBackend {
             _ => ("lockapi", false),
         };
         let dir = format!("{}/{recipe}/", self.prefix);
-        observe::observe(self.endpoints.clone(), dir, keys, tokens, clock, sink).await
+        observe::observe(self.access.clone(), dir, keys, tokens, clock, sink).await
     }
 
     fn wakeups(&self) -> Option<Wakeups> {
@@ -257,7 +280,7 @@ impl Backend for EtcdBackend {
         if self.wakeups().is_none() {
             return Ok(None);
         }
-        let [events, watchers] = metrics::sums(&self.endpoints, metrics::FANOUT).await?;
+        let [events, watchers] = metrics::sums(&self.access, metrics::FANOUT).await?;
         Ok(Some(ServerFanout {
             source: metrics::FANOUT_SOURCE.to_string(),
             notifications: events,

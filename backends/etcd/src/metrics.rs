@@ -11,13 +11,14 @@
 //! recipe sent. It is still above lockbench's count by any other client's traffic, and it does
 //! not see the requests the server-side Lock API makes through its in-process client.
 //!
-//! `/metrics` is served on the client URL over plain HTTP; one HTTP/1.0 request per member
-//! over a `TcpStream` is all it takes, so no HTTP client dependency.
+//! `/metrics` is served on the client URL, over TLS when the members speak it (with the
+//! group's CA and client certificate: a member started with `--client-cert-auth` asks for one
+//! on every HTTP request too); one HTTP/1.0 request per member is all it takes
+//! ([`crate::http`]), so no HTTP client dependency. It needs no etcd user or permission.
 
+use crate::access::Access;
 use lockbench_core::{Incarnation, ServerCount, ServerCounters};
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
 /// The metric summed.
 pub(crate) const METRIC: &str = "grpc_server_msg_received_total";
@@ -42,12 +43,12 @@ pub(crate) const FANOUT_SOURCE: &str = "etcd /metrics: etcd_debugging_mvcc_event
 /// The process metric that says when a member started: its counters start from zero then.
 const STARTED: &str = "process_start_time_seconds";
 
-/// [`METRIC`] of every member URL (`http://host:port`), each with its process start time as its
-/// incarnation, and their sum.
-pub(crate) async fn received_messages(endpoints: &[String]) -> Result<ServerCounters, String> {
-    let mut servers = Vec::with_capacity(endpoints.len());
-    for (i, url) in endpoints.iter().enumerate() {
-        let body = metrics(url).await?;
+/// [`METRIC`] of every member, each with its process start time as its incarnation, and
+/// their sum.
+pub(crate) async fn received_messages(access: &Access) -> Result<ServerCounters, String> {
+    let mut servers = Vec::with_capacity(access.urls.len());
+    for (i, url) in access.urls.iter().enumerate() {
+        let body = metrics(access, url).await?;
         servers.push(ServerCount {
             server: format!("etcd{} ({url})", i + 1),
             requests: sum_metric_but(&body, METRIC, Some(KEEP_ALIVE))
@@ -62,22 +63,26 @@ pub(crate) async fn received_messages(endpoints: &[String]) -> Result<ServerCoun
     })
 }
 
-/// One member's `/metrics` text.
-async fn metrics(url: &str) -> Result<String, String> {
-    match tokio::time::timeout(TIMEOUT, fetch(url)).await {
-        Ok(r) => r,
-        Err(_) => Err(format!("{url}/metrics: no answer in {TIMEOUT:?}")),
+/// One member's `/metrics` text. A failure that a wrong setting explains says which
+/// ([`crate::diagnose`]).
+async fn metrics(access: &Access, url: &str) -> Result<String, String> {
+    match crate::http::get(access, url, "/metrics", TIMEOUT).await {
+        Ok(response) => body(url, &response),
+        Err(e) => Err(match crate::diagnose::probe(access, url).await {
+            Some(why) => format!("{url}/metrics: {why}"),
+            None => format!("{url}/metrics: {e}"),
+        }),
     }
 }
 
 /// Sums each of `metrics` over every member URL, one `/metrics` read per member.
 pub(crate) async fn sums<const N: usize>(
-    endpoints: &[String],
+    access: &Access,
     metrics: [&str; N],
 ) -> Result<[u64; N], String> {
     let mut totals = [0u64; N];
-    for url in endpoints {
-        let body = self::metrics(url).await?;
+    for url in &access.urls {
+        let body = self::metrics(access, url).await?;
         for (total, metric) in totals.iter_mut().zip(metrics) {
             *total += sum_metric(&body, metric)
                 .ok_or_else(|| format!("{url}/metrics has no {metric}"))?;
@@ -86,25 +91,9 @@ pub(crate) async fn sums<const N: usize>(
     Ok(totals)
 }
 
-async fn fetch(url: &str) -> Result<String, String> {
-    let authority = url
-        .strip_prefix("http://")
-        .ok_or_else(|| format!("{url}: only http:// member URLs are supported for /metrics"))?
-        .trim_end_matches('/');
-    let mut stream = TcpStream::connect(authority)
-        .await
-        .map_err(|e| format!("{url}/metrics: {e}"))?;
-    let request = format!("GET /metrics HTTP/1.0\r\nHost: {authority}\r\n\r\n");
-    stream
-        .write_all(request.as_bytes())
-        .await
-        .map_err(|e| format!("{url}/metrics: {e}"))?;
-    let mut response = Vec::new();
-    stream
-        .read_to_end(&mut response)
-        .await
-        .map_err(|e| format!("{url}/metrics: {e}"))?;
-    let text = String::from_utf8_lossy(&response);
+/// The body of a `200` answer.
+fn body(url: &str, response: &[u8]) -> Result<String, String> {
+    let text = String::from_utf8_lossy(response);
     match text.split_once("\r\n\r\n") {
         Some((head, body)) if head.starts_with("HTTP/1.") && head.contains(" 200") => {
             Ok(body.to_string())

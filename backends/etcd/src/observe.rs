@@ -15,9 +15,10 @@
 //! their lease id with their client id in its low 32 bits (`session::lease_id`). For
 //! etcd-lease and etcd-herd the lowest create revision is also the holder's token.
 
+use crate::access::Access;
 use crate::errors::timed;
 use crate::session::owner_of;
-use etcd_client::{Client, ConnectOptions, EventType, GetOptions, WatchOptions};
+use etcd_client::{Client, EventType, GetOptions, WatchOptions};
 use lockbench_core::{ClientId, FencingToken, HolderRecorder, RunClock, ServerSink};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -30,7 +31,7 @@ const SILENCE: Duration = Duration::from_millis(1500);
 /// Watches `{dir}k{key}/` for keys `0..keys` until dropped. `tokens`: the lowest create
 /// revision is the recipe's fencing token (etcd-lease, etcd-herd).
 pub(crate) async fn observe(
-    endpoints: Vec<String>,
+    access: Access,
     dir: String,
     keys: u32,
     tokens: bool,
@@ -44,7 +45,7 @@ pub(crate) async fn observe(
         recorder: HolderRecorder::new(keys, clock, sink),
     };
     loop {
-        if let Err(e) = view.follow(&endpoints).await {
+        if let Err(e) = view.follow(&access).await {
             tracing::warn!(error = %e, "etcd observer: lost its view; reconnecting");
         }
         view.recorder.blind_all();
@@ -63,11 +64,13 @@ struct View {
 
 impl View {
     /// One connection's life: list, watch, follow until the stream fails.
-    async fn follow(&mut self, endpoints: &[String]) -> Result<(), String> {
-        let options = ConnectOptions::new()
+    async fn follow(&mut self, access: &Access) -> Result<(), String> {
+        let options = access
+            .options()
+            .map_err(|e| e.to_string())?
             .with_connect_timeout(Duration::from_secs(2))
             .with_require_leader(true);
-        let mut client = timed(Client::connect(endpoints, Some(options)))
+        let mut client = timed(Client::connect(&access.urls, Some(options)))
             .await
             .map_err(|e| format!("connect: {:?}", e.kind))?;
         self.recorder.sent(1);

@@ -15,8 +15,10 @@
 //! nothing can give up by its own clock when the TTL has passed (`Session::lease_deadline`),
 //! as Go's client does.
 
+use crate::access::Access;
+use crate::diagnose;
 use crate::errors::{CallError, REQUEST_TIMEOUT, classify, timed};
-use etcd_client::{Client, ConnectOptions, LeaseGrantOptions, LeaseKeepAliveStream, LeaseKeeper};
+use etcd_client::{Client, LeaseGrantOptions, LeaseKeepAliveStream, LeaseKeeper};
 use lockbench_core::ClientId;
 use lockbench_core::traits::BackendError;
 use std::collections::VecDeque;
@@ -53,6 +55,13 @@ pub fn owner_of(lease: i64) -> ClientId {
     ClientId(lease as u64 as u32)
 }
 
+/// How opening a session failed: with the members' own explanation (or after a wait during
+/// which they were probed already), or not (then the members are probed for a wrong setting).
+enum Failed {
+    Explained(BackendError),
+    Other(BackendError),
+}
+
 /// One extra keep-alive asked for by `renew`: answered with the lease's remaining TTL, or
 /// `None` when the stream failed before the answer came.
 type RenewReply = oneshot::Sender<Option<i64>>;
@@ -73,21 +82,67 @@ pub(crate) struct Session {
 }
 
 impl Session {
-    /// Connects to `endpoints`, grants a lease of `ttl_secs` and starts the keep-alive task.
-    /// Two requests are sent (grant, keep-alive stream open); the caller counts the grant.
+    /// Connects to the members of `access`, grants a lease of `ttl_secs` and starts the
+    /// keep-alive task. Two requests are sent (grant, keep-alive stream open), three with a
+    /// user (its `Authenticate` first); the caller counts the grant and the authentication.
     /// With `owner`, the lease id is chosen here: [`lease_id`] of that client, so its lock
     /// entries (`{dir}{lease id hex}`) name it to the server-side observer; otherwise the
-    /// server picks the id.
+    /// server picks the id. A connect that has not succeeded within
+    /// [`diagnose::PROBE_AFTER`] has the members probed, and fails at once, naming the member,
+    /// the setting and the fix, when a probe finds a setting wrong (TLS, certificates).
     pub(crate) async fn open(
-        endpoints: &[String],
+        access: &Access,
         ttl_secs: i64,
         owner: Option<ClientId>,
     ) -> Result<Session, BackendError> {
-        let unreachable = |reason: String| BackendError::Unreachable {
-            endpoint: endpoints.join(","),
-            reason,
+        let diagnosis = async {
+            tokio::time::sleep(diagnose::PROBE_AFTER).await;
+            diagnose::misconfigured(access).await
         };
-        let options = ConnectOptions::new().with_connect_timeout(CONNECT_TIMEOUT);
+        let failed = tokio::select! {
+            opened = Self::open_unprobed(access, ttl_secs, owner) => match opened {
+                Ok(session) => return Ok(session),
+                Err(failed) => failed,
+            },
+            Some((endpoint, reason)) = diagnosis => {
+                return Err(BackendError::Unreachable { endpoint, reason });
+            }
+        };
+        // A failure the members' own answer explains (a password, a missing user) is said as
+        // it is; any other (a closed connection, a handshake error in tonic's words) is probed.
+        match failed {
+            Failed::Explained(e) => Err(e),
+            Failed::Other(e) => match diagnose::misconfigured(access).await {
+                Some((endpoint, reason)) => Err(BackendError::Unreachable { endpoint, reason }),
+                None => Err(e),
+            },
+        }
+    }
+
+    async fn open_unprobed(
+        access: &Access,
+        ttl_secs: i64,
+        owner: Option<ClientId>,
+    ) -> Result<Session, Failed> {
+        let endpoints = &access.urls;
+        let unreachable = |reason: String| {
+            Failed::Other(BackendError::Unreachable {
+                endpoint: endpoints.join(","),
+                reason,
+            })
+        };
+        let explain = |step: &str, e: &etcd_client::Error| match diagnose::explain_status(e, access)
+        {
+            Some(reason) => Failed::Explained(BackendError::Unreachable {
+                endpoint: endpoints.join(","),
+                reason,
+            }),
+            None => unreachable(format!("{step}: {e}")),
+        };
+        let options = access
+            .options()
+            .map_err(Failed::Explained)?
+            .with_connect_timeout(CONNECT_TIMEOUT);
         let deadline = tokio::time::Instant::now() + FIRST_REQUEST_TIMEOUT;
         let mut client = match tokio::time::timeout_at(
             deadline,
@@ -96,27 +151,33 @@ impl Session {
         .await
         {
             Ok(Ok(c)) => c,
-            Ok(Err(e)) => return Err(unreachable(format!("connect: {e}"))),
+            Ok(Err(e)) => return Err(explain("connect", &e)),
+            // The members were probed while this waited: no need to again.
             Err(_) => {
-                return Err(unreachable(format!(
-                    "connect: no HTTP/2 connection within {FIRST_REQUEST_TIMEOUT:?}"
-                )));
+                return Err(Failed::Explained(BackendError::Unreachable {
+                    endpoint: endpoints.join(","),
+                    reason: format!(
+                        "connect: no HTTP/2 connection within {FIRST_REQUEST_TIMEOUT:?}"
+                    ),
+                }));
             }
         };
         let options = owner.map(|c| LeaseGrantOptions::new().with_id(lease_id(c)));
-        let lease = match tokio::time::timeout_at(deadline, client.lease_grant(ttl_secs, options))
-            .await
-        {
-            Ok(Ok(r)) => r.id(),
-            Ok(Err(e)) => return Err(unreachable(format!("lease grant: {e}"))),
-            Err(_) => {
-                return Err(unreachable(format!(
-                    "the first request (lease grant) went unanswered: no member answered within \
-                     {FIRST_REQUEST_TIMEOUT:?} of connecting (unreachable, or accepting \
-                     connections without answering)"
-                )));
-            }
-        };
+        let lease =
+            match tokio::time::timeout_at(deadline, client.lease_grant(ttl_secs, options)).await {
+                Ok(Ok(r)) => r.id(),
+                Ok(Err(e)) => return Err(explain("lease grant", &e)),
+                Err(_) => {
+                    return Err(Failed::Explained(BackendError::Unreachable {
+                        endpoint: endpoints.join(","),
+                        reason: format!(
+                            "the first request (lease grant) went unanswered: no member answered \
+                         within {FIRST_REQUEST_TIMEOUT:?} of connecting (unreachable, or \
+                         accepting connections without answering)"
+                        ),
+                    }));
+                }
+            };
         let stream = match timed(client.lease_keep_alive(lease)).await {
             Ok(s) => s,
             Err(e) => {

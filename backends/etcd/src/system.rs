@@ -42,6 +42,28 @@ impl System for Etcd {
         "etcd"
     }
 
+    /// TLS (a CA, a client certificate, the name to verify) and a user with a password
+    /// (issue 22; `crate::access`). A password alone is refused: etcd authenticates a user.
+    fn check_connection(
+        &self,
+        group: &str,
+        connection: &lockbench_core::Connection,
+    ) -> Result<(), String> {
+        connection.refuse(
+            group,
+            "etcd",
+            &["tls", "user", "password_env", "password_file"],
+        )?;
+        if connection.has_password() && connection.user.is_none() {
+            return Err(format!(
+                "{group}: a password needs `user` (etcd authenticates a user by name and \
+                 password; with mutual TLS and no user, the client certificate's common name \
+                 is the user)"
+            ));
+        }
+        Ok(())
+    }
+
     fn servers(&self) -> &'static [ServerSpec] {
         &SERVERS
     }

@@ -38,6 +38,15 @@ pub struct Pki {
     pub client_key: PathBuf,
 }
 
+/// A client certificate and its key (PEM).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClientCert {
+    /// The certificate.
+    pub cert: PathBuf,
+    /// Its private key (mode 0600).
+    pub key: PathBuf,
+}
+
 impl Pki {
     /// Where the files are (or go) in `dir`.
     pub fn in_dir(dir: &Path) -> Pki {
@@ -48,6 +57,33 @@ impl Pki {
             client_cert: dir.join("client.pem"),
             client_key: dir.join("client.key"),
         }
+    }
+
+    /// [`Pki::ensure`], plus a client certificate of the same CA that expired long ago
+    /// (`client-expired.pem`, `.key`): what a test of a refused client certificate presents.
+    /// All the files are made together (the CA's key is never kept), again when one is
+    /// missing.
+    pub fn ensure_with_expired_client(
+        dir: &Path,
+        hosts: &[&str],
+    ) -> Result<(Pki, ClientCert), String> {
+        let pki = Pki::in_dir(dir);
+        let expired = ClientCert {
+            cert: dir.join("client-expired.pem"),
+            key: dir.join("client-expired.key"),
+        };
+        if pki.all().iter().all(|p| p.exists()) && expired.cert.exists() && expired.key.exists() {
+            return Ok((pki, expired));
+        }
+        let _ = std::fs::remove_file(&pki.ca);
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        pki.make(hosts, Some(&expired))
+            .map_err(|e| format!("cannot make the certificates in {}: {e}", dir.display()))?;
+        Ok((pki, expired))
     }
 
     fn all(&self) -> [&Path; 5] {
@@ -72,12 +108,16 @@ impl Pki {
             .mode(0o700)
             .create(dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        pki.make(hosts)
+        pki.make(hosts, None)
             .map_err(|e| format!("cannot make the certificates in {}: {e}", dir.display()))?;
         Ok(pki)
     }
 
-    fn make(&self, hosts: &[&str]) -> Result<(), Box<dyn std::error::Error>> {
+    fn make(
+        &self,
+        hosts: &[&str],
+        expired: Option<&ClientCert>,
+    ) -> Result<(), Box<dyn std::error::Error>> {
         let mut ca = CertificateParams::new(Vec::<String>::new())?;
         // A name of its own: two of these CAs are two issuers, as two real CAs are (a client
         // given the other one's file then reads "unknown issuer", not a bad signature).
@@ -94,8 +134,15 @@ impl Pki {
         let ca_key = KeyPair::generate()?;
         let ca_cert = ca.self_signed(&ca_key)?;
 
-        let leaf = |name: &str, sans: Vec<String>, usage: ExtendedKeyUsagePurpose| {
+        let leaf_valid = |name: &str,
+                          sans: Vec<String>,
+                          usage: ExtendedKeyUsagePurpose,
+                          valid: Option<(i32, i32)>| {
             let mut p = CertificateParams::new(sans)?;
+            if let Some((from, to)) = valid {
+                p.not_before = rcgen::date_time_ymd(from, 1, 1);
+                p.not_after = rcgen::date_time_ymd(to, 1, 1);
+            }
             p.distinguished_name.push(DnType::CommonName, name);
             p.key_usages = vec![KeyUsagePurpose::DigitalSignature];
             // A server's certificate is its client certificate too where servers connect to each
@@ -110,6 +157,9 @@ impl Pki {
             let cert = p.signed_by(&key, &ca_cert, &ca_key)?;
             Ok::<_, rcgen::Error>((cert.pem(), key.serialize_pem()))
         };
+        let leaf = |name: &str, sans: Vec<String>, usage: ExtendedKeyUsagePurpose| {
+            leaf_valid(name, sans, usage, None)
+        };
         let mut names: Vec<String> = hosts.iter().map(|h| h.to_string()).collect();
         names.push("localhost".into());
         names.dedup();
@@ -123,6 +173,16 @@ impl Pki {
             vec!["lockbench".into()],
             ExtendedKeyUsagePurpose::ClientAuth,
         )?;
+        if let Some(expired) = expired {
+            let (cert, key) = leaf_valid(
+                "lockbench",
+                vec!["lockbench".into()],
+                ExtendedKeyUsagePurpose::ClientAuth,
+                Some((2000, 2001)),
+            )?;
+            write(&expired.key, &key, 0o600)?;
+            write(&expired.cert, &cert, 0o644)?;
+        }
         write(&self.server_key, &server_key, 0o600)?;
         write(&self.client_key, &client_key, 0o600)?;
         write(&self.server_cert, &server, 0o644)?;

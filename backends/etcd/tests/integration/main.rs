@@ -4,6 +4,7 @@
 
 mod etcd;
 mod herd;
+mod secure;
 mod synced_watch;
 
 use lockbench_core::Endpoints;

@@ -11,19 +11,15 @@
 
 use lockbench_certs::Pki;
 use lockbench_conformance as conformance;
-use lockbench_core::{
-    Backend, ClientId, Connection, Endpoints, KeyId, LockClient, Outcome, RunClock, ServerSink, Tls,
-};
+use lockbench_conformance::secure::{assert_clear, export, free_port, test_dir};
+use lockbench_core::{Backend, ClientId, Connection, Endpoints, KeyId, LockClient, Outcome, Tls};
 use lockbench_redis::secure::{ACL_RULES, OBSERVER_ACL_RULES, ServerTls};
 use lockbench_redis::{RedisKnobs, RedlockBackend, RedlockKnobs, SetMode, SetNxBackend};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const TTL: Duration = Duration::from_secs(10);
-/// What a bad setting may take to fail (issue 22: under 2 s).
-const FAST: Duration = Duration::from_secs(2);
 
 /// A real `redis-server` with TLS and ACL users, stopped on drop.
 struct SecureServer {
@@ -39,22 +35,6 @@ impl Drop for SecureServer {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// A directory of the test's own, emptied.
-fn test_dir(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("lb-secure-{test}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 /// The password of the `lockbench` user in `dir` (a fresh one per test).
@@ -152,12 +132,6 @@ fn endpoints(group: &str, ports: &[u16], connection: Connection) -> Endpoints {
     e
 }
 
-/// Sets environment variable `var` to `value` (each test its own variable).
-fn export(var: &str, value: &str) {
-    // SAFETY: each test names a variable no other test reads or writes.
-    unsafe { std::env::set_var(var, value) };
-}
-
 fn knobs(test: &str) -> RedisKnobs {
     RedisKnobs {
         ttl: TTL,
@@ -171,7 +145,7 @@ fn knobs(test: &str) -> RedisKnobs {
 /// sent.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn setnx_over_mutual_tls_with_an_acl_user() {
-    let dir = test_dir("setnx");
+    let dir = test_dir("redis", "setnx");
     let pki = Pki::ensure(&dir.join("certs"), &["127.0.0.1"]).unwrap();
     let pw = password("setnx");
     let server = start(&dir, "r1", &pki, &pw);
@@ -211,7 +185,7 @@ async fn setnx_over_mutual_tls_with_an_acl_user() {
 /// holder.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redlock_and_its_observer_over_mutual_tls_with_an_acl_user() {
-    let dir = test_dir("redlock");
+    let dir = test_dir("redis", "redlock");
     let pki = Pki::ensure(&dir.join("certs"), &["127.0.0.1"]).unwrap();
     let pw = password("redlock");
     let servers: Vec<SecureServer> = ["a", "b", "c"]
@@ -238,38 +212,7 @@ async fn redlock_and_its_observer_over_mutual_tls_with_an_acl_user() {
     b.check_servers().await.unwrap();
     conformance::mutual_exclusion(&b, 4, 10).await;
 
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let sink = {
-        let seen = seen.clone();
-        ServerSink::new(move |o| seen.lock().unwrap().push(o))
-    };
-    let observer = b.observe_server(RunClock::start(), 8, sink);
-    tokio::pin!(observer);
-    let named = tokio::select! {
-        ended = &mut observer => panic!("the observer ended: {ended:?}"),
-        named = async {
-            let mut c = b.connect(ClientId(5)).await.unwrap();
-            let Outcome::Ok(g) = c.acquire(KeyId(2)).await else {
-                panic!("redlock acquire over TLS")
-            };
-            let deadline = Instant::now() + Duration::from_secs(5);
-            let named = loop {
-                let hit = seen
-                    .lock()
-                    .unwrap()
-                    .iter()
-                    .any(|o| o.key == KeyId(2) && o.holder == Some(ClientId(5)));
-                if hit || Instant::now() > deadline {
-                    break hit;
-                }
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            };
-            assert!(c.release(g).await.is_ok());
-            c.close().await;
-            named
-        } => named,
-    };
-    assert!(named, "the observer never named client 5 as key 2's holder");
+    conformance::observer_names_the_holder(&b).await;
 }
 
 /// Connects one client and, if that worked, asks the servers to answer (the pre-run check);
@@ -289,23 +232,10 @@ async fn first_error<B: Backend>(b: &B) -> (String, Duration) {
     (err, t0.elapsed())
 }
 
-fn assert_clear(err: &str, took: Duration, server: &str, wants: &[&str], secret: &str) {
-    eprintln!("after {took:?}: {err}");
-    assert!(took < FAST, "took {took:?}: {err}");
-    assert!(
-        err.contains(server),
-        "does not name the server {server}: {err}"
-    );
-    for w in wants {
-        assert!(err.contains(w), "does not say `{w}`: {err}");
-    }
-    assert!(!err.contains(secret), "shows the password: {err}");
-}
-
 /// A CA that did not sign the server's certificate: fails naming `redis.tls.ca` and its file.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wrong_ca_is_named_with_its_file() {
-    let dir = test_dir("wrong-ca");
+    let dir = test_dir("redis", "wrong-ca");
     let pki = Pki::ensure(&dir.join("certs"), &["127.0.0.1"]).unwrap();
     let other = Pki::ensure(&dir.join("other"), &["127.0.0.1"]).unwrap();
     let pw = password("wrong-ca");
@@ -325,7 +255,7 @@ async fn a_wrong_ca_is_named_with_its_file() {
 /// A wrong password: fails naming the user and where the password came from.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wrong_password_is_named_with_its_user_and_source() {
-    let dir = test_dir("wrong-pw");
+    let dir = test_dir("redis", "wrong-pw");
     let pki = Pki::ensure(&dir.join("certs"), &["127.0.0.1"]).unwrap();
     let pw = password("wrong-pw");
     let server = start(&dir, "r", &pki, &pw);
@@ -346,7 +276,7 @@ async fn a_wrong_password_is_named_with_its_user_and_source() {
 /// TLS against the server's plaintext port: fails saying the port does not speak TLS.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tls_against_a_plaintext_port_is_named() {
-    let dir = test_dir("tls-on-plain");
+    let dir = test_dir("redis", "tls-on-plain");
     let pki = Pki::ensure(&dir.join("certs"), &["127.0.0.1"]).unwrap();
     let pw = password("tls-on-plain");
     let server = start(&dir, "r", &pki, &pw);
@@ -366,7 +296,7 @@ async fn tls_against_a_plaintext_port_is_named() {
 /// Plaintext against the server's TLS port: fails saying to set `redis.tls`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn plaintext_against_a_tls_port_is_named() {
-    let dir = test_dir("plain-on-tls");
+    let dir = test_dir("redis", "plain-on-tls");
     let pki = Pki::ensure(&dir.join("certs"), &["127.0.0.1"]).unwrap();
     let pw = password("plain-on-tls");
     let server = start(&dir, "r", &pki, &pw);

@@ -1,0 +1,49 @@
+//! The contract for a misconfigured secure connection (issue 22): each bad setting (a wrong
+//! CA, password, port, certificate or permission) fails in under [`FAST`], naming the server,
+//! the setting and the fix, and never showing the password; and the small pieces every
+//! backend's TLS tests share (a free port, a test directory, a password in the environment).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// What a bad setting may take to fail (issue 22: under 2 s).
+pub const FAST: Duration = Duration::from_secs(2);
+
+/// A free loopback port (for a server a test starts).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A directory of `system`'s test `test` and this process alone, emptied.
+pub fn test_dir(system: &str, test: &str) -> PathBuf {
+    let dir =
+        std::env::temp_dir().join(format!("lb-{system}-secure-{test}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Sets environment variable `var` to `value`; each test must name a variable of its own.
+pub fn export(var: &str, value: &str) {
+    // SAFETY: each test names a variable no other test reads or writes.
+    unsafe { std::env::set_var(var, value) };
+}
+
+/// Panics unless `err` came within [`FAST`] (`took`), names `server`, says each of `wants`
+/// and does not show `secret`. Prints the error and its time (the docs' errors table).
+pub fn assert_clear(err: &str, took: Duration, server: &str, wants: &[&str], secret: &str) {
+    eprintln!("after {took:?}: {err}");
+    assert!(took < FAST, "took {took:?}: {err}");
+    assert!(
+        err.contains(server),
+        "does not name the server {server}: {err}"
+    );
+    for w in wants {
+        assert!(err.contains(w), "does not say `{w}`: {err}");
+    }
+    assert!(!err.contains(secret), "shows the password: {err}");
+}
