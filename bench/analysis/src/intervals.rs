@@ -17,7 +17,9 @@
 //!   another's grant lies after the writer's grant and before the write at every point,
 //!   *ambiguous* when only at some;
 //! - a **stale write** is judged by the resource from the tokens it has seen, in its own
-//!   order, on its own clock: certain whatever the workers' clocks (none is ambiguous).
+//!   order, on its own clock: certain whatever the workers' clocks (none is ambiguous);
+//! - a **lost-while-held episode** (server-side truth) by [`crate::truth_intervals`], which
+//!   [`judge_history`] adds when the history has server observations.
 //!
 //! Overlaps are counted as pairs of holds here (the mutex checker counts episodes), so a
 //! skewed run and a local one compare by the same rule. Only certain findings are violations;
@@ -39,7 +41,7 @@ pub struct ClockBounds {
 
 impl ClockBounds {
     /// How far `op`'s time may be from when it happened, ns.
-    fn of(&self, op: &Op) -> u64 {
+    pub(crate) fn of(&self, op: &Op) -> u64 {
         if op.f == OpF::Write || self.clients == 0 {
             return 0;
         }
@@ -70,6 +72,13 @@ pub struct IntervalJudgement {
     pub lost_writes_ambiguous: u64,
     /// Writes the resource found stale (certain: one service, one clock).
     pub stale_writes_certain: u64,
+    /// Lost-while-held episodes ([`crate::truth_intervals`]) that happened at every point of
+    /// the intervals; absent when the servers were not observed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lost_while_held_certain: Option<u64>,
+    /// Episodes that happened at some points only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lost_while_held_ambiguous: Option<u64>,
 }
 
 /// A time known to lie in `lo ..= hi`.
@@ -100,7 +109,12 @@ struct Hold {
 /// Judges a run's `history` over the intervals `bounds` gives its ops' times: every finding
 /// this module judges, for results' `clocks` section.
 pub fn judge_history(history: &History, bounds: &ClockBounds) -> IntervalJudgement {
-    judge(history.ops(), bounds)
+    let mut out = judge(history.ops(), bounds);
+    if let Some((certain, ambiguous)) = crate::truth_intervals::judge(history, bounds) {
+        out.lost_while_held_certain = Some(certain);
+        out.lost_while_held_ambiguous = Some(ambiguous);
+    }
+    out
 }
 
 /// Judges `ops` (time-ordered) over the intervals `bounds` gives their times.

@@ -31,6 +31,7 @@
 //!   given to someone else or no one (lost while held), and how long until it learned it;
 //! - [`intervals`]: overlaps and lost writes judged over time intervals, for workers on their
 //!   own clocks: certain only when they hold at every point, ambiguous otherwise;
+//!   [`truth_intervals`]: lost-while-held episodes by the same rule;
 //! - [`failover`]: leader elections: time to a new leader and until every candidate saw it,
 //!   split-brain overlap with both epochs, elections per removal.
 #![deny(missing_docs)]
@@ -53,6 +54,7 @@ pub mod release;
 pub mod rwlock;
 pub mod safety;
 pub mod truth;
+pub mod truth_intervals;
 
 pub use checker::{Checker, CheckerOutcome, CheckerSet, Finding, Validity};
 pub use safety::Safety;
