@@ -18,10 +18,7 @@ fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     logging::init();
     limits::raise_open_files();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match runtime_for(&cli.command).enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");
@@ -34,5 +31,16 @@ fn main() -> ExitCode {
             eprintln!("error: {e:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// The runtime a command runs on: one thread for `serve-adapter`, whose one client's request,
+/// lock call and answer are a chain of wake-ups on one pipe and one socket (handed across
+/// threads, each cost a thread wake-up on every call: CONTRIBUTING, "The adapter protocol's
+/// cost"); every other command uses all the cores.
+fn runtime_for(command: &cli::Command) -> tokio::runtime::Builder {
+    match command {
+        cli::Command::ServeAdapter { .. } => tokio::runtime::Builder::new_current_thread(),
+        _ => tokio::runtime::Builder::new_multi_thread(),
     }
 }
