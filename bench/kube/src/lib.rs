@@ -13,6 +13,13 @@
 //! YAML (and, where `kubectl` is installed, that its client-side dry run accepts them); they
 //! cannot check that a cluster schedules the pods or that they reach the coordinator.
 //!
+//! **Build cost.** `k8s-openapi` compiles every type of the Kubernetes API, and its date
+//! library `jiff` comes with it. Measured here (2 cores, load average 8-12, `cargo build
+//! --timings`): in a debug build `k8s-openapi` 23-28 s and this crate 10-17 s; in a release
+//! build, optimized, `k8s-openapi` 80 s and `jiff` 65 s, so the workspace builds both at
+//! `opt-level = 0` without debug info in every profile (the root `Cargo.toml`): 38 s and 9 s.
+//! They only serialize a few objects once per command.
+//!
 //! [`spec`] is what the user asks for and its checks, [`job`] the Indexed Job, [`secret`] the
 //! Secret and namespace, [`manifests`] the objects as YAML and back, [`mod@write`] the output
 //! directory, [`guide`] what to run next.
