@@ -180,29 +180,11 @@ mod tests {
     /// A secure site's member: every URL `https`, client and peer TLS with certificates.
     #[test]
     fn a_secure_member_speaks_only_tls_with_client_certificates() {
-        use lockbench_core::launch::{Layout, Secure};
-        struct Loop;
-        impl Layout for Loop {
-            fn ip(&self, _: &ServerSpec) -> std::net::IpAddr {
-                [127, 0, 0, 1].into()
-            }
-            fn client_port(&self, s: &ServerSpec) -> u16 {
-                s.client_port
-            }
-            fn peer_ports(&self, s: &ServerSpec) -> Vec<u16> {
-                s.peer_ports.to_vec()
-            }
-        }
-        let secure = Secure {
-            ca: "/s/ca.pem".into(),
-            cert: "/s/server.pem".into(),
-            key: "/s/server.key".into(),
-            user: "lockbench".into(),
-            password: String::new().into(),
-        };
+        use lockbench_core::launch::{Loopback, Secure};
+        let secure = Secure::in_dir("/s".as_ref(), "lockbench", String::new().into());
         let spec = &crate::system::SERVERS[0];
         let site = Site {
-            topology: &Loop,
+            topology: &Loopback,
             bind: [127, 0, 0, 1].into(),
             root: "/s/etcd1".into(),
             log: None,

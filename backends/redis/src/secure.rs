@@ -106,13 +106,11 @@ mod tests {
     /// The managed secure server's config holds the password's hash, never the password.
     #[test]
     fn the_managed_config_holds_no_password() {
-        let secure = lockbench_core::launch::Secure {
-            ca: "/s/ca.pem".into(),
-            cert: "/s/server.pem".into(),
-            key: "/s/server.key".into(),
-            user: "lockbench".into(),
-            password: "hunter2".to_string().into(),
-        };
+        let secure = lockbench_core::launch::Secure::in_dir(
+            "/s".as_ref(),
+            "lockbench",
+            "hunter2".to_string().into(),
+        );
         let text = managed_config(&secure);
         assert!(!text.contains("hunter2"), "{text}");
         // sha256("hunter2")

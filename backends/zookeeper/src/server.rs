@@ -17,6 +17,13 @@ use std::path::PathBuf;
 /// Jars the server's class path is made of (the first one names the rest in its manifest).
 const JARS: [&str; 3] = [NEEDS[1], NEEDS[2], NEEDS[3]];
 
+/// The jars Netty's TLS needs beyond those `zookeeper.jar` names (from `libnetty-java`, which
+/// the `zookeeper` package depends on).
+const NETTY_TLS: [&str; 2] = [
+    "/usr/share/java/netty-codec.jar",
+    "/usr/share/java/netty-resolver.jar",
+];
+
 /// The JVM and the jars.
 pub(crate) const NEEDS: [&str; 4] = [
     "java",
@@ -37,6 +44,11 @@ pub(crate) fn launch(spec: &ServerSpec, site: &Site) -> Launch {
     let conf = site.root.join("conf");
     let cfg = site.root.join("zoo.cfg");
     let mut classpath: Vec<String> = JARS.iter().map(|j| j.to_string()).collect();
+    if site.secure.is_some() {
+        // Netty's TLS needs its codec, which Debian's `zookeeper.jar` manifest leaves out of
+        // its class path (`ClassNotFoundException: io.netty.handler.codec.ByteToMessageDecoder`).
+        classpath.extend(NETTY_TLS.map(String::from));
+    }
     classpath.push(conf.display().to_string());
     let args = [
         "-Xms32m",
@@ -77,8 +89,8 @@ fn zoo_cfg(spec: &ServerSpec, site: &Site) -> String {
          minSessionTimeout=1000\n\
          maxSessionTimeout=20000\n\
          dataDir={}\n\
-         clientPortAddress={}\n\
-         clientPort={}\n\
+         {port}PortAddress={}\n\
+         {port}Port={}\n\
          maxClientCnxns=0\n\
          admin.enableServer=false\n\
          4lw.commands.whitelist=mntr,srvr,ruok,stat,cons,wchs\n\
@@ -87,7 +99,30 @@ fn zoo_cfg(spec: &ServerSpec, site: &Site) -> String {
         site.data().display(),
         site.bind,
         topo.client_port(spec),
+        port = if site.secure.is_some() {
+            "secureClient"
+        } else {
+            "client"
+        },
     );
+    if let Some(secure) = site.secure {
+        // TLS only (no `clientPort`), through Netty, clients presenting a certificate of the
+        // CA (`clientAuth=need`; their certificates name no host, so no hostname check of
+        // clients); the members to each other over TLS too (`sslQuorum`), each checking the
+        // other's certificate and address. The four-letter words (`srvr`, `mntr`) are served
+        // on the TLS port like any request.
+        cfg.push_str("serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory\n");
+        cfg.push_str("sslQuorum=true\nssl.clientAuth=need\nssl.hostnameVerification=false\n");
+        for prefix in ["ssl", "ssl.quorum"] {
+            let _ = write!(
+                cfg,
+                "{prefix}.keyStore.location={}\n{prefix}.keyStore.type=PEM\n\
+                 {prefix}.trustStore.location={}\n{prefix}.trustStore.type=PEM\n",
+                secure.keystore.display(),
+                secure.ca.display(),
+            );
+        }
+    }
     if site.bind.is_unspecified() {
         // Bound to every address (a container): the quorum ports too, not only the address
         // the peers know this member by.
@@ -150,5 +185,43 @@ mod tests {
             mode("This ZooKeeper instance is not currently serving requests\n"),
             None
         );
+    }
+
+    /// A secure site's member: a TLS client port through Netty (no plaintext one), client
+    /// certificates required, quorum TLS, PEM stores; Netty's codec on the class path.
+    #[test]
+    fn a_secure_member_serves_only_tls() {
+        use lockbench_core::launch::{Loopback, Secure};
+        let secure = Secure::in_dir("/s".as_ref(), "lockbench", String::new().into());
+        let spec = &crate::system::SERVERS[0];
+        let site = Site {
+            topology: &Loopback,
+            bind: [127, 0, 0, 1].into(),
+            root: "/s/zk1".into(),
+            log: None,
+            cluster_token: "t".into(),
+            secure: Some(&secure),
+        };
+        let cfg = zoo_cfg(spec, &site);
+        assert!(!cfg.contains("\nclientPort"), "{cfg}");
+        for want in [
+            "secureClientPort=12181",
+            "serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory",
+            "ssl.clientAuth=need",
+            "sslQuorum=true",
+            "ssl.keyStore.location=/s/server-keystore.pem",
+            "ssl.quorum.trustStore.location=/s/ca.pem",
+            "ssl.trustStore.type=PEM",
+        ] {
+            assert!(cfg.contains(want), "{want}: {cfg}");
+        }
+        let args = launch(spec, &site).args.join(" ");
+        assert!(args.contains("netty-codec.jar"), "{args}");
+        let plain = Site {
+            secure: None,
+            ..site
+        };
+        assert!(zoo_cfg(spec, &plain).contains("\nclientPort=12181"));
+        assert!(!launch(spec, &plain).args.join(" ").contains("netty"));
     }
 }

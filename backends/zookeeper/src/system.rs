@@ -26,7 +26,7 @@ const fn member(name: &'static str, id: u8, client: u16, peers: &'static [u16]) 
 }
 
 /// The managed ensemble (loopback ports: client, quorum, election).
-const SERVERS: [ServerSpec; 3] = [
+pub(crate) const SERVERS: [ServerSpec; 3] = [
     member("zk1", 1, 12181, &[12888, 13888]),
     member("zk2", 2, 12182, &[12889, 13889]),
     member("zk3", 3, 12183, &[12890, 13890]),
@@ -82,6 +82,12 @@ impl System for ZooKeeper {
 
     fn launch(&self, spec: &ServerSpec, site: &Site) -> Launch {
         server::launch(spec, site)
+    }
+
+    /// `secureClientPort` through Netty with client certificates, quorum TLS (`server.rs`);
+    /// no digest users yet, so a client is admitted by its certificate alone.
+    fn secured(&self, _spec: &ServerSpec) -> bool {
+        true
     }
 
     fn needs(&self) -> &'static [&'static str] {

@@ -11,7 +11,8 @@
 //!   server certificate names every server address, the bridge's address and 127.0.0.1: a run
 //!   with link faults dials its servers through proxies on the bridge (or loopback), and the
 //!   client verifies the certificate against the address it dialled. `hosts` lists the names
-//!   the certificate carries, so a topology change makes a new set.
+//!   the certificate carries, so a topology change makes a new set. `server-keystore.pem` is
+//!   the server's key and certificate in one file (mode 0600), ZooKeeper's `PEM` key store.
 //! - `password`: lockbench's user's password, 32 random bytes in hex, made once per cluster
 //!   (mode 0600). It reaches clients only as a `password_file` in the endpoints, and servers
 //!   only as a hash (Redis's `#<sha256>`), so it is in no log, result, command line or config.
@@ -66,29 +67,41 @@ pub(crate) fn ensure(state_dir: &Path, topo: &Topology) -> anyhow::Result<()> {
     let hosts = cert_hosts(topo);
     let hosts_file = dir.join("hosts");
     let listed = hosts.join("\n");
+    let keystore = Secure::in_dir(&dir, USER, String::new().into()).keystore;
     if std::fs::read_to_string(&hosts_file).ok().as_deref() != Some(listed.as_str()) {
         let pki = lockbench_certs::Pki::in_dir(&dir);
-        for f in [&pki.ca, &pki.client_key] {
+        for f in [&pki.ca, &pki.client_key, &keystore] {
             let _ = std::fs::remove_file(f);
         }
     }
     let names: Vec<&str> = hosts.iter().map(String::as_str).collect();
-    lockbench_certs::Pki::ensure(&dir, &names).map_err(anyhow::Error::msg)?;
+    let pki = lockbench_certs::Pki::ensure(&dir, &names).map_err(anyhow::Error::msg)?;
+    if !keystore.exists() {
+        let mut text = std::fs::read_to_string(&pki.server_key)?;
+        text.push_str(&std::fs::read_to_string(&pki.server_cert)?);
+        write_private(&keystore, &text)?;
+    }
     std::fs::write(&hosts_file, &listed)
         .with_context(|| format!("cannot write {}", hosts_file.display()))?;
     let pw = password_file(state_dir);
     if !pw.exists() {
         let bytes: [u8; 32] = rand::random();
         let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&pw)
-            .with_context(|| format!("cannot create {}", pw.display()))?;
-        f.write_all(format!("{hex}\n").as_bytes())?;
+        write_private(&pw, &format!("{hex}\n"))?;
     }
     Ok(())
+}
+
+/// Writes `text` to a new file at `path` that only its owner reads (mode 0600 from the start).
+fn write_private(path: &Path, text: &str) -> anyhow::Result<()> {
+    let _ = std::fs::remove_file(path);
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("cannot create {}", path.display()))?;
+    Ok(f.write_all(text.as_bytes())?)
 }
 
 /// Forgets the profile (`down`): the next `up` is plain unless asked for `--secure`.
@@ -101,17 +114,11 @@ pub(crate) fn load(state_dir: &Path) -> anyhow::Result<Option<Secure>> {
     if !recorded(state_dir) {
         return Ok(None);
     }
-    let pki = lockbench_certs::Pki::in_dir(&dir(state_dir));
     let pw = password_file(state_dir);
     let text =
         std::fs::read_to_string(&pw).with_context(|| format!("cannot read {}", pw.display()))?;
-    Ok(Some(Secure {
-        ca: pki.ca,
-        cert: pki.server_cert,
-        key: pki.server_key,
-        user: USER.into(),
-        password: text.trim().to_string().into(),
-    }))
+    let password = text.trim().to_string().into();
+    Ok(Some(Secure::in_dir(&dir(state_dir), USER, password)))
 }
 
 /// What health probes of the cluster of `state_dir` need: `None` when it is plain.
@@ -191,6 +198,9 @@ mod tests {
         assert_eq!(mode(&dir(&state)), 0o700);
         let secure = load(&state).unwrap().unwrap();
         assert_eq!(mode(&secure.key), 0o600);
+        assert_eq!(mode(&secure.keystore), 0o600);
+        let keystore = std::fs::read_to_string(&secure.keystore).unwrap();
+        assert!(keystore.contains("PRIVATE KEY") && keystore.contains("CERTIFICATE"));
         let pw = std::fs::read_to_string(password_file(&state)).unwrap();
         assert_eq!(pw.trim().len(), 64);
         let ca = std::fs::read(&secure.ca).unwrap();
@@ -208,8 +218,8 @@ mod tests {
     }
 
     /// Redis and Redlock are secured with the user; the failover pair and the Sentinels stay
-    /// plain; etcd is secured (certificates only, no user yet) exactly when its client takes
-    /// TLS.
+    /// plain; etcd and ZooKeeper are secured (certificates only, no user yet) exactly when
+    /// their clients take TLS.
     #[test]
     fn which_servers_the_profile_secures() {
         let state = Path::new("/state");
@@ -220,15 +230,22 @@ mod tests {
             assert_eq!(c.user.as_deref(), Some(USER));
             assert_eq!(c.password_file, Some(state.join("secure/password")));
         }
-        for name in ["fo1", "sen2", "zk1"] {
+        for name in ["fo1", "sen2"] {
             assert_eq!(of(name), None, "{name}");
         }
-        let etcd1 = crate::by_name("etcd1").unwrap();
         let tls_only = Connection {
             tls: connection(state).tls,
             ..Connection::default()
         };
-        let client_takes_tls = etcd1.system.check_connection("etcd", &tls_only).is_ok();
-        assert_eq!(of("etcd1"), client_takes_tls.then_some(tls_only));
+        for name in ["etcd1", "zk1"] {
+            let spec = crate::by_name(name).unwrap();
+            let group = spec.group.list();
+            let client_takes_tls = spec.system.check_connection(group, &tls_only).is_ok();
+            assert_eq!(
+                of(name),
+                client_takes_tls.then(|| tls_only.clone()),
+                "{name}"
+            );
+        }
     }
 }

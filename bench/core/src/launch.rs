@@ -71,6 +71,9 @@ pub struct Secure {
     pub cert: PathBuf,
     /// Its private key (PEM, readable by its owner only).
     pub key: PathBuf,
+    /// The key and the certificate in one PEM file (readable by its owner only): ZooKeeper's
+    /// `PEM` key store.
+    pub keystore: PathBuf,
     /// lockbench's user.
     pub user: String,
     /// Its password: a launch writes only a hash of it (Redis's `#<sha256>`), never the
@@ -82,6 +85,40 @@ impl Site<'_> {
     /// The data directory (`<root>/data`).
     pub fn data(&self) -> PathBuf {
         self.root.join("data")
+    }
+}
+
+impl Secure {
+    /// The files as the managed cluster names them in `dir` (`ca.pem`, `server.pem`,
+    /// `server.key`, `server-keystore.pem`), for `user` with `password`.
+    pub fn in_dir(dir: &std::path::Path, user: &str, password: secrecy::SecretString) -> Secure {
+        Secure {
+            ca: dir.join("ca.pem"),
+            cert: dir.join("server.pem"),
+            key: dir.join("server.key"),
+            keystore: dir.join("server-keystore.pem"),
+            user: user.into(),
+            password,
+        }
+    }
+}
+
+/// Every member on 127.0.0.1 at its loopback ports ([`ServerSpec::client_port`],
+/// [`ServerSpec::peer_ports`]): the managed cluster's loopback topology as a [`Layout`], for a
+/// system's tests of its launch.
+pub struct Loopback;
+
+impl Layout for Loopback {
+    fn ip(&self, _spec: &ServerSpec) -> IpAddr {
+        IpAddr::from([127, 0, 0, 1])
+    }
+
+    fn client_port(&self, spec: &ServerSpec) -> u16 {
+        spec.client_port
+    }
+
+    fn peer_ports(&self, spec: &ServerSpec) -> Vec<u16> {
+        spec.peer_ports.to_vec()
     }
 }
 
