@@ -41,6 +41,9 @@ use tokio::task::JoinHandle;
 
 /// The environment variable that carries the run's secret to a worker (hex).
 pub const SECRET_ENV: &str = "LOCKBENCH_WORKER_SECRET";
+/// Or the path of a file that holds it (a Docker or Kubernetes secret mounted as a file, which
+/// `docker service inspect` does not show as it shows an environment variable).
+pub const SECRET_FILE_ENV: &str = "LOCKBENCH_WORKER_SECRET_FILE";
 /// How long a connection gets to complete the handshake.
 pub const HANDSHAKE_BUDGET: Duration = Duration::from_secs(5);
 /// The longest line the handshake reads (a hello with a long name is still far shorter).
@@ -80,14 +83,24 @@ impl RunSecret {
         Ok(RunSecret(bytes))
     }
 
-    /// The secret in this process's [`SECRET_ENV`].
+    /// The secret in this process's [`SECRET_ENV`], else in the file [`SECRET_FILE_ENV`]
+    /// names.
     pub fn from_env() -> Result<RunSecret, String> {
-        match std::env::var(SECRET_ENV) {
-            Ok(v) => RunSecret::from_env_value(&v),
+        if let Ok(v) = std::env::var(SECRET_ENV) {
+            return RunSecret::from_env_value(&v);
+        }
+        match std::env::var(SECRET_FILE_ENV) {
+            Ok(path) => {
+                let text = std::fs::read_to_string(&path).map_err(|e| {
+                    format!("{SECRET_FILE_ENV}={path}: cannot read the run's secret: {e}")
+                })?;
+                RunSecret::from_env_value(&text)
+                    .map_err(|e| format!("{SECRET_FILE_ENV}={path}: {e}"))
+            }
             Err(_) => Err(format!(
-                "{SECRET_ENV} is not set: a worker needs the run's secret in its environment \
-                 (the launcher sets it; by hand: `export {SECRET_ENV}=...` with the value the \
-                 coordinator was given)"
+                "neither {SECRET_ENV} nor {SECRET_FILE_ENV} is set: a worker needs the run's \
+                 secret in its environment (the launcher sets it; by hand: `export \
+                 {SECRET_ENV}=...` with the value the coordinator was given)"
             )),
         }
     }

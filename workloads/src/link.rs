@@ -154,6 +154,30 @@ impl Link {
     }
 }
 
+/// A worker's clock probes and bounds, readable after its handle is gone (the coordinator
+/// reports them once the worker has finished, when every op has been mapped).
+#[derive(Clone, Debug)]
+pub struct ClockTap(Arc<Mutex<Probes>>);
+
+impl ClockTap {
+    /// The answered probes.
+    pub fn samples(&self) -> Vec<ProbeSample> {
+        lock(&self.0).samples.clone()
+    }
+
+    /// Per slot, the largest uncertainty (half-width, ns) of a mapped op time.
+    pub fn bounds(&self) -> BTreeMap<u32, u64> {
+        lock(&self.0).bounds.clone()
+    }
+}
+
+impl Link {
+    /// A tap on the clock probes.
+    pub(crate) fn tap(&self) -> ClockTap {
+        ClockTap(self.probes.clone())
+    }
+}
+
 impl Drop for Link {
     fn drop(&mut self) {
         self.writer.abort();
@@ -175,8 +199,27 @@ async fn read_messages(
     probes: Arc<Mutex<Probes>>,
 ) -> Result<Vec<WorkerStats>, String> {
     let mut ready = Some(ready);
-    // Ops of a worker on its own clock that came before its first probe answer.
+    // Ops of a worker on its own clock not mapped yet: each waits for a probe answered after
+    // it (a probe on either side bounds its time far better than one side alone: the first
+    // probe's round trip includes the worker's start, and a probe queued behind a pause is
+    // answered late), or for the end.
     let mut unmapped: Vec<Op> = Vec::new();
+    let clients = sinks.control.progress.len() as u32;
+    let map_ready = |unmapped: &mut Vec<Op>, all: bool| -> Vec<Op> {
+        let WorkerClock::Own { drift_ppm } = own else {
+            return std::mem::take(unmapped);
+        };
+        let mut p = lock(&probes);
+        let Some(map) = ClockMap::new(p.samples.clone(), drift_ppm) else {
+            return Vec::new();
+        };
+        let latest = p.samples.iter().map(|s| s.worker).max().unwrap_or(Nanos(0));
+        // Chunks of a worker's several clients interleave: not one time order.
+        let (ready, wait): (Vec<Op>, Vec<Op>) =
+            unmapped.drain(..).partition(|o| all || o.time <= latest);
+        *unmapped = wait;
+        map_ops(&map, ready, clients, &mut p.bounds)
+    };
     let mut lines = input.lines();
     let mut error = None;
     while let Ok(Some(line)) = lines.next_line().await {
@@ -194,15 +237,7 @@ async fn read_messages(
                 }
             }
             FromWorker::Ops(mut ops) => {
-                let clients = sinks.control.progress.len() as u32;
-                if let WorkerClock::Own { drift_ppm } = own {
-                    unmapped.append(&mut ops);
-                    let mut p = lock(&probes);
-                    let Some(map) = ClockMap::new(p.samples.clone(), drift_ppm) else {
-                        continue;
-                    };
-                    ops = map_ops(&map, std::mem::take(&mut unmapped), clients, &mut p.bounds);
-                }
+                // Progress and who holds now, as the ops arrive (faults target the holder).
                 for op in &ops {
                     let slot = (op.client.0 % clients) as usize;
                     match (op.f, op.ty) {
@@ -216,23 +251,44 @@ async fn read_messages(
                         _ => {}
                     }
                 }
-                let _ = sinks.history.send(ops);
+                unmapped.append(&mut ops);
+                let ops = map_ready(&mut unmapped, false);
+                if !ops.is_empty() {
+                    let _ = sinks.history.send(ops);
+                }
             }
             FromWorker::Granted(g) => {
                 let _ = sinks.granted.send(g);
             }
             FromWorker::Probe { seq, at } => {
                 let received = clock.now();
-                let mut p = lock(&probes);
-                if let Some(sent) = p.sent.remove(&seq) {
-                    p.samples.push(ProbeSample {
-                        sent,
-                        worker: at,
-                        received,
-                    });
+                let answered = {
+                    let mut p = lock(&probes);
+                    match p.sent.remove(&seq) {
+                        Some(sent) => {
+                            p.samples.push(ProbeSample {
+                                sent,
+                                worker: at,
+                                received,
+                            });
+                            true
+                        }
+                        None => false,
+                    }
+                };
+                if answered && !unmapped.is_empty() {
+                    let ops = map_ready(&mut unmapped, false);
+                    if !ops.is_empty() {
+                        let _ = sinks.history.send(ops);
+                    }
                 }
             }
             FromWorker::Stats(stats) => {
+                // The end: what still waits is mapped with the probes there are.
+                let ops = map_ready(&mut unmapped, true);
+                if !ops.is_empty() {
+                    let _ = sinks.history.send(ops);
+                }
                 return stats.into_iter().map(WorkerStats::try_from).collect();
             }
             FromWorker::Broken(why) => {
@@ -251,6 +307,10 @@ async fn read_messages(
                 error = Some(e);
             }
         }
+    }
+    let ops = map_ready(&mut unmapped, true);
+    if !ops.is_empty() {
+        let _ = sinks.history.send(ops);
     }
     if !unmapped.is_empty() {
         tracing::warn!(

@@ -461,6 +461,24 @@ pub struct WorkerHandle {
 }
 
 impl WorkerHandle {
+    /// A handle on the worker `name` (running `slots`) whose process is `pid` (in `container`,
+    /// signalled through Docker when `via_docker`), commanded through `commands`.
+    pub(crate) fn new(
+        name: String,
+        slots: Vec<u32>,
+        (pid, container, via_docker): (nix::unistd::Pid, Option<String>, bool),
+        commands: mpsc::UnboundedSender<ToWorker>,
+    ) -> WorkerHandle {
+        WorkerHandle {
+            name,
+            slots,
+            pid,
+            container,
+            via_docker,
+            commands,
+        }
+    }
+
     /// Sends a command (queued; written to the worker's stdin in order).
     pub fn send(&self, msg: ToWorker) {
         let _ = self.commands.send(msg);
@@ -537,6 +555,15 @@ pub(crate) fn prepare(mut cmd: std::process::Command) -> tokio::process::Command
     let mut cmd = tokio::process::Command::from(cmd);
     cmd.kill_on_drop(true);
     cmd
+}
+
+/// Spawns `cmd` (a `lockbench worker --coordinator` command line) as a worker that dials in:
+/// no pipes (it talks over TCP), stderr as a worker process's, and like one it dies with the
+/// coordinator and leads its own process group (a fault's signal reaches all of it).
+pub fn spawn_dialling(cmd: std::process::Command) -> io::Result<Child> {
+    let mut cmd = prepare(cmd);
+    cmd.stdin(Stdio::null()).stdout(Stdio::null());
+    cmd.spawn()
 }
 
 impl WorkerProcess {

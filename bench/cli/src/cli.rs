@@ -260,6 +260,13 @@ pub struct RunArgs {
     #[arg(long = "set", value_name = "PATH=VALUE")]
     pub sets: Vec<String>,
 
+    /// Run the clients in N workers that dial in to this run over TCP with a per-run secret:
+    /// `dial:N` (processes on this machine) or `swarm:N` (the tasks of a Docker Swarm
+    /// service, image `lockbench/lockbench:local`); `local` is today's worker processes. The
+    /// same as `--set workers.launcher=... --set workers.count=N` (docs/remote-workers.md).
+    #[arg(long, value_name = "LAUNCHER:N", value_parser = lockbench_core::workers::WorkersSpec::parse)]
+    pub workers: Option<lockbench_core::workers::WorkersSpec>,
+
     /// Which servers to use: `managed` (start local servers from the OS packages, reuse them if
     /// already up, stop them afterwards if this run started them), `compose` (the
     /// docker-compose.yml cluster, endpoints built in) or `external:FILE` (a TOML file with
@@ -285,7 +292,7 @@ pub struct WorkerArgs {
     #[arg(long, value_name = "ADDR")]
     pub coordinator: Option<String>,
     /// The name this worker gives the coordinator (default: `worker-<hostname>-<pid>`).
-    #[arg(long, requires = "coordinator")]
+    #[arg(long, env = "LOCKBENCH_WORKER_NAME", requires = "coordinator")]
     pub name: Option<String>,
     /// How long to keep trying to reach the coordinator (it may not listen yet).
     #[arg(long, default_value = "30s", value_parser = humantime::parse_duration, requires = "coordinator")]

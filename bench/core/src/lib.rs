@@ -58,6 +58,7 @@ pub mod sweep;
 pub mod system;
 pub mod time;
 pub mod traits;
+pub mod workers;
 
 pub use connection::{Connection, ConnectionSummary, Tls};
 pub use counters::{Incarnation, ServerCount};

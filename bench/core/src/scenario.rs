@@ -48,6 +48,10 @@ pub struct Scenario {
     /// How the protected resource treats fencing tokens.
     #[serde(default)]
     pub resource: ResourceMode,
+    /// Who starts the worker processes (`[workers]`, `--workers dial:N`): see
+    /// [`crate::workers`]. Absent: `local`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workers: Option<crate::workers::WorkersSpec>,
     /// Every system's knob tables (`[zookeeper]`, `[etcd]`, `[redis]`, `[redlock]`), keyed by
     /// table name; the systems' crates define them, the registry fills their defaults.
     #[serde(flatten)]
@@ -504,6 +508,17 @@ impl Scenario {
             return Err(bad("workload.read_fraction", "must be between 0.0 and 1.0"));
         }
         self.validate_renewals()?;
+        if let Some(workers) = &self.workers {
+            if workers.count == 0 {
+                return Err(bad("workers.count", "must be at least 1"));
+            }
+            if workers.dials_in() && w.kind == WorkloadKind::Failover {
+                return Err(bad(
+                    "workers.launcher",
+                    "the failover workload's candidates do not dial in; use launcher = \"local\"",
+                ));
+            }
+        }
         if self.stall_alarm.is_zero() {
             return Err(bad("stall_alarm", "must be above zero"));
         }

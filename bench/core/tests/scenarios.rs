@@ -424,6 +424,7 @@ prop_compose! {
             warmup,
             workload,
             resource: if unfenced { ResourceMode::Unfenced } else { ResourceMode::Fenced },
+            workers: None,
             knobs,
             recovery,
             stall_alarm,

@@ -7,13 +7,18 @@
 //! (`workload.processes = "workers"`, or the fencing workload's holder, slot 0). Every process
 //! connects first; the coordinator then fixes one start time on the run clock so that warm-up
 //! and the measured window are the same everywhere. Faults and holder pauses are recorded as
-//! fault events in the same `history.jsonl.zst` the moment they happen. The herd workload is the
-//! contention loop with the backend's wake-up and watch-notification counters read around it
-//! (and the servers' watch gauge sampled mid-run), turned into `fanout` per release.
+//! fault events in the same `history.jsonl.zst` the moment they happen. Workers that dial in
+//! (`[workers] launcher = "dial" | "swarm"`, the `dialled` module) take the place of worker
+//! processes: every client slot (the fencing workload: its holder) runs in them, each on its
+//! own clock, and the result gets a `clocks` section (the `clock_report` module). The herd
+//! workload is the contention loop with the backend's wake-up and watch-notification counters
+//! read around it (and the servers' watch gauge sampled mid-run), turned into `fanout` per
+//! release.
 
 use crate::assemble::{self, CounterReadings, Measured};
 use crate::observer::Observer;
 use crate::placement::{RunEnv, worker_name};
+use crate::run_worker::RunWorker;
 use anyhow::Context;
 use lockbench_analysis::pass::{Analysed, Params, Pass};
 use lockbench_core::scenario::{Processes, WorkloadKind};
@@ -67,8 +72,10 @@ impl SlotPlan {
             } else {
                 scenario.recovery
             };
+        let dialled = scenario.workers.is_some_and(|s| s.dials_in());
         let worker_slots: Vec<u32> = match (w.processes, fencing) {
             (Processes::Workers, _) => (0..w.clients).collect(),
+            (Processes::InProcess, false) if dialled => (0..w.clients).collect(),
             (Processes::InProcess, true) => vec![0],
             (Processes::InProcess, false) => Vec::new(),
         };
@@ -102,7 +109,9 @@ pub(crate) struct Ctx<'a> {
 
 /// The worker processes of a run and what restarting one needs.
 pub(crate) struct Workers {
-    pub(crate) running: Vec<WorkerProcess>,
+    pub(crate) running: Vec<RunWorker>,
+    /// What started workers that dialled in (finished at the end).
+    pub(crate) launched: Option<crate::launch::Launched>,
     pub(crate) jobs: std::collections::BTreeMap<u32, Job>,
     /// Restarted workers (after a `kill` of a client), finished with the others at the end.
     pub(crate) respawned: Arc<std::sync::Mutex<Vec<WorkerProcess>>>,
@@ -231,6 +240,13 @@ pub async fn execute<B: Backend>(
         )?),
         None => None,
     };
+    let clocks = crate::clock_report::section(
+        &written,
+        info.backend.name(),
+        scenario.workload.clients,
+        &collected.clocks,
+        truth_history.as_ref(),
+    )?;
     let analysed = analyse(scenario, &collected.output, written, cx.kind, fault_events).await?;
     let after = backend.server_counters().await;
     let fanout = match before.wakeups {
@@ -263,6 +279,13 @@ pub async fn execute<B: Backend>(
         result.server_truth = Some(assemble::server_truth(&history, t.failed, t.requests));
     }
     result.resources = Some(resources);
+    if let Some(judged) = clocks {
+        for note in crate::clock_report::reconcile(&mut result.safety, &judged) {
+            cx.observer
+                .note(&format!("{name}: {note}", name = cx.kind.name()));
+        }
+        result.clocks = Some(judged.clocks);
+    }
     if cx.plan.fencing {
         result.fencing = Some(FencingRun {
             pause_ms: holder_pause.as_secs_f64() * 1e3,
@@ -417,8 +440,36 @@ async fn start_workers(
         holding: holding.clone(),
         broken: Arc::default(),
     };
-    let mut running: Vec<WorkerProcess> = Vec::new();
+    let mut running: Vec<RunWorker> = Vec::new();
     let mut jobs = std::collections::BTreeMap::new();
+    if let Some(spec) = cx.scenario.workers.filter(|s| s.dials_in())
+        && !plan.worker_slots.is_empty()
+    {
+        let resource = service.as_ref().expect("service when workers").addr();
+        let job_of = |slots: Vec<u32>| Job {
+            backend: cx.kind,
+            endpoints: cx.endpoints.clone(),
+            scenario: cx.scenario.clone(),
+            duration: plan.duration,
+            holder: plan.fencing && slots.first() == Some(&0),
+            slots,
+            clock_origin: cx.clock.monotonic_origin(),
+            resource,
+            count_elsewhere: plan.count_across.is_some(),
+            sent_at: None,
+        };
+        let (running, launched) = crate::dialled::start(cx, &spec, job_of, &sinks).await?;
+        return Ok(Workers {
+            running,
+            launched: Some(launched),
+            jobs,
+            respawned: Arc::new(std::sync::Mutex::new(Vec::new())),
+            sinks,
+            service,
+            granted: Some(granted),
+            holding,
+        });
+    }
     for &slot in &plan.worker_slots {
         let endpoints = match links.as_mut() {
             Some(p) => p.endpoints_for(&worker_name(slot), cx.endpoints).await?,
@@ -448,11 +499,12 @@ async fn start_workers(
             .await?;
         let commands = cx.env.worker_commands();
         worker.set_pid(pid, commands.container(slot), commands.via_docker());
-        running.push(worker);
+        running.push(RunWorker::Process(Box::new(worker)));
         jobs.insert(slot, job);
     }
     Ok(Workers {
         running,
+        launched: None,
         jobs,
         respawned: Arc::new(std::sync::Mutex::new(Vec::new())),
         sinks,
@@ -505,16 +557,16 @@ fn start_local<B: Backend>(
 /// The start barrier: everyone connected, then one start time on the run clock for all.
 async fn start_barrier(
     cx: &Ctx<'_>,
-    workers: &mut [WorkerProcess],
+    workers: &mut [RunWorker],
     local: &mut Local,
 ) -> anyhow::Result<Nanos> {
     for worker in workers.iter_mut() {
         match tokio::time::timeout(READY_BUDGET, worker.ready()).await {
             Ok(Ok(())) => {}
-            Ok(Err(e)) => anyhow::bail!("worker {}: {e}", worker.name),
+            Ok(Err(e)) => anyhow::bail!("worker {}: {e}", worker.name()),
             Err(_) => anyhow::bail!(
                 "worker {} did not connect within {READY_BUDGET:?}",
-                worker.name
+                worker.name()
             ),
         }
     }
@@ -537,7 +589,7 @@ async fn start_barrier(
 
 /// The run window: its bounds, the count over every process, and the timer whose end (or
 /// Ctrl-C) stops everyone.
-fn open_window(cx: &Ctx<'_>, workers: &[WorkerProcess], start: Nanos) -> Window {
+fn open_window(cx: &Ctx<'_>, workers: &[RunWorker], start: Nanos) -> Window {
     let measure_start = start.after(cx.scenario.warmup);
     let measure_end = if cx.plan.unbounded {
         Nanos(u64::MAX)
@@ -588,6 +640,8 @@ fn open_window(cx: &Ctx<'_>, workers: &[WorkerProcess], start: Nanos) -> Window 
 struct Collected {
     output: lockbench_workloads::RunOutput,
     holder_pauses: u64,
+    /// The clock probes of the workers on their own clocks.
+    clocks: Vec<crate::clock_report::Tapped>,
     /// The link proxies (link-fault runs): the coordinator's backend reaches the servers
     /// through them, so they stay up until its counters are read after the run.
     _links: Option<Arc<lockbench_chaos::LinkProxies>>,
@@ -619,12 +673,21 @@ async fn collect(
     let mut stats = Vec::new();
     let mut worker_errors = Vec::new();
     let restarted = std::mem::take(&mut *workers.respawned.lock().expect("respawned workers"));
-    for worker in workers.running.into_iter().chain(restarted) {
-        let name = worker.name.clone();
+    let clocks: Vec<_> = workers.running.iter().filter_map(|w| w.clock()).collect();
+    let all = workers.running.into_iter().chain(
+        restarted
+            .into_iter()
+            .map(|w| RunWorker::Process(Box::new(w))),
+    );
+    for worker in all {
+        let name = worker.name().to_string();
         match worker.finish(FINISH_BUDGET).await {
             Ok(s) => stats.extend(s),
             Err(e) => worker_errors.push(format!("{name}: {e}")),
         }
+    }
+    if let Some(launched) = workers.launched {
+        launched.finish().await;
     }
     window.timer.abort();
     // The stop flag is set by now, so the counter has returned or returns at once.
@@ -659,6 +722,7 @@ async fn collect(
     Ok(Collected {
         output: merge_outputs(parts, &run_window),
         holder_pauses,
+        clocks,
         _links: links,
     })
 }

@@ -16,18 +16,22 @@
 #![deny(missing_docs)]
 
 pub mod assemble;
+mod clock_report;
 pub mod cluster_choice;
 pub mod coordinator;
 pub mod cross_check;
+mod dialled;
 pub mod dispatch;
 pub mod failover;
 mod fault_loop;
+mod launch;
 pub mod links;
 pub mod observer;
 pub mod placement;
 pub mod reanalysis;
 pub mod resources;
 pub mod respawn;
+mod run_worker;
 pub mod runner;
 pub mod scale;
 mod server_truth;

@@ -71,9 +71,10 @@ pub fn worker_name(slot: u32) -> String {
 }
 
 /// `true` when the scenario starts worker processes (every client, the fencing holder, or
-/// the failover workload's candidates).
+/// the failover workload's candidates), or workers that dial in.
 pub fn uses_workers(scenario: &Scenario) -> bool {
     scenario.workload.processes == Processes::Workers
+        || scenario.workers.is_some_and(|w| w.dials_in())
         || scenario.workload.kind == WorkloadKind::Fencing
         || scenario.workload.kind == WorkloadKind::Failover
 }

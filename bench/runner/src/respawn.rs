@@ -43,10 +43,12 @@ impl Respawner {
     /// Starts a fresh worker for `slot`, waits until its clients are connected, and starts it
     /// on the run's clock. Returns its handle.
     pub async fn respawn(&self, slot: u32) -> Result<WorkerHandle, String> {
-        let job = self
-            .jobs
-            .get(&slot)
-            .ok_or_else(|| format!("slot {slot} has no worker job"))?;
+        let job = self.jobs.get(&slot).ok_or_else(|| {
+            format!(
+                "slot {slot} has no worker process to restart (a worker that dialled in is \
+                     not restarted: its launcher started it)"
+            )
+        })?;
         let name = worker_name(slot);
         let cmd = self
             .commands

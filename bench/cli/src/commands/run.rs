@@ -68,7 +68,15 @@ async fn run_scenario(
     }
     eprintln!("lockbench: results go to {}", run_dir.path().display());
     crate::logging::announce(run_dir.path());
-    if lockbench_runner::placement::uses_workers(scenario) {
+    if let Some(w) = scenario.workers.filter(|w| w.dials_in()) {
+        eprintln!(
+            "lockbench: {} worker(s) started by the `{}` launcher dial in with the run's secret \
+             (their ops on their own clocks); resource service on {}",
+            w.count,
+            w.launcher.name(),
+            runner.servers().env.bind
+        );
+    } else if lockbench_runner::placement::uses_workers(scenario) {
         eprintln!(
             "lockbench: worker processes run in {}",
             runner.servers().env.describe()
@@ -146,7 +154,12 @@ fn print_results(results: &RunResults) {
 }
 
 fn load_scenario(args: &RunArgs) -> anyhow::Result<Scenario> {
-    load_named_scenario(&args.scenario, &args.sets, args.seed)
+    // `--workers` is `--set workers...`, applied after the user's own sets.
+    let mut sets = args.sets.clone();
+    if let Some(w) = &args.workers {
+        sets.extend(w.overrides());
+    }
+    load_named_scenario(&args.scenario, &sets, args.seed)
 }
 
 /// Loads a scenario file or built-in by name, with `--set` overrides and `--seed`.

@@ -3,9 +3,9 @@
 //!
 //! Most run the built binary (`CARGO_BIN_EXE_lockbench`) against the shared managed cluster as
 //! an external cluster; those that need servers of their own start a private cluster (own state
-//! directory, namespace prefix and subnet). One is `#[ignore]`d as heavy, `compose` (the Docker
-//! flow); scripts/test runs it in its first phase (`--run-ignored only`) with the workspace's
-//! two others: the cluster's lifecycle test (lockbench-cluster) and the compose leftovers test
+//! directory, namespace prefix and subnet). Two are `#[ignore]`d as heavy, `compose` (the Docker
+//! flow) and `swarm` (workers as Swarm tasks); scripts/test runs them in its first phase
+//! (`--run-ignored only`) with the workspace's two others: the cluster's lifecycle test (lockbench-cluster) and the compose leftovers test
 //! (lockbench-runner).
 
 mod adapters;
@@ -29,4 +29,6 @@ mod secure;
 mod secure_up;
 mod server_truth;
 mod silent;
+mod swarm;
 mod watchdog;
+mod workers;

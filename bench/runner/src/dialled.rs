@@ -1,0 +1,174 @@
+//! A run's workers that dial in (`[workers] launcher = "dial" | "swarm"`, issue 24): listen
+//! with a fresh secret, start them through the launcher, wait for every one, and give each its
+//! job and its share of the client slots.
+//!
+//! Why the slots are spread (slot `s` on worker `s % count`, the fencing holder's slot 0 on
+//! worker `client1`): a few workers on other hosts carry many clients, and a worker's name is
+//! a worker process's (`client<K>`), so fault targets mean the same thing whoever launched it.
+//! Every worker stamps its ops with its own clock, started at the job's arrival; the
+//! coordinator maps them onto its own timeline ([`lockbench_workloads::clock::ClockMap`]).
+
+use crate::coordinator::Ctx;
+use crate::launch::{Launched, worker_name};
+use crate::run_worker::RunWorker;
+use anyhow::Context;
+use lockbench_core::workers::WorkersSpec;
+use lockbench_workloads::clock::DRIFT_ALLOWANCE_PPM;
+use lockbench_workloads::dial::{Arrival, Listener, RunSecret};
+use lockbench_workloads::remote::{RemoteWorker, WorkerClock};
+use lockbench_workloads::worker::{Job, WorkerSinks};
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+/// How often the wait for arrivals says how far it has got.
+const PROGRESS_EVERY: Duration = Duration::from_secs(2);
+
+/// `slots` spread over `count` workers: worker `k` runs every slot at an index `≡ k` mod
+/// `count` (never more workers than slots).
+pub(crate) fn spread(slots: &[u32], count: u32) -> Vec<Vec<u32>> {
+    let count = (count as usize).min(slots.len()).max(1);
+    let mut out = vec![Vec::new(); count];
+    for (i, &s) in slots.iter().enumerate() {
+        out[i % count].push(s);
+    }
+    out
+}
+
+/// Starts the workers of `spec` for `cx.plan.worker_slots`, waits for each to dial in, and
+/// hands it the job `job_of(its slots)`. Returns them in worker order, and the launcher
+/// (finish it at the end).
+pub(crate) async fn start(
+    cx: &Ctx<'_>,
+    spec: &WorkersSpec,
+    job_of: impl Fn(Vec<u32>) -> Job,
+    sinks: &WorkerSinks,
+) -> anyhow::Result<(Vec<RunWorker>, Launched)> {
+    let shares = spread(&cx.plan.worker_slots, spec.count);
+    if shares.len() < spec.count as usize {
+        cx.observer.warning(&format!(
+            "{} worker slot(s) for {} workers: starting {}",
+            cx.plan.worker_slots.len(),
+            spec.count,
+            shares.len()
+        ));
+    }
+    let spec = WorkersSpec {
+        count: shares.len() as u32,
+        ..*spec
+    };
+    let secret = RunSecret::generate();
+    let mut listener = Listener::bind(SocketAddr::new(cx.env.bind, 0), secret.clone())
+        .await
+        .context("cannot listen for workers")?;
+    let addr = listener.local_addr();
+    let launched = Launched::start(&spec, addr, &secret).await?;
+    drop(secret);
+    let arrivals = match wait_for_all(&mut listener, &launched, spec.count).await {
+        Ok(a) => a,
+        Err(e) => {
+            let why = format!("{e:#}; {}", launched.diagnose().await);
+            launched.finish().await;
+            anyhow::bail!(why);
+        }
+    };
+    drop(listener);
+    let mut workers = Vec::new();
+    for (index, arrival) in arrivals {
+        let job = job_of(shares[index as usize].clone());
+        let started = async {
+            let mut worker = RemoteWorker::start(
+                arrival,
+                &job,
+                sinks.clone(),
+                WorkerClock::Own {
+                    drift_ppm: DRIFT_ALLOWANCE_PPM,
+                },
+            )
+            .await
+            .with_context(|| format!("cannot send worker {} its job", worker_name(index)))?;
+            let (pid, container, via_docker) = launched.process(index).await?;
+            worker.set_process(pid, container, via_docker);
+            let handle = worker.handle().expect("its process was just set");
+            anyhow::Ok(RunWorker::Remote(Box::new(worker), handle))
+        };
+        match started.await {
+            Ok(w) => workers.push(w),
+            Err(e) => {
+                drop(workers);
+                launched.finish().await;
+                return Err(e);
+            }
+        }
+    }
+    Ok((workers, launched))
+}
+
+/// Waits until workers `client1` ... `client<count>` have all dialled in, saying how far it has
+/// got every [`PROGRESS_EVERY`]. An arrival with another name, or a second one with a name
+/// already taken, is turned away (its connection closes).
+async fn wait_for_all(
+    listener: &mut Listener,
+    launched: &Launched,
+    count: u32,
+) -> anyhow::Result<BTreeMap<u32, Arrival>> {
+    let budget = launched.arrival_budget();
+    let deadline = Instant::now() + budget;
+    let mut arrived: BTreeMap<u32, Arrival> = BTreeMap::new();
+    while arrived.len() < count as usize {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            let names: Vec<String> = arrived.keys().map(|&k| worker_name(k)).collect();
+            let refused = listener.refused();
+            anyhow::bail!(
+                "only {} of {count} workers dialled in to {} within {budget:?} (arrived: [{}]; \
+                 refused: [{}])",
+                arrived.len(),
+                listener.local_addr(),
+                names.join(", "),
+                refused.join("; ")
+            );
+        }
+        match listener.next(left.min(PROGRESS_EVERY)).await {
+            Ok(a) => {
+                let index = a
+                    .name
+                    .strip_prefix("client")
+                    .and_then(|n| n.parse::<u32>().ok())
+                    .filter(|&n| (1..=count).contains(&n))
+                    .map(|n| n - 1);
+                match index {
+                    Some(i) if !arrived.contains_key(&i) => {
+                        arrived.insert(i, a);
+                    }
+                    _ => tracing::warn!(
+                        worker = %a.name, peer = %a.peer,
+                        "a worker this run did not start, or a second one with its name, dialled in: turned away"
+                    ),
+                }
+            }
+            Err(e) if e.contains("stopped") => anyhow::bail!(e),
+            Err(_) => {
+                let how = launched.progress().await.unwrap_or_default();
+                eprintln!(
+                    "lockbench: workers: {}/{count} dialled in{}{how}",
+                    arrived.len(),
+                    if how.is_empty() { "" } else { "; " }
+                );
+            }
+        }
+    }
+    Ok(arrived)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_spread_round_robin_and_never_over_more_workers_than_slots() {
+        assert_eq!(spread(&[0, 1, 2, 3, 4], 2), vec![vec![0, 2, 4], vec![1, 3]]);
+        assert_eq!(spread(&[0], 4), vec![vec![0]]);
+        assert_eq!(spread(&[0, 1, 2, 3], 4).len(), 4);
+    }
+}

@@ -1,0 +1,101 @@
+//! Launchers for workers that dial in (`[workers] launcher = "dial" | "swarm"`, issue 24).
+//!
+//! Why this shape: a launcher only *starts* workers and knows where their processes are. It
+//! hands each one the coordinator's address, its name (`client<K>`, worker index K-1) and the
+//! run's secret (in the environment or a mounted secret file, never on a command line), and
+//! the coordinator then waits for them at its [`Listener`](lockbench_workloads::dial::Listener)
+//! like for any worker on another host: the handshake, the job, the probes. What a launcher
+//! adds is what the coordinator cannot learn from a TCP connection: which process or container
+//! is which worker (so a client fault can pause or kill it), how to tell a user why a worker
+//! did not come, and how to remove everything it started, at the end, on an error and on
+//! Ctrl-C/SIGTERM (the run then ends normally and drops it; [`Launched`]'s `Drop` cleans up
+//! what [`Launched::finish`] did not).
+
+mod dial;
+mod swarm;
+
+use lockbench_core::workers::{Launcher, WorkersSpec};
+use lockbench_workloads::dial::RunSecret;
+use nix::unistd::Pid;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// Where a launched worker's process is: its pid on this machine, its container, and whether
+/// signals go to it through `docker kill`.
+pub(crate) type Process = (Pid, Option<String>, bool);
+
+/// The workers a launcher started.
+pub(crate) enum Launched {
+    /// Child processes of this one.
+    Dial(dial::Children),
+    /// The tasks of a Docker Swarm service.
+    Swarm(swarm::Service),
+}
+
+impl Launched {
+    /// Starts `spec.count` workers that dial `coordinator` with `secret`.
+    pub(crate) async fn start(
+        spec: &WorkersSpec,
+        coordinator: SocketAddr,
+        secret: &RunSecret,
+    ) -> anyhow::Result<Launched> {
+        Ok(match spec.launcher {
+            Launcher::Dial => {
+                Launched::Dial(dial::Children::start(spec.count, coordinator, secret)?)
+            }
+            Launcher::Swarm => {
+                Launched::Swarm(swarm::Service::start(spec.count, coordinator, secret).await?)
+            }
+            Launcher::Local => anyhow::bail!("local workers do not dial in"),
+        })
+    }
+
+    /// How long the workers get to dial in: a Swarm task is scheduled, its container created
+    /// and started first.
+    pub(crate) fn arrival_budget(&self) -> Duration {
+        match self {
+            Launched::Dial(_) => Duration::from_secs(30),
+            Launched::Swarm(_) => Duration::from_secs(90),
+        }
+    }
+
+    /// A line on how far the launch has got, for the progress output while workers start
+    /// (`None` when there is nothing to say beyond the arrivals).
+    pub(crate) async fn progress(&self) -> Option<String> {
+        match self {
+            Launched::Dial(_) => None,
+            Launched::Swarm(s) => s.progress().await,
+        }
+    }
+
+    /// Where worker `index`'s process is (after it dialled in).
+    pub(crate) async fn process(&self, index: u32) -> anyhow::Result<Process> {
+        match self {
+            Launched::Dial(c) => c.process(index),
+            Launched::Swarm(s) => s.process(index).await,
+        }
+    }
+
+    /// What a user looks at when workers did not dial in.
+    pub(crate) async fn diagnose(&self) -> String {
+        match self {
+            Launched::Dial(c) => c.diagnose(),
+            Launched::Swarm(s) => s.diagnose().await,
+        }
+    }
+
+    /// Stops and removes what was started (processes; the service, its secret, and the swarm
+    /// when this run initialised it).
+    pub(crate) async fn finish(self) {
+        match self {
+            Launched::Dial(c) => c.finish().await,
+            Launched::Swarm(s) => s.finish().await,
+        }
+    }
+}
+
+/// The name of worker `index` (0-based): `client<index+1>`, a worker process's name, so fault
+/// targets (`client1`) mean the same worker whoever launched it.
+pub(crate) fn worker_name(index: u32) -> String {
+    crate::placement::worker_name(index)
+}

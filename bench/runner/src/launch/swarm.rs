@@ -1,0 +1,381 @@
+//! `launcher = "swarm"`: the workers as the tasks of a Docker Swarm service, one task per
+//! worker, `{{.Task.Slot}}` as its index (`LOCKBENCH_WORKER_NAME=client{{.Task.Slot}}`).
+//!
+//! Choices, and why:
+//! - **The engine's own swarm.** When the engine is in none, `docker swarm init` (advertising
+//!   127.0.0.1: one node, nothing to reach from outside), and `docker swarm leave --force` at
+//!   the end, only then. A swarm lockbench did not make is left as it was.
+//! - **The image is local and never resolved at a registry** (`--no-resolve-image`):
+//!   `lockbench/lockbench:local` from `scripts/build-images --lockbench` (or
+//!   `LOCKBENCH_SWARM_IMAGE`). On one node the running `lockbench` is bind-mounted over the
+//!   image's, so the workers run exactly the coordinator's code (as compose's client
+//!   containers do); `LOCKBENCH_CLIENT_BINARY=in-image` uses the image's own, which is what a
+//!   swarm of several hosts needs (a bind mount's source must exist on every node).
+//! - **The secret is a Docker secret**, mounted as a file in each task
+//!   (`LOCKBENCH_WORKER_SECRET_FILE=/run/secrets/lockbench-worker-secret`), not an environment
+//!   variable of the service: `docker service inspect` shows a service's environment to anyone
+//!   who may talk to the engine, while a secret's value cannot be read back through the API.
+//!   The value goes to `docker secret create` on its stdin, never on a command line.
+//! - **Host networking** (`--network host`). The tasks must reach the coordinator's listener
+//!   and resource service and the servers; the managed cluster's servers are on lockbench's
+//!   own bridge, which the host routes to and Docker's networks do not, and compose's are on
+//!   Docker's bridge, which the host routes to as well. On the host's network stack a task
+//!   reaches everything the coordinator does. The price: a task has no network of its own, so
+//!   a partition of a Swarm task (`isolate = { nodes = ["client1"] }`) would cut the host and
+//!   is refused; pause and kill act on the task's container.
+//! - **Nothing outlives the run**: the service (`--restart-condition none`, so a killed task
+//!   stays dead and Swarm does not start another one under the run), its secret and the swarm
+//!   (when lockbench made it) are removed at the end, on an error and after Ctrl-C or SIGTERM
+//!   (the run ends normally then). A `kill -9` of lockbench leaves them; they carry the label
+//!   `lockbench.workers`: `docker service rm $(docker service ls -q --filter
+//!   label=lockbench.workers)`.
+
+use super::Process;
+use anyhow::Context;
+use lockbench_workloads::dial::{RunSecret, SECRET_FILE_ENV};
+use nix::unistd::Pid;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The image the tasks run unless `LOCKBENCH_SWARM_IMAGE` names another.
+pub(crate) const IMAGE: &str = "lockbench/lockbench:local";
+/// The label on everything a run creates (value: the run's id).
+pub(crate) const LABEL: &str = "lockbench.workers";
+/// Where the secret file is mounted in a task.
+const SECRET_TARGET: &str = "lockbench-worker-secret";
+/// Where the running `lockbench` is mounted in a task (the image's entrypoint).
+const BINARY: &str = "/usr/local/bin/lockbench";
+
+/// A running service and what to remove with it.
+pub(crate) struct Service {
+    name: String,
+    secret: String,
+    /// This run ran `docker swarm init`.
+    initialised: bool,
+    removed: bool,
+}
+
+/// `docker ARGS`, its stdout trimmed, or an error naming the command and its stderr.
+fn docker(args: &[&str]) -> anyhow::Result<String> {
+    let out = Command::new("docker")
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .context(
+            "cannot run docker (a Docker Engine and its client are needed for swarm workers)",
+        )?;
+    if !out.status.success() {
+        anyhow::bail!(
+            "`docker {}` failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+async fn docker_async(args: Vec<String>) -> anyhow::Result<String> {
+    tokio::task::spawn_blocking(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        docker(&args)
+    })
+    .await?
+}
+
+impl Service {
+    /// Joins or makes a swarm, creates the secret and the service of `count` tasks.
+    pub(crate) async fn start(
+        count: u32,
+        coordinator: SocketAddr,
+        secret: &RunSecret,
+    ) -> anyhow::Result<Service> {
+        let secret = secret.clone();
+        tokio::task::spawn_blocking(move || Service::start_blocking(count, coordinator, &secret))
+            .await?
+    }
+
+    fn start_blocking(
+        count: u32,
+        coordinator: SocketAddr,
+        secret: &RunSecret,
+    ) -> anyhow::Result<Service> {
+        let image = std::env::var("LOCKBENCH_SWARM_IMAGE").unwrap_or_else(|_| IMAGE.into());
+        docker(&["image", "inspect", "--format", "{{.Id}}", &image]).map_err(|_| {
+            anyhow::anyhow!(
+                "swarm workers: no image {image} in this Docker Engine (it is never pulled); \
+                 build it with `scripts/build-images --lockbench`, or name another with \
+                 LOCKBENCH_SWARM_IMAGE"
+            )
+        })?;
+        let state = docker(&["info", "--format", "{{.Swarm.LocalNodeState}}"])?;
+        let initialised = match state.as_str() {
+            "inactive" => {
+                eprintln!(
+                    "lockbench: swarm: this Docker Engine is in no swarm: `docker swarm init` \
+                     (left again at the end of the run)"
+                );
+                docker(&["swarm", "init", "--advertise-addr", "127.0.0.1"])?;
+                true
+            }
+            "active" => {
+                if docker(&["info", "--format", "{{.Swarm.ControlAvailable}}"])? != "true" {
+                    anyhow::bail!(
+                        "swarm workers: this Docker Engine is a swarm worker node, not a \
+                         manager; run lockbench where `docker service create` works"
+                    );
+                }
+                false
+            }
+            other => anyhow::bail!(
+                "swarm workers: this Docker Engine's swarm state is `{other}`; `docker info` \
+                 says more (a locked swarm needs `docker swarm unlock`)"
+            ),
+        };
+        let id = format!("{}-{:08x}", std::process::id(), rand::random::<u32>());
+        let service = Service {
+            name: format!("lockbench-workers-{id}"),
+            secret: format!("lockbench-secret-{id}"),
+            initialised,
+            removed: false,
+        };
+        // From here on, dropping `service` removes what exists.
+        service.create_secret(secret, &id)?;
+        let label = format!("{LABEL}={id}");
+        let mut args: Vec<String> = [
+            "service",
+            "create",
+            "--detach",
+            "--quiet",
+            "--name",
+            &service.name,
+            "--label",
+            &label,
+            "--container-label",
+            &label,
+            "--replicas",
+            &count.to_string(),
+            "--restart-condition",
+            "none",
+            "--stop-grace-period",
+            "2s",
+            "--no-resolve-image",
+            "--network",
+            "host",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        args.push("--secret".into());
+        args.push(format!("source={},target={SECRET_TARGET}", service.secret));
+        args.push("--env".into());
+        args.push(format!("{SECRET_FILE_ENV}=/run/secrets/{SECRET_TARGET}"));
+        args.push("--env".into());
+        args.push("LOCKBENCH_WORKER_NAME=client{{.Task.Slot}}".into());
+        for pass in ["LOCKBENCH_LOG", "RUST_LOG", "LOCKBENCH_TEST_CLOCK_SKEW"] {
+            if let Ok(v) = std::env::var(pass) {
+                args.push("--env".into());
+                args.push(format!("{pass}={v}"));
+            }
+        }
+        let in_image =
+            std::env::var(lockbench_compose::clients::BINARY_ENV).is_ok_and(|v| v == "in-image");
+        if !in_image {
+            let exe = std::env::current_exe().context("cannot find the lockbench binary")?;
+            args.push("--mount".into());
+            args.push(format!(
+                "type=bind,source={},target={BINARY},readonly",
+                exe.display()
+            ));
+        }
+        args.push(image.clone());
+        for a in ["worker", "--coordinator", &coordinator.to_string()] {
+            args.push(a.into());
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        docker(&args).context("swarm workers: cannot create the service")?;
+        eprintln!(
+            "lockbench: swarm: service {} ({count} tasks of {image}, host network), dialling \
+             {coordinator}",
+            service.name
+        );
+        Ok(service)
+    }
+
+    fn create_secret(&self, secret: &RunSecret, id: &str) -> anyhow::Result<()> {
+        let label = format!("{LABEL}={id}");
+        let mut child = Command::new("docker")
+            .args(["secret", "create", "--label", &label, &self.secret, "-"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .context("cannot run docker secret create")?;
+        child
+            .stdin
+            .take()
+            .expect("piped")
+            .write_all(secret.to_env_value().as_bytes())
+            .context("cannot hand the run's secret to docker secret create")?;
+        let out = child.wait_with_output()?;
+        if !out.status.success() {
+            anyhow::bail!(
+                "swarm workers: `docker secret create {}` failed: {}",
+                self.secret,
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+        }
+        Ok(())
+    }
+
+    /// `service NAME: 2 running, 2 preparing`.
+    pub(crate) async fn progress(&self) -> Option<String> {
+        let states = docker_async(vec![
+            "service".into(),
+            "ps".into(),
+            "--format".into(),
+            "{{.CurrentState}}".into(),
+            self.name.clone(),
+        ])
+        .await
+        .ok()?;
+        let mut counts: std::collections::BTreeMap<String, usize> = Default::default();
+        for line in states.lines() {
+            let state = line.split_whitespace().next().unwrap_or("unknown");
+            *counts.entry(state.to_lowercase()).or_default() += 1;
+        }
+        let parts: Vec<String> = counts.iter().map(|(s, n)| format!("{n} {s}")).collect();
+        Some(format!("service {}: tasks {}", self.name, parts.join(", ")))
+    }
+
+    /// Task `index + 1`'s container: its name, its process's pid on this machine.
+    pub(crate) async fn process(&self, index: u32) -> anyhow::Result<Process> {
+        let filter = format!("label=com.docker.swarm.service.name={}", self.name);
+        let prefix = format!("{}.{}.", self.name, index + 1);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let listed = docker_async(vec![
+                "ps".into(),
+                "--filter".into(),
+                filter.clone(),
+                "--format".into(),
+                "{{.Names}}".into(),
+            ])
+            .await?;
+            if let Some(name) = listed.lines().find(|n| n.starts_with(&prefix)) {
+                let pid = docker_async(vec![
+                    "inspect".into(),
+                    "--format".into(),
+                    "{{.State.Pid}}".into(),
+                    name.to_string(),
+                ])
+                .await?;
+                let pid: i32 = pid
+                    .parse()
+                    .with_context(|| format!("container {name}: no pid in {pid:?}"))?;
+                // Root signals the task's process by its pid at once (the fencing pause starts
+                // right after the grant); anyone else goes through `docker kill --signal`.
+                let via_docker = !nix::unistd::geteuid().is_root();
+                return Ok((Pid::from_raw(pid), Some(name.to_string()), via_docker));
+            }
+            if Instant::now() > deadline {
+                anyhow::bail!(
+                    "swarm task {} of {} has no running container (`docker service ps {}`)",
+                    index + 1,
+                    self.name,
+                    self.name
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    /// The service's tasks and their errors, and where the workers' logs are.
+    pub(crate) async fn diagnose(&self) -> String {
+        let tasks = docker_async(vec![
+            "service".into(),
+            "ps".into(),
+            "--no-trunc".into(),
+            "--format".into(),
+            "{{.Name}} {{.CurrentState}} {{.Error}}".into(),
+            self.name.clone(),
+        ])
+        .await
+        .unwrap_or_else(|e| format!("{e:#}"));
+        format!(
+            "the service's tasks: [{}]; the workers' own words: `docker service logs {}` (the \
+             service is removed when this run ends: rerun with LOCKBENCH_LOG=debug to see \
+             them here)",
+            tasks.lines().collect::<Vec<_>>().join("; "),
+            self.name
+        )
+    }
+
+    /// Removes the service, waits for its containers to go, removes the secret, and leaves
+    /// the swarm when this run made it.
+    pub(crate) async fn finish(mut self) {
+        let _ = tokio::task::spawn_blocking(move || self.remove()).await;
+    }
+
+    fn remove(&mut self) {
+        if self.removed {
+            return;
+        }
+        self.removed = true;
+        let mut problems = Vec::new();
+        if let Err(e) = docker(&["service", "rm", &self.name]) {
+            problems.push(format!("{e:#}"));
+        }
+        // The tasks' containers stop after `service rm` returns; the secret cannot go before.
+        let filter = format!("label=com.docker.swarm.service.name={}", self.name);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while docker(&["ps", "-aq", "--filter", &filter]).is_ok_and(|s| !s.is_empty()) {
+            if Instant::now() > deadline {
+                problems.push(format!(
+                    "containers of {} still there after 30 s",
+                    self.name
+                ));
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
+        let mut removed_secret = docker(&["secret", "rm", &self.secret]);
+        for _ in 0..20 {
+            if removed_secret.is_ok() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(250));
+            removed_secret = docker(&["secret", "rm", &self.secret]);
+        }
+        if let Err(e) = removed_secret {
+            problems.push(format!("{e:#}"));
+        }
+        if self.initialised
+            && let Err(e) = docker(&["swarm", "leave", "--force"])
+        {
+            problems.push(format!("{e:#}"));
+        }
+        if problems.is_empty() {
+            tracing::info!(service = %self.name, "swarm workers removed");
+        } else {
+            eprintln!(
+                "warning: swarm workers not fully removed: {}; remove by hand: `docker service \
+                 rm $(docker service ls -q --filter label={LABEL})`, `docker secret rm $(docker \
+                 secret ls -q --filter label={LABEL})`{}",
+                problems.join("; "),
+                if self.initialised {
+                    ", `docker swarm leave --force`"
+                } else {
+                    ""
+                }
+            );
+        }
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        self.remove();
+    }
+}

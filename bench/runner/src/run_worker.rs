@@ -1,0 +1,68 @@
+//! One worker of a run as the coordinator drives it, whoever started it: a worker process
+//! over pipes ([`WorkerProcess`]) or a worker that dialled in ([`RemoteWorker`]). The run's
+//! phases (start barrier, window, fault loop, collection) see only this.
+
+use lockbench_workloads::WorkerProcess;
+use lockbench_workloads::link::ClockTap;
+use lockbench_workloads::recorder::WorkerStats;
+use lockbench_workloads::remote::RemoteWorker;
+use lockbench_workloads::worker::{ToWorker, WorkerHandle};
+use std::time::Duration;
+
+/// A worker of the run.
+pub(crate) enum RunWorker {
+    /// A child process over pipes, on the coordinator's clock.
+    Process(Box<WorkerProcess>),
+    /// A worker that dialled in, on its own clock, whose process its launcher found.
+    Remote(Box<RemoteWorker>, WorkerHandle),
+}
+
+impl RunWorker {
+    pub(crate) fn name(&self) -> &str {
+        match self {
+            RunWorker::Process(w) => &w.name,
+            RunWorker::Remote(w, _) => &w.name,
+        }
+    }
+
+    pub(crate) async fn ready(&mut self) -> Result<(), String> {
+        match self {
+            RunWorker::Process(w) => w.ready().await,
+            RunWorker::Remote(w, _) => w.ready().await,
+        }
+    }
+
+    pub(crate) fn send(&self, msg: ToWorker) {
+        match self {
+            RunWorker::Process(w) => w.send(msg),
+            RunWorker::Remote(w, _) => w.send(msg),
+        }
+    }
+
+    /// A handle for signals and commands.
+    pub(crate) fn handle(&self) -> WorkerHandle {
+        match self {
+            RunWorker::Process(w) => w.handle(),
+            RunWorker::Remote(_, h) => h.clone(),
+        }
+    }
+
+    /// Its clock probes, for a worker on its own clock.
+    pub(crate) fn clock(&self) -> Option<(String, Vec<u32>, ClockTap)> {
+        match self {
+            RunWorker::Process(_) => None,
+            RunWorker::Remote(w, _) => Some((w.name.clone(), w.slots.clone(), w.clock_tap())),
+        }
+    }
+
+    /// Stops it and collects its stats (a stopped process is resumed first).
+    pub(crate) async fn finish(self, budget: Duration) -> Result<Vec<WorkerStats>, String> {
+        match self {
+            RunWorker::Process(w) => w.finish(budget).await,
+            RunWorker::Remote(w, h) => {
+                let _ = h.signal(nix::sys::signal::Signal::SIGCONT);
+                w.finish(budget).await
+            }
+        }
+    }
+}
