@@ -92,3 +92,89 @@ fn a_coordinator_on_the_pods_own_loopback_is_refused_before_anything_is_written(
     assert!(!out_dir.exists());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// What a pod would run, run here: the Job's container command in a real `sh`, this build's
+/// `lockbench` on its PATH, `JOB_COMPLETION_INDEX=2`, and `LOCKBENCH_WORKER_SECRET` taken
+/// from the Secret the way the container's `secretKeyRef` names it. Only the coordinator's
+/// address (the command's first positional parameter, checked to be the one given) is
+/// replaced by a listener on loopback. The worker proves the secret and is admitted as
+/// `client3`.
+#[test]
+fn the_pods_command_and_secret_get_a_real_worker_admitted_by_its_index() {
+    use lockbench_workloads::dial::{Listener, RunSecret};
+    use std::time::{Duration, Instant};
+    let dir = scratch("k8s", "admitted");
+    let out_dir = dir.join("manifests");
+    let out = k8s_manifests(&[
+        "--workers",
+        "4",
+        "--coordinator",
+        "10.0.0.5:7450",
+        "--image",
+        "img",
+        "--patience",
+        "20s",
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let yaml = std::fs::read_to_string(out_dir.join("workers.yaml")).unwrap();
+    let m = lockbench_kube::Manifests::from_yaml(&yaml).unwrap();
+    let pod = m.job.spec.unwrap().template.spec.unwrap();
+    let container = &pod.containers[0];
+    let mut command = container.command.clone().unwrap();
+    let env = container.env.clone().unwrap();
+    let by_ref = env
+        .iter()
+        .find_map(|e| e.value_from.as_ref()?.secret_key_ref.clone())
+        .unwrap();
+    assert_eq!(
+        m.secret.metadata.name.as_deref(),
+        Some(by_ref.name.as_str())
+    );
+    let secret = m.secret.string_data.unwrap()[&by_ref.key].clone();
+
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let run_secret = RunSecret::from_env_value(&secret).unwrap();
+    let mut listener = rt
+        .block_on(Listener::bind("127.0.0.1:0".parse().unwrap(), run_secret))
+        .unwrap();
+    assert_eq!(command[4], "10.0.0.5:7450");
+    command[4] = listener.local_addr().to_string();
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_lockbench"))
+        .parent()
+        .unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let mut child = Command::new(&command[0])
+        .args(&command[1..])
+        .env_clear()
+        .env("PATH", path)
+        .env("JOB_COMPLETION_INDEX", "2")
+        .env(&by_ref.key, &secret)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let arrived = rt.block_on(listener.next(Duration::from_secs(20)));
+    // Its connection closes here (the arrival is dropped), which ends the worker; it must not
+    // outlive the test either way.
+    let name = arrived.map(|a| a.name);
+    let since = Instant::now();
+    while child.try_wait().unwrap().is_none() && since.elapsed() < Duration::from_secs(15) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    if child.try_wait().unwrap().is_none() {
+        child.kill().unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        name.as_deref(),
+        Ok("client3"),
+        "{out:?}; refused: {:?}",
+        listener.refused()
+    );
+    assert!(listener.refused().is_empty(), "{:?}", listener.refused());
+    assert!(!String::from_utf8_lossy(&out.stderr).contains(&secret));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
