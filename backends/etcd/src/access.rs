@@ -91,14 +91,11 @@ impl Access {
             }
             options = options.with_tls(t);
         }
-        if let Some(user) = self.user() {
-            let password = self
-                .connection
-                .password(crate::GROUP)
-                .map_err(BackendError::Config)?
-                .ok_or_else(|| {
-                    BackendError::Config("etcd.user needs `password_env` or `password_file`".into())
-                })?;
+        let credentials = self
+            .connection
+            .credentials(crate::GROUP)
+            .map_err(BackendError::Config)?;
+        if let Some((user, password)) = credentials {
             // A member that restarted has forgotten the tokens it issued (etcd's simple tokens
             // live in memory): authenticate again rather than fail every request it serves.
             options = options

@@ -46,6 +46,13 @@ pub(crate) struct Ensemble {
     pub(crate) members: Vec<String>,
     /// Requested session timeout (the server may clamp it to its min/max).
     pub(crate) session_timeout: Duration,
+    /// The group's settings: the digest user and its password's source (never the password,
+    /// which is read at each connect).
+    pub(crate) connection: lockbench_core::Connection,
+    /// The ACL every node lockbench creates carries: with a digest user, `auth::cdrwa` (the
+    /// creating session's identities, i.e. that user, may do everything; no one else anything),
+    /// else `world:anyone:cdrwa` as before.
+    pub(crate) acls: zk::Acls<'static>,
 }
 
 /// The `chroot` of the group's connection settings (`""` for none), checked: an absolute path
@@ -80,20 +87,45 @@ impl Ensemble {
         }
         // A chroot from the cluster file (issue 22) goes where the Java client takes it, after
         // the address list: every path the recipes use is then under it, on the server.
-        let chroot = chroot(endpoints.connection(crate::GROUP)).map_err(BackendError::Config)?;
+        let connection = endpoints.connection(crate::GROUP);
+        let chroot = chroot(connection).map_err(BackendError::Config)?;
         Ok(Ensemble {
             connect_string: format!("{}{chroot}", endpoints.get(crate::GROUP).join(",")),
             members: endpoints.get(crate::GROUP).to_vec(),
             session_timeout: knobs.session_timeout,
+            acls: match connection.user {
+                Some(_) => zk::Acls::creator_all(),
+                None => zk::Acls::anyone_all(),
+            },
+            connection: connection.clone(),
         })
     }
 
-    fn connector(&self) -> zk::Connector {
+    /// The digest user, when the sessions authenticate.
+    pub(crate) fn user(&self) -> Option<&str> {
+        self.connection.user.as_deref()
+    }
+
+    /// A connector with the session settings and, with a user, its digest credentials
+    /// (`addauth digest user:password`, sent with every session's (re)connect), the password
+    /// read from its source now.
+    fn connector(&self) -> Result<zk::Connector, BackendError> {
         let connection_timeout = CONNECTION_TIMEOUT.min(self.session_timeout * 2 / 5);
-        zk::Client::connector()
+        let mut connector = zk::Client::connector()
             .with_session_timeout(self.session_timeout)
             .with_connection_timeout(connection_timeout)
-            .with_fail_eagerly()
+            .with_fail_eagerly();
+        let credentials = self
+            .connection
+            .credentials(crate::GROUP)
+            .map_err(BackendError::Config)?;
+        if let Some((user, password)) = credentials {
+            use secrecy::ExposeSecret;
+            let credentials =
+                secrecy::SecretString::from(format!("{user}:{}", password.expose_secret()));
+            connector = connector.with_auth("digest", credentials.expose_secret().as_bytes());
+        }
+        Ok(connector)
     }
 
     fn unreachable(&self, reason: impl Into<String>) -> BackendError {
@@ -106,7 +138,7 @@ impl Ensemble {
     /// Opens a new detached session. Fails fast with `Unreachable` naming the address list.
     pub(crate) async fn connect(&self) -> Result<zk::Client, BackendError> {
         let connecting = self
-            .connector()
+            .connector()?
             .with_detached()
             .connect(&self.connect_string);
         match tokio::time::timeout(CONNECT_BUDGET, connecting).await {
@@ -151,8 +183,11 @@ pub(crate) async fn expire(ensemble: &Ensemble, client: &zk::Client) {
 
 async fn close_session(ensemble: &Ensemble, session: zk::SessionInfo) {
     let id = session.id();
-    let attached = ensemble
-        .connector()
+    let Ok(connector) = ensemble.connector() else {
+        tracing::warn!(session = %id, "zookeeper: cannot re-attach to close the session");
+        return;
+    };
+    let attached = connector
         .with_session(session)
         .connect(&ensemble.connect_string);
     match tokio::time::timeout(CONNECT_BUDGET, attached).await {

@@ -48,9 +48,6 @@ use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 use zookeeper_client as zk;
 
-const PERSISTENT: zk::CreateOptions<'static> =
-    zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
-
 /// The zk-curator recipe bound to an ensemble: makes [`ZkCuratorClient`]s.
 #[derive(Debug)]
 pub struct ZkCurator {
@@ -93,6 +90,15 @@ impl Backend for ZkCurator {
                     .into(),
             fencing: "sequence number of the lock node".into(),
             knobs: knobs(&self.knobs),
+        }
+    }
+
+    /// With a digest user: that it may create, list and delete under `root`
+    /// (`crate::secure::check_permissions`), naming the permission it lacks.
+    async fn check_servers(&self) -> Result<(), BackendError> {
+        match self.ensemble.user() {
+            Some(_) => crate::secure::check_permissions(&self.ensemble, &self.root).await,
+            None => Ok(()),
         }
     }
 
@@ -245,8 +251,8 @@ async fn serve(
     mut dirs: KeyTable<String>,
     mut inbox: mpsc::UnboundedReceiver<Command>,
 ) {
-    let options = zk::LockOptions::new(zk::Acls::anyone_all())
-        .with_ancestor_options(PERSISTENT)
+    let options = zk::LockOptions::new(ensemble.acls)
+        .with_ancestor_options(crate::fair::persistent(ensemble.acls))
         .expect("persistent ancestors are valid lock options");
     let mut held: Vec<(u64, zk::LockClient<'_>)> = Vec::new();
     let mut next_slot = 0u64;

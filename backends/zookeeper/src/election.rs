@@ -23,7 +23,7 @@
 use crate::ZookeeperKnobs;
 use crate::connect::{self, Ensemble};
 use crate::errors::kind;
-use crate::fair::{EPHEMERAL_SEQUENTIAL, make_parents};
+use crate::fair::{ephemeral_sequential, make_parents};
 use crate::paths;
 use lockbench_core::traits::BackendError;
 use lockbench_core::{
@@ -77,7 +77,7 @@ impl Elector for ZkElection {
     async fn connect(&self, candidate: ClientId) -> Result<ZkCandidate, BackendError> {
         let zk = self.ensemble.connect().await?;
         let mut requests = 0;
-        if let Err(e) = make_parents(&zk, &self.dir, &mut requests).await {
+        if let Err(e) = make_parents(&zk, &self.dir, self.ensemble.acls, &mut requests).await {
             connect::close(&self.ensemble, zk).await;
             return Err(BackendError::Unreachable {
                 endpoint: self.ensemble.connect_string.clone(),
@@ -168,7 +168,7 @@ impl Candidate for ZkCandidate {
     async fn campaign(&self) -> Outcome<Leader> {
         let sequence = match self
             .zk
-            .create(&self.prefix, b"", &EPHEMERAL_SEQUENTIAL)
+            .create(&self.prefix, b"", &ephemeral_sequential(self.ensemble.acls))
             .await
         {
             Ok((_, seq)) => seq.into_i64(),

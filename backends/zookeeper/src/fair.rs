@@ -86,10 +86,15 @@ use zookeeper_client as zk;
 /// Connection losses tolerated within one acquire before it reports `info connection-lost`.
 pub const MAX_CONNECTION_LOSSES: u32 = 3;
 
-pub(crate) const EPHEMERAL_SEQUENTIAL: zk::CreateOptions<'static> =
-    zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all());
-const PERSISTENT: zk::CreateOptions<'static> =
-    zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
+/// A lock node's create options, with the ensemble's ACL (`Ensemble::acls`).
+pub(crate) const fn ephemeral_sequential(acls: zk::Acls<'static>) -> zk::CreateOptions<'static> {
+    zk::CreateMode::EphemeralSequential.with_acls(acls)
+}
+
+/// A lock directory's create options, with the ensemble's ACL.
+pub(crate) const fn persistent(acls: zk::Acls<'static>) -> zk::CreateOptions<'static> {
+    zk::CreateMode::Persistent.with_acls(acls)
+}
 
 /// How a queued client learns that it may be first now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -245,6 +250,15 @@ impl Backend for ZkFair {
             waits_by: self.queue.waits_by().into(),
             fencing: "czxid of the lock node".into(),
             knobs: knobs(&self.knobs),
+        }
+    }
+
+    /// With a digest user: that it may create, list and delete under `root`
+    /// (`crate::secure::check_permissions`), naming the permission it lacks.
+    async fn check_servers(&self) -> Result<(), BackendError> {
+        match self.ensemble.user() {
+            Some(_) => crate::secure::check_permissions(&self.ensemble, &self.root).await,
+            None => Ok(()),
         }
     }
 
@@ -476,6 +490,7 @@ impl ZkFairClient {
         let ZkFairClient {
             id,
             zk,
+            ensemble,
             queue,
             base,
             names,
@@ -491,6 +506,7 @@ impl ZkFairClient {
             parent: &paths.parent,
             prefix: paths.prefix(shared),
             name_prefix: names.get(shared),
+            acls: ensemble.acls,
         };
         // 1. Create the lock node (or find it again after a connection loss).
         let mut losses = 0u32;
@@ -707,6 +723,8 @@ pub(crate) struct NodeName<'a> {
     pub(crate) prefix: &'a str,
     /// `{kind}-{guid}-`.
     pub(crate) name_prefix: &'a str,
+    /// The ACL it and its parents are created with.
+    pub(crate) acls: zk::Acls<'static>,
 }
 
 /// Appends a sequence number the way ZooKeeper names sequential nodes (10 digits, or 19 past
@@ -723,18 +741,19 @@ pub(crate) fn write_sequence(out: &mut String, sequence: i64) {
 pub(crate) async fn make_parents(
     zk: &zk::Client,
     parent: &str,
+    acls: zk::Acls<'static>,
     requests: &mut u64,
 ) -> Result<(), zk::Error> {
     for (i, _) in parent.match_indices('/').skip(1) {
         *requests += 1;
-        create_dir(zk, &parent[..i]).await?;
+        create_dir(zk, &parent[..i], acls).await?;
     }
     *requests += 1;
-    create_dir(zk, parent).await
+    create_dir(zk, parent, acls).await
 }
 
-async fn create_dir(zk: &zk::Client, path: &str) -> Result<(), zk::Error> {
-    match zk.create(path, b"", &PERSISTENT).await {
+async fn create_dir(zk: &zk::Client, path: &str, acls: zk::Acls<'static>) -> Result<(), zk::Error> {
+    match zk.create(path, b"", &persistent(acls)).await {
         Ok(_) | Err(zk::Error::NodeExists) => Ok(()),
         Err(e) => Err(e),
     }
@@ -766,11 +785,14 @@ pub(crate) async fn create_or_find(
             }
         } else {
             *requests += 1;
-            match zk.create(node.prefix, b"", &EPHEMERAL_SEQUENTIAL).await {
+            match zk
+                .create(node.prefix, b"", &ephemeral_sequential(node.acls))
+                .await
+            {
                 Ok((stat, sequence)) => return Ok((stat.czxid, sequence.into_i64())),
                 Err(zk::Error::NoNode) if !made_parents => {
                     made_parents = true;
-                    make_parents(zk, node.parent, requests).await?;
+                    make_parents(zk, node.parent, node.acls, requests).await?;
                     continue;
                 }
                 Err(e) => e,

@@ -69,6 +69,7 @@ mod knobs;
 mod observe;
 mod paths;
 pub mod recipes;
+pub mod secure;
 mod server;
 pub mod system;
 

@@ -37,13 +37,25 @@ impl System for ZooKeeper {
         "zookeeper"
     }
 
-    /// A chroot (issue 22); TLS and digest users are not wired to the client yet.
+    /// A chroot and a digest user (issue 22; `crate::secure`). Not TLS: the client crate's
+    /// `tls` feature brings rustls's aws-lc provider next to the ring one the other clients
+    /// use (docs/secure-clusters.md says why that is not done).
     fn check_connection(
         &self,
         group: &str,
         connection: &lockbench_core::Connection,
     ) -> Result<(), String> {
-        connection.refuse(group, "ZooKeeper", &["chroot"])?;
+        connection.refuse(
+            group,
+            "ZooKeeper",
+            &["chroot", "user", "password_env", "password_file"],
+        )?;
+        if connection.has_password() && connection.user.is_none() {
+            return Err(format!(
+                "{group}: a password needs `user` (ZooKeeper's digest identity is \
+                 user:password)"
+            ));
+        }
         crate::connect::chroot(connection).map(|_| ())
     }
 

@@ -181,6 +181,18 @@ impl Connection {
         Ok(None)
     }
 
+    /// The user and its password, read from its source, when a user is set (`None` when not);
+    /// the error names the source, never the password.
+    pub fn credentials(&self, group: &str) -> Result<Option<(&str, SecretString)>, String> {
+        let Some(user) = self.user.as_deref() else {
+            return Ok(None);
+        };
+        let password = self.password(group)?.ok_or_else(|| {
+            format!("{group}.user needs a password: set `password_env` or `password_file`")
+        })?;
+        Ok(Some((user, password)))
+    }
+
     /// Makes the settings' relative paths relative to `dir` (the cluster file's directory),
     /// so a file works from wherever lockbench is started.
     pub fn resolve_paths(&mut self, dir: &Path) {

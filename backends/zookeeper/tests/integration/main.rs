@@ -6,6 +6,7 @@
 //! lock key.
 
 mod herd;
+mod secure;
 mod zookeeper;
 
 use lockbench_core::Endpoints;
