@@ -403,4 +403,69 @@ mod tests {
             1
         );
     }
+
+    fn judged(overlaps_certain: u64, lost_certain: u64) -> Judged {
+        Judged {
+            clocks: Clocks {
+                judgement: lockbench_analysis::intervals::IntervalJudgement {
+                    bound_ns: 500_000,
+                    overlaps_certain,
+                    overlaps_ambiguous: 40,
+                    lost_writes_certain: lost_certain,
+                    ..Default::default()
+                },
+                ..Default::default()
+            },
+            token_reuses_certain: 0,
+            foreign_certain: (0, 0),
+            lost_accepted_certain: lost_certain,
+        }
+    }
+
+    /// A run whose point checkers saw 3 overlaps, 2 accepted lost writes, a reused token and a
+    /// foreign release: across clocks with none of them certain, all are set aside (each with
+    /// a note) and the verdict is valid; with a certain overlap the overlaps stand and the
+    /// verdict stays invalid.
+    #[test]
+    fn point_findings_stand_across_clocks_only_as_far_as_they_are_certain() {
+        use lockbench_results::status::Validity;
+        let workload = lockbench_core::Scenario::load(
+            "t",
+            "name = \"t\"\nbackends = [\"zk-fair\"]\n[workload]\nclients = 2\nkeys = 1\n",
+            &[],
+        )
+        .unwrap()
+        .workload;
+        let invalid = || {
+            let mut s =
+                lockbench_results::model::BackendResult::failed("b", &workload, String::new())
+                    .safety;
+            s.verdict = Validity::Invalid;
+            (s.mutex_violations, s.overlapping_grants, s.max_overlap_ms) = (3, 3, 0.2);
+            (s.writes_after_lock_lost, s.writes_after_lock_lost_accepted) = (2, 2);
+            (s.token_reuses, s.foreign_releases) = (1, 1);
+            s.failed_checkers.clear();
+            for (k, n) in [
+                ("mutex", 3),
+                ("write_after_lock_lost_accepted", 2),
+                ("token_reuse", 1),
+                ("foreign_release", 1),
+            ] {
+                s.violation_kinds.insert(k.into(), n);
+            }
+            s
+        };
+        let mut s = invalid();
+        let notes = reconcile(&mut s, &judged(0, 0));
+        assert_eq!(notes.len(), 4, "{notes:?}");
+        assert_eq!(s.verdict, Validity::Valid, "{s:?}");
+        assert!(s.violation_kinds.is_empty(), "{s:?}");
+        assert_eq!((s.mutex_violations, s.writes_after_lock_lost), (0, 0));
+
+        let mut s = invalid();
+        reconcile(&mut s, &judged(1, 0));
+        assert_eq!(s.verdict, Validity::Invalid);
+        assert_eq!(s.violation_kinds.get("mutex"), Some(&3));
+        assert_eq!(s.mutex_violations, 3);
+    }
 }
