@@ -371,3 +371,26 @@ async fn a_missing_permission_is_named() {
         &s.password,
     );
 }
+
+/// `tls.server_name`: the name the member's certificate is verified against instead of the
+/// address's host. `localhost` (which the certificate names) connects; a name it lacks fails
+/// naming the setting.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_name_is_what_the_certificate_is_checked_against() {
+    let s = secured("server-name", None).await;
+    let named = |name: &str| {
+        let mut c = s.settings.clone();
+        c.tls.as_mut().unwrap().server_name = Some(name.into());
+        backend(ETCD_LEASE, &endpoints(s.member.tls, c), "server-name")
+    };
+    let good = named("localhost");
+    good.check_servers().await.unwrap();
+    conformance::acquire_release_and_tokens_grow(&good).await;
+    let (err, took) = first_error(&named("etcd.elsewhere.example")).await;
+    let wants = [
+        "does not name `etcd.elsewhere.example`",
+        "etcd.tls.server_name",
+    ];
+    let member = format!("127.0.0.1:{}", s.member.tls);
+    assert_clear(&err, took, &member, &wants, &s.password);
+}
