@@ -17,11 +17,14 @@ pub struct EtcdKnobs {
     pub prefix: String,
 }
 
+/// The recipes' default key prefix (the secure cluster's role covers the keys under it).
+pub(crate) const DEFAULT_PREFIX: &str = "/lockbench";
+
 impl Default for EtcdKnobs {
     fn default() -> Self {
         EtcdKnobs {
             lease_ttl: Duration::from_secs(5),
-            prefix: "/lockbench".into(),
+            prefix: DEFAULT_PREFIX.into(),
         }
     }
 }

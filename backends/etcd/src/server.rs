@@ -181,7 +181,7 @@ mod tests {
     #[test]
     fn a_secure_member_speaks_only_tls_with_client_certificates() {
         use lockbench_core::launch::{Loopback, Secure};
-        let secure = Secure::in_dir("/s".as_ref(), "lockbench", String::new().into());
+        let secure = Secure::in_dir("/s".as_ref(), "lockbench", "".into(), "".into());
         let spec = &crate::system::SERVERS[0];
         let site = Site {
             topology: &Loopback,

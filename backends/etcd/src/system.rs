@@ -88,14 +88,37 @@ impl System for Etcd {
         server::launch(spec, site)
     }
 
-    /// Client and peer TLS, both with client certificates (`server.rs`); etcd's own users and
-    /// `auth enable` are not set up yet, so clients are admitted by their certificate alone.
+    /// Client and peer TLS, both with client certificates (`server.rs`); lockbench's user and
+    /// `auth enable` come after the start ([`System::set_up_users`]).
     fn secured(&self, _spec: &ServerSpec) -> bool {
         true
     }
 
     fn secure_endpoint(&self, addr: SocketAddr) -> String {
         format!("https://{addr}")
+    }
+
+    fn secure_user(&self) -> bool {
+        true
+    }
+
+    /// [`crate::secure::set_up`]: role `lockbench` with `readwrite` on `/lockbench/` (the
+    /// recipes' default prefix), the user with that role, `root`, and `auth enable`.
+    fn set_up_users<'a>(
+        &'a self,
+        endpoints: &'a [String],
+        client: &'a lockbench_core::Connection,
+        secure: &'a lockbench_core::launch::Secure,
+    ) -> Option<lockbench_core::system::UsersSetUp<'a>> {
+        Some(Box::pin(async move {
+            let users = crate::secure::Users {
+                root_password: &secure.admin_password,
+                user: &secure.user,
+                password: &secure.password,
+                prefix: crate::knobs::DEFAULT_PREFIX,
+            };
+            crate::secure::set_up(endpoints, client.tls.as_ref(), &users).await
+        }))
     }
 
     fn needs(&self) -> &'static [&'static str] {

@@ -110,6 +110,7 @@ mod tests {
             "/s".as_ref(),
             "lockbench",
             "hunter2".to_string().into(),
+            "root-pw".to_string().into(),
         );
         let text = managed_config(&secure);
         assert!(!text.contains("hunter2"), "{text}");

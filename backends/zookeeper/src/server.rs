@@ -192,7 +192,7 @@ mod tests {
     #[test]
     fn a_secure_member_serves_only_tls() {
         use lockbench_core::launch::{Loopback, Secure};
-        let secure = Secure::in_dir("/s".as_ref(), "lockbench", String::new().into());
+        let secure = Secure::in_dir("/s".as_ref(), "lockbench", "".into(), "".into());
         let spec = &crate::system::SERVERS[0];
         let site = Site {
             topology: &Loopback,

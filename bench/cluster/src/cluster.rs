@@ -24,6 +24,10 @@ const HEALTH_TIMEOUT: Duration = Duration::from_secs(90);
 /// How long a server that runs but does not answer gets before it is restarted (it may only be
 /// waiting for peers that `up` just started).
 const SUSPECT_GRACE: Duration = Duration::from_secs(20);
+/// The marker that a group's users are set up (in its first member's node directory).
+const USERS_MARKER: &str = "users-set-up";
+/// How long creating lockbench's user on a secure cluster's group may take.
+const USERS_TIMEOUT: Duration = Duration::from_secs(30);
 /// Between `SIGTERM` and `SIGKILL`.
 const STOP_GRACE: Duration = Duration::from_secs(5);
 
@@ -298,6 +302,9 @@ impl Cluster {
         }
 
         self.wait_up(&topo, sec).await?;
+        if secure {
+            self.set_up_users(&topo).await?;
+        }
         if topo == Topology::Loopback {
             tracing::warn!(
                 "loopback topology: every server on 127.0.0.1, PARTITIONS ARE UNAVAILABLE \
@@ -326,6 +333,7 @@ impl Cluster {
     }
 
     fn wipe_data(&self, spec: &ServerSpec) -> anyhow::Result<()> {
+        let _ = std::fs::remove_file(self.node(spec.name).root.join(USERS_MARKER));
         let data = self.node(spec.name).data();
         if data.exists() {
             std::fs::remove_dir_all(&data)
@@ -583,6 +591,54 @@ fn endpoints_of(topo: &Topology, servers: &[&ServerSpec]) -> lockbench_core::End
 }
 
 impl Cluster {
+    /// On a secure cluster, creates lockbench's user where a system does so after its servers
+    /// are up ([`System::set_up_users`](lockbench_core::System::set_up_users): etcd), once per
+    /// data: a marker in the group's first member's node directory says it was done, and
+    /// goes with the data when the system starts from cold (which loses the users).
+    async fn set_up_users(&self, topo: &Topology) -> anyhow::Result<()> {
+        let Some(profile) = secure::load(&self.state_dir)? else {
+            return Ok(());
+        };
+        let all = self.servers();
+        for g in lockbench_registry::listed_groups() {
+            let members: Vec<&ServerSpec> = all.iter().copied().filter(|s| s.group == g).collect();
+            let Some(first) = members.first() else {
+                continue;
+            };
+            let Some(conn) = secure::connection_for(&self.state_dir, first) else {
+                continue;
+            };
+            let client = lockbench_core::Connection {
+                tls: conn.tls,
+                ..Default::default()
+            };
+            let urls: Vec<String> = members
+                .iter()
+                .map(|s| s.system.secure_endpoint(topo.client_addr(s)))
+                .collect();
+            let marker = self.node(first.name).root.join(USERS_MARKER);
+            if marker.exists() {
+                continue;
+            }
+            let Some(set_up) = first.system.set_up_users(&urls, &client, &profile) else {
+                continue;
+            };
+            let user = secure::USER;
+            match tokio::time::timeout(USERS_TIMEOUT, set_up).await {
+                Ok(Ok(())) => {
+                    tracing::info!(group = g.name(), user, "user set up");
+                    std::fs::write(&marker, "")?;
+                }
+                Ok(Err(e)) => bail!("{}: cannot set up user {user}: {e}", g.name()),
+                Err(_) => bail!(
+                    "{}: setting up user {user} took over {USERS_TIMEOUT:?}; see the servers' logs",
+                    g.name()
+                ),
+            }
+        }
+        Ok(())
+    }
+
     /// The endpoints of `servers`, with the secure profile's connection settings on every
     /// group whose servers all honour it (on a secure cluster).
     fn endpoints_of(&self, topo: &Topology, servers: &[&ServerSpec]) -> lockbench_core::Endpoints {

@@ -14,7 +14,8 @@
 //!   the certificate carries, so a topology change makes a new set. `server-keystore.pem` is
 //!   the server's key and certificate in one file (mode 0600), ZooKeeper's `PEM` key store.
 //! - `password`: lockbench's user's password, 32 random bytes in hex, made once per cluster
-//!   (mode 0600). It reaches clients only as a `password_file` in the endpoints, and servers
+//!   (mode 0600); `admin-password` likewise, for a system whose users need an administrator
+//!   (etcd's `root`), which no client uses. It reaches clients only as a `password_file` in the endpoints, and servers
 //!   only as a hash (Redis's `#<sha256>`), so it is in no log, result, command line or config.
 //!
 //! Which servers honour the profile is each system's and its client's ([`connection_for`]); the
@@ -39,6 +40,11 @@ pub fn dir(state_dir: &Path) -> PathBuf {
 
 fn password_file(state_dir: &Path) -> PathBuf {
     dir(state_dir).join("password")
+}
+
+/// The administrator's password (etcd's `root`), made like lockbench's user's.
+fn admin_password_file(state_dir: &Path) -> PathBuf {
+    dir(state_dir).join("admin-password")
 }
 
 /// `true` when the cluster of `state_dir` is (to be) secure: its password exists.
@@ -67,7 +73,7 @@ pub(crate) fn ensure(state_dir: &Path, topo: &Topology) -> anyhow::Result<()> {
     let hosts = cert_hosts(topo);
     let hosts_file = dir.join("hosts");
     let listed = hosts.join("\n");
-    let keystore = Secure::in_dir(&dir, USER, String::new().into()).keystore;
+    let keystore = Secure::in_dir(&dir, USER, "".into(), "".into()).keystore;
     if std::fs::read_to_string(&hosts_file).ok().as_deref() != Some(listed.as_str()) {
         let pki = lockbench_certs::Pki::in_dir(&dir);
         for f in [&pki.ca, &pki.client_key, &keystore] {
@@ -83,11 +89,13 @@ pub(crate) fn ensure(state_dir: &Path, topo: &Topology) -> anyhow::Result<()> {
     }
     std::fs::write(&hosts_file, &listed)
         .with_context(|| format!("cannot write {}", hosts_file.display()))?;
-    let pw = password_file(state_dir);
-    if !pw.exists() {
-        let bytes: [u8; 32] = rand::random();
-        let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-        write_private(&pw, &format!("{hex}\n"))?;
+    // The admin's first: the user's password is the record that the profile is whole.
+    for pw in [admin_password_file(state_dir), password_file(state_dir)] {
+        if !pw.exists() {
+            let bytes: [u8; 32] = rand::random();
+            let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+            write_private(&pw, &format!("{hex}\n"))?;
+        }
     }
     Ok(())
 }
@@ -114,11 +122,14 @@ pub(crate) fn load(state_dir: &Path) -> anyhow::Result<Option<Secure>> {
     if !recorded(state_dir) {
         return Ok(None);
     }
-    let pw = password_file(state_dir);
-    let text =
-        std::fs::read_to_string(&pw).with_context(|| format!("cannot read {}", pw.display()))?;
-    let password = text.trim().to_string().into();
-    Ok(Some(Secure::in_dir(&dir(state_dir), USER, password)))
+    let read = |pw: PathBuf| {
+        let text = std::fs::read_to_string(&pw)
+            .with_context(|| format!("cannot read {}", pw.display()))?;
+        anyhow::Ok(text.trim().to_string().into())
+    };
+    let password = read(password_file(state_dir))?;
+    let admin = read(admin_password_file(state_dir))?;
+    Ok(Some(Secure::in_dir(&dir(state_dir), USER, password, admin)))
 }
 
 /// What health probes of the cluster of `state_dir` need: `None` when it is plain.
@@ -218,8 +229,8 @@ mod tests {
     }
 
     /// Redis and Redlock are secured with the user; the failover pair and the Sentinels stay
-    /// plain; etcd and ZooKeeper are secured (certificates only, no user yet) exactly when
-    /// their clients take TLS.
+    /// plain; etcd (with the user) and ZooKeeper (certificates only, no user yet) are secured
+    /// exactly when their clients take those settings.
     #[test]
     fn which_servers_the_profile_secures() {
         let state = Path::new("/state");
@@ -239,13 +250,13 @@ mod tests {
         };
         for name in ["etcd1", "zk1"] {
             let spec = crate::by_name(name).unwrap();
+            let want = match spec.system.secure_user() {
+                true => connection(state),
+                false => tls_only.clone(),
+            };
             let group = spec.group.list();
-            let client_takes_tls = spec.system.check_connection(group, &tls_only).is_ok();
-            assert_eq!(
-                of(name),
-                client_takes_tls.then(|| tls_only.clone()),
-                "{name}"
-            );
+            let client_takes_it = spec.system.check_connection(group, &want).is_ok();
+            assert_eq!(of(name), client_takes_it.then_some(want), "{name}");
         }
     }
 }

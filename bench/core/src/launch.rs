@@ -79,6 +79,9 @@ pub struct Secure {
     /// Its password: a launch writes only a hash of it (Redis's `#<sha256>`), never the
     /// password itself, into a server's files or command line.
     pub password: secrecy::SecretString,
+    /// The password of the system's own administrator, where users exist only with one
+    /// (etcd's `root`, which `auth enable` requires); lockbench's clients never use it.
+    pub admin_password: secrecy::SecretString,
 }
 
 impl Site<'_> {
@@ -90,8 +93,14 @@ impl Site<'_> {
 
 impl Secure {
     /// The files as the managed cluster names them in `dir` (`ca.pem`, `server.pem`,
-    /// `server.key`, `server-keystore.pem`), for `user` with `password`.
-    pub fn in_dir(dir: &std::path::Path, user: &str, password: secrecy::SecretString) -> Secure {
+    /// `server.key`, `server-keystore.pem`), for `user` with `password` (and the
+    /// administrator's `admin_password`).
+    pub fn in_dir(
+        dir: &std::path::Path,
+        user: &str,
+        password: secrecy::SecretString,
+        admin_password: secrecy::SecretString,
+    ) -> Secure {
         Secure {
             ca: dir.join("ca.pem"),
             cert: dir.join("server.pem"),
@@ -99,6 +108,7 @@ impl Secure {
             keystore: dir.join("server-keystore.pem"),
             user: user.into(),
             password,
+            admin_password,
         }
     }
 }

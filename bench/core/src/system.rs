@@ -21,6 +21,11 @@ use crate::launch::{Launch, Site};
 use serde::{Serialize, Serializer};
 use std::net::SocketAddr;
 
+/// What [`System::set_up_users`] returns: the set-up to await (on the caller's runtime; core
+/// has none), its error naming the step, never a password.
+pub type UsersSetUp<'a> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + Send + 'a>>;
+
 /// Servers that clients use together: `zookeeper`, `redlock`, the failover pair.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Group {
@@ -245,12 +250,25 @@ pub trait System: Send + Sync + 'static {
         false
     }
 
-    /// `true` when a [`secured`](Self::secured) server admits only lockbench's user from its
-    /// launch on (Redis: the ACL user is in its config), so clients log in as it; `false` when
-    /// clients are admitted by their certificate alone (etcd: its own users are not set up
-    /// yet).
+    /// `true` when a [`secured`](Self::secured) server admits only lockbench's user (Redis:
+    /// the ACL user is in its config; etcd: [`set_up_users`](Self::set_up_users)), so clients
+    /// log in as it; `false` when clients are admitted by their certificate alone.
     fn secure_user(&self) -> bool {
         false
+    }
+
+    /// On a secure cluster, what creates lockbench's user on a group's servers once they are
+    /// up, when their launch cannot (etcd: its role, the user, `root` and `auth enable`):
+    /// `endpoints` are the members' secure addresses, `client` the TLS settings to reach them
+    /// with, `secure` the user, its password and the administrator's. It must be safe to run
+    /// again on servers it set up. `None` (the default): nothing to do after the launch.
+    fn set_up_users<'a>(
+        &'a self,
+        _endpoints: &'a [String],
+        _client: &'a Connection,
+        _secure: &'a crate::launch::Secure,
+    ) -> Option<UsersSetUp<'a>> {
+        None
     }
 
     /// The address clients write for a [`secured`](Self::secured) server listening on `addr`
