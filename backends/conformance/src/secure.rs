@@ -3,7 +3,7 @@
 //! the setting and the fix, and never showing the password; and the small pieces every
 //! backend's TLS tests share (a free port, a test directory, a password in the environment).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// What a bad setting may take to fail (issue 22: under 2 s).
@@ -18,13 +18,39 @@ pub fn free_port() -> u16 {
         .port()
 }
 
-/// A directory of `system`'s test `test` and this process alone, emptied.
-pub fn test_dir(system: &str, test: &str) -> PathBuf {
+/// A directory of `system`'s test `test` and this process alone, emptied; removed with
+/// everything in it when the guard is dropped (declare it before the servers that use it, or
+/// keep it as a struct's last field, so that it goes after them).
+pub fn test_dir(system: &str, test: &str) -> TestDir {
     let dir =
         std::env::temp_dir().join(format!("lb-{system}-secure-{test}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    dir
+    TestDir(dir)
+}
+
+/// A test's directory ([`test_dir`]); a test leaves nothing behind in the temporary
+/// directory, however it ends (a failed assertion unwinds through the drop too).
+#[derive(Debug)]
+pub struct TestDir(PathBuf);
+
+impl std::ops::Deref for TestDir {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for TestDir {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TestDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// Sets environment variable `var` to `value`; each test must name a variable of its own.

@@ -10,14 +10,14 @@
 
 use lockbench_certs::{ClientCert, Pki};
 use lockbench_conformance as conformance;
-use lockbench_conformance::secure::{assert_clear, export, free_port, test_dir};
+use lockbench_conformance::secure::{TestDir, assert_clear, export, free_port, test_dir};
 use lockbench_core::{
     Backend, BackendKind, ClientId, Connection, Endpoints, KeyId, LockClient, Outcome, Tls,
 };
 use lockbench_etcd::secure::{Users, set_up};
 use lockbench_etcd::{ETCD_LEASE, ETCD_LOCKAPI, EtcdBackend, EtcdKnobs};
 use secrecy::SecretString;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
@@ -130,10 +130,11 @@ fn tls(pki: &Pki) -> Tls {
 /// and the settings a user writes for it, the password exported in a variable of the test's
 /// own.
 struct Secured {
-    dir: PathBuf,
     member: Member,
     password: String,
     settings: Connection,
+    /// Last: removed after the member has stopped.
+    dir: TestDir,
 }
 
 async fn secured(test: &str, pki: Option<Pki>) -> Secured {
@@ -149,10 +150,10 @@ async fn secured(test: &str, pki: Option<Pki>) -> Secured {
     export(&var, &password);
     let settings = settings(&pki, &var);
     Secured {
-        dir,
         member,
         password,
         settings,
+        dir,
     }
 }
 

@@ -7,7 +7,7 @@
 //! chroot with the user's ACL, and stops the server when it ends.
 
 use lockbench_conformance as conformance;
-use lockbench_conformance::secure::{assert_clear, export, free_port, test_dir};
+use lockbench_conformance::secure::{TestDir, assert_clear, export, free_port, test_dir};
 use lockbench_core::{Backend, Connection, Endpoints};
 use lockbench_zookeeper::{ZkCurator, ZkFair, ZookeeperKnobs};
 use secrecy::SecretString;
@@ -86,6 +86,8 @@ struct Secured {
     server: Server,
     password: String,
     settings: Connection,
+    /// Last: removed after the server has stopped.
+    _dir: TestDir,
 }
 
 async fn secured(test: &str) -> Secured {
@@ -111,6 +113,7 @@ async fn secured(test: &str) -> Secured {
         server,
         password,
         settings,
+        _dir: dir,
     }
 }
 
