@@ -261,11 +261,18 @@ pub struct RunArgs {
     pub sets: Vec<String>,
 
     /// Run the clients in N workers that dial in to this run over TCP with a per-run secret:
-    /// `dial:N` (processes on this machine) or `swarm:N` (the tasks of a Docker Swarm
-    /// service, image `lockbench/lockbench:local`); `local` is today's worker processes. The
+    /// `dial:N` (processes on this machine), `swarm:N` (the tasks of a Docker Swarm
+    /// service, image `lockbench/lockbench:local`) or `external:N` (workers someone else
+    /// starts, e.g. from `lockbench k8s-manifests`); `local` is today's worker processes. The
     /// same as `--set workers.launcher=... --set workers.count=N` (docs/remote-workers.md).
     #[arg(long, value_name = "LAUNCHER:N", value_parser = lockbench_core::workers::WorkersSpec::parse)]
     pub workers: Option<lockbench_core::workers::WorkersSpec>,
+
+    /// With `--workers external:N`: where to listen for the workers someone else started
+    /// (default 0.0.0.0:7450); they need the secret in this command's
+    /// `LOCKBENCH_WORKER_SECRET`. The same as `--set workers.listen=ADDR`.
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<std::net::SocketAddr>,
 
     /// Which servers to use: `managed` (start local servers from the OS packages, reuse them if
     /// already up, stop them afterwards if this run started them), `compose` (the

@@ -16,6 +16,11 @@
 //! ```
 //!
 //! `--workers swarm:4` is the same as `--set workers.launcher=swarm --set workers.count=4`.
+//!
+//! `external` starts nothing: it waits for `count` workers someone else started (a Kubernetes
+//! Job from `lockbench k8s-manifests`, workers on other machines started by hand), listening
+//! at `listen` (`--listen`, default `0.0.0.0:7450`) with the secret in the coordinator's own
+//! `LOCKBENCH_WORKER_SECRET`; they must be named `client1` ... `client<count>`.
 
 use serde::{Deserialize, Serialize};
 
@@ -30,6 +35,8 @@ pub enum Launcher {
     Dial,
     /// Tasks of a Docker Swarm service that dial in over TCP.
     Swarm,
+    /// Workers someone else started, which dial in over TCP.
+    External,
 }
 
 impl Launcher {
@@ -39,6 +46,7 @@ impl Launcher {
             Launcher::Local => "local",
             Launcher::Dial => "dial",
             Launcher::Swarm => "swarm",
+            Launcher::External => "external",
         }
     }
 }
@@ -52,7 +60,13 @@ pub struct WorkersSpec {
     /// How many workers (ignored by `local`, which starts one per slot).
     #[serde(default = "one")]
     pub count: u32,
+    /// Where the coordinator listens for them (`external`; the others pick a free port).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub listen: Option<std::net::SocketAddr>,
 }
+
+/// Where an `external` run listens unless `listen` says otherwise.
+pub const DEFAULT_LISTEN: &str = "0.0.0.0:7450";
 
 fn one() -> u32 {
     1
@@ -64,9 +78,9 @@ impl WorkersSpec {
         self.launcher != Launcher::Local
     }
 
-    /// Parses `--workers`'s value: `dial:N`, `swarm:N` or `local`.
+    /// Parses `--workers`'s value: `dial:N`, `swarm:N`, `external:N` or `local`.
     pub fn parse(text: &str) -> Result<WorkersSpec, String> {
-        let hint = "expected dial:N, swarm:N or local (e.g. --workers swarm:4)";
+        let hint = "expected dial:N, swarm:N, external:N or local (e.g. --workers swarm:4)";
         let (name, count) = match text.split_once(':') {
             Some((n, c)) => (
                 n,
@@ -79,12 +93,17 @@ impl WorkersSpec {
             "local" => Launcher::Local,
             "dial" => Launcher::Dial,
             "swarm" => Launcher::Swarm,
+            "external" => Launcher::External,
             other => return Err(format!("--workers {text}: no launcher `{other}`; {hint}")),
         };
         if count == 0 {
             return Err(format!("--workers {text}: the count must be at least 1"));
         }
-        Ok(WorkersSpec { launcher, count })
+        Ok(WorkersSpec {
+            launcher,
+            count,
+            listen: None,
+        })
     }
 
     /// The `--set` overrides that say the same.
@@ -107,7 +126,8 @@ mod tests {
             s,
             WorkersSpec {
                 launcher: Launcher::Swarm,
-                count: 4
+                count: 4,
+                listen: None,
             }
         );
         assert!(s.dials_in());
@@ -116,6 +136,7 @@ mod tests {
             ["workers.launcher=\"swarm\"", "workers.count=4"]
         );
         assert!(!WorkersSpec::parse("local").unwrap().dials_in());
+        assert!(WorkersSpec::parse("external:3").unwrap().dials_in());
         for bad in ["swarm:0", "swarm:x", "k8s:2"] {
             let e = WorkersSpec::parse(bad).unwrap_err();
             assert!(e.contains("--workers"), "{e}");

@@ -4,13 +4,6 @@
 use crate::spec::WorkerSpec;
 use crate::write::Written;
 
-/// The coordinator's side, as this version of lockbench runs it. The launcher that only
-/// listens (a fixed address, the secret from the environment, workers started by someone
-/// else) is not there yet: `--workers` takes `dial:N` and `swarm:N`, which start their own
-/// workers with a fresh secret (docs/remote-workers.md, "Kubernetes").
-pub const COORDINATOR_NOT_YET: &str = "not available yet: `lockbench run` cannot yet wait for \
-     workers it did not start (see docs/remote-workers.md, \"Kubernetes\")";
-
 /// The instructions for `spec`'s workers written to `written`.
 pub fn guide(spec: &WorkerSpec, written: &Written) -> String {
     let manifests = written.manifests.display();
@@ -30,7 +23,7 @@ pub fn guide(spec: &WorkerSpec, written: &Written) -> String {
          1. On the coordinator, reachable from the pods at {coord}:\n\
          \x20    set -a; . {env}; set +a\n\
          \x20    lockbench run SCENARIO --workers external:{n} --listen 0.0.0.0:{port}\n\
-         \x20  ({COORDINATOR_NOT_YET})\n\
+         \x20  (it waits up to 5 min for client1 ... client{n}, then says which came)\n\
          2. Start the workers (each keeps dialling for {patience} s until the coordinator \
          listens):\n\
          \x20    kubectl apply -f {manifests}\n\

@@ -421,11 +421,20 @@ async fn start_workers(
     mut links: Option<&mut lockbench_chaos::LinkProxies>,
 ) -> anyhow::Result<Workers> {
     let plan = &cx.plan;
+    // Workers someone else started, on other hosts, reach it at any of this host's addresses:
+    // it listens on all of them, and each worker writes to the address it dialled the
+    // coordinator at (`Job::resource`'s unspecified address, see `dispatch`).
+    let bind = match cx.scenario.workers {
+        Some(w) if w.launcher == lockbench_core::workers::Launcher::External => {
+            std::net::IpAddr::from([0, 0, 0, 0])
+        }
+        _ => cx.env.bind,
+    };
     let service = if plan.worker_slots.is_empty() {
         None
     } else {
         Some(
-            ResourceService::start(resource.clone(), cx.env.bind, cx.clock, history_tx.clone())
+            ResourceService::start(resource.clone(), bind, cx.clock, history_tx.clone())
                 .await
                 .context("cannot start the fenced resource service")?,
         )
@@ -606,7 +615,7 @@ fn open_window(cx: &Ctx<'_>, workers: &[RunWorker], start: Nanos) -> Window {
     });
     let timer = {
         let stop = cx.control.stop.clone();
-        let handles: Vec<WorkerHandle> = workers.iter().map(|w| w.handle()).collect();
+        let handles: Vec<WorkerHandle> = workers.iter().filter_map(|w| w.handle()).collect();
         let at = (!cx.plan.unbounded).then(|| cx.clock.instant_at(measure_end));
         tokio::spawn(async move {
             let mut rx = stop.subscribe();

@@ -12,7 +12,7 @@ use crate::coordinator::Ctx;
 use crate::launch::{Launched, worker_name};
 use crate::run_worker::RunWorker;
 use anyhow::Context;
-use lockbench_core::workers::WorkersSpec;
+use lockbench_core::workers::{DEFAULT_LISTEN, Launcher, WorkersSpec};
 use lockbench_workloads::clock::DRIFT_ALLOWANCE_PPM;
 use lockbench_workloads::dial::{Arrival, Listener, RunSecret};
 use lockbench_workloads::remote::{RemoteWorker, WorkerClock};
@@ -57,10 +57,35 @@ pub(crate) async fn start(
         count: shares.len() as u32,
         ..*spec
     };
-    let secret = RunSecret::generate();
-    let mut listener = Listener::bind(SocketAddr::new(cx.env.bind, 0), secret.clone())
+    let external = spec.launcher == Launcher::External;
+    if external && cx.plan.fencing {
+        anyhow::bail!(
+            "the fencing workload pauses its holder's process, which lockbench cannot do to a \
+             worker someone else started: use --workers dial:1 or swarm:1"
+        );
+    }
+    // External workers were handed a secret already (the coordinator's own environment), and
+    // come to a fixed address; the launchers' get a fresh secret and any free port.
+    let (secret, at) = if external {
+        let at = match spec.listen {
+            Some(a) => a,
+            None => DEFAULT_LISTEN.parse().expect("a socket address"),
+        };
+        (RunSecret::from_env().map_err(anyhow::Error::msg)?, at)
+    } else {
+        (RunSecret::generate(), SocketAddr::new(cx.env.bind, 0))
+    };
+    let mut listener = Listener::bind(at, secret.clone())
         .await
         .context("cannot listen for workers")?;
+    if external {
+        eprintln!(
+            "lockbench: waiting for {} external workers (client1 ... client{}) at {}",
+            spec.count,
+            spec.count,
+            listener.local_addr()
+        );
+    }
     let addr = listener.local_addr();
     let launched = Launched::start(&spec, addr, &secret).await?;
     drop(secret);
@@ -87,9 +112,10 @@ pub(crate) async fn start(
             )
             .await
             .with_context(|| format!("cannot send worker {} its job", worker_name(index)))?;
-            let (pid, container, via_docker) = launched.process(index).await?;
-            worker.set_process(pid, container, via_docker);
-            let handle = worker.handle().expect("its process was just set");
+            if let Some((pid, container, via_docker)) = launched.process(index).await? {
+                worker.set_process(pid, container, via_docker);
+            }
+            let handle = worker.handle();
             anyhow::Ok(RunWorker::Remote(Box::new(worker), handle))
         };
         match started.await {

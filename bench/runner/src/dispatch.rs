@@ -66,6 +66,11 @@ pub async fn run_dialled_worker(
         Err(_) => anyhow::bail!("the coordinator sent no job within {idle:?}"),
     };
     job.rebase_clock();
+    if job.resource.ip().is_unspecified() {
+        // The service listens on every address of the coordinator's host: write to the one
+        // this worker reached the coordinator at.
+        job.resource.set_ip(input.get_ref().peer_addr()?.ip());
+    }
     let serving = worker::Serving {
         idle: Some(idle),
         skew,

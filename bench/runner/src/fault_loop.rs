@@ -55,16 +55,21 @@ pub(crate) fn start(
     events: &mpsc::UnboundedSender<FaultEvent>,
 ) -> Running {
     let granted = workers.granted.take();
-    let pauses = granted.filter(|_| cx.plan.fencing).map(|granted| {
-        tokio::spawn(pause_holder(
-            granted,
-            workers.running[0].handle(),
-            holder_pause,
-            cx.clock,
-            events.clone(),
-            cx.control.stop.subscribe(),
-        ))
-    });
+    // The holder is signalable: `dialled` refuses a fencing run on workers it cannot signal.
+    let holder = workers.running.first().and_then(|w| w.handle());
+    let pauses = granted
+        .filter(|_| cx.plan.fencing)
+        .zip(holder)
+        .map(|(granted, holder)| {
+            tokio::spawn(pause_holder(
+                granted,
+                holder,
+                holder_pause,
+                cx.clock,
+                events.clone(),
+                cx.control.stop.subscribe(),
+            ))
+        });
     let links = links.map(Arc::new);
     let kept = links.clone();
     let schedule = (!cx.scenario.faults.is_empty()).then(|| {
@@ -73,7 +78,8 @@ pub(crate) fn start(
             workers
                 .running
                 .iter()
-                .map(|w| client_process(&w.handle()))
+                .filter_map(|w| w.handle())
+                .map(|h| client_process(&h))
                 .collect(),
             workers.holding.clone(),
         )

@@ -13,8 +13,9 @@ use std::time::Duration;
 pub(crate) enum RunWorker {
     /// A child process over pipes, on the coordinator's clock.
     Process(Box<WorkerProcess>),
-    /// A worker that dialled in, on its own clock, whose process its launcher found.
-    Remote(Box<RemoteWorker>, WorkerHandle),
+    /// A worker that dialled in, on its own clock, with its process when its launcher knows
+    /// it (`None`: started by someone else, it cannot be signalled).
+    Remote(Box<RemoteWorker>, Option<WorkerHandle>),
 }
 
 impl RunWorker {
@@ -39,10 +40,11 @@ impl RunWorker {
         }
     }
 
-    /// A handle for signals and commands.
-    pub(crate) fn handle(&self) -> WorkerHandle {
+    /// A handle for signals and commands; `None` for a worker whose process nobody here
+    /// knows.
+    pub(crate) fn handle(&self) -> Option<WorkerHandle> {
         match self {
-            RunWorker::Process(w) => w.handle(),
+            RunWorker::Process(w) => Some(w.handle()),
             RunWorker::Remote(_, h) => h.clone(),
         }
     }
@@ -60,7 +62,9 @@ impl RunWorker {
         match self {
             RunWorker::Process(w) => w.finish(budget).await,
             RunWorker::Remote(w, h) => {
-                let _ = h.signal(nix::sys::signal::Signal::SIGCONT);
+                if let Some(h) = h {
+                    let _ = h.signal(nix::sys::signal::Signal::SIGCONT);
+                }
                 w.finish(budget).await
             }
         }

@@ -68,7 +68,10 @@ async fn run_scenario(
     }
     eprintln!("lockbench: results go to {}", run_dir.path().display());
     crate::logging::announce(run_dir.path());
-    if let Some(w) = scenario.workers.filter(|w| w.dials_in()) {
+    if let Some(w) = scenario
+        .workers
+        .filter(|w| w.dials_in() && w.launcher != lockbench_core::workers::Launcher::External)
+    {
         eprintln!(
             "lockbench: {} worker(s) started by the `{}` launcher dial in with the run's secret \
              (their ops on their own clocks); resource service on {}",
@@ -158,6 +161,9 @@ fn load_scenario(args: &RunArgs) -> anyhow::Result<Scenario> {
     let mut sets = args.sets.clone();
     if let Some(w) = &args.workers {
         sets.extend(w.overrides());
+    }
+    if let Some(addr) = &args.listen {
+        sets.push(format!("workers.listen=\"{addr}\""));
     }
     load_named_scenario(&args.scenario, &sets, args.seed)
 }

@@ -69,3 +69,79 @@ fn a_quick_run_on_two_dialled_in_workers_is_judged_across_their_clocks() {
         );
     }
 }
+
+/// `--workers external:2 --listen ADDR`: the run starts nothing and waits for two workers
+/// started by hand with the secret from its environment; a third with a wrong secret (named
+/// like one of them) is refused, by address in the run's log and by reason on its own stderr,
+/// without either secret, and the run goes on with the honest two, safe, both on their own
+/// clocks.
+#[test]
+fn a_run_waits_for_external_workers_and_refuses_a_wrong_secret() {
+    use lockbench_workloads::dial::{RunSecret, SECRET_ENV};
+    use std::process::{Command, Stdio};
+    let dir = crate::common::scratch("workers", "external");
+    let cluster = crate::common::external_cluster(&dir);
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let secret = RunSecret::generate().to_env_value();
+    let wrong = RunSecret::generate().to_env_value();
+    let out_dir = dir.join("run");
+    let run = Command::new(env!("CARGO_BIN_EXE_lockbench"))
+        .args(["run", "quick", "--quiet", "--cluster", &cluster, "--out"])
+        .arg(&out_dir)
+        .args(["--workers", "external:2", "--listen", &addr])
+        .args(["--set", "duration=2s", "--set", "warmup=500ms"])
+        .args(["--set", "backends=etcd-lease"])
+        .env(SECRET_ENV, &secret)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let worker = |name: &str, with: &str| {
+        Command::new(env!("CARGO_BIN_EXE_lockbench"))
+            .args(["worker", "--coordinator", &addr, "--name", name])
+            .args(["--patience", "60s"])
+            .env(SECRET_ENV, with)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let intruder = worker("client1", &wrong).wait_with_output().unwrap();
+    let honest = [worker("client1", &secret), worker("client2", &secret)];
+    let out = run.wait_with_output().unwrap();
+    for w in honest {
+        let _ = w.wait_with_output();
+    }
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    let intruder_said = String::from_utf8_lossy(&intruder.stderr);
+    assert!(!intruder.status.success());
+    assert!(
+        intruder_said.contains("refused this worker: wrong secret"),
+        "{intruder_said}"
+    );
+    let log = std::fs::read_to_string(out_dir.join("lockbench.log")).unwrap();
+    assert!(
+        log.contains("refused a worker from 127.0.0.1:") && log.contains("\"client1\""),
+        "{log}"
+    );
+    for text in [&log, &said, &intruder_said.to_string()] {
+        assert!(!text.contains(&secret) && !text.contains(&wrong));
+    }
+    let r = results(&out_dir);
+    let b = result_of(&r, "etcd-lease");
+    assert_eq!(b["safety"]["verdict"], "valid", "{b}");
+    let names: Vec<&str> = b["clocks"]["workers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["client1", "client2"], "{b}");
+}

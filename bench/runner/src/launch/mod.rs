@@ -30,6 +30,8 @@ pub(crate) enum Launched {
     Dial(dial::Children),
     /// The tasks of a Docker Swarm service.
     Swarm(swarm::Service),
+    /// Nothing: someone else starts the workers.
+    External,
 }
 
 impl Launched {
@@ -46,6 +48,7 @@ impl Launched {
             Launcher::Swarm => {
                 Launched::Swarm(swarm::Service::start(spec.count, coordinator, secret).await?)
             }
+            Launcher::External => Launched::External,
             Launcher::Local => anyhow::bail!("local workers do not dial in"),
         })
     }
@@ -56,6 +59,8 @@ impl Launched {
         match self {
             Launched::Dial(_) => Duration::from_secs(30),
             Launched::Swarm(_) => Duration::from_secs(90),
+            // Pods are scheduled, pulled and started by someone else's cluster.
+            Launched::External => Duration::from_secs(300),
         }
     }
 
@@ -63,16 +68,18 @@ impl Launched {
     /// (`None` when there is nothing to say beyond the arrivals).
     pub(crate) async fn progress(&self) -> Option<String> {
         match self {
-            Launched::Dial(_) => None,
+            Launched::Dial(_) | Launched::External => None,
             Launched::Swarm(s) => s.progress().await,
         }
     }
 
-    /// Where worker `index`'s process is (after it dialled in).
-    pub(crate) async fn process(&self, index: u32) -> anyhow::Result<Process> {
+    /// Where worker `index`'s process is (after it dialled in); `None` when nobody here
+    /// knows (external workers).
+    pub(crate) async fn process(&self, index: u32) -> anyhow::Result<Option<Process>> {
         match self {
-            Launched::Dial(c) => c.process(index),
-            Launched::Swarm(s) => s.process(index).await,
+            Launched::Dial(c) => c.process(index).map(Some),
+            Launched::Swarm(s) => s.process(index).await.map(Some),
+            Launched::External => Ok(None),
         }
     }
 
@@ -81,6 +88,10 @@ impl Launched {
         match self {
             Launched::Dial(c) => c.diagnose(),
             Launched::Swarm(s) => s.diagnose().await,
+            Launched::External => "external workers: check that they were started with \
+                 `--coordinator` naming this address, with `--name client<K>` (K = 1..N) and the \
+                 same LOCKBENCH_WORKER_SECRET as this command, and that they can reach it"
+                .into(),
         }
     }
 
@@ -90,6 +101,7 @@ impl Launched {
         match self {
             Launched::Dial(c) => c.finish().await,
             Launched::Swarm(s) => s.finish().await,
+            Launched::External => {}
         }
     }
 }
