@@ -53,6 +53,9 @@ pub struct ServerNemesis<S: Site = Managed> {
     pub(crate) killed: BTreeSet<String>,
     /// Former leaders a `promote` killed, restarted at `heal` (see `promote.rs`).
     pub(crate) demoted: Vec<String>,
+    /// Client hosts the site does not know: the network namespaces of workers that dialled
+    /// in from containers of their own (a Swarm task's), by worker name.
+    extra_clients: Vec<Host>,
 }
 
 impl ServerNemesis<Managed> {
@@ -85,7 +88,15 @@ impl<S: Site> ServerNemesis<S> {
             paused: BTreeSet::new(),
             killed: BTreeSet::new(),
             demoted: Vec::new(),
+            extra_clients: Vec::new(),
         }
+    }
+
+    /// Adds client hosts the site does not list (a Swarm task's container, whose namespace is
+    /// its worker's): partitions resolve, cut, verify and flush them like the site's own. A
+    /// host with a name the site also has takes its place.
+    pub fn add_client_hosts(&mut self, hosts: Vec<Host>) {
+        self.extra_clients.extend(hosts);
     }
 
     /// The topology the servers run in.
@@ -114,7 +125,14 @@ impl<S: Site> ServerNemesis<S> {
     }
 
     pub(crate) fn client_hosts(&self) -> Vec<Host> {
-        self.site.client_hosts()
+        let mut hosts: Vec<Host> = self
+            .site
+            .client_hosts()
+            .into_iter()
+            .filter(|h| self.extra_clients.iter().all(|e| e.name != h.name))
+            .collect();
+        hosts.extend(self.extra_clients.iter().cloned());
+        hosts
     }
 
     /// Where the rules go (the servers' and client hosts' namespaces that can be entered now:
@@ -434,7 +452,8 @@ impl<S: Site> ServerNemesis<S> {
 
     /// Flushes every host's INPUT and OUTPUT chains; returns the hosts that had rules.
     pub(crate) async fn flush(&mut self) -> anyhow::Result<Vec<String>> {
-        let hosts = self.site.all_hosts();
+        let mut hosts = self.site.all_hosts();
+        hosts.extend(self.extra_clients.iter().cloned());
         tokio::task::spawn_blocking(move || firewall::flush_all(hosts)).await?
     }
 

@@ -194,6 +194,19 @@ pub enum ServerSide {
     External(Unreachable),
 }
 
+impl ServerSide {
+    /// Adds the client hosts of workers in containers of their own (Swarm tasks on a bridge
+    /// network), so partitions of them apply inside their namespaces; an external cluster's
+    /// nemesis applies nothing and ignores them.
+    pub fn add_client_hosts(&mut self, hosts: Vec<lockbench_cluster::Host>) {
+        match self {
+            ServerSide::Managed(n) => n.add_client_hosts(hosts),
+            ServerSide::Compose(n) => n.add_client_hosts(hosts),
+            ServerSide::External(_) => {}
+        }
+    }
+}
+
 impl Nemesis for ServerSide {
     async fn apply(&mut self, fault: &Fault, clock: &RunClock) -> Vec<FaultEvent> {
         match self {

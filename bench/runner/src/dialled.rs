@@ -87,7 +87,8 @@ pub(crate) async fn start(
         );
     }
     let addr = listener.local_addr();
-    let launched = Launched::start(&spec, addr, &secret).await?;
+    let launched =
+        Launched::start(&spec, addr, &secret, cx.env.servers_on_managed_bridge()).await?;
     drop(secret);
     let arrivals = match wait_for_all(&mut listener, &launched, spec.count).await {
         Ok(a) => a,

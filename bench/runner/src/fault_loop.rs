@@ -94,9 +94,13 @@ pub(crate) fn start(
             .into_respawn(),
         );
         let links = links.and_then(|p| cx.env.cluster.link_nemesis(p, cx.kind, cx.scenario.seed));
+        let mut server = cx.env.cluster.server_nemesis(cx.kind, cx.scenario.seed);
+        if let Some(launched) = &workers.launched {
+            server.add_client_hosts(launched.client_hosts());
+        }
         let nemesis = Composite {
             client,
-            server: cx.env.cluster.server_nemesis(cx.kind, cx.scenario.seed),
+            server,
             links,
         };
         tokio::spawn(run_schedule(

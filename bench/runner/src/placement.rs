@@ -165,6 +165,13 @@ impl RunEnv {
         self.cluster.managed_state().map(|p| p.to_path_buf())
     }
 
+    /// `true` when the servers are on the managed cluster's own bridge (`netns` topology),
+    /// which this host routes to from Docker's bridge networks too: a Swarm task on a bridge
+    /// network of its own reaches them and the coordinator at the bridge's address.
+    pub(crate) fn servers_on_managed_bridge(&self) -> bool {
+        matches!(self.place, Place::Hosts(_))
+    }
+
     /// Where workers run, for the log: `client hosts on lb-br0` or `root namespace`.
     pub fn describe(&self) -> String {
         match &self.place {

@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
-const SCENARIO: &str = r#"
+pub(crate) const SCENARIO: &str = r#"
 name = "client-partition"
 seed = 1
 backends = ["etcd-lease"]      # not Redis: other tests compare Redis's global command counts

@@ -25,7 +25,8 @@ fn swarm_state() -> String {
     state
 }
 
-/// What the run may have left: services, secrets and containers labelled `lockbench.workers`.
+/// What the run may have left: services, secrets, networks and containers labelled
+/// `lockbench.workers`.
 fn leftovers() -> Vec<String> {
     let mut left = Vec::new();
     if swarm_state() == "active" {
@@ -36,6 +37,8 @@ fn leftovers() -> Vec<String> {
     }
     let (_, ids) = docker(&["ps", "-aq", "--filter", "label=lockbench.workers"]);
     left.extend(ids.lines().map(|l| format!("container {l}")));
+    let (_, ids) = docker(&["network", "ls", "-q", "--filter", "label=lockbench.workers"]);
+    left.extend(ids.lines().map(|l| format!("network {l}")));
     left
 }
 
@@ -92,4 +95,99 @@ fn a_quick_run_on_two_swarm_tasks_is_safe_and_leaves_nothing() {
         );
         assert_eq!(b["clocks"]["judgement"]["overlaps_certain"], 0, "{backend}");
     }
+}
+
+/// partition.rs's scenario (etcd-lease, `client1` isolated for 4 s) with its two workers in
+/// Swarm tasks: on the managed cluster they are on a bridge network of the run's own, so
+/// `client1`'s container has a network namespace, where the partition's DROP rules go.
+fn partition_scenario() -> String {
+    format!(
+        "{}\n[workers]\nlauncher = \"swarm\"\ncount = 2\n",
+        crate::partition::SCENARIO
+    )
+}
+
+/// `isolate = { nodes = ["client1"] }` with `client1` in a Swarm task on the managed cluster
+/// is applied inside the task's container and checked from there (no server reachable), no
+/// `client1` acquire succeeds while it holds (after the first second, when what was in flight
+/// has ended) while `client2` goes on, `client1` acquires again within 5 s of the heal, and
+/// nothing is left: no service, secret, network or container, the swarm state as before.
+#[test]
+#[ignore = "needs a Docker Engine and lockbench's image; scripts/test runs it in its first phase"]
+fn a_partition_of_a_swarm_task_cuts_its_container_and_leaves_nothing() {
+    if crate::partition::netns_or_skip("it isolates a Swarm task's container").is_none() {
+        return;
+    }
+    assert!(
+        docker(&["image", "inspect", "lockbench/lockbench:local"]).0,
+        "no image lockbench/lockbench:local: scripts/build-images --lockbench"
+    );
+    let before = swarm_state();
+    assert!(leftovers().is_empty(), "left before: {:?}", leftovers());
+    let dir = crate::common::scratch("swarm", "partition");
+    std::fs::write(dir.join("scenario.toml"), partition_scenario()).unwrap();
+    let run = dir.join("run");
+    let out = Command::new(env!("CARGO_BIN_EXE_lockbench"))
+        .args([
+            "run",
+            dir.join("scenario.toml").to_str().unwrap(),
+            "--quiet",
+            "--out",
+        ])
+        .arg(&run)
+        .output()
+        .unwrap();
+    let said = text(&out);
+    assert_eq!(swarm_state(), before, "the swarm state changed: {said}");
+    assert!(leftovers().is_empty(), "left: {:?}; {said}", leftovers());
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("network lockbench-net-"), "{said}");
+    let mut history: Vec<serde_json::Value> = crate::common::history_text(&run)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    history.sort_by_key(|e| e["t"].as_u64().unwrap_or(0));
+    let phase = |p: &str| {
+        history
+            .iter()
+            .find(|e| e["type"] == "nemesis" && e["fault"] == "partition" && e["phase"] == p)
+            .unwrap_or_else(|| panic!("no partition {p} in the history\n{said}"))
+    };
+    let (start, stop) = (phase("start"), phase("stop"));
+    assert_eq!(start["applied"], true, "{start}\n{said}");
+    assert!(
+        start["note"]
+            .as_str()
+            .unwrap()
+            .contains("checked: client1 reach(es) none of the servers it lost"),
+        "{start}"
+    );
+    let secs = |e: &serde_json::Value| e["t"].as_u64().unwrap() as f64 / 1e9;
+    let (t0, t1) = (secs(start), secs(stop));
+    // Two slots: client1's client ids are even.
+    let isolated = |e: &serde_json::Value| e["client"].as_u64().is_some_and(|c| c % 2 == 0);
+    let granted = |e: &&serde_json::Value| e["f"] == "acquire" && e["type"] == "ok";
+    let ops = || history.iter().filter(|e| e["type"] != "nemesis");
+    let inside = ops()
+        .filter(granted)
+        .find(|e| isolated(e) && secs(e) > t0 + 1.0 && secs(e) < t1);
+    assert!(
+        inside.is_none(),
+        "client1 was granted while cut: {inside:?}"
+    );
+    assert!(
+        ops()
+            .filter(granted)
+            .any(|e| !isolated(e) && secs(e) > t0 + 1.0 && secs(e) < t1),
+        "client2 got no lock during the partition\n{said}"
+    );
+    let recovered = ops()
+        .filter(granted)
+        .find(|e| isolated(e) && secs(e) > t1)
+        .unwrap_or_else(|| panic!("client1 never acquired after the heal\n{said}"));
+    assert!(
+        secs(recovered) - t1 < 5.0,
+        "client1 recovered late: {recovered}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

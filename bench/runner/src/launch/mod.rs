@@ -35,19 +35,22 @@ pub(crate) enum Launched {
 }
 
 impl Launched {
-    /// Starts `spec.count` workers that dial `coordinator` with `secret`.
+    /// Starts `spec.count` workers that dial `coordinator` with `secret`; `bridged`: Swarm
+    /// tasks get a bridge network of their own (the servers are on the managed cluster's
+    /// bridge, routed to from it), host networking otherwise.
     pub(crate) async fn start(
         spec: &WorkersSpec,
         coordinator: SocketAddr,
         secret: &RunSecret,
+        bridged: bool,
     ) -> anyhow::Result<Launched> {
         Ok(match spec.launcher {
             Launcher::Dial => {
                 Launched::Dial(dial::Children::start(spec.count, coordinator, secret)?)
             }
-            Launcher::Swarm => {
-                Launched::Swarm(swarm::Service::start(spec.count, coordinator, secret).await?)
-            }
+            Launcher::Swarm => Launched::Swarm(
+                swarm::Service::start(spec.count, coordinator, secret, bridged).await?,
+            ),
             Launcher::External => Launched::External,
             Launcher::Local => anyhow::bail!("local workers do not dial in"),
         })
@@ -80,6 +83,15 @@ impl Launched {
             Launched::Dial(c) => c.process(index).map(Some),
             Launched::Swarm(s) => s.process(index).await.map(Some),
             Launched::External => Ok(None),
+        }
+    }
+
+    /// The network namespaces of workers that have one of their own (Swarm tasks on a bridge
+    /// network, found by [`Launched::process`]), as client hosts a partition can cut.
+    pub(crate) fn client_hosts(&self) -> Vec<lockbench_cluster::Host> {
+        match self {
+            Launched::Swarm(s) => s.client_hosts(),
+            Launched::Dial(_) | Launched::External => Vec::new(),
         }
     }
 

@@ -16,22 +16,33 @@
 //!   variable of the service: `docker service inspect` shows a service's environment to anyone
 //!   who may talk to the engine, while a secret's value cannot be read back through the API.
 //!   The value goes to `docker secret create` on its stdin, never on a command line.
-//! - **Host networking** (`--network host`). The tasks must reach the coordinator's listener
-//!   and resource service and the servers; the managed cluster's servers are on lockbench's
-//!   own bridge, which the host routes to and Docker's networks do not, and compose's are on
-//!   Docker's bridge, which the host routes to as well. On the host's network stack a task
-//!   reaches everything the coordinator does. The price: a task has no network of its own, so
-//!   a partition of a Swarm task (`isolate = { nodes = ["client1"] }`) would cut the host and
-//!   is refused; pause and kill act on the task's container.
+//! - **A bridge network of the run's own where the servers can be reached from one, host
+//!   networking elsewhere.** The tasks must reach the coordinator's listener and resource
+//!   service and the servers. On the managed cluster (`netns` topology) the servers are on
+//!   lockbench's own bridge, which the host routes to from Docker's bridge networks as from
+//!   anywhere (Docker's FORWARD rules accept what leaves its bridges, and the answers), and
+//!   the coordinator listens on that bridge's address: so the tasks get a swarm-scoped bridge
+//!   network of their own (`docker network create --driver bridge --scope swarm`), and with it
+//!   a network namespace each. That namespace is the worker's client host: a partition
+//!   (`isolate = { nodes = ["client1"] }`) puts its DROP rules inside it (`nsenter
+//!   --net=/proc/<pid>/ns/net iptables`, as for a compose client container; `docker exec -u 0`
+//!   with `NET_ADMIN` when lockbench is not root) and is checked from inside, as for the
+//!   managed cluster's client hosts. Compose's servers are on a Docker network that another
+//!   Docker bridge is isolated from, and loopback servers are on the host's 127.0.0.1: there
+//!   the tasks use the host's network (`--network host`), reach everything the coordinator
+//!   does, and a partition of such a task is not applied (it would cut the host: its client
+//!   host is unknown to the nemesis, and the partition names no such node).
 //! - **Nothing outlives the run**: the service (`--restart-condition none`, so a killed task
-//!   stays dead and Swarm does not start another one under the run), its secret and the swarm
-//!   (when lockbench made it) are removed at the end, on an error and after Ctrl-C or SIGTERM
-//!   (the run ends normally then). A `kill -9` of lockbench leaves them; they carry the label
+//!   stays dead and Swarm does not start another one under the run), its secret, its network
+//!   and the swarm (when lockbench made it) are removed at the end, on an error and after
+//!   Ctrl-C or SIGTERM (the run ends normally then); the partition rules go with the task's
+//!   namespace. A `kill -9` of lockbench leaves them; they carry the label
 //!   `lockbench.workers`: `docker service rm $(docker service ls -q --filter
-//!   label=lockbench.workers)`.
+//!   label=lockbench.workers)`, then the same for `secret` and `network`.
 
 use super::Process;
 use anyhow::Context;
+use lockbench_cluster::Host;
 use lockbench_workloads::dial::{RunSecret, SECRET_FILE_ENV};
 use nix::unistd::Pid;
 use std::io::Write;
@@ -52,6 +63,11 @@ const BINARY: &str = "/usr/local/bin/lockbench";
 pub(crate) struct Service {
     name: String,
     secret: String,
+    /// The tasks' bridge network (`None`: host networking).
+    network: Option<String>,
+    /// Each task's client host (its container's network namespace), as found by
+    /// [`Service::process`]; empty with host networking.
+    hosts: std::sync::Mutex<Vec<Host>>,
     /// This run ran `docker swarm init`.
     initialised: bool,
     removed: bool,
@@ -90,16 +106,20 @@ impl Service {
         count: u32,
         coordinator: SocketAddr,
         secret: &RunSecret,
+        bridged: bool,
     ) -> anyhow::Result<Service> {
         let secret = secret.clone();
-        tokio::task::spawn_blocking(move || Service::start_blocking(count, coordinator, &secret))
-            .await?
+        tokio::task::spawn_blocking(move || {
+            Service::start_blocking(count, coordinator, &secret, bridged)
+        })
+        .await?
     }
 
     fn start_blocking(
         count: u32,
         coordinator: SocketAddr,
         secret: &RunSecret,
+        bridged: bool,
     ) -> anyhow::Result<Service> {
         let image = std::env::var("LOCKBENCH_SWARM_IMAGE").unwrap_or_else(|_| IMAGE.into());
         docker(&["image", "inspect", "--format", "{{.Id}}", &image]).map_err(|_| {
@@ -134,15 +154,29 @@ impl Service {
             ),
         };
         let id = format!("{}-{:08x}", std::process::id(), rand::random::<u32>());
-        let service = Service {
+        let mut service = Service {
             name: format!("lockbench-workers-{id}"),
             secret: format!("lockbench-secret-{id}"),
+            network: None,
+            hosts: Default::default(),
             initialised,
             removed: false,
         };
         // From here on, dropping `service` removes what exists.
         service.create_secret(secret, &id)?;
         let label = format!("{LABEL}={id}");
+        let network = if bridged {
+            let name = format!("lockbench-net-{id}");
+            docker(&[
+                "network", "create", "--driver", "bridge", "--scope", "swarm", "--label", &label,
+                &name,
+            ])
+            .context("swarm workers: cannot create the tasks' bridge network")?;
+            service.network = Some(name.clone());
+            name
+        } else {
+            "host".to_string()
+        };
         let mut args: Vec<String> = [
             "service",
             "create",
@@ -162,11 +196,16 @@ impl Service {
             "2s",
             "--no-resolve-image",
             "--network",
-            "host",
+            &network,
         ]
         .iter()
         .map(|s| s.to_string())
         .collect();
+        if bridged && !nix::unistd::geteuid().is_root() {
+            // Partitions then go in through `docker exec -u 0 ... iptables`, which needs it.
+            args.push("--cap-add".into());
+            args.push("NET_ADMIN".into());
+        }
         args.push("--secret".into());
         args.push(format!("source={},target={SECRET_TARGET}", service.secret));
         args.push("--env".into());
@@ -196,8 +235,8 @@ impl Service {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         docker(&args).context("swarm workers: cannot create the service")?;
         eprintln!(
-            "lockbench: swarm: service {} ({count} tasks of {image}, host network), dialling \
-             {coordinator}",
+            "lockbench: swarm: service {} ({count} tasks of {image}, network {network}), \
+             dialling {coordinator}",
             service.name
         );
         Ok(service)
@@ -277,6 +316,10 @@ impl Service {
                 // Root signals the task's process by its pid at once (the fencing pause starts
                 // right after the grant); anyone else goes through `docker kill --signal`.
                 let via_docker = !nix::unistd::geteuid().is_root();
+                if let Some(network) = &self.network {
+                    let host = self.host(index, pid, name, network, via_docker).await?;
+                    self.hosts.lock().expect("not poisoned").push(host);
+                }
                 return Ok((Pid::from_raw(pid), Some(name.to_string()), via_docker));
             }
             if Instant::now() > deadline {
@@ -289,6 +332,40 @@ impl Service {
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
+    }
+
+    /// Task `index + 1`'s client host: its container's network namespace and its address on
+    /// `network`, entered through `docker exec` when lockbench is not root.
+    async fn host(
+        &self,
+        index: u32,
+        pid: i32,
+        container: &str,
+        network: &str,
+        via_docker: bool,
+    ) -> anyhow::Result<Host> {
+        let format = format!("{{{{(index .NetworkSettings.Networks \"{network}\").IPAddress}}}}");
+        let addr = docker_async(vec![
+            "inspect".into(),
+            "--format".into(),
+            format,
+            container.to_string(),
+        ])
+        .await?;
+        let addr = addr
+            .parse()
+            .with_context(|| format!("container {container}: no address on {network}: {addr:?}"))?;
+        Ok(Host {
+            name: super::worker_name(index),
+            netns: format!("/proc/{pid}/ns/net"),
+            addr,
+            exec: via_docker.then(|| container.to_string()),
+        })
+    }
+
+    /// The client hosts [`Service::process`] found (none with host networking).
+    pub(crate) fn client_hosts(&self) -> Vec<Host> {
+        self.hosts.lock().expect("not poisoned").clone()
     }
 
     /// The service's tasks and their errors, and where the workers' logs are.
@@ -351,6 +428,11 @@ impl Service {
         if let Err(e) = removed_secret {
             problems.push(format!("{e:#}"));
         }
+        if let Some(network) = &self.network
+            && let Err(e) = docker(&["network", "rm", network])
+        {
+            problems.push(format!("{e:#}"));
+        }
         if self.initialised
             && let Err(e) = docker(&["swarm", "leave", "--force"])
         {
@@ -362,7 +444,8 @@ impl Service {
             eprintln!(
                 "warning: swarm workers not fully removed: {}; remove by hand: `docker service \
                  rm $(docker service ls -q --filter label={LABEL})`, `docker secret rm $(docker \
-                 secret ls -q --filter label={LABEL})`{}",
+                 secret ls -q --filter label={LABEL})`, `docker network rm $(docker network ls -q \
+                 --filter label={LABEL})`{}",
                 problems.join("; "),
                 if self.initialised {
                     ", `docker swarm leave --force`"
