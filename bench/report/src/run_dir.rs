@@ -143,9 +143,10 @@ impl RunDir {
         V2DeflateSerializer::new()
             .serialize(h, &mut bin)
             .map_err(|e| anyhow::anyhow!("serialize histogram: {e:?}"))?;
-        write_atomic(&dir.join(format!("{backend}.{metric}.hdr")), &bin)?;
+        let stem = histogram_stem(backend);
+        write_atomic(&dir.join(format!("{stem}.{metric}.hdr")), &bin)?;
         write_atomic(
-            &dir.join(format!("{backend}.{metric}.hgrm")),
+            &dir.join(format!("{stem}.{metric}.hgrm")),
             hgrm::hgrm(h).as_bytes(),
         )
     }
@@ -274,4 +275,43 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     f.sync_all()?;
     fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))?;
     Ok(())
+}
+
+/// The name `backend`'s histogram files start with under `histograms/`: the backend's name,
+/// with every `/` as `_`, since a user's adapter is named by its manifest's path
+/// (`/home/me/adapter.toml`), which joined as it is would put the files outside the run
+/// directory, next to the manifest.
+pub fn histogram_stem(backend: &str) -> String {
+    backend.replace('/', "_")
+}
+
+#[cfg(test)]
+mod histogram_file_tests {
+    use super::*;
+
+    #[test]
+    fn a_backend_named_by_a_path_keeps_its_histograms_in_the_run_directory() {
+        let parent = std::env::temp_dir().join(format!("lb-histnames-{}", std::process::id()));
+        let run = RunDir::create(&parent, "t", Some(&parent.join("run"))).unwrap();
+        let manifest = parent.join("user").join("adapter.toml");
+        let h = Histogram::<u64>::new(3).unwrap();
+        run.write_histogram(manifest.to_str().unwrap(), "acquire", &h)
+            .unwrap();
+        let written: Vec<String> = fs::read_dir(run.path().join("histograms"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(written.len(), 2, "{written:?}");
+        assert!(
+            !parent.join("user").exists(),
+            "written next to the manifest"
+        );
+        let stem = histogram_stem(manifest.to_str().unwrap());
+        assert!(
+            written.contains(&format!("{stem}.acquire.hdr")),
+            "{written:?}"
+        );
+        assert_eq!(histogram_stem("lib:curator"), "lib:curator");
+        let _ = fs::remove_dir_all(&parent);
+    }
 }

@@ -104,7 +104,7 @@ impl Run {
     /// The histogram of `backend`'s `metric`, if one was written and is not empty.
     pub fn histogram(&self, backend: &str, metric: &str) -> Option<&Histogram<u64>> {
         self.histograms
-            .get(&(backend.to_string(), metric.to_string()))
+            .get(&(crate::run_dir::histogram_stem(backend), metric.to_string()))
             .filter(|h| !h.is_empty())
     }
 
