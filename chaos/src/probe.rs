@@ -8,10 +8,17 @@
 //! its network namespace (`/proc/<pid>/ns/net`), entered the same way when this process may
 //! (root), else the exchange runs inside the container through `docker exec`
 //! ([`lockbench_cluster::entry`]).
+//!
+//! On a secure cluster (`lockbench up --secure`) a secured server answers only TLS with the
+//! client certificate (and, for Redis, after `AUTH`): its probes go through the cluster's own
+//! TLS probe ([`lockbench_cluster::secure_exchange`], what `up`'s health checks use), run on a
+//! small runtime on the thread inside the host. `docker exec`'s bash cannot speak TLS, so a
+//! container host is not probed that way (compose has no secure profile).
 
 use crate::Reach;
 use anyhow::{Context, bail};
-use lockbench_cluster::ServerSpec;
+use lockbench_cluster::{Host, SecureProbe, ServerSpec, System};
+use lockbench_core::Exchange;
 use std::time::Duration;
 
 /// How long one probe may take (connect, then each read).
@@ -26,12 +33,66 @@ pub(crate) async fn exchange(
 ) -> anyhow::Result<Vec<u8>> {
     let addr = reach.topology().client_addr(spec);
     let host = reach.server_host(spec);
-    tokio::task::spawn_blocking(move || match host {
-        Some(host) => host.exchange(addr, request, done, PROBE_TIMEOUT),
-        None => lockbench_cluster::entry::exchange_here(addr, &request, done, PROBE_TIMEOUT),
+    let reply = match secure_for(reach, spec)? {
+        Some(sec) => {
+            let ex = Exchange {
+                addr: addr.to_string(),
+                request,
+                complete: done,
+            };
+            secure_exchange(host, ex, sec, spec.system).await
+        }
+        None => {
+            tokio::task::spawn_blocking(move || match host {
+                Some(host) => host.exchange(addr, request, done, PROBE_TIMEOUT),
+                None => {
+                    lockbench_cluster::entry::exchange_here(addr, &request, done, PROBE_TIMEOUT)
+                }
+            })
+            .await?
+        }
+    };
+    reply.with_context(|| format!("{} ({addr})", spec.name))
+}
+
+/// `spec`'s endpoint as its probes name it: on a secure cluster that secures it, its
+/// [`System::secure_endpoint`] (etcd's `https://`, for which etcd's leader check asks what a
+/// TLS client may), else its plain one.
+pub(crate) fn endpoint(reach: &dyn Reach, spec: &ServerSpec) -> anyhow::Result<String> {
+    let addr = reach.topology().client_addr(spec);
+    Ok(match secure_for(reach, spec)? {
+        Some(_) => spec.system.secure_endpoint(addr),
+        None => spec.system.endpoint(addr),
     })
-    .await?
-    .with_context(|| format!("{} ({addr})", spec.name))
+}
+
+/// What probes of `spec` need to speak TLS: `None` on a plain cluster or when `spec` stays
+/// plain on a secure one ([`lockbench_cluster::secure::honoured`]).
+fn secure_for(reach: &dyn Reach, spec: &ServerSpec) -> anyhow::Result<Option<SecureProbe>> {
+    Ok(reach
+        .secure_probe()
+        .context("cannot read the secure cluster's certificates and password")?
+        .filter(|_| lockbench_cluster::secure::honoured(spec)))
+}
+
+/// `ex` over TLS as [`lockbench_cluster::secure_exchange`] runs it, from inside `host` (a thread
+/// in its namespace, with a runtime of its own there) or, without one, from here.
+async fn secure_exchange(
+    host: Option<Host>,
+    ex: Exchange,
+    sec: SecureProbe,
+    system: &'static dyn System,
+) -> anyhow::Result<Vec<u8>> {
+    let Some(host) = host else {
+        return lockbench_cluster::secure_exchange(&ex, &sec, system).await;
+    };
+    let inside = move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        rt.block_on(lockbench_cluster::secure_exchange(&ex, &sec, system))
+    };
+    tokio::task::spawn_blocking(move || host.run_inside(inside).and_then(|r| r)).await?
 }
 
 /// Runs a Lua script with no keys and integer arguments on a Redis server; returns the

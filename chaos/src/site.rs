@@ -12,7 +12,7 @@
 //! [`Reach`] is the part probes and target resolution need (object safe, shared with the
 //! [`LinkNemesis`](crate::LinkNemesis)); [`Site`] adds the process operations.
 
-use lockbench_cluster::{Cluster, Group, Host, Network, ServerSpec, Topology};
+use lockbench_cluster::{Cluster, Group, Host, Network, SecureProbe, ServerSpec, Topology};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use std::future::Future;
@@ -32,6 +32,13 @@ pub trait Reach: Send + Sync {
     /// The address the coordinator's packets (and its in-process clients') come from at the
     /// servers; `None` without hosts.
     fn coordinator_addr(&self) -> Option<Ipv4Addr>;
+
+    /// What probes of a secure cluster's secured servers need (TLS with the client certificate,
+    /// lockbench's user: [`lockbench_cluster::secure::probe`]), read when a probe is sent;
+    /// `None` on a plain cluster, and where there is no secure profile (compose's containers).
+    fn secure_probe(&self) -> anyhow::Result<Option<SecureProbe>> {
+        Ok(None)
+    }
 }
 
 /// A place servers run, with the process operations faults need.
@@ -121,6 +128,10 @@ impl Reach for Managed {
 
     fn coordinator_addr(&self) -> Option<Ipv4Addr> {
         self.topo.net().map(|c| c.bridge_addr())
+    }
+
+    fn secure_probe(&self) -> anyhow::Result<Option<SecureProbe>> {
+        lockbench_cluster::secure::probe(self.cluster.state_dir())
     }
 }
 

@@ -1,6 +1,7 @@
 //! Resolving [`Targets`] against the backend's servers at the moment a fault starts: the
 //! leader is asked for (the system's [`Leadership`] rule and leader probe, asked from inside
-//! each server's host: ZooKeeper `srvr`, etcd's maintenance status), seeded choices draw from
+//! each server's host: ZooKeeper `srvr`, etcd's maintenance status, or on a secure cluster
+//! its `etcd_server_is_leader` metric over TLS: [`crate::probe`]), seeded choices draw from
 //! the nemesis's RNG, and the result is a list of host names in server order.
 
 use crate::{Reach, probe};
@@ -22,7 +23,7 @@ pub async fn leader(reach: &dyn Reach, servers: &[&'static ServerSpec]) -> anyho
     match first.system.leadership(first.group) {
         Leadership::Elected => {
             for s in servers {
-                let Some(check) = s.system.leader_check(&reach.topology().endpoint(s)) else {
+                let Some(check) = s.system.leader_check(&probe::endpoint(reach, s)?) else {
                     continue;
                 };
                 let reply = probe::exchange(reach, s, check.request, check.complete).await;

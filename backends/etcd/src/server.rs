@@ -112,9 +112,31 @@ pub(crate) fn status(endpoint: &str) -> Exchange {
     }
 }
 
-/// `true` when a [`status`] reply says the member is the leader: `header.member_id ==
-/// leader`.
+/// How to ask the member at `endpoint` whether it leads: [`status`] over plain HTTP;
+/// `GET /metrics` (its `etcd_server_is_leader` gauge) at an `https://` endpoint, because a
+/// member with client certificate authentication refuses gateway requests (`/v3/...`) whose
+/// certificate has a common name ("CommonName of client sending a request against gateway
+/// will be ignored"), and the secure cluster's client certificate has one; `/metrics` is
+/// etcd's own handler, as `/health` is.
+pub(crate) fn leader_check(endpoint: &str) -> Exchange {
+    match endpoint.starts_with("https://") {
+        true => get(endpoint, "/metrics"),
+        false => status(endpoint),
+    }
+}
+
+/// `true` when a [`leader_check`] reply says the member is the leader: a [`status`] reply's
+/// `header.member_id == leader`, or a `/metrics` reply's `etcd_server_is_leader 1`.
 pub(crate) fn is_leader(reply: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(reply);
+    let ok = text
+        .lines()
+        .next()
+        .and_then(|l| l.split_whitespace().nth(1))
+        == Some("200");
+    if ok && text.lines().any(|l| l.trim() == "etcd_server_is_leader 1") {
+        return true;
+    }
     let Some(v) = body(reply) else {
         return false;
     };
@@ -165,6 +187,21 @@ mod tests {
         };
         assert!(is_leader(status("7").as_bytes()));
         assert!(!is_leader(status("8").as_bytes()));
+        let metrics = |gauge: u8| {
+            format!(
+                "HTTP/1.0 200 OK\r\n\r\n# TYPE etcd_server_is_leader gauge\n\
+                 etcd_server_is_leader {gauge}\netcd_server_is_learner 0\n"
+            )
+        };
+        assert!(is_leader(metrics(1).as_bytes()));
+        assert!(!is_leader(metrics(0).as_bytes()));
+        assert!(!is_leader(
+            b"HTTP/1.0 500 x\r\n\r\netcd_server_is_leader 1\n"
+        ));
+        let plain = leader_check("http://10.77.0.21:2379").request;
+        assert!(plain.starts_with(b"POST /v3/maintenance/status "));
+        let tls = leader_check("https://10.77.0.21:2379").request;
+        assert!(tls.starts_with(b"GET /metrics HTTP/1.0\r\n"));
         let get = get("http://127.0.0.1:2379", "/health");
         assert_eq!(get.addr, "127.0.0.1:2379");
         assert!(

@@ -142,7 +142,7 @@ impl System for Etcd {
     }
 
     fn leader_check(&self, endpoint: &str) -> Option<Exchange> {
-        Some(server::status(endpoint))
+        Some(server::leader_check(endpoint))
     }
 
     fn is_leader(&self, reply: &[u8]) -> bool {

@@ -77,7 +77,7 @@ pub use install::{ensure_installed, missing as missing_packages};
 pub use lock::{ClusterLock, holder as lock_holder, lock_path, try_lock_path};
 pub use lockbench_core::launch::{Launch, Site};
 pub use lockbench_core::{Group, ServerSpec, System};
-pub use net::exchange;
+pub use net::{SecureProbe, exchange, secure_exchange};
 pub use spec::{SERVERS, by_name};
 pub use state_dir::default_state_dir;
 pub use topology::Topology;

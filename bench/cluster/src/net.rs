@@ -31,8 +31,9 @@ pub async fn exchange(ex: &Exchange) -> anyhow::Result<Vec<u8>> {
 }
 
 /// What a probe of a secure cluster's secured server needs: the TLS client set-up (the
-/// project's CA, the client certificate) and the user to log in as.
-pub(crate) struct SecureProbe {
+/// project's CA, the client certificate) and the user to log in as ([`crate::secure::probe`]
+/// reads it from a cluster's state directory; the chaos controller's probes use it too).
+pub struct SecureProbe {
     tls: tokio_rustls::TlsConnector,
     user: String,
     password: SecretString,
@@ -70,7 +71,7 @@ impl SecureProbe {
 
 /// Runs one [`Exchange`] with `system`'s server over TLS (verified against the address's host,
 /// presenting the client certificate), after its [`System::login`] when it has one, within 2 s.
-pub(crate) async fn secure_exchange(
+pub async fn secure_exchange(
     ex: &Exchange,
     probe: &SecureProbe,
     system: &dyn System,

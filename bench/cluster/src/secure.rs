@@ -132,8 +132,9 @@ pub(crate) fn load(state_dir: &Path) -> anyhow::Result<Option<Secure>> {
     Ok(Some(Secure::in_dir(&dir(state_dir), USER, password, admin)))
 }
 
-/// What health probes of the cluster of `state_dir` need: `None` when it is plain.
-pub(crate) fn probe(state_dir: &Path) -> anyhow::Result<Option<crate::net::SecureProbe>> {
+/// What probes of the cluster of `state_dir` need (`up`'s health checks, the chaos controller's
+/// leader and TTL probes): `None` when it is plain.
+pub fn probe(state_dir: &Path) -> anyhow::Result<Option<crate::net::SecureProbe>> {
     let Some(secure) = load(state_dir)? else {
         return Ok(None);
     };
@@ -185,8 +186,8 @@ pub fn connection_for(state_dir: &Path, spec: &ServerSpec) -> Option<Connection>
 }
 
 /// `true` when `spec` is secured on a secure cluster ([`connection_for`]; the settings' shape
-/// does not depend on the state directory).
-pub(crate) fn honoured(spec: &ServerSpec) -> bool {
+/// does not depend on the state directory): its probes speak TLS.
+pub fn honoured(spec: &ServerSpec) -> bool {
     connection_for(Path::new("/"), spec).is_some()
 }
 

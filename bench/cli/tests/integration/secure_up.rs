@@ -4,7 +4,8 @@
 //! `lockbench`; the cluster's endpoints carry those settings (what `lockbench run` on the
 //! managed cluster uses), and a run with them is safe, records TLS, mutual TLS and auth, and
 //! leaves the password in no file of the run directory, nor in the cluster file, Redis's files
-//! or the terminal. (etcd 3.4's write-ahead log holds the `user add` request as sent, password
+//! or the terminal; the chaos controller's leader lookup reaches the secured etcd members.
+//! (etcd 3.4's write-ahead log holds the `user add` request as sent, password
 //! included: etcd's data, not lockbench's, and documented.)
 
 use crate::common::{self, PrivateCluster};
@@ -50,6 +51,16 @@ fn a_secure_managed_redis_takes_only_tls_and_its_user_and_a_run_connects_with_th
         !plain.as_ref().is_ok_and(|r| r.starts_with(b"+PONG")),
         "{addr} answered a plaintext PING: {plain:?}"
     );
+
+    // The chaos controller's leader lookup (a `leader` fault's target) asks each member over
+    // TLS with the client certificate, from inside its host: one etcd member leads.
+    let site = lockbench_chaos::Managed::new(cluster.cluster.clone());
+    let members = site.servers(ETCD);
+    let leader = cluster
+        .rt
+        .block_on(lockbench_chaos::leader(&site, &members));
+    let leader = leader.expect("the chaos controller finds the secure etcd's leader");
+    assert!(members.iter().any(|m| m.name == leader), "{leader}");
 
     let out_dir = dir.join("out");
     let out = Command::new(env!("CARGO_BIN_EXE_lockbench"))
