@@ -38,7 +38,8 @@ fn a_worker_without_the_secret_says_so() {
     let out = worker("127.0.0.1:9", None).output().unwrap();
     assert!(!out.status.success());
     assert!(
-        stderr(&out).contains("LOCKBENCH_WORKER_SECRET is not set"),
+        stderr(&out)
+            .contains("neither LOCKBENCH_WORKER_SECRET nor LOCKBENCH_WORKER_SECRET_FILE is set"),
         "{}",
         stderr(&out)
     );
