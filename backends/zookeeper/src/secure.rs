@@ -55,6 +55,11 @@ pub async fn set_up(
     Ok(())
 }
 
+/// How long the pre-run permission check may take: three requests, each answered in
+/// milliseconds by a live server; a check that hangs (a session that stopped being answered)
+/// fails within seconds, naming the server, rather than holding the run.
+const CHECK_BUDGET: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Checks before a run that the sessions' digest user may create, list and delete under
 /// `root` (the recipes' `root` knob, relative to the chroot): makes `root`'s missing ancestors,
 /// creates one ephemeral node in it, lists it and deletes the node. A refusal names the user,
@@ -82,8 +87,19 @@ pub(crate) async fn check_permissions(ensemble: &Ensemble, root: &str) -> Result
             .await
             .map_err(|e| (e, "DELETE", root.to_string()))
     };
-    let result = checked.await;
+    let result = tokio::time::timeout(CHECK_BUDGET, checked).await;
     crate::connect::close(ensemble, zk).await;
+    let Ok(result) = result else {
+        return Err(BackendError::Unreachable {
+            endpoint: ensemble.connect_string.clone(),
+            reason: format!(
+                "no answer to the permission check (create, list and delete under `{}`) \
+                 within {} s: the server is overloaded or stopped answering this session",
+                if root.is_empty() { "/" } else { root },
+                CHECK_BUDGET.as_secs()
+            ),
+        });
+    };
     let Err((error, permission, node)) = result else {
         return Ok(());
     };
