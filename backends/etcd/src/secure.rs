@@ -75,8 +75,9 @@ pub struct Users<'a> {
 /// - user `root` with `users.root_password` and role `root`, which `auth enable` requires;
 ///
 /// then enables authentication. It can run again on a cluster it set up (it connects as
-/// `root` once authentication is on, and what exists is kept). Errors name the step, never a
-/// password.
+/// `root` once authentication is on, and what exists is kept; `root`'s password is then left
+/// as it is, since changing it would revoke the token of the connection doing the set-up).
+/// Errors name the step, never a password.
 pub async fn set_up(urls: &[String], tls: Option<&Tls>, users: &Users<'_>) -> Result<(), String> {
     let access = |user: Option<&str>| {
         let mut e = Endpoints::default();
@@ -97,6 +98,7 @@ pub async fn set_up(urls: &[String], tls: Option<&Tls>, users: &Users<'_>) -> Re
     };
     let (plain, options) = access(None)?;
     let mut client = connect(&plain, options).await?;
+    let mut as_root = false;
     // With authentication already on, an anonymous request (or one as the client
     // certificate's user) is refused: connect as root.
     if let Err(e) = client.role_add(ROLE).await {
@@ -109,8 +111,9 @@ pub async fn set_up(urls: &[String], tls: Option<&Tls>, users: &Users<'_>) -> Re
         .iter()
         .any(|m| text.contains(m))
         {
-            let (as_root, options) = access(Some("root"))?;
-            client = connect(&as_root, options).await?;
+            let (root, options) = access(Some("root"))?;
+            client = connect(&root, options).await?;
+            as_root = true;
         } else if !text.contains("already exists") {
             return Err(format!("etcd set-up: role add {ROLE}: {e}"));
         }
@@ -135,10 +138,13 @@ pub async fn set_up(urls: &[String], tls: Option<&Tls>, users: &Users<'_>) -> Re
             .user_add(user, password.expose_secret(), None)
             .await
             .map(drop);
-        if added
+        let exists = added
             .as_ref()
-            .is_err_and(|e| e.to_string().contains("already exists"))
-        {
+            .is_err_and(|e| e.to_string().contains("already exists"));
+        if exists && as_root && user == "root" {
+            // Logged in with it, so it is right; and etcd revokes a user's tokens when its
+            // password changes, which would fail every later step ("invalid auth token").
+        } else if exists {
             client
                 .user_change_password(user, password.expose_secret())
                 .await

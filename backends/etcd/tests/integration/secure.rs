@@ -224,6 +224,31 @@ async fn recipes_over_mutual_tls_as_the_least_privileged_user() {
     conformance::observer_names_the_holder(&b).await;
 }
 
+/// `set_up` run again on a member whose authentication it already turned on (a second `up
+/// --secure` on the same data) succeeds, twice, and leaves lockbench's user working: it logs
+/// in as `root` and keeps `root`'s password (changing it would revoke the set-up's own token:
+/// "invalid auth token" at `user grant-role`, before this was fixed).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn set_up_runs_again_on_a_member_with_authentication_on() {
+    let s = secured("again", None).await;
+    let pki = Pki::in_dir(&s.dir.join("certs"));
+    for _ in 0..2 {
+        secure(&s.member, &pki, &s.password).await;
+    }
+    let b = backend(
+        ETCD_LEASE,
+        &endpoints(s.member.tls, s.settings.clone()),
+        "again",
+    );
+    b.check_servers().await.unwrap();
+    let mut c = b.connect(ClientId(0)).await.unwrap();
+    let Outcome::Ok(g) = c.acquire(KeyId(0)).await else {
+        panic!("acquire as lockbench after the set-up ran again")
+    };
+    assert!(c.release(g).await.is_ok());
+    c.close().await;
+}
+
 /// The pre-run check, then a connect, as a run does; the first error and how long it took.
 async fn first_error(b: &EtcdBackend) -> (String, Duration) {
     let t0 = Instant::now();
