@@ -125,8 +125,10 @@ impl ClientNemesis {
             let (note, ok) = match respawn(slot).await {
                 Ok(fresh) => {
                     let note = format!(
-                        "{} restarted as a fresh worker process, pid {} (was {})",
-                        fresh.name, fresh.pid, victim.pid
+                        "{} restarted as a fresh worker process, {} (was {})",
+                        fresh.name,
+                        fresh.process(),
+                        victim.process()
                     );
                     if let Some(w) = self.workers.iter_mut().find(|w| w.name == fresh.name) {
                         *w = fresh;

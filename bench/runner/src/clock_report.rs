@@ -60,7 +60,11 @@ pub(crate) fn section(
             best.map(|s| s.offset()),
             bounds.values().copied().max().unwrap_or(0),
         ));
-        slots.extend(bounds);
+        // A restarted worker runs the same slots as the one it replaced: the wider bound.
+        for (slot, bound) in bounds {
+            let b = slots.entry(slot).or_insert(0);
+            *b = (*b).max(bound);
+        }
     }
     let read;
     let ops: &[lockbench_core::Op] = match observed {

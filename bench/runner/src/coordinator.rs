@@ -110,11 +110,11 @@ pub(crate) struct Ctx<'a> {
 /// The worker processes of a run and what restarting one needs.
 pub(crate) struct Workers {
     pub(crate) running: Vec<RunWorker>,
-    /// What started workers that dialled in (finished at the end).
-    pub(crate) launched: Option<crate::launch::Launched>,
+    /// What started workers that dialled in and restarts a killed one (finished at the end).
+    pub(crate) dialled: Option<Arc<crate::readmit::Readmit>>,
     pub(crate) jobs: std::collections::BTreeMap<u32, Job>,
     /// Restarted workers (after a `kill` of a client), finished with the others at the end.
-    pub(crate) respawned: Arc<std::sync::Mutex<Vec<WorkerProcess>>>,
+    pub(crate) respawned: Arc<std::sync::Mutex<Vec<RunWorker>>>,
     pub(crate) sinks: WorkerSinks,
     /// The fenced resource as a service the workers reach (`None` without workers).
     pub(crate) service: Option<ResourceService>,
@@ -467,10 +467,10 @@ async fn start_workers(
             count_elsewhere: plan.count_across.is_some(),
             sent_at: None,
         };
-        let (running, launched) = crate::dialled::start(cx, &spec, job_of, &sinks).await?;
+        let (running, readmit) = crate::dialled::start(cx, &spec, job_of, &sinks).await?;
         return Ok(Workers {
             running,
-            launched: Some(launched),
+            dialled: Some(Arc::new(readmit)),
             jobs,
             respawned: Arc::new(std::sync::Mutex::new(Vec::new())),
             sinks,
@@ -513,7 +513,7 @@ async fn start_workers(
     }
     Ok(Workers {
         running,
-        launched: None,
+        dialled: None,
         jobs,
         respawned: Arc::new(std::sync::Mutex::new(Vec::new())),
         sinks,
@@ -682,12 +682,14 @@ async fn collect(
     let mut stats = Vec::new();
     let mut worker_errors = Vec::new();
     let restarted = std::mem::take(&mut *workers.respawned.lock().expect("respawned workers"));
-    let clocks: Vec<_> = workers.running.iter().filter_map(|w| w.clock()).collect();
-    let all = workers.running.into_iter().chain(
-        restarted
-            .into_iter()
-            .map(|w| RunWorker::Process(Box::new(w))),
-    );
+    // A restarted worker that dialled in is a new clock: its probes are its own.
+    let clocks: Vec<_> = workers
+        .running
+        .iter()
+        .chain(&restarted)
+        .filter_map(|w| w.clock())
+        .collect();
+    let all = workers.running.into_iter().chain(restarted);
     for worker in all {
         let name = worker.name().to_string();
         match worker.finish(FINISH_BUDGET).await {
@@ -695,8 +697,8 @@ async fn collect(
             Err(e) => worker_errors.push(format!("{name}: {e}")),
         }
     }
-    if let Some(launched) = workers.launched {
-        launched.finish().await;
+    if let Some(dialled) = workers.dialled {
+        dialled.finish().await;
     }
     window.timer.abort();
     // The stop flag is set by now, so the counter has returned or returns at once.

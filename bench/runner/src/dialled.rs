@@ -10,6 +10,7 @@
 
 use crate::coordinator::Ctx;
 use crate::launch::{Launched, worker_name};
+use crate::readmit::Readmit;
 use crate::run_worker::RunWorker;
 use anyhow::Context;
 use lockbench_core::workers::{DEFAULT_LISTEN, Launcher, WorkersSpec};
@@ -19,6 +20,7 @@ use lockbench_workloads::remote::{RemoteWorker, WorkerClock};
 use lockbench_workloads::worker::{Job, WorkerSinks};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// How often the wait for arrivals says how far it has got.
@@ -36,14 +38,14 @@ pub(crate) fn spread(slots: &[u32], count: u32) -> Vec<Vec<u32>> {
 }
 
 /// Starts the workers of `spec` for `cx.plan.worker_slots`, waits for each to dial in, and
-/// hands it the job `job_of(its slots)`. Returns them in worker order, and the launcher
-/// (finish it at the end).
+/// hands it the job `job_of(its slots)`. Returns them in worker order, and what restarts a
+/// killed one: the launcher (finish it at the end), the listener, kept open, and the jobs.
 pub(crate) async fn start(
     cx: &Ctx<'_>,
     spec: &WorkersSpec,
     job_of: impl Fn(Vec<u32>) -> Job,
     sinks: &WorkerSinks,
-) -> anyhow::Result<(Vec<RunWorker>, Launched)> {
+) -> anyhow::Result<(Vec<RunWorker>, Readmit)> {
     let shares = spread(&cx.plan.worker_slots, spec.count);
     if shares.len() < spec.count as usize {
         cx.observer.warning(&format!(
@@ -88,7 +90,7 @@ pub(crate) async fn start(
     }
     let addr = listener.local_addr();
     let launched =
-        Launched::start(&spec, addr, &secret, cx.env.servers_on_managed_bridge()).await?;
+        Arc::new(Launched::start(&spec, addr, &secret, cx.env.servers_on_managed_bridge()).await?);
     drop(secret);
     let arrivals = match wait_for_all(&mut listener, &launched, spec.count).await {
         Ok(a) => a,
@@ -98,10 +100,11 @@ pub(crate) async fn start(
             anyhow::bail!(why);
         }
     };
-    drop(listener);
     let mut workers = Vec::new();
+    let mut jobs = BTreeMap::new();
     for (index, arrival) in arrivals {
         let job = job_of(shares[index as usize].clone());
+        jobs.insert(index, job.clone());
         let started = async {
             let mut worker = RemoteWorker::start(
                 arrival,
@@ -128,12 +131,30 @@ pub(crate) async fn start(
             }
         }
     }
-    Ok((workers, launched))
+    // The listener stays open for the run: a killed worker's successor dials in to it.
+    Ok((
+        workers,
+        Readmit {
+            launched,
+            listener: tokio::sync::Mutex::new(listener),
+            jobs,
+            sinks: sinks.clone(),
+        },
+    ))
 }
 
 /// Waits until workers `client1` ... `client<count>` have all dialled in, saying how far it has
 /// got every [`PROGRESS_EVERY`]. An arrival with another name, or a second one with a name
 /// already taken, is turned away (its connection closes).
+/// The worker index of `name` (`client<K>`: K-1) among `count` workers; `None` for a name
+/// this run did not give.
+pub(crate) fn index_of(name: &str, count: u32) -> Option<u32> {
+    name.strip_prefix("client")
+        .and_then(|n| n.parse::<u32>().ok())
+        .filter(|&n| (1..=count).contains(&n))
+        .map(|n| n - 1)
+}
+
 async fn wait_for_all(
     listener: &mut Listener,
     launched: &Launched,
@@ -158,12 +179,7 @@ async fn wait_for_all(
         }
         match listener.next(left.min(PROGRESS_EVERY)).await {
             Ok(a) => {
-                let index = a
-                    .name
-                    .strip_prefix("client")
-                    .and_then(|n| n.parse::<u32>().ok())
-                    .filter(|&n| (1..=count).contains(&n))
-                    .map(|n| n - 1);
+                let index = index_of(&a.name, count);
                 match index {
                     Some(i) if !arrived.contains_key(&i) => {
                         arrived.insert(i, a);

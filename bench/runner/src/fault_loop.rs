@@ -90,13 +90,14 @@ pub(crate) fn start(
                 sinks: workers.sinks.clone(),
                 start: window.start,
                 started: workers.respawned.clone(),
+                dialled: workers.dialled.clone(),
             }
             .into_respawn(),
         );
         let links = links.and_then(|p| cx.env.cluster.link_nemesis(p, cx.kind, cx.scenario.seed));
         let mut server = cx.env.cluster.server_nemesis(cx.kind, cx.scenario.seed);
-        if let Some(launched) = &workers.launched {
-            server.add_client_hosts(launched.client_hosts());
+        if let Some(dialled) = &workers.dialled {
+            server.add_client_hosts(dialled.launched.client_hosts());
         }
         let nemesis = Composite {
             client,

@@ -7,13 +7,18 @@
 //! have new ids (the driver's replacement ids), so no history line of the dead process is
 //! continued by the new one.
 //!
-//! The new [`WorkerProcess`] goes into a shared list that the coordinator finishes (stop,
+//! A worker that dialled in (`[workers] launcher = "dial" | "swarm"`) is restarted by its
+//! launcher and admitted again by the coordinator's listener ([`crate::readmit`]).
+//!
+//! The new worker goes into a shared list that the coordinator finishes (stop,
 //! collect stats) at the end with the others; the dead process's stats are lost (counted as
 //! such in the note). The chaos crate's client nemesis, which does the kill, gets this as a
 //! [`lockbench_chaos::Respawn`] ([`Respawner::into_respawn`]) and sees workers only as
 //! [`ClientProcess`]es ([`client_process`]).
 
 use crate::placement::{WorkerCommands, worker_name};
+use crate::readmit::Readmit;
+use crate::run_worker::RunWorker;
 use lockbench_chaos::ClientProcess;
 use lockbench_core::Nanos;
 use lockbench_workloads::WorkerProcess;
@@ -36,19 +41,24 @@ pub struct Respawner {
     /// The run's common start time.
     pub start: Nanos,
     /// Replacement workers, finished by the coordinator at the end.
-    pub started: Arc<Mutex<Vec<WorkerProcess>>>,
+    pub(crate) started: Arc<Mutex<Vec<RunWorker>>>,
+    /// Workers that dialled in: restarted through their launcher (`None`: worker processes).
+    pub(crate) dialled: Option<Arc<Readmit>>,
 }
 
 impl Respawner {
     /// Starts a fresh worker for `slot`, waits until its clients are connected, and starts it
     /// on the run's clock. Returns its handle.
     pub async fn respawn(&self, slot: u32) -> Result<WorkerHandle, String> {
-        let job = self.jobs.get(&slot).ok_or_else(|| {
-            format!(
-                "slot {slot} has no worker process to restart (a worker that dialled in is \
-                     not restarted: its launcher started it)"
-            )
-        })?;
+        if let Some(dialled) = &self.dialled {
+            let (worker, handle) = dialled.restart(slot, self.start).await?;
+            self.started.lock().expect("respawned list").push(worker);
+            return Ok(handle);
+        }
+        let job = self
+            .jobs
+            .get(&slot)
+            .ok_or_else(|| format!("slot {slot} has no worker process to restart"))?;
         let name = worker_name(slot);
         let cmd = self
             .commands
@@ -79,7 +89,10 @@ impl Respawner {
         }
         worker.send(ToWorker::Start { at: self.start });
         let handle = worker.handle();
-        self.started.lock().expect("respawned list").push(worker);
+        self.started
+            .lock()
+            .expect("respawned list")
+            .push(RunWorker::Process(Box::new(worker)));
         Ok(handle)
     }
 

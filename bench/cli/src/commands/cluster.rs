@@ -38,6 +38,14 @@ pub async fn down(state_dir: PathBuf) -> anyhow::Result<ExitCode> {
         "lockbench: managed cluster in {} stopped",
         state_dir.display()
     );
+    // What killed Swarm runs left (nothing without a Docker Engine or a swarm).
+    let removed = tokio::task::spawn_blocking(lockbench_runner::remove_swarm_leftovers).await?;
+    if !removed.is_empty() {
+        eprintln!(
+            "lockbench: removed what Swarm runs no longer alive left: {}",
+            removed.join(", ")
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 

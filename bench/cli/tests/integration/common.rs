@@ -3,6 +3,7 @@
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Output;
+use std::time::{Duration, Instant};
 
 /// The lines of run directory `dir`'s history (`history.jsonl.zst`, zstd-framed), in file order.
 pub fn history_text(dir: &Path) -> String {
@@ -174,4 +175,71 @@ impl Drop for PrivateCluster {
     fn drop(&mut self) {
         let _ = self.rt.block_on(self.cluster.down());
     }
+}
+
+/// Pids of live processes whose environment carries `LOCKBENCH_TEST_TAG=tag`.
+pub fn tagged_processes(tag: &str) -> Vec<u32> {
+    let needle = format!("LOCKBENCH_TEST_TAG={tag}");
+    let mut pids = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(env) = std::fs::read(entry.path().join("environ")) else {
+            continue;
+        };
+        let state = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        let zombie = state
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'));
+        if !zombie && env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()) {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+/// Waits up to `budget` until no process carries `tag` ([`tagged_processes`]); returns those
+/// still there.
+pub fn wait_until_gone(tag: &str, budget: Duration) -> Vec<u32> {
+    let deadline = Instant::now() + budget;
+    loop {
+        let left = tagged_processes(tag);
+        if left.is_empty() || Instant::now() > deadline {
+            return left;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// History lines of `backend`.
+pub fn history(dir: &Path, backend: &str) -> Vec<Value> {
+    history_text(dir)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["backend"] == backend)
+        .collect()
+}
+
+/// Runs scenario text `toml` against the managed cluster's endpoints (as an external cluster),
+/// tagging every process with `tag`; returns the output and the run directory.
+pub fn scenario_run(dir: &Path, tag: &str, toml: &str) -> (Output, PathBuf) {
+    let file = dir.join("scenario.toml");
+    std::fs::write(&file, toml).unwrap();
+    let out_dir = dir.join("run");
+    let cluster = external_cluster(dir);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_lockbench"))
+        .args([
+            "run",
+            file.to_str().unwrap(),
+            "--quiet",
+            "--cluster",
+            &cluster,
+        ])
+        .arg("--out")
+        .arg(&out_dir)
+        .env("LOCKBENCH_TEST_TAG", tag)
+        .output()
+        .expect("run lockbench");
+    (out, out_dir)
 }

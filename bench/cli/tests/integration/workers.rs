@@ -145,3 +145,108 @@ fn a_run_waits_for_external_workers_and_refuses_a_wrong_secret() {
         .collect();
     assert_eq!(names, ["client1", "client2"], "{b}");
 }
+
+/// The kill-and-restart scenario on two workers that dial in (`launcher`): `client1` (slot 0)
+/// killed at 1 s, paused at 5 s.
+pub(crate) fn kill_scenario(launcher: &str) -> String {
+    format!(
+        r#"
+name = "remote-respawn"
+backends = ["etcd-lease"]
+duration = "8s"
+warmup = "0s"
+recovery = "2s"
+[workload]
+clients = 2
+keys = 2
+key_choice = "per-client"
+[etcd]
+lease_ttl = "2s"
+[workers]
+launcher = "{launcher}"
+count = 2
+[[faults]]
+fault = "kill"
+targets = {{ nodes = ["client1"] }}
+at = "1s"
+[[faults]]
+fault = "pause"
+targets = {{ nodes = ["client1"] }}
+at = "5s"
+duration = "1s"
+"#
+    )
+}
+
+/// What a run of [`kill_scenario`] must show: the kill applied and `client1` restarted (the
+/// note names `restarted_as`), the later pause applied to the successor, slot 0 granted again
+/// after the restart, a safe verdict, and two clock entries for `client1` (the dead process's
+/// and its successor's, probed afresh). Returns the history.
+pub(crate) fn check_restarted(
+    out: &std::process::Output,
+    run: &std::path::Path,
+    restarted_as: &str,
+) -> Vec<serde_json::Value> {
+    let said = text(out);
+    assert!(out.status.success(), "{said}");
+    let h = crate::common::history(run, "etcd-lease");
+    let find = |fault: &str, phase: &str| {
+        h.iter()
+            .find(|e| e["type"] == "nemesis" && e["fault"] == fault && e["phase"] == phase)
+            .unwrap_or_else(|| panic!("no {fault} {phase} in the history\n{said}"))
+            .clone()
+    };
+    let (killed, restarted) = (find("kill", "start"), find("kill", "stop"));
+    assert_eq!(killed["applied"], true, "{killed}");
+    assert_eq!(restarted["applied"], true, "{restarted}\n{said}");
+    let note = restarted["note"].as_str().unwrap();
+    assert!(
+        note.contains("restarted") && note.contains(restarted_as),
+        "{restarted}"
+    );
+    let paused = find("pause", "start");
+    assert_eq!(
+        paused["applied"], true,
+        "the pause after the restart: {paused}"
+    );
+    let t = restarted["t"].as_u64().unwrap();
+    let regained = h.iter().any(|e| {
+        e["f"] == "acquire"
+            && e["type"] == "ok"
+            && e["client"].as_u64().unwrap() % 2 == 0
+            && e["t"].as_u64().unwrap() > t
+    });
+    assert!(regained, "the restarted client1 never acquired\n{said}");
+    let r = results(run);
+    let b = result_of(&r, "etcd-lease");
+    assert_eq!(b["safety"]["verdict"], "valid", "{b}");
+    let clocks: Vec<&serde_json::Value> = b["clocks"]["workers"]
+        .as_array()
+        .expect("a clocks section")
+        .iter()
+        .filter(|w| w["name"] == "client1")
+        .collect();
+    assert_eq!(clocks.len(), 2, "client1 and its successor: {b}");
+    assert!(
+        clocks[1]["probes"].as_u64().unwrap() >= 1,
+        "the successor was probed: {b}"
+    );
+    h
+}
+
+/// A `kill` of a worker that dialled in (the `dial` launcher's child process) is answered as
+/// for a worker process: a fresh child dials in under the same name with the run's secret, is
+/// admitted again, gets the dead one's slots, is granted again, and a later pause finds it;
+/// no worker process is left after the run.
+#[test]
+fn a_killed_dialled_in_worker_is_restarted_and_granted_again() {
+    let dir = crate::common::scratch("workers", "respawn");
+    let tag = format!("workers-respawn-{}", std::process::id());
+    let (out, run) = crate::common::scenario_run(&dir, &tag, &kill_scenario("dial"));
+    check_restarted(&out, &run, "restarted as a fresh worker process");
+    assert!(
+        crate::common::wait_until_gone(&tag, std::time::Duration::from_secs(10)).is_empty(),
+        "worker processes left behind"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -12,6 +12,7 @@
 //! what [`Launched::finish`] did not).
 
 mod dial;
+mod leftovers;
 mod swarm;
 
 use lockbench_core::workers::{Launcher, WorkersSpec};
@@ -29,7 +30,7 @@ pub(crate) enum Launched {
     /// Child processes of this one.
     Dial(dial::Children),
     /// The tasks of a Docker Swarm service.
-    Swarm(swarm::Service),
+    Swarm(Box<swarm::Service>),
     /// Nothing: someone else starts the workers.
     External,
 }
@@ -48,9 +49,9 @@ impl Launched {
             Launcher::Dial => {
                 Launched::Dial(dial::Children::start(spec.count, coordinator, secret)?)
             }
-            Launcher::Swarm => Launched::Swarm(
+            Launcher::Swarm => Launched::Swarm(Box::new(
                 swarm::Service::start(spec.count, coordinator, secret, bridged).await?,
-            ),
+            )),
             Launcher::External => Launched::External,
             Launcher::Local => anyhow::bail!("local workers do not dial in"),
         })
@@ -80,9 +81,31 @@ impl Launched {
     /// knows (external workers).
     pub(crate) async fn process(&self, index: u32) -> anyhow::Result<Option<Process>> {
         match self {
-            Launched::Dial(c) => c.process(index).map(Some),
+            Launched::Dial(c) => c.process(index).await.map(Some),
             Launched::Swarm(s) => s.process(index).await.map(Some),
             Launched::External => Ok(None),
+        }
+    }
+
+    /// Starts worker `index` again after its process was killed, under the same name, with
+    /// the same secret (and, for a Swarm task, on the same network): a child process again, or
+    /// a standalone container in the task's place (Swarm cannot start one task again under its
+    /// slot). Returns what was started, for the fault's note. The coordinator's listener then
+    /// admits it like the first one.
+    pub(crate) async fn restart(&self, index: u32) -> anyhow::Result<String> {
+        match self {
+            Launched::Dial(c) => c
+                .restart(index)
+                .await
+                .map(|pid| format!("a fresh child process, pid {pid}")),
+            Launched::Swarm(s) => s
+                .restart(index)
+                .await
+                .map(|name| format!("a replacement container {name} on the task's network")),
+            Launched::External => anyhow::bail!(
+                "an external worker is restarted by whoever started it (lockbench admits it \
+                 again when it dials in)"
+            ),
         }
     }
 
@@ -109,7 +132,7 @@ impl Launched {
 
     /// Stops and removes what was started (processes; the service, its secret, and the swarm
     /// when this run initialised it).
-    pub(crate) async fn finish(self) {
+    pub(crate) async fn finish(&self) {
         match self {
             Launched::Dial(c) => c.finish().await,
             Launched::Swarm(s) => s.finish().await,
@@ -122,4 +145,28 @@ impl Launched {
 /// targets (`client1`) mean the same worker whoever launched it.
 pub(crate) fn worker_name(index: u32) -> String {
     crate::placement::worker_name(index)
+}
+
+/// Removes what Swarm runs that are no longer alive left (a `kill -9`: their service, task and
+/// replacement containers, secret and `lockbench-net-*` network), and leaves a swarm such a
+/// run made when no run's workers are on it. Returns what it removed, for `lockbench down`.
+/// With no Docker Engine, or no swarm, it removes nothing.
+pub fn remove_swarm_leftovers() -> Vec<String> {
+    let swept = leftovers::sweep();
+    let mut removed = swept.removed;
+    let busy = swarm::docker(&[
+        "service",
+        "ls",
+        "-q",
+        "--filter",
+        &format!("label={}", swarm::LABEL),
+    ])
+    .map_or(true, |s| !s.is_empty());
+    if swept.orphan_swarm.is_some()
+        && !busy
+        && swarm::docker(&["swarm", "leave", "--force"]).is_ok()
+    {
+        removed.push("the swarm a dead run made (`docker swarm leave --force`)".into());
+    }
+    removed
 }

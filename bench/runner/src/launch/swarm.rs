@@ -41,13 +41,17 @@
 //!   label=lockbench.workers)`, then the same for `secret` and `network`.
 
 use super::Process;
+use super::leftovers::{PIDNS_LABEL, SWARM_LABEL};
 use anyhow::Context;
 use lockbench_cluster::Host;
 use lockbench_workloads::dial::{RunSecret, SECRET_FILE_ENV};
 use nix::unistd::Pid;
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// The image the tasks run unless `LOCKBENCH_SWARM_IMAGE` names another.
@@ -62,19 +66,52 @@ const BINARY: &str = "/usr/local/bin/lockbench";
 /// A running service and what to remove with it.
 pub(crate) struct Service {
     name: String,
-    secret: String,
     /// The tasks' bridge network (`None`: host networking).
     network: Option<String>,
     /// Each task's client host (its container's network namespace), as found by
     /// [`Service::process`]; empty with host networking.
     hosts: std::sync::Mutex<Vec<Host>>,
+    /// What a replacement for a killed task needs: the same command line, network and secret.
+    task: TaskSpec,
+    /// Replacement containers by worker index (the newest).
+    replaced: std::sync::Mutex<BTreeMap<u32, String>>,
+    /// What [`Removal::remove`] removes, at the end, on an error and on drop.
+    removal: Removal,
+}
+
+/// How a task is started, kept to start a replacement for a killed one.
+struct TaskSpec {
+    image: String,
+    coordinator: SocketAddr,
+    secret: RunSecret,
+    /// `lockbench.workers=<id>`.
+    label: String,
+    /// `lockbench.pidns=<inode>`.
+    pidns_label: String,
+    /// `--network` of the tasks: theirs, or `host`.
+    network: String,
+    /// Arguments both a task and a replacement get: capabilities, passed-through environment,
+    /// the binary's mount.
+    common: Vec<String>,
+}
+
+/// Everything a run created, removed once ([`Removal::remove`]).
+#[derive(Clone)]
+struct Removal {
+    name: String,
+    secret: String,
+    network: Option<String>,
+    /// `lockbench.workers=<id>`: replacement containers carry it.
+    label: String,
+    /// The directory holding the secret file replacements mount (created on the first one).
+    secret_dir: std::path::PathBuf,
     /// This run ran `docker swarm init`.
     initialised: bool,
-    removed: bool,
+    removed: Arc<AtomicBool>,
 }
 
 /// `docker ARGS`, its stdout trimmed, or an error naming the command and its stderr.
-fn docker(args: &[&str]) -> anyhow::Result<String> {
+pub(super) fn docker(args: &[&str]) -> anyhow::Result<String> {
     let out = Command::new("docker")
         .args(args)
         .stdin(Stdio::null())
@@ -90,6 +127,34 @@ fn docker(args: &[&str]) -> anyhow::Result<String> {
         );
     }
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+/// Creates Docker secret `name` holding `secret`, which goes on docker's stdin.
+fn create_secret(name: &str, secret: &RunSecret, labels: &[&str]) -> anyhow::Result<()> {
+    let mut child = Command::new("docker")
+        .arg("secret")
+        .arg("create")
+        .args(labels.iter().flat_map(|l| ["--label", l]))
+        .args([name, "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("cannot run docker secret create")?;
+    child
+        .stdin
+        .take()
+        .expect("piped")
+        .write_all(secret.to_env_value().as_bytes())
+        .context("cannot hand the run's secret to docker secret create")?;
+    let out = child.wait_with_output()?;
+    if !out.status.success() {
+        anyhow::bail!(
+            "swarm workers: `docker secret create {name}` failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(())
 }
 
 async fn docker_async(args: Vec<String>) -> anyhow::Result<String> {
@@ -130,6 +195,20 @@ impl Service {
             )
         })?;
         let state = docker(&["info", "--format", "{{.Swarm.LocalNodeState}}"])?;
+        let id = format!("{}-{:08x}", std::process::id(), rand::random::<u32>());
+        let ns = super::leftovers::pidns();
+        let owned = |node: &str| {
+            docker(&[
+                "node",
+                "update",
+                "--label-add",
+                &format!("{SWARM_LABEL}={id}"),
+                "--label-add",
+                &format!("{PIDNS_LABEL}={ns}"),
+                node,
+            ])
+            .map(|_| ())
+        };
         let initialised = match state.as_str() {
             "inactive" => {
                 eprintln!(
@@ -137,6 +216,11 @@ impl Service {
                      (left again at the end of the run)"
                 );
                 docker(&["swarm", "init", "--advertise-addr", "127.0.0.1"])?;
+                // Marked as this run's, so that after a `kill -9` the next run leaves it.
+                let node = docker(&["info", "--format", "{{.Swarm.NodeID}}"])?;
+                if let Err(e) = owned(&node) {
+                    tracing::warn!(error = %e, "cannot label the swarm's node as this run's");
+                }
                 true
             }
             "active" => {
@@ -146,36 +230,115 @@ impl Service {
                          manager; run lockbench where `docker service create` works"
                     );
                 }
-                false
+                let swept = super::leftovers::sweep();
+                if !swept.removed.is_empty() {
+                    eprintln!(
+                        "lockbench: swarm: removed what runs no longer alive left: {}",
+                        swept.removed.join(", ")
+                    );
+                }
+                match swept.orphan_swarm {
+                    Some(node) => {
+                        eprintln!(
+                            "lockbench: swarm: the swarm was made by a run no longer alive: \
+                             this run leaves it at its end"
+                        );
+                        owned(&node)?;
+                        true
+                    }
+                    None => false,
+                }
             }
             other => anyhow::bail!(
                 "swarm workers: this Docker Engine's swarm state is `{other}`; `docker info` \
                  says more (a locked swarm needs `docker swarm unlock`)"
             ),
         };
-        let id = format!("{}-{:08x}", std::process::id(), rand::random::<u32>());
-        let mut service = Service {
+        let label = format!("{LABEL}={id}");
+        let pidns_label = format!("{PIDNS_LABEL}={ns}");
+        let mut removal = Removal {
             name: format!("lockbench-workers-{id}"),
             secret: format!("lockbench-secret-{id}"),
             network: None,
-            hosts: Default::default(),
+            label: label.clone(),
+            secret_dir: std::env::temp_dir().join(format!("lockbench-worker-secret-{id}")),
             initialised,
-            removed: false,
+            removed: Arc::default(),
         };
-        // From here on, dropping `service` removes what exists.
-        service.create_secret(secret, &id)?;
-        let label = format!("{LABEL}={id}");
+        // From here on, dropping `removal` (or the service) removes what exists.
+        create_secret(&removal.secret, secret, &[&label, &pidns_label])
+            .inspect_err(|_| removal.remove())?;
         let network = if bridged {
             let name = format!("lockbench-net-{id}");
-            docker(&[
-                "network", "create", "--driver", "bridge", "--scope", "swarm", "--label", &label,
+            // Attachable: a replacement for a killed task is a standalone container on it.
+            let created = docker(&[
+                "network",
+                "create",
+                "--driver",
+                "bridge",
+                "--scope",
+                "swarm",
+                "--attachable",
+                "--label",
+                &label,
+                "--label",
+                &pidns_label,
                 &name,
-            ])
-            .context("swarm workers: cannot create the tasks' bridge network")?;
-            service.network = Some(name.clone());
+            ]);
+            if let Err(e) = created {
+                removal.remove();
+                return Err(e.context("swarm workers: cannot create the tasks' bridge network"));
+            }
+            removal.network = Some(name.clone());
             name
         } else {
             "host".to_string()
+        };
+        let mut common: Vec<String> = Vec::new();
+        if bridged && !nix::unistd::geteuid().is_root() {
+            // Partitions then go in through `docker exec -u 0 ... iptables`, which needs it.
+            common.push("--cap-add".into());
+            common.push("NET_ADMIN".into());
+        }
+        common.push("--env".into());
+        common.push(format!("{SECRET_FILE_ENV}=/run/secrets/{SECRET_TARGET}"));
+        for pass in ["LOCKBENCH_LOG", "RUST_LOG", "LOCKBENCH_TEST_CLOCK_SKEW"] {
+            if let Ok(v) = std::env::var(pass) {
+                common.push("--env".into());
+                common.push(format!("{pass}={v}"));
+            }
+        }
+        let in_image =
+            std::env::var(lockbench_compose::clients::BINARY_ENV).is_ok_and(|v| v == "in-image");
+        if !in_image {
+            let exe = match std::env::current_exe() {
+                Ok(exe) => exe,
+                Err(e) => {
+                    removal.remove();
+                    return Err(anyhow::anyhow!("cannot find the lockbench binary: {e}"));
+                }
+            };
+            common.push("--mount".into());
+            common.push(format!(
+                "type=bind,source={},target={BINARY},readonly",
+                exe.display()
+            ));
+        }
+        let service = Service {
+            name: removal.name.clone(),
+            network: removal.network.clone(),
+            hosts: Default::default(),
+            task: TaskSpec {
+                image: image.clone(),
+                coordinator,
+                secret: secret.clone(),
+                label: label.clone(),
+                pidns_label: pidns_label.clone(),
+                network: network.clone(),
+                common,
+            },
+            replaced: Default::default(),
+            removal,
         };
         let mut args: Vec<String> = [
             "service",
@@ -188,6 +351,10 @@ impl Service {
             &label,
             "--container-label",
             &label,
+            "--label",
+            &pidns_label,
+            "--container-label",
+            &pidns_label,
             "--replicas",
             &count.to_string(),
             "--restart-condition",
@@ -197,37 +364,15 @@ impl Service {
             "--no-resolve-image",
             "--network",
             &network,
+            "--secret",
+            &format!("source={},target={SECRET_TARGET}", service.removal.secret),
+            "--env",
+            "LOCKBENCH_WORKER_NAME=client{{.Task.Slot}}",
         ]
         .iter()
         .map(|s| s.to_string())
         .collect();
-        if bridged && !nix::unistd::geteuid().is_root() {
-            // Partitions then go in through `docker exec -u 0 ... iptables`, which needs it.
-            args.push("--cap-add".into());
-            args.push("NET_ADMIN".into());
-        }
-        args.push("--secret".into());
-        args.push(format!("source={},target={SECRET_TARGET}", service.secret));
-        args.push("--env".into());
-        args.push(format!("{SECRET_FILE_ENV}=/run/secrets/{SECRET_TARGET}"));
-        args.push("--env".into());
-        args.push("LOCKBENCH_WORKER_NAME=client{{.Task.Slot}}".into());
-        for pass in ["LOCKBENCH_LOG", "RUST_LOG", "LOCKBENCH_TEST_CLOCK_SKEW"] {
-            if let Ok(v) = std::env::var(pass) {
-                args.push("--env".into());
-                args.push(format!("{pass}={v}"));
-            }
-        }
-        let in_image =
-            std::env::var(lockbench_compose::clients::BINARY_ENV).is_ok_and(|v| v == "in-image");
-        if !in_image {
-            let exe = std::env::current_exe().context("cannot find the lockbench binary")?;
-            args.push("--mount".into());
-            args.push(format!(
-                "type=bind,source={},target={BINARY},readonly",
-                exe.display()
-            ));
-        }
+        args.extend(service.task.common.iter().cloned());
         args.push(image.clone());
         for a in ["worker", "--coordinator", &coordinator.to_string()] {
             args.push(a.into());
@@ -242,32 +387,59 @@ impl Service {
         Ok(service)
     }
 
-    fn create_secret(&self, secret: &RunSecret, id: &str) -> anyhow::Result<()> {
-        let label = format!("{LABEL}={id}");
-        let mut child = Command::new("docker")
-            .args(["secret", "create", "--label", &label, &self.secret, "-"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .context("cannot run docker secret create")?;
-        child
-            .stdin
-            .take()
-            .expect("piped")
-            .write_all(secret.to_env_value().as_bytes())
-            .context("cannot hand the run's secret to docker secret create")?;
-        let out = child.wait_with_output()?;
-        if !out.status.success() {
-            anyhow::bail!(
-                "swarm workers: `docker secret create {}` failed: {}",
-                self.secret,
-                String::from_utf8_lossy(&out.stderr).trim()
-            );
+    /// Starts a replacement for task `index + 1`, killed: Swarm cannot start one task again
+    /// under its slot (and `--restart-condition none` keeps it from starting one under the
+    /// run), so it is a standalone container (`docker run`) with the task's worker name,
+    /// image, command, network and capabilities, labelled like the run's other objects, its
+    /// secret as a read-only file mount (a Docker secret is for services only; the file is
+    /// only root's, in a directory only root's, removed at the end). Returns its name.
+    pub(crate) async fn restart(&self, index: u32) -> anyhow::Result<String> {
+        let generation = {
+            let replaced = self.replaced.lock().expect("not poisoned");
+            replaced.len() + 1
+        };
+        let name = format!("{}.{}.restart{generation}", self.name, index + 1);
+        let file = self.removal.secret_file(&self.task.secret)?;
+        let mut args: Vec<String> = [
+            "run",
+            "--detach",
+            "--name",
+            &name,
+            "--label",
+            &self.task.label,
+            "--label",
+            &self.task.pidns_label,
+            "--network",
+            &self.task.network,
+            "--mount",
+            &format!(
+                "type=bind,source={},target=/run/secrets/{SECRET_TARGET},readonly",
+                file.display()
+            ),
+            "--env",
+            &format!("LOCKBENCH_WORKER_NAME={}", super::worker_name(index)),
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        args.extend(self.task.common.iter().cloned());
+        args.push(self.task.image.clone());
+        for a in [
+            "worker",
+            "--coordinator",
+            &self.task.coordinator.to_string(),
+        ] {
+            args.push(a.into());
         }
-        Ok(())
+        docker_async(args)
+            .await
+            .with_context(|| format!("cannot start a replacement for swarm task {}", index + 1))?;
+        self.replaced
+            .lock()
+            .expect("not poisoned")
+            .insert(index, name.clone());
+        Ok(name)
     }
-
     /// `service NAME: 2 running, 2 preparing`.
     pub(crate) async fn progress(&self) -> Option<String> {
         let states = docker_async(vec![
@@ -293,15 +465,26 @@ impl Service {
         let filter = format!("label=com.docker.swarm.service.name={}", self.name);
         let prefix = format!("{}.{}.", self.name, index + 1);
         let deadline = Instant::now() + Duration::from_secs(10);
+        let replacement = self
+            .replaced
+            .lock()
+            .expect("not poisoned")
+            .get(&index)
+            .cloned();
         loop {
-            let listed = docker_async(vec![
-                "ps".into(),
-                "--filter".into(),
-                filter.clone(),
-                "--format".into(),
-                "{{.Names}}".into(),
-            ])
-            .await?;
+            let listed = match &replacement {
+                Some(name) => name.clone(),
+                None => {
+                    docker_async(vec![
+                        "ps".into(),
+                        "--filter".into(),
+                        filter.clone(),
+                        "--format".into(),
+                        "{{.Names}}".into(),
+                    ])
+                    .await?
+                }
+            };
             if let Some(name) = listed.lines().find(|n| n.starts_with(&prefix)) {
                 let pid = docker_async(vec![
                     "inspect".into(),
@@ -389,21 +572,58 @@ impl Service {
         )
     }
 
-    /// Removes the service, waits for its containers to go, removes the secret, and leaves
-    /// the swarm when this run made it.
-    pub(crate) async fn finish(mut self) {
-        let _ = tokio::task::spawn_blocking(move || self.remove()).await;
+    /// Removes the service and any replacement container, waits for its containers to go,
+    /// removes the secret and the network, and leaves the swarm when this run made it.
+    pub(crate) async fn finish(&self) {
+        let removal = self.removal.clone();
+        let _ = tokio::task::spawn_blocking(move || removal.remove()).await;
+    }
+}
+
+impl Removal {
+    /// The secret file a replacement container mounts, written on first use: root's only
+    /// (mode 0600 in a 0700 directory), removed with everything else.
+    fn secret_file(&self, secret: &RunSecret) -> anyhow::Result<std::path::PathBuf> {
+        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+        let file = self.secret_dir.join(SECRET_TARGET);
+        if file.exists() {
+            return Ok(file);
+        }
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&self.secret_dir)
+            .with_context(|| format!("cannot create {}", self.secret_dir.display()))?;
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&file)
+            .with_context(|| format!("cannot create {}", file.display()))?;
+        f.write_all(secret.to_env_value().as_bytes())
+            .with_context(|| format!("cannot write {}", file.display()))?;
+        Ok(file)
     }
 
-    fn remove(&mut self) {
-        if self.removed {
+    fn remove(&self) {
+        if self.removed.swap(true, Ordering::SeqCst) {
             return;
         }
-        self.removed = true;
         let mut problems = Vec::new();
         if let Err(e) = docker(&["service", "rm", &self.name]) {
             problems.push(format!("{e:#}"));
         }
+        // Replacements of killed tasks: standalone containers with the run's label.
+        let label = format!("label={}", self.label);
+        if let Ok(ids) = docker(&["ps", "-aq", "--filter", &label])
+            && !ids.is_empty()
+        {
+            let mut args = vec!["rm", "-f"];
+            args.extend(ids.lines());
+            if let Err(e) = docker(&args) {
+                problems.push(format!("{e:#}"));
+            }
+        }
+        let _ = std::fs::remove_dir_all(&self.secret_dir);
         // The tasks' containers stop after `service rm` returns; the secret cannot go before.
         let filter = format!("label=com.docker.swarm.service.name={}", self.name);
         let deadline = Instant::now() + Duration::from_secs(30);
@@ -433,7 +653,14 @@ impl Service {
         {
             problems.push(format!("{e:#}"));
         }
-        if self.initialised
+        // Another run's service on the swarm keeps it (that run is still using it).
+        let others = docker(&["service", "ls", "-q", "--filter", &format!("label={LABEL}")]);
+        if self.initialised && others.as_ref().is_ok_and(|o| !o.is_empty()) {
+            eprintln!(
+                "lockbench: swarm: another run's workers are on the swarm this run made: it is \
+                 left in place (`docker swarm leave --force` once they are done)"
+            );
+        } else if self.initialised
             && let Err(e) = docker(&["swarm", "leave", "--force"])
         {
             problems.push(format!("{e:#}"));
@@ -459,6 +686,6 @@ impl Service {
 
 impl Drop for Service {
     fn drop(&mut self) {
-        self.remove();
+        self.removal.remove();
     }
 }
