@@ -1,5 +1,5 @@
-//! Samples CPU and resident memory of lockbench (with every worker process it started, but
-//! never the servers it started) and of the backend's servers while a backend runs, plus how late lockbench's timers fire, and
+//! Samples CPU and resident memory of lockbench (with every worker process it started, and the
+//! processes of the Swarm task containers it started, but never the servers it started) and of the backend's servers while a backend runs, plus how late lockbench's timers fire, and
 //! summarises them over the measured window as a [`ResourceUsage`].
 //!
 //! It runs as two tasks on lockbench's own runtime: one reads `/proc` every interval (a few
@@ -46,7 +46,14 @@ pub struct Sampler {
     lag_task: JoinHandle<LagRecord>,
     interval: Duration,
     clock: RunClock,
+    /// Processes outside lockbench's tree that are lockbench's too ([`Sampler::also_ours`]).
+    extra: Extra,
 }
+
+/// Roots of process trees counted as lockbench's beside its own (the Swarm task containers'
+/// workers), with the ticks they had when added, so that only what they use from then on is
+/// counted.
+type Extra = std::sync::Arc<std::sync::Mutex<(Vec<u32>, BTreeMap<u32, u64>)>>;
 
 #[derive(Default)]
 struct Series {
@@ -86,7 +93,15 @@ impl Sampler {
         let (stop, rx) = watch::channel(false);
         let mut prune = not_ours;
         prune.extend(servers.iter().map(|w| w.pid));
-        let proc_task = tokio::spawn(sample(servers, prune, interval, clock, rx.clone()));
+        let extra = Extra::default();
+        let proc_task = tokio::spawn(sample(
+            servers,
+            prune,
+            interval,
+            clock,
+            rx.clone(),
+            extra.clone(),
+        ));
         let (from, from_rx) = watch::channel(None);
         let lag_task = tokio::spawn(probe_lag(clock, rx, from_rx));
         Sampler {
@@ -96,6 +111,23 @@ impl Sampler {
             lag_task,
             interval,
             clock,
+            extra,
+        }
+    }
+
+    /// Counts the processes `roots` and their descendants as lockbench's from now on: workers
+    /// lockbench started that are not its descendants (a Swarm task's container's processes,
+    /// children of the container runtime). Each is counted from its ticks now, not from its
+    /// start.
+    pub fn also_ours(&self, roots: &[u32]) {
+        let mut extra = self.extra.lock().unwrap_or_else(|e| e.into_inner());
+        for &root in roots {
+            for pid in procfs::tree(root) {
+                if let Some(t) = procfs::cpu_ticks(pid) {
+                    extra.1.insert(pid, t);
+                }
+            }
+            extra.0.push(root);
         }
     }
 
@@ -136,6 +168,7 @@ async fn sample(
     interval: Duration,
     clock: RunClock,
     mut stop: watch::Receiver<bool>,
+    extra: Extra,
 ) -> Samples {
     let me = std::process::id();
     let mut out = Samples {
@@ -189,7 +222,18 @@ async fn sample(
         let mut gen_ticks = 0;
         let mut gen_rss = 0;
         let mut seen = BTreeMap::new();
-        for pid in procfs::tree_pruned(me, &prune) {
+        let mut ours = procfs::tree_pruned(me, &prune);
+        {
+            let mut extra = extra.lock().unwrap_or_else(|e| e.into_inner());
+            // Added since the last sample: counted from their ticks when added.
+            last_gen.append(&mut extra.1);
+            for &root in &extra.0 {
+                ours.extend(procfs::tree(root));
+            }
+        }
+        ours.sort_unstable();
+        ours.dedup();
+        for pid in ours {
             if let Some(t) = procfs::cpu_ticks(pid) {
                 gen_ticks += t.saturating_sub(last_gen.get(&pid).copied().unwrap_or(0));
                 gen_rss += procfs::rss_kib(pid).unwrap_or(0);

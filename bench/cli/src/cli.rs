@@ -88,6 +88,18 @@ pub enum Command {
     /// thresholds (and Welch's t-test when both runs used `--repeat`). Exit code 1 on any
     /// regression (a new safety violation always is one), 2 when an input cannot be read.
     Compare(CompareArgs),
+    /// Read a scaling curve: runs of the same workload at several worker counts (`--workers
+    /// swarm:1`, `swarm:2`, `swarm:4`), one table per backend (throughput, p99, lockbench's
+    /// CPU per acquisition with its workers and task containers, each managed server's CPU,
+    /// the machine's) and where the curve flattens and which resource ran out there: the
+    /// machine's cores, a server's core, or lockbench. A figure a run could not measure is
+    /// `n/a` and named as unknown (docs/remote-workers.md). Exit code 2 when a run cannot be
+    /// read.
+    Scaling {
+        /// Run directories (or their results.json), any order.
+        #[arg(required = true)]
+        runs: Vec<PathBuf>,
+    },
     /// Run client slots for a coordinator. Without `--coordinator` (internal): JSON lines on
     /// stdin/stdout, as `lockbench run` starts it. With `--coordinator ADDR`: dial in to a run's
     /// coordinator over TCP, with the run's secret in LOCKBENCH_WORKER_SECRET (never on the

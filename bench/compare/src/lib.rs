@@ -1,4 +1,5 @@
-//! Run-to-run comparison: `lockbench compare BASE NEW`.
+//! Run-to-run comparison: `lockbench compare BASE NEW`, and a scaling curve read along the
+//! worker count: `lockbench scaling RUN...` ([`scaling`]).
 //!
 //! Nightly CI gates on this, so a verdict must mean something on a noisy 2-core machine. Why the
 //! crate has this shape:
@@ -27,6 +28,7 @@
 mod compare;
 pub mod config;
 pub mod render;
+pub mod scaling;
 pub mod stats;
 
 pub use compare::{Comparison, Missing, Row, Verdict, compare, load};

@@ -186,6 +186,16 @@ pub async fn execute<B: Backend>(
     ));
     let (events_tx, event_log) = spawn_event_log(&cx);
     let mut workers = start_workers(&cx, &resource, &history_tx, links.as_mut()).await?;
+    // Workers in containers (Swarm tasks) are no descendants of this process: their CPU is
+    // lockbench's all the same.
+    let contained: Vec<u32> = workers
+        .running
+        .iter()
+        .filter_map(|w| w.handle())
+        .filter(|h| h.container.is_some())
+        .map(|h| h.pid.as_raw() as u32)
+        .collect();
+    sampler.also_ours(&contained);
     let mut local = start_local(&cx, &backend, resource, history_tx);
     let start = start_barrier(&cx, &mut workers.running, &mut local).await?;
     let window = open_window(&cx, &workers.running, start);

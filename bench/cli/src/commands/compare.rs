@@ -1,5 +1,6 @@
 //! `lockbench compare BASE NEW`: verdicts per (backend, workload, metric); exit code 1 on any
-//! regression, 2 when the inputs cannot be read (so CI can tell "worse" from "broken").
+//! regression, 2 when the inputs cannot be read (so CI can tell "worse" from "broken"); and
+//! `lockbench scaling RUN...`, the runs as a scaling curve per backend.
 
 use crate::cli::CompareArgs;
 use lockbench_compare::{Config, render};
@@ -51,4 +52,24 @@ fn compare(args: &CompareArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// `lockbench scaling RUN...`: prints the curves as Markdown; exit code 2 when a run cannot be
+/// read.
+pub fn scaling(runs: &[std::path::PathBuf]) -> ExitCode {
+    let mut loaded = Vec::new();
+    for path in runs {
+        match lockbench_compare::load(path) {
+            Ok(r) => loaded.push((path.display().to_string(), r)),
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    print!(
+        "{}",
+        lockbench_compare::scaling::markdown(&lockbench_compare::scaling::curves(&loaded))
+    );
+    ExitCode::SUCCESS
 }

@@ -31,6 +31,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Report { run_dirs } => report::run(run_dirs),
         Command::Analyse { run_dirs } => analyse::run(run_dirs),
         Command::Compare(args) => compare::run(args),
+        Command::Scaling { runs } => Ok(compare::scaling(&runs)),
         Command::Worker(args) => worker::run(args).await,
         Command::ServeAdapter {
             recipe,

@@ -42,6 +42,18 @@ fn leftovers() -> Vec<String> {
     left
 }
 
+/// Checks that lockbench's image is there and nothing of a Swarm run is; returns the swarm
+/// state to find again after the test's run.
+fn ready_to_run() -> String {
+    assert!(
+        docker(&["image", "inspect", "lockbench/lockbench:local"]).0,
+        "no image lockbench/lockbench:local: scripts/build-images --lockbench"
+    );
+    let before = swarm_state();
+    assert!(leftovers().is_empty(), "left before: {:?}", leftovers());
+    before
+}
+
 /// Two Swarm tasks carry the quick suite's eight clients on two backends: the run exits 0
 /// with the local run's verdicts (safe), both tasks dialled in as `client1` and `client2`
 /// (`{{.Task.Slot}}`) and were probed, and afterwards no service, secret or container of it is
@@ -118,25 +130,8 @@ fn a_partition_of_a_swarm_task_cuts_its_container_and_leaves_nothing() {
     if crate::partition::netns_or_skip("it isolates a Swarm task's container").is_none() {
         return;
     }
-    assert!(
-        docker(&["image", "inspect", "lockbench/lockbench:local"]).0,
-        "no image lockbench/lockbench:local: scripts/build-images --lockbench"
-    );
-    let before = swarm_state();
-    assert!(leftovers().is_empty(), "left before: {:?}", leftovers());
-    let dir = crate::common::scratch("swarm", "partition");
-    std::fs::write(dir.join("scenario.toml"), partition_scenario()).unwrap();
-    let run = dir.join("run");
-    let out = Command::new(env!("CARGO_BIN_EXE_lockbench"))
-        .args([
-            "run",
-            dir.join("scenario.toml").to_str().unwrap(),
-            "--quiet",
-            "--out",
-        ])
-        .arg(&run)
-        .output()
-        .unwrap();
+    let before = ready_to_run();
+    let (out, run) = managed_run("partition", &partition_scenario());
     let said = text(&out);
     assert_eq!(swarm_state(), before, "the swarm state changed: {said}");
     assert!(leftovers().is_empty(), "left: {:?}; {said}", leftovers());
@@ -189,5 +184,111 @@ fn a_partition_of_a_swarm_task_cuts_its_container_and_leaves_nothing() {
         secs(recovered) - t1 < 5.0,
         "client1 recovered late: {recovered}"
     );
+    let _ = std::fs::remove_dir_all(run.parent().unwrap());
+}
+
+/// Runs scenario text `toml` on the managed cluster (so Swarm tasks get the run's bridge
+/// network), in a fresh directory for test `name`; returns the output and the run directory.
+fn managed_run(name: &str, toml: &str) -> (std::process::Output, PathBuf) {
+    let dir = crate::common::scratch("swarm", name);
+    std::fs::write(dir.join("scenario.toml"), toml).unwrap();
+    let run = dir.join("run");
+    let out = Command::new(env!("CARGO_BIN_EXE_lockbench"))
+        .args([
+            "run",
+            dir.join("scenario.toml").to_str().unwrap(),
+            "--quiet",
+        ])
+        .arg("--out")
+        .arg(&run)
+        .output()
+        .unwrap();
+    (out, run)
+}
+
+/// workers.rs's kill scenario on two Swarm tasks: `client1`'s task is killed, a replacement
+/// container (`<service>.1.restart1`) is started on the run's network with the secret as a
+/// file, dials in as `client1`, is admitted, granted again, and paused later; the verdict is
+/// safe; nothing is left (the replacement container, service, secret, network) and the swarm
+/// is in the state it was in.
+#[test]
+#[ignore = "needs a Docker Engine and lockbench's image; scripts/test runs it in its first phase"]
+fn a_killed_swarm_task_is_replaced_on_its_network_and_leaves_nothing() {
+    let before = ready_to_run();
+    let (out, run) = managed_run("respawn", &crate::workers::kill_scenario("swarm"));
+    let said = text(&out);
+    assert_eq!(swarm_state(), before, "the swarm state changed: {said}");
+    assert!(leftovers().is_empty(), "left: {:?}; {said}", leftovers());
+    assert!(said.contains("network lockbench-net-"), "{said}");
+    crate::workers::check_restarted(&out, &run, ".1.restart1");
+}
+
+/// A `kill -9` of a Swarm run leaves its service, secret and `lockbench-net-*` network (and
+/// the swarm, when it made it); the next Swarm run removes them when it starts, says so,
+/// leaves the swarm as it was before the killed run, and leaves nothing itself.
+#[test]
+#[ignore = "needs a Docker Engine and lockbench's image; scripts/test runs it in its first phase"]
+fn what_a_killed_swarm_run_left_is_removed_by_the_next_one() {
+    let before = ready_to_run();
+    let dir = crate::common::scratch("swarm", "killed");
+    let toml = "name = \"killed\"\nbackends = [\"etcd-lease\"]\nduration = \"60s\"\n\
+                [workload]\nclients = 1\nkeys = 1\n[workers]\nlauncher = \"swarm\"\ncount = 1\n";
+    std::fs::write(dir.join("scenario.toml"), toml).unwrap();
+    let log = dir.join("victim.log");
+    let mut victim = Command::new(env!("CARGO_BIN_EXE_lockbench"))
+        .args(["run", dir.join("scenario.toml").to_str().unwrap(), "--out"])
+        .arg(dir.join("run"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    // Its task's container runs once the service is up; two more seconds for it to dial in.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while docker(&["ps", "-q", "--filter", "label=lockbench.workers"])
+        .1
+        .is_empty()
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no task container: {}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    }
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(victim.id() as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let _ = victim.wait();
+    let said = std::fs::read_to_string(&log).unwrap_or_default();
+    let left = leftovers();
+    assert!(
+        left.iter().any(|l| l.starts_with("network "))
+            && left.iter().any(|l| l.starts_with("service ")),
+        "a kill -9 should leave its network and service: {left:?}\n{said}"
+    );
+    let (out, _) = run_quietly(
+        "swarm",
+        "after-kill",
+        "quick",
+        &[
+            "workers.launcher=swarm",
+            "workers.count=1",
+            "duration=1s",
+            "warmup=0s",
+            "backends=etcd-lease",
+        ],
+    );
+    let after = text(&out);
+    assert!(out.status.success(), "{after}");
+    assert!(
+        after.contains("removed what runs no longer alive left:")
+            && after.contains("network lockbench-net-"),
+        "{after}"
+    );
+    assert_eq!(swarm_state(), before, "the swarm state changed: {after}");
+    assert!(leftovers().is_empty(), "left: {:?}; {after}", leftovers());
     let _ = std::fs::remove_dir_all(&dir);
 }

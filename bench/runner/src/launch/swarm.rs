@@ -32,13 +32,18 @@
 //!   the tasks use the host's network (`--network host`), reach everything the coordinator
 //!   does, and a partition of such a task is not applied (it would cut the host: its client
 //!   host is unknown to the nemesis, and the partition names no such node).
+//! - **A killed task is replaced by a standalone container** ([`Service::restart`]): Swarm
+//!   cannot start one task again under its slot, so `docker run` of the same image and
+//!   command under the task's worker name, on the same network (created `--attachable` for
+//!   it), with the secret as a read-only file mount (root's only, removed at the end): a
+//!   Docker secret is for services only.
 //! - **Nothing outlives the run**: the service (`--restart-condition none`, so a killed task
-//!   stays dead and Swarm does not start another one under the run), its secret, its network
-//!   and the swarm (when lockbench made it) are removed at the end, on an error and after
-//!   Ctrl-C or SIGTERM (the run ends normally then); the partition rules go with the task's
-//!   namespace. A `kill -9` of lockbench leaves them; they carry the label
-//!   `lockbench.workers`: `docker service rm $(docker service ls -q --filter
-//!   label=lockbench.workers)`, then the same for `secret` and `network`.
+//!   stays dead and Swarm does not start another one under the run), replacement containers,
+//!   its secret, its network and the swarm (when lockbench made it) are removed at the end,
+//!   on an error and after Ctrl-C or SIGTERM (the run ends normally then); the partition
+//!   rules go with the task's namespace. A `kill -9` of lockbench leaves them; the next Swarm
+//!   run (and `lockbench down`) removes them (`super::leftovers`): they carry the label
+//!   `lockbench.workers=<pid>-<random>` and the coordinator's pid namespace.
 
 use super::Process;
 use super::leftovers::{PIDNS_LABEL, SWARM_LABEL};
