@@ -20,6 +20,10 @@
 //! waits for Sentinel's promotion, restarts the old primary empty and makes it a replica of the
 //! new primary at once (`REPLICAOF`; Sentinel would, but ~10 s later), and waits until it
 //! reports `role:slave`, so the pair is whole again for the next run. Needs the `netns` topology (the cut is an iptables rule).
+//!
+//! On a secure cluster every request goes over TLS ([`probe`]): the Sentinels are asked as
+//! lockbench's user, the pair's script and `REPLICAOF` are sent as Redis's administrator
+//! (lockbench's user may not send them: [`probe::exchange_as`]).
 
 use crate::{Reach, probe};
 use anyhow::{anyhow, bail};
@@ -56,7 +60,9 @@ pub(crate) async fn primary(
 ) -> anyhow::Result<String> {
     for s in SERVERS.iter().filter(|s| s.group == SENTINEL) {
         let ask = server::primary_query(&reach.topology().endpoint(s));
-        let reply = lockbench_cluster::exchange(&ask).await.ok();
+        let reply = probe::exchange(reach, s, ask.request, ask.complete)
+            .await
+            .ok();
         let Some(addr) = reply.and_then(|r| server::primary(&r)) else {
             continue;
         };
@@ -110,8 +116,9 @@ pub(crate) async fn replicate(
         ip.len(),
         port.len()
     );
-    let reply =
-        probe::exchange(reach, spec, request.into_bytes(), |r| r.ends_with(b"\r\n")).await?;
+    let done = |r: &[u8]| r.ends_with(b"\r\n");
+    let admin = Some(probe::REDIS_ADMIN);
+    let reply = probe::exchange_as(reach, spec, request.into_bytes(), done, admin).await?;
     if reply.starts_with(b"+OK") {
         Ok(())
     } else {

@@ -19,6 +19,7 @@ use crate::Reach;
 use anyhow::{Context, bail};
 use lockbench_cluster::{Host, SecureProbe, ServerSpec, System};
 use lockbench_core::Exchange;
+pub(crate) use lockbench_registry::redis::secure::ADMIN_USER as REDIS_ADMIN;
 use std::time::Duration;
 
 /// How long one probe may take (connect, then each read).
@@ -31,9 +32,27 @@ pub(crate) async fn exchange(
     request: Vec<u8>,
     done: fn(&[u8]) -> bool,
 ) -> anyhow::Result<Vec<u8>> {
+    exchange_as(reach, spec, request, done, None).await
+}
+
+/// [`exchange`], logged in on a secure cluster as the system's administrator `admin` (when
+/// given) instead of lockbench's user: for requests that user may not send
+/// ([`SecureProbe::as_admin`]). The same as [`exchange`] on a plain cluster.
+pub(crate) async fn exchange_as(
+    reach: &dyn Reach,
+    spec: &ServerSpec,
+    request: Vec<u8>,
+    done: fn(&[u8]) -> bool,
+    admin: Option<&str>,
+) -> anyhow::Result<Vec<u8>> {
     let addr = reach.topology().client_addr(spec);
     let host = reach.server_host(spec);
-    let reply = match secure_for(reach, spec)? {
+    let secure = secure_for(reach, spec)?;
+    let secure = match admin {
+        Some(user) => secure.map(|sec| sec.as_admin(user)),
+        None => secure,
+    };
+    let reply = match secure {
         Some(sec) => {
             let ex = Exchange {
                 addr: addr.to_string(),
@@ -95,8 +114,9 @@ async fn secure_exchange(
     tokio::task::spawn_blocking(move || host.run_inside(inside).and_then(|r| r)).await?
 }
 
-/// Runs a Lua script with no keys and integer arguments on a Redis server; returns the
-/// integers of its (array or integer) reply.
+/// Runs a Lua script with no keys and integer arguments on a Redis server (as its
+/// administrator on a secure cluster: lockbench's user may not `EVAL`, nor `SCAN` every key);
+/// returns the integers of its (array or integer) reply.
 pub(crate) async fn redis_eval(
     reach: &dyn Reach,
     spec: &ServerSpec,
@@ -111,7 +131,7 @@ pub(crate) async fn redis_eval(
         request.extend_from_slice(p);
         request.extend_from_slice(b"\r\n");
     }
-    let reply = exchange(reach, spec, request, resp_complete).await?;
+    let reply = exchange_as(reach, spec, request, resp_complete, Some(REDIS_ADMIN)).await?;
     let text = String::from_utf8_lossy(&reply);
     if let Some(err) = text.strip_prefix('-') {
         bail!("redis: {}", err.trim());

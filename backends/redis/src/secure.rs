@@ -29,6 +29,34 @@ pub const ACL_RULES: &str = "resetkeys resetchannels ~lockbench:* &lockbench:* -
 pub const OBSERVER_ACL_RULES: &str =
     "allchannels +pttl +psubscribe +punsubscribe +config|get +config|set";
 
+/// The failover pair's replication user: what a replica logs in to its primary as
+/// (`masteruser`), with the rules a replication link needs.
+pub const REPLICA_USER: &str = "lockbench-replica";
+/// [`REPLICA_USER`]'s rules: `PSYNC`, `REPLCONF`, `PING` (the Redis ACL documentation's set).
+pub const REPLICA_ACL_RULES: &str = "-@all +psync +replconf +ping";
+
+/// The user the Sentinels log in as: to the failover pair (`sentinel auth-user`) and to each
+/// other (`sentinel sentinel-user`).
+pub const SENTINEL_USER: &str = "lockbench-sentinel";
+/// [`SENTINEL_USER`]'s rules on the pair's servers: what Sentinel sends to watch and fail over
+/// a primary (the Redis Sentinel documentation's set: `INFO`, `ROLE`, the hello channel,
+/// `SLAVEOF` and `CONFIG REWRITE` in a `MULTI`, killing clients after a switch).
+pub const SENTINEL_ACL_RULES: &str = "allchannels -@all +multi +slaveof +ping +exec \
+     +subscribe +config|rewrite +role +publish +info +client|setname +client|kill +script|kill";
+/// [`SENTINEL_USER`]'s rules on the Sentinels (one Sentinel logging in to another): `PING`,
+/// the hello message, the votes (`SENTINEL is-master-down-by-addr`). Checked on Redis 7.0.15:
+/// a primary killed under these rules is failed over with a quorum of votes.
+pub const SENTINEL_PEER_ACL_RULES: &str =
+    "-@all +ping +publish +sentinel|is-master-down-by-addr +client|setname";
+/// lockbench's user on the Sentinels: it only asks which server is the primary (and `PING`s).
+pub const SENTINEL_CLIENT_ACL_RULES: &str = "-@all +sentinel|get-master-addr-by-name +ping";
+
+/// The managed secure cluster's administrator on its Redis servers (with the profile's
+/// administrator password): the chaos controller's own login, for what lockbench's user may
+/// not send (the `redis-failover` fault's `SCAN` script and `REPLICAOF`, the clock-skew
+/// fault's TTL script). A test cluster's harness user, not one to create on a user's cluster.
+pub const ADMIN_USER: &str = "lockbench-admin";
+
 /// The TLS files a server presents and trusts.
 #[derive(Clone, Copy, Debug)]
 pub struct ServerTls<'a> {
@@ -71,23 +99,82 @@ pub fn config(
 
 /// The `redis.conf` of a managed secure server (`lockbench up --secure`, the
 /// [`Secure`](lockbench_core::launch::Secure) of its site): mutual TLS with the site's files,
-/// the `default` user off, and `secure.user` with [`ACL_RULES`] and [`OBSERVER_ACL_RULES`]
-/// (the scenarios observe the servers). The password appears only as its SHA-256
+/// the `default` user off, `secure.user` with [`ACL_RULES`] and [`OBSERVER_ACL_RULES`] (the
+/// scenarios observe the servers), and [`ADMIN_USER`]. Passwords appear only as their SHA-256
 /// (`#<hex>`, which Redis compares the `AUTH` password's hash with), so the file holds no
 /// secret. The ports are the command line's (`--port 0 --tls-port P`).
 pub fn managed_config(secure: &lockbench_core::launch::Secure) -> String {
-    use secrecy::ExposeSecret;
-    use sha2::Digest;
-    let hash = sha2::Sha256::digest(secure.password.expose_secret().as_bytes());
-    let hex: String = hash.iter().map(|b| format!("{b:02x}")).collect();
     format!(
-        "tls-cert-file {}\ntls-key-file {}\ntls-ca-cert-file {}\ntls-auth-clients yes\n\
-         user default off\nuser {} on #{hex} {ACL_RULES} {OBSERVER_ACL_RULES}\n",
+        "{}tls-auth-clients yes\nuser default off\nuser {} on #{} {ACL_RULES} \
+         {OBSERVER_ACL_RULES}\nuser {ADMIN_USER} on #{} ~* &* +@all\n",
+        tls_files(secure),
+        secure.user,
+        hash(&secure.password),
+        hash(&secure.admin_password),
+    )
+}
+
+/// What a server of the failover pair adds to [`managed_config`]: replication over TLS
+/// (`tls-replication yes`) as [`REPLICA_USER`], and the users the replica and the Sentinels log
+/// in as. Either server may be the replica after a failover, so both carry all of it. The
+/// replica's login (`masterauth`) and the Sentinels' ([`sentinel_config`]) are the only places
+/// the administrator password is written in clear: Redis must send it. Those files are their
+/// owner's alone (the managed cluster writes servers' files with mode 0600 and starts them
+/// with umask 077, so Redis's own `CONFIG REWRITE` keeps them so); lockbench's user's password
+/// stays a hash everywhere.
+pub fn failover_config(secure: &lockbench_core::launch::Secure) -> String {
+    use secrecy::ExposeSecret;
+    let admin = hash(&secure.admin_password);
+    format!(
+        "tls-replication yes\nuser {REPLICA_USER} on #{admin} {REPLICA_ACL_RULES}\n\
+         user {SENTINEL_USER} on #{admin} {SENTINEL_ACL_RULES}\n\
+         masteruser {REPLICA_USER}\nmasterauth {}\n",
+        secure.admin_password.expose_secret(),
+    )
+}
+
+/// What a secure Sentinel's `sentinel.conf` (whose `port` is 0) adds for monitoring `master`
+/// (after its `sentinel monitor` line): the client port as `tls-port`, client certificates,
+/// TLS to the pair and to the other Sentinels (`tls-replication yes`), the login to both as
+/// [`SENTINEL_USER`] (the administrator password, in clear as Sentinel must send it: see
+/// [`failover_config`]), and who may log in to it: lockbench's user with
+/// [`SENTINEL_CLIENT_ACL_RULES`], the other Sentinels with [`SENTINEL_PEER_ACL_RULES`].
+pub fn sentinel_config(
+    secure: &lockbench_core::launch::Secure,
+    master: &str,
+    tls_port: u16,
+) -> String {
+    use secrecy::ExposeSecret;
+    let admin = secure.admin_password.expose_secret();
+    format!(
+        "tls-port {tls_port}\n{}tls-auth-clients yes\ntls-replication yes\n\
+         user default off\nuser {} on #{} {SENTINEL_CLIENT_ACL_RULES}\n\
+         user {SENTINEL_USER} on #{} {SENTINEL_PEER_ACL_RULES}\n\
+         sentinel auth-user {master} {SENTINEL_USER}\nsentinel auth-pass {master} {admin}\n\
+         sentinel sentinel-user {SENTINEL_USER}\nsentinel sentinel-pass {admin}\n",
+        tls_files(secure),
+        secure.user,
+        hash(&secure.password),
+        hash(&secure.admin_password),
+    )
+}
+
+/// The server's TLS files, as `redis.conf` lines.
+fn tls_files(secure: &lockbench_core::launch::Secure) -> String {
+    format!(
+        "tls-cert-file {}\ntls-key-file {}\ntls-ca-cert-file {}\n",
         secure.cert.display(),
         secure.key.display(),
         secure.ca.display(),
-        secure.user,
     )
+}
+
+/// `password`'s SHA-256 in hex, as a Redis ACL rule takes it after `#`.
+fn hash(password: &secrecy::SecretString) -> String {
+    use secrecy::ExposeSecret;
+    use sha2::Digest;
+    let hash = sha2::Sha256::digest(password.expose_secret().as_bytes());
+    hash.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// `AUTH user password`, what a health probe of a secure server sends first.
@@ -122,6 +209,21 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("user default off") && text.contains("tls-auth-clients yes"));
+        assert!(!text.contains("root-pw"), "{text}");
+        // The pair and the Sentinels log in with the administrator's password in clear (Redis
+        // must send it), never with lockbench's user's.
+        let pair = failover_config(&secure);
+        assert!(
+            pair.contains("masterauth root-pw\n") && !pair.contains("hunter2"),
+            "{pair}"
+        );
+        let sentinel = sentinel_config(&secure, "m", 26390);
+        assert!(sentinel.starts_with("tls-port 26390\n"), "{sentinel}");
+        assert!(
+            sentinel.contains("sentinel auth-pass m root-pw\n"),
+            "{sentinel}"
+        );
+        assert!(!sentinel.contains("hunter2"), "{sentinel}");
         assert_eq!(
             auth_request("u", "pw"),
             b"*3\r\n$4\r\nAUTH\r\n$1\r\nu\r\n$2\r\npw\r\n"

@@ -7,6 +7,10 @@
 //! What it inherits from asynchronous replication is the point of the `redis-failover` fault:
 //! a grant the old primary made just before dying may never have reached the replica, which
 //! then grants the same lock again.
+//!
+//! The cluster file's `[sentinel]` settings (TLS, the ACL user: issue 22) are used for both
+//! hops: asking a Sentinel, and connecting to the primary it names, as a secure deployment
+//! runs its Sentinels and its servers with the same certificates and users.
 
 use crate::connect::Server;
 use lockbench_core::SENTINEL_MASTER_NAME;
@@ -22,6 +26,8 @@ const ASK_TIMEOUT: Duration = Duration::from_millis(500);
 pub(crate) struct Sentinels {
     servers: Vec<Server>,
     config: AsyncConnectionConfig,
+    /// The `[sentinel]` settings, which the primary they name is connected with too.
+    connection: lockbench_core::Connection,
 }
 
 impl Sentinels {
@@ -30,6 +36,7 @@ impl Sentinels {
         Ok(Sentinels {
             servers: crate::connect::servers(endpoints, crate::SENTINEL)?,
             config: crate::connect::config(ASK_TIMEOUT),
+            connection: endpoints.connection(crate::SENTINEL).clone(),
         })
     }
 
@@ -58,12 +65,16 @@ impl Sentinels {
                 Ok(Ok(Some((host, port)))) => {
                     return Server::parse(
                         &format!("{host}:{port}"),
-                        "sentinel (its answer)",
-                        &lockbench_core::Connection::default(),
+                        crate::SENTINEL,
+                        &self.connection,
                     );
                 }
                 Ok(Ok(None)) => why.push(format!("{}: knows no {SENTINEL_MASTER_NAME}", s.address)),
-                Ok(Err(e)) => why.push(format!("{}: {e}", s.address)),
+                Ok(Err(e)) => why.push(format!(
+                    "{}: {}",
+                    s.address,
+                    crate::tls_errors::explain(&e, &s.security)
+                )),
                 Err(_) => why.push(format!("{}: no answer within {ASK_TIMEOUT:?}", s.address)),
             }
         }

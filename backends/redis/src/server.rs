@@ -62,19 +62,22 @@ pub(crate) fn redis(spec: &ServerSpec, site: &Site) -> Launch {
         ]);
     }
     let mut files = Vec::new();
-    if let Some(secure) = site.secure.filter(|_| spec.group != FAILOVER) {
+    if let Some(secure) = site.secure {
         // A secure cluster's server: TLS only (`--port 0`, the client port is the TLS port),
-        // its files and users in a config file (the first argument, as redis-server wants).
-        // The failover pair and its Sentinels stay plaintext: lockbench's Sentinel client
-        // speaks no TLS yet.
+        // its files and users in a config file (the first argument, as redis-server wants);
+        // the failover pair replicates over TLS as its own user, and admits the Sentinels'.
         let conf = site.root.join("secure.conf");
         let port = topo.client_port(spec).to_string();
         args[1] = "0".into();
         args.splice(0..0, [conf.display().to_string()]);
         args.extend(["--tls-port".into(), port]);
+        let mut contents = crate::secure::managed_config(secure);
+        if spec.group == FAILOVER {
+            contents.push_str(&crate::secure::failover_config(secure));
+        }
         files.push(File {
             path: conf,
-            contents: crate::secure::managed_config(secure),
+            contents,
             only_if_absent: false,
         });
     }
@@ -102,8 +105,16 @@ pub(crate) fn sentinel(spec: &ServerSpec, site: &Site) -> Launch {
          sentinel monitor {m} {pip} {pport} 2\n\
          sentinel down-after-milliseconds {m} 1000\n\
          sentinel failover-timeout {m} 3000\n\
-         sentinel parallel-syncs {m} 1\n",
-        port = topo.client_port(spec),
+         sentinel parallel-syncs {m} 1\n{secure}",
+        secure = site.secure.map_or(String::new(), |s| {
+            crate::secure::sentinel_config(s, SENTINEL_MASTER_NAME, topo.client_port(spec))
+        }),
+        // Secure: TLS only, the client port is `tls-port` (in the secure lines).
+        port = if site.secure.is_some() {
+            0
+        } else {
+            topo.client_port(spec)
+        },
         ip = site.bind,
         dir = site.data().display(),
         m = SENTINEL_MASTER_NAME,

@@ -80,6 +80,43 @@ fn cmd(shell: String) -> Vec<String> {
     vec!["CMD".into(), "bash".into(), "-c".into(), shell]
 }
 
+/// The [`System`] methods of a server that speaks Redis's protocol on a secure cluster (a
+/// Redis server, a Sentinel): the connection settings lockbench's Redis client takes
+/// ([`check_connection`]), secured with lockbench's ACL user, logged in to with `AUTH`.
+macro_rules! secured_like_redis {
+    () => {
+        /// TLS (a CA, a client certificate) and an ACL user (issue 22; `crate::connect`);
+        /// `check_connection` (this module's) says what is refused.
+        fn check_connection(
+            &self,
+            group: &str,
+            connection: &lockbench_core::Connection,
+        ) -> Result<(), String> {
+            check_connection(group, connection)
+        }
+
+        fn secured(&self, _spec: &ServerSpec) -> bool {
+            true
+        }
+
+        fn secure_user(&self) -> bool {
+            true
+        }
+
+        fn login(&self, endpoint: &str, user: &str, password: &str) -> Option<Exchange> {
+            Some(Exchange {
+                addr: endpoint.to_string(),
+                request: crate::secure::auth_request(user, password),
+                complete: |r| r.ends_with(b"\r\n"),
+            })
+        }
+
+        fn logged_in(&self, reply: &[u8]) -> bool {
+            reply.starts_with(b"+OK")
+        }
+    };
+}
+
 impl System for Redis {
     fn name(&self) -> &'static str {
         "redis"
@@ -106,33 +143,6 @@ impl System for Redis {
 
     fn standard_ports(&self) -> &'static [u16] {
         &[6379]
-    }
-
-    /// TLS (a CA, a client certificate) and an ACL user for `redis` and `redlock` (issue 22;
-    /// `crate::connect`). Not `tls.server_name`: redis-rs verifies the certificate against the
-    /// address's host, so the address must carry a name (or IP) the certificate names.
-    fn check_connection(
-        &self,
-        group: &str,
-        connection: &lockbench_core::Connection,
-    ) -> Result<(), String> {
-        connection.refuse(
-            group,
-            "Redis",
-            &["tls", "user", "password_env", "password_file"],
-        )?;
-        if connection
-            .tls
-            .as_ref()
-            .is_some_and(|t| t.server_name.is_some())
-        {
-            return Err(format!(
-                "{group}.tls.server_name: lockbench's Redis client (redis-rs) verifies the \
-                 certificate against the address's host; write the address with a name or IP \
-                 address the certificate carries instead"
-            ));
-        }
-        Ok(())
     }
 
     fn restarts_empty(&self) -> bool {
@@ -169,26 +179,9 @@ impl System for Redis {
         }
     }
 
-    fn secured(&self, spec: &ServerSpec) -> bool {
-        // The failover pair stays plaintext with its Sentinels (server.rs).
-        spec.group != FAILOVER
-    }
-
-    fn secure_user(&self) -> bool {
-        true
-    }
-
-    fn login(&self, endpoint: &str, user: &str, password: &str) -> Option<Exchange> {
-        Some(Exchange {
-            addr: endpoint.to_string(),
-            request: crate::secure::auth_request(user, password),
-            complete: |r| r.ends_with(b"\r\n"),
-        })
-    }
-
-    fn logged_in(&self, reply: &[u8]) -> bool {
-        reply.starts_with(b"+OK")
-    }
+    // Every one is secured: the standalone and Redlock servers, and the failover pair
+    // (replicating over TLS as its own user, admitting the Sentinels' user; `crate::secure`).
+    secured_like_redis!();
 
     fn version_check(&self, endpoint: &str) -> Option<Exchange> {
         Some(server::info_server(endpoint))
@@ -241,6 +234,11 @@ impl System for Sentinel {
         Leadership::None("Sentinels have no leader (the failover pair has a primary)")
     }
 
+    // The same settings as Redis servers take (`[sentinel]` in a cluster file: the Sentinels
+    // and the primary they name are both reached with them, `crate::sentinel`); every Sentinel
+    // is secured, and lockbench's user may ask it for the primary (`crate::secure`).
+    secured_like_redis!();
+
     fn health_check(&self, endpoint: &str) -> Exchange {
         server::primary_query(endpoint)
     }
@@ -268,4 +266,28 @@ impl System for Sentinel {
             "redis-cli -p {port} sentinel get-master-addr-by-name {SENTINEL_MASTER_NAME} | grep -q ."
         ))
     }
+}
+
+/// What lockbench's Redis client takes of a group's connection settings (issue 22;
+/// `crate::connect`): TLS (a CA, a client certificate) and an ACL user with its password. Not
+/// `tls.server_name`: redis-rs verifies the certificate against the address's host, so the
+/// address must carry a name (or IP) the certificate names.
+fn check_connection(group: &str, connection: &lockbench_core::Connection) -> Result<(), String> {
+    connection.refuse(
+        group,
+        "Redis",
+        &["tls", "user", "password_env", "password_file"],
+    )?;
+    if connection
+        .tls
+        .as_ref()
+        .is_some_and(|t| t.server_name.is_some())
+    {
+        return Err(format!(
+            "{group}.tls.server_name: lockbench's Redis client (redis-rs) verifies the \
+             certificate against the address's host; write the address with a name or IP \
+             address the certificate carries instead"
+        ));
+    }
+    Ok(())
 }

@@ -33,10 +33,12 @@ pub async fn exchange(ex: &Exchange) -> anyhow::Result<Vec<u8>> {
 /// What a probe of a secure cluster's secured server needs: the TLS client set-up (the
 /// project's CA, the client certificate) and the user to log in as ([`crate::secure::probe`]
 /// reads it from a cluster's state directory; the chaos controller's probes use it too).
+#[derive(Clone)]
 pub struct SecureProbe {
     tls: tokio_rustls::TlsConnector,
     user: String,
     password: SecretString,
+    admin_password: SecretString,
 }
 
 impl SecureProbe {
@@ -47,6 +49,7 @@ impl SecureProbe {
         key: &Path,
         user: &str,
         password: SecretString,
+        admin_password: SecretString,
     ) -> anyhow::Result<SecureProbe> {
         let pem = |p: &Path| format!("cannot read {}", p.display());
         let mut roots = rustls::RootCertStore::empty();
@@ -65,7 +68,19 @@ impl SecureProbe {
             tls: tokio_rustls::TlsConnector::from(Arc::new(config)),
             user: user.into(),
             password,
+            admin_password,
         })
+    }
+
+    /// The same TLS set-up, logging in as the system's administrator `user` with the profile's
+    /// administrator password: the chaos controller's login where a fault sends what
+    /// lockbench's least-privilege user may not (Redis's scripts over every key, `REPLICAOF`).
+    pub fn as_admin(&self, user: &str) -> SecureProbe {
+        SecureProbe {
+            user: user.into(),
+            password: self.admin_password.clone(),
+            ..self.clone()
+        }
     }
 }
 

@@ -44,11 +44,14 @@ pub(crate) fn spawn(cmd: &Command, node: &NodeDir, netns: Option<&str>) -> anyho
         }
         None => std::process::Command::new(&cmd.program),
     };
-    // SAFETY: the closure only makes raw system calls (close_range, fcntl), which are
+    // SAFETY: the closure only makes raw system calls (close_range, fcntl, umask), which are
     // async-signal-safe, between fork and exec; it allocates nothing and takes no lock.
     unsafe {
         command.pre_exec(|| {
             cloexec_inherited();
+            // What a server writes is its owner's alone: a secure cluster's Redis and
+            // Sentinels rewrite config files that hold a password in clear (`crate::spec`).
+            nix::libc::umask(0o077);
             Ok(())
         });
     }

@@ -15,8 +15,11 @@
 //!   the server's key and certificate in one file (mode 0600), ZooKeeper's `PEM` key store.
 //! - `password`: lockbench's user's password, 32 random bytes in hex, made once per cluster
 //!   (mode 0600); `admin-password` likewise, for a system whose users need an administrator
-//!   (etcd's `root`), which no client uses. It reaches clients only as a `password_file` in the endpoints, and servers
-//!   only as a hash (Redis's `#<sha256>`), so it is in no log, result, command line or config.
+//!   (etcd's `root`), which no client uses. The user's password reaches clients only as a
+//!   `password_file` in the endpoints, and servers only as a hash (Redis's `#<sha256>`), so
+//!   it is in no log, result, command line or config. The administrator's is in clear only
+//!   where a server must send it (the Redis failover pair's `masterauth`, the Sentinels'
+//!   `auth-pass`), in files of mode 0600 (`lockbench_redis::secure::failover_config`).
 //!
 //! Which servers honour the profile is each system's and its client's ([`connection_for`]); the
 //! groups whose servers all do get those connection settings in the cluster's endpoints, so
@@ -145,6 +148,7 @@ pub fn probe(state_dir: &Path) -> anyhow::Result<Option<crate::net::SecureProbe>
         &pki.client_key,
         &secure.user,
         secure.password,
+        secure.admin_password,
     )
     .map(Some)
 }
@@ -229,21 +233,18 @@ mod tests {
         let _ = std::fs::remove_dir_all(&state);
     }
 
-    /// Redis and Redlock are secured with the user; the failover pair and the Sentinels stay
-    /// plain; etcd (with the user) and ZooKeeper (certificates only, no user yet) are secured
+    /// Every Redis server (the failover pair's too) and the Sentinels are secured with the
+    /// user; etcd (with the user) and ZooKeeper (certificates only, no user yet) are secured
     /// exactly when their clients take those settings.
     #[test]
     fn which_servers_the_profile_secures() {
         let state = Path::new("/state");
         let of = |name: &str| connection_for(state, crate::by_name(name).unwrap());
-        for name in ["redis", "redlock3"] {
+        for name in ["redis", "redlock3", "fo1", "fo2", "sen2"] {
             let c = of(name).unwrap();
             assert!(c.tls.as_ref().is_some_and(|t| t.mutual()), "{name}");
             assert_eq!(c.user.as_deref(), Some(USER));
             assert_eq!(c.password_file, Some(state.join("secure/password")));
-        }
-        for name in ["fo1", "sen2"] {
-            assert_eq!(of(name), None, "{name}");
         }
         let tls_only = Connection {
             tls: connection(state).tls,

@@ -8,6 +8,7 @@
 
 use crate::state_dir::NodeDir;
 use crate::topology::Topology;
+use anyhow::Context;
 use lockbench_core::ServerSpec;
 use lockbench_core::launch::Site;
 use std::ffi::OsString;
@@ -56,7 +57,7 @@ pub(crate) fn prepare(
     }
     for f in &launch.files {
         if !(f.only_if_absent && f.path.exists()) {
-            std::fs::write(&f.path, &f.contents)?;
+            write_private(&f.path, &f.contents)?;
         }
     }
     let program = match launch.program {
@@ -67,6 +68,24 @@ pub(crate) fn prepare(
         program,
         args: launch.args.into_iter().map(Into::into).collect(),
     })
+}
+
+/// Writes a server's file readable by its owner only (mode 0600, an existing file too): on a
+/// secure cluster some hold a password a server must send in clear (Redis's `masterauth`, a
+/// Sentinel's `auth-pass`). The servers themselves start with umask 077 (`crate::process`), so
+/// the files they rewrite (Sentinel's config, Redis's `CONFIG REWRITE`) stay so.
+fn write_private(path: &Path, contents: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    Ok(f.write_all(contents.as_bytes())?)
 }
 
 /// The managed cluster's token: derived from the state directory, so two state directories

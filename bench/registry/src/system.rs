@@ -132,8 +132,10 @@ mod tests {
             .unwrap();
         let err = file("[etcd]\nendpoints = [\"e:1\"]\npassword_env = \"P\"\n").unwrap_err();
         assert!(err.contains("etcd") && err.contains("`user`"), "{err}");
-        let err = file("[sentinel]\nendpoints = [\"s:1\"]\ntls = {}\n").unwrap_err();
-        assert!(err.contains("sentinel.tls"), "{err}");
+        file("[sentinel]\nendpoints = [\"s:1\"]\nuser = \"u\"\npassword_env = \"P\"\ntls = {}\n")
+            .unwrap();
+        let err = file("[sentinel]\nendpoints = [\"s:1\"]\nchroot = \"/x\"\n").unwrap_err();
+        assert!(err.contains("sentinel.chroot"), "{err}");
         let err = file("[zookeeper]\nendpoints = [\"z:1\"]\nchroot = \"locks/\"\n").unwrap_err();
         assert!(err.contains("zookeeper.chroot"), "{err}");
         let err = file("[redlock]\nendpoints = [\"r:1\"]\nchroot = \"/x\"\n").unwrap_err();

@@ -53,7 +53,6 @@ fn start_with(dir: &Path, name: &str, pki: &Pki, password: &str, rules: &str) ->
     let (tls, plain) = (free_port(), free_port());
     let home = dir.join(name);
     std::fs::create_dir_all(&home).unwrap();
-    let conf = home.join("redis.conf");
     let tls_files = ServerTls {
         ca: &pki.ca,
         cert: &pki.server_cert,
@@ -73,7 +72,14 @@ fn start_with(dir: &Path, name: &str, pki: &Pki, password: &str, rules: &str) ->
         "save \"\"\nappendonly no\ndir {}\n",
         home.display()
     ));
-    // It holds the password: only its owner reads it.
+    let child = spawn("redis-server", &home, "redis.conf", &text, &[tls, plain]);
+    SecureServer { child, tls, plain }
+}
+
+/// Writes `text` to `home/conf` (only its owner reads it: it holds the password), starts
+/// `program` with it (its output in `home/log`) and waits until it listens on `ports`.
+fn spawn(program: &str, home: &Path, conf: &str, text: &str, ports: &[u16]) -> Child {
+    let conf = home.join(conf);
     use std::os::unix::fs::OpenOptionsExt;
     let mut file = std::fs::OpenOptions::new()
         .write(true)
@@ -83,26 +89,27 @@ fn start_with(dir: &Path, name: &str, pki: &Pki, password: &str, rules: &str) ->
         .unwrap();
     std::io::Write::write_all(&mut file, text.as_bytes()).unwrap();
     let log = std::fs::File::create(home.join("log")).unwrap();
-    let child = Command::new("redis-server")
+    let mut child = Command::new(program)
         .arg(&conf)
         .stdout(log.try_clone().unwrap())
         .stderr(log)
         .spawn()
-        .expect("redis-server is installed (scripts/install-test-deps)");
-    let server = SecureServer { child, tls, plain };
+        .unwrap_or_else(|e| panic!("{program} is installed (scripts/install-test-deps): {e}"));
     let deadline = Instant::now() + Duration::from_secs(10);
-    while [tls, plain]
+    while ports
         .iter()
         .any(|p| std::net::TcpStream::connect(("127.0.0.1", *p)).is_err())
     {
-        assert!(
-            Instant::now() < deadline,
-            "redis-server did not listen on {tls}/{plain}: see {}",
-            home.join("log").display()
-        );
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!(
+                "{program} did not listen on {ports:?}: see {}",
+                home.join("log").display()
+            );
+        }
         std::thread::sleep(Duration::from_millis(20));
     }
-    server
+    child
 }
 
 /// The settings a user writes for these servers: TLS with the CA and the client certificate,
@@ -309,4 +316,83 @@ async fn plaintext_against_a_tls_port_is_named() {
     let server = format!("127.0.0.1:{}", server.tls);
     let wants = ["closed the connection", "set `redis.tls`"];
     assert_clear(&err, took, &server, &wants, &pw);
+}
+
+/// A real `redis-sentinel` that takes only TLS (client certificates of `pki`'s CA) and only
+/// user `lockbench` with `password`, monitoring the primary at 127.0.0.1:`primary` (lockbench's
+/// managed secure Sentinel config, `lockbench_redis::secure::sentinel_config`); stopped on drop.
+fn start_sentinel(dir: &Path, pki: &Pki, password: &str, primary: u16) -> SecureServer {
+    let port = free_port();
+    let home = dir.join("sentinel");
+    std::fs::create_dir_all(&home).unwrap();
+    let secure = lockbench_core::launch::Secure::in_dir(
+        pki.ca.parent().unwrap(),
+        "lockbench",
+        password.to_string().into(),
+        format!("{password}-admin").into(),
+    );
+    let master = lockbench_core::SENTINEL_MASTER_NAME;
+    let mut text = format!(
+        "port 0\nbind 127.0.0.1\ndir {}\nsentinel monitor {master} 127.0.0.1 {primary} 1\n",
+        home.display()
+    );
+    text.push_str(&lockbench_redis::secure::sentinel_config(
+        &secure, master, port,
+    ));
+    let child = spawn("redis-sentinel", &home, "sentinel.conf", &text, &[port]);
+    SecureServer {
+        child,
+        tls: port,
+        plain: 0,
+    }
+}
+
+/// `redis-sentinel` with the `[sentinel]` settings: it asks a TLS-only Sentinel as the ACL
+/// user which server is the primary, and reaches that TLS-only primary with the same settings
+/// (the conformance contract holds there).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_sentinel_asks_a_tls_sentinel_and_reaches_the_primary_with_the_same_settings() {
+    let dir = test_dir("redis", "sentinel");
+    let pki = Pki::ensure(&dir.join("certs"), &["127.0.0.1"]).unwrap();
+    let pw = password("sentinel");
+    let primary = start(&dir, "primary", &pki, &pw);
+    let sentinel = start_sentinel(&dir, &pki, &pw, primary.tls);
+    export("LB_TEST_SECURE_SENTINEL", &pw);
+    let e = endpoints(
+        "sentinel",
+        &[sentinel.tls],
+        settings(&pki, "LB_TEST_SECURE_SENTINEL"),
+    );
+    let b = SetNxBackend::via_sentinel(&e, &knobs("sentinel"), 4, 1).unwrap();
+    b.check_servers().await.unwrap();
+    conformance::acquire_release_and_tokens_grow(&b).await;
+    conformance::mutual_exclusion(&b, 3, 5).await;
+}
+
+/// A wrong password to the Sentinels: fails fast naming the Sentinel, the user and where the
+/// password came from.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_password_to_a_sentinel_is_named() {
+    let dir = test_dir("redis", "sentinel-wrong-pw");
+    let pki = Pki::ensure(&dir.join("certs"), &["127.0.0.1"]).unwrap();
+    let pw = password("sentinel-wrong-pw");
+    let primary = start(&dir, "primary", &pki, &pw);
+    let sentinel = start_sentinel(&dir, &pki, &pw, primary.tls);
+    let wrong = format!("{pw}-not");
+    export("LB_TEST_SECURE_SENTINEL_WRONG_PW", &wrong);
+    let e = endpoints(
+        "sentinel",
+        &[sentinel.tls],
+        settings(&pki, "LB_TEST_SECURE_SENTINEL_WRONG_PW"),
+    );
+    let b = SetNxBackend::via_sentinel(&e, &knobs("sentinel-wrong-pw"), 1, 1).unwrap();
+    let (err, took) = first_error(&b).await;
+    let server = format!("127.0.0.1:{}", sentinel.tls);
+    let wants = [
+        "no Sentinel named the primary",
+        "authentication failed",
+        "`lockbench`",
+        "sentinel.password_env",
+    ];
+    assert_clear(&err, took, &server, &wants, &wrong);
 }

@@ -1,56 +1,69 @@
-//! The secure managed cluster (`lockbench up --secure`, issue 22): the Redis server and the etcd
-//! members of a private secure cluster (its own state directory and network, `lb-sec-`,
-//! `10.85.1.0/24`, so the shared cluster is untouched) take only mutual TLS and user
-//! `lockbench`; the cluster's endpoints carry those settings (what `lockbench run` on the
-//! managed cluster uses), and a run with them is safe, records TLS, mutual TLS and auth, and
-//! leaves the password in no file of the run directory, nor in the cluster file, Redis's files
-//! or the terminal; the chaos controller's leader lookup reaches the secured etcd members.
+//! The secure managed cluster (`lockbench up --secure`, issue 22): the Redis server, the
+//! failover pair, its Sentinels and the etcd members of a private secure cluster (its own state
+//! directory and network, `lb-sec-`, `10.85.1.0/24`, so the shared cluster is untouched) take
+//! only mutual TLS and user `lockbench`; the cluster's endpoints carry those settings (what
+//! `lockbench run` on the managed cluster uses), and a run with them is safe, records TLS,
+//! mutual TLS and auth, and leaves the password in no file of the run directory, nor in the
+//! cluster file, Redis's and the Sentinels' files or the terminal; the chaos controller's
+//! leader lookups reach the secured etcd members and the Sentinels; the Sentinels fail the
+//! pair over (their votes, the promotion, the old primary rejoining as a replica: all over TLS
+//! with their own users), and `redis-sentinel` follows them to the new primary.
 //! (etcd 3.4's write-ahead log holds the `user add` request as sent, password
 //! included: etcd's data, not lockbench's, and documented.)
 
 use crate::common::{self, PrivateCluster};
 use crate::secure::files_holding;
+use lockbench_chaos::{Reach, Site};
 use lockbench_registry::etcd::system::ETCD;
-use lockbench_registry::redis::system::REDIS;
+use lockbench_registry::redis::system::{FAILOVER, REDIS, SENTINEL};
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
 use std::process::Command;
+use std::time::{Duration, Instant};
 
 #[test]
 fn a_secure_managed_redis_takes_only_tls_and_its_user_and_a_run_connects_with_them() {
     let dir = common::scratch("secure_up", "run");
-    let cluster = PrivateCluster::up_secure("sec", "10.85.1.0/24", &dir, &[REDIS, ETCD]);
+    let groups = [REDIS, ETCD, FAILOVER, SENTINEL];
+    let cluster = PrivateCluster::up_secure("sec", "10.85.1.0/24", &dir, &groups);
     let state = cluster.cluster.state_dir().to_path_buf();
     assert!(cluster.cluster.is_secure());
 
+    for group in ["redis", "sentinel"] {
+        let conn = cluster.endpoints.connection(group);
+        let tls = conn
+            .tls
+            .as_ref()
+            .unwrap_or_else(|| panic!("the secure cluster's {group} group speaks TLS"));
+        assert!(tls.mutual() && tls.ca.is_some(), "{conn:?}");
+        assert_eq!(conn.user.as_deref(), Some("lockbench"));
+    }
     let conn = cluster.endpoints.connection("redis");
-    let tls = conn
-        .tls
-        .as_ref()
-        .expect("the secure cluster's redis group speaks TLS");
-    assert!(tls.mutual() && tls.ca.is_some(), "{conn:?}");
-    assert_eq!(conn.user.as_deref(), Some("lockbench"));
     let password_file = conn.password_file.clone().expect("a password file");
     let password = std::fs::read_to_string(&password_file).unwrap();
     let password = password.trim();
     assert_eq!(password.len(), 64, "32 random bytes in hex");
-    use std::os::unix::fs::PermissionsExt;
     let mode = std::fs::metadata(&password_file)
         .unwrap()
         .permissions()
         .mode();
     assert_eq!(mode & 0o777, 0o600, "{}", password_file.display());
 
-    // A plaintext client gets no answer: the client port is the TLS port (`port 0`).
-    let addr = cluster.endpoints.get("redis")[0].clone();
-    let ping = lockbench_core::Exchange {
-        addr: addr.clone(),
-        request: b"*1\r\nPING\r\n".to_vec(),
-        complete: |r| r.ends_with(b"\r\n"),
-    };
-    let plain = cluster.rt.block_on(lockbench_cluster::exchange(&ping));
-    assert!(
-        !plain.as_ref().is_ok_and(|r| r.starts_with(b"+PONG")),
-        "{addr} answered a plaintext PING: {plain:?}"
-    );
+    // A plaintext client gets no answer from a server or a Sentinel: the client port is the
+    // TLS port (`port 0`).
+    for group in ["redis", "sentinel"] {
+        let addr = cluster.endpoints.get(group)[0].clone();
+        let ping = lockbench_core::Exchange {
+            addr: addr.clone(),
+            request: b"*1\r\nPING\r\n".to_vec(),
+            complete: |r| r.ends_with(b"\r\n"),
+        };
+        let plain = cluster.rt.block_on(lockbench_cluster::exchange(&ping));
+        assert!(
+            !plain.as_ref().is_ok_and(|r| r.starts_with(b"+PONG")),
+            "{addr} answered a plaintext PING: {plain:?}"
+        );
+    }
 
     // The chaos controller's leader lookup (a `leader` fault's target) asks each member over
     // TLS with the client certificate, from inside its host: one etcd member leads.
@@ -61,6 +74,10 @@ fn a_secure_managed_redis_takes_only_tls_and_its_user_and_a_run_connects_with_th
         .block_on(lockbench_chaos::leader(&site, &members));
     let leader = leader.expect("the chaos controller finds the secure etcd's leader");
     assert!(members.iter().any(|m| m.name == leader), "{leader}");
+
+    // The Sentinels fail the pair over and `redis-sentinel` follows them (before the run, so
+    // the run's redis-sentinel acquires on the promoted primary).
+    fail_over(&cluster, &site, password);
 
     let out_dir = dir.join("out");
     let out = Command::new(env!("CARGO_BIN_EXE_lockbench"))
@@ -73,7 +90,10 @@ fn a_secure_managed_redis_takes_only_tls_and_its_user_and_a_run_connects_with_th
             "--out",
         ])
         .arg(&out_dir)
-        .args(["--set", "backends=[\"redis-setnx\",\"etcd-lease\"]"])
+        .args([
+            "--set",
+            "backends=[\"redis-setnx\",\"etcd-lease\",\"redis-sentinel\"]",
+        ])
         .args(["--set", "duration=2s", "--set", "warmup=0s"])
         .env("RUST_LOG", "debug")
         .output()
@@ -81,12 +101,12 @@ fn a_secure_managed_redis_takes_only_tls_and_its_user_and_a_run_connects_with_th
     let said = common::text(&out);
     assert!(out.status.success(), "{said}");
     let r = common::results(&out_dir);
-    for group in ["redis", "etcd"] {
+    for group in ["redis", "etcd", "sentinel"] {
         for field in ["tls", "mutual_tls", "auth"] {
             assert_eq!(r["connections"][group][field], true, "{group}.{field}: {r}");
         }
     }
-    for backend in ["redis-setnx", "etcd-lease"] {
+    for backend in ["redis-setnx", "etcd-lease", "redis-sentinel"] {
         let res = common::result_of(&r, backend);
         assert!(res["acquisitions"].as_u64().unwrap() > 0, "{res}");
     }
@@ -96,9 +116,79 @@ fn a_secure_managed_redis_takes_only_tls_and_its_user_and_a_run_connects_with_th
     assert_eq!(files_holding(&out_dir, password), Vec::<String>::new());
     let cluster_file = std::fs::read_to_string(dir.join("cluster.toml")).unwrap();
     assert!(!cluster_file.contains(password), "{cluster_file}");
-    // Redis's files (config, log) hold at most its hash.
-    assert_eq!(
-        files_holding(&state.join("cluster/redis"), password),
-        Vec::<String>::new()
-    );
+    // Redis's and the Sentinels' files (config, log) hold at most its hash; the
+    // administrator's password, which the pair's replicas and the Sentinels must send in
+    // clear, only in files their owner alone reads (Sentinel and `CONFIG REWRITE` rewrote them).
+    let admin = std::fs::read_to_string(state.join("secure/admin-password")).unwrap();
+    for server in ["redis", "fo1", "fo2", "sen1", "sen2", "sen3"] {
+        let node = state.join("cluster").join(server);
+        assert_eq!(files_holding(&node, password), Vec::<String>::new());
+        let in_clear = files_holding(&node, admin.trim());
+        assert_eq!(
+            in_clear.is_empty(),
+            server == "redis",
+            "{server}: {in_clear:?}"
+        );
+        for file in in_clear {
+            let mode = std::fs::metadata(&file).unwrap().permissions().mode();
+            assert_eq!(mode & 0o077, 0, "{file} is readable by others");
+        }
+    }
+}
+
+/// Kills the pair's primary (`fo1`, as the chaos controller finds it through the Sentinels over
+/// TLS) and checks that the Sentinels promote `fo2` (their votes and the promotion go over TLS
+/// as their own user), then restarts `fo1` and waits until it is `fo2`'s replica with its link
+/// up (replication over TLS as the replica user): a whole pair again, the other way round.
+fn fail_over(cluster: &PrivateCluster, site: &lockbench_chaos::Managed, password: &str) {
+    let pair = site.servers(FAILOVER);
+    let primary = || cluster.rt.block_on(lockbench_chaos::leader(site, &pair));
+    assert_eq!(primary().expect("the Sentinels name a primary"), "fo1");
+    let killed = cluster.rt.block_on(site.kill("fo1")).unwrap();
+    let t0 = Instant::now();
+    while primary().ok().as_deref() != Some("fo2") {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "the Sentinels did not promote fo2 within 30 s of {killed}: {:?}",
+            primary()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    eprintln!("fo2 promoted {:?} after {killed}", t0.elapsed());
+    cluster.rt.block_on(site.start("fo1")).unwrap();
+    let fo1 = site.topology().client_addr(pair[0]);
+    let t0 = Instant::now();
+    loop {
+        let info = replication(cluster.cluster.state_dir(), &fo1.to_string(), password);
+        if info.contains("role:slave") && info.contains("master_link_status:up") {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(40),
+            "fo1 is not fo2's replica 40 s after its restart:\n{info}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    eprintln!("fo1 rejoined as a replica after {:?}", t0.elapsed());
+}
+
+/// `INFO replication` of the secure server at `addr`, asked with `redis-cli` over TLS with the
+/// cluster's client certificate as `lockbench` (the password through `REDISCLI_AUTH`, not the
+/// command line).
+fn replication(state: &Path, addr: &str, password: &str) -> String {
+    let (host, port) = addr.rsplit_once(':').unwrap();
+    let secure = state.join("secure");
+    let out = Command::new("redis-cli")
+        .args(["--tls", "--cacert"])
+        .arg(secure.join("ca.pem"))
+        .arg("--cert")
+        .arg(secure.join("client.pem"))
+        .arg("--key")
+        .arg(secure.join("client.key"))
+        .args(["-h", host, "-p", port, "--user", "lockbench"])
+        .args(["info", "replication"])
+        .env("REDISCLI_AUTH", password)
+        .output()
+        .expect("redis-cli is installed (redis-tools)");
+    common::text(&out)
 }
