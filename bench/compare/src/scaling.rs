@@ -71,7 +71,7 @@ impl Point {
         Point {
             run: run.to_string(),
             workers,
-            clients: r.per_client_acquisitions.len(),
+            clients: r.clients as usize,
             throughput: r.throughput_per_s,
             p99_ms: r.acquire_latency_us.as_ref().map(|p| p.p99 as f64 / 1e3),
             cpu_us_per_acq,
@@ -107,7 +107,13 @@ impl Point {
                      (not this machine's managed cluster)"
                 )
             } else {
-                format!("lockbench {lockbench:.0}% of a core, servers {servers_sum:.0}%")
+                // What the machine did beyond lockbench and the servers: other processes.
+                let total = machine / 100.0 * self.cpus as f64 * 100.0;
+                let other = (total - lockbench - servers_sum).max(0.0);
+                format!(
+                    "lockbench {lockbench:.0}% of a core, servers {servers_sum:.0}%, other \
+                     processes {other:.0}%"
+                )
             };
             return format!(
                 "the machine's {} cores (busy {machine:.0}%: {share})",
@@ -297,6 +303,8 @@ mod tests {
         assert_eq!(c.flattens_at(), Some(1));
         let f = c.finding();
         assert!(f.contains("the machine's 2 cores"), "{f}");
+        // 99% of 2 cores, lockbench 50%, redis 20%: 128% was someone else's.
+        assert!(f.contains("other processes 128%"), "{f}");
     }
 
     #[test]

@@ -119,3 +119,74 @@ fn exit_codes_follow_the_verdicts() {
     assert_eq!(code, 2, "unreadable input is not a regression");
     std::fs::remove_dir_all(&tmp).ok();
 }
+
+/// One synthetic result at `workers` dialled-in workers with `throughput` acquisitions per
+/// second, the machine `machine` % busy, lockbench at 80 % of a core and redis at 15 %.
+fn scaling_point(workers: usize, throughput: f64, machine: f64) -> Value {
+    let mut r = result("redis-setnx", 5000, 0);
+    r["throughput_per_s"] = json!(throughput);
+    r["acquisitions"] = json!((throughput * 5.0) as u64);
+    let clocks = lockbench_results::clocks::Clocks {
+        workers: (1..=workers)
+            .map(|k| lockbench_results::clocks::WorkerClock {
+                name: format!("client{k}"),
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
+    };
+    r["clocks"] = serde_json::to_value(clocks).unwrap();
+    r["resources"] = json!({
+        "interval_ms": 625, "cpus": 2, "machine_cpu_percent": [machine, machine],
+        "processes": [
+            {"name": "lockbench", "role": "generator", "cpu_percent_mean": 80.0},
+            {"name": "redis", "role": "server", "cpu_percent_mean": 15.0}
+        ]
+    });
+    r
+}
+
+/// `lockbench scaling`: runs at 1, 2 and 4 workers (given in any order) become one table in
+/// worker order, and the finding names where the curve flattens and what ran out there (here
+/// the machine, from the runs' own figures, with lockbench's CPU per acquisition computed
+/// from them); a run that cannot be read is exit code 2, naming it.
+#[test]
+fn scaling_names_where_the_curve_flattens_and_what_ran_out() {
+    let dir = crate::common::scratch("compare", "scaling");
+    let runs = [
+        write(&dir, "w4", vec![scaling_point(4, 2100.0, 100.0)]),
+        write(&dir, "w1", vec![scaling_point(1, 1000.0, 60.0)]),
+        write(&dir, "w2", vec![scaling_point(2, 2000.0, 97.0)]),
+    ];
+    let out = Command::new(env!("CARGO_BIN_EXE_lockbench"))
+        .arg("scaling")
+        .args(&runs)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{said}");
+    let rows: Vec<&str> = said.lines().filter(|l| l.starts_with("| ")).collect();
+    assert!(
+        rows[1].starts_with("| 1 |") && rows[3].starts_with("| 4 |"),
+        "{said}"
+    );
+    // 80 % of a core over 5 s for 5,000 acquisitions: 800 µs each.
+    assert!(rows[1].contains("| 800 |"), "{said}");
+    assert!(
+        said.contains("flattens after 2 workers")
+            && said.contains("at 2 workers the limit is the machine's 2 cores"),
+        "{said}"
+    );
+    let bad = Command::new(env!("CARGO_BIN_EXE_lockbench"))
+        .args(["scaling"])
+        .arg(dir.join("missing"))
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    let complaint = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        complaint.contains("cannot read") && complaint.contains("/missing"),
+        "{complaint}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
