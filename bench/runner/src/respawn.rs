@@ -8,7 +8,7 @@
 //! continued by the new one.
 //!
 //! A worker that dialled in (`[workers] launcher = "dial" | "swarm"`) is restarted by its
-//! launcher and admitted again by the coordinator's listener ([`crate::readmit`]).
+//! launcher and admitted again by the coordinator's listener (the `readmit` module).
 //!
 //! The new worker goes into a shared list that the coordinator finishes (stop,
 //! collect stats) at the end with the others; the dead process's stats are lost (counted as
