@@ -53,6 +53,8 @@ pub(crate) struct Security {
     pub(crate) tls: bool,
     /// The CA file, when one was set.
     pub(crate) ca: Option<std::path::PathBuf>,
+    /// The client certificate's file, when one was set.
+    pub(crate) cert: Option<std::path::PathBuf>,
     /// The ACL user (`default` when only a password was set), when the client authenticates.
     pub(crate) user: Option<String>,
 }
@@ -109,6 +111,7 @@ impl Server {
                 group: field.to_string(),
                 tls: connection.tls.is_some(),
                 ca: connection.tls.as_ref().and_then(|t| t.ca.clone()),
+                cert: connection.tls.as_ref().and_then(|t| t.cert.clone()),
                 user: password
                     .is_some()
                     .then(|| connection.user.clone().unwrap_or_else(|| "default".into())),

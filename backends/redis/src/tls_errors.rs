@@ -7,7 +7,7 @@
 //! adds what it means and which setting of which group to change. Each case has an
 //! integration test against a real server (`tests/integration/secure.rs`).
 //!
-//! The four cases and what the client sees (rustls 0.23, Redis 7.0):
+//! The cases and what the client sees (rustls 0.23, Redis 7.0):
 //! - **wrong CA**: rustls refuses the server's chain, `invalid peer certificate: UnknownIssuer`;
 //! - **wrong password**: the server answers `AUTH` with `WRONGPASS`;
 //! - **TLS against a plaintext port**: Redis reads the ClientHello as the start of an inline
@@ -16,7 +16,11 @@
 //!   fail on a record it cannot read (`InvalidContentType`);
 //! - **plaintext against a TLS port**: the server fails its handshake on the first command's
 //!   bytes and closes the connection, so the first reply never comes (the connection is reset
-//!   or ends).
+//!   or ends);
+//! - **a client certificate the server refuses** (`tls-auth-clients yes`): OpenSSL in Redis
+//!   sends a TLS alert, which rustls reports on the first read (`AUTH`'s reply) as `received
+//!   fatal alert: UnknownCA` (another CA's certificate), `CertificateExpired`, or
+//!   `CertificateRequired` (none presented).
 
 use crate::connect::Security;
 use redis::RedisError;
@@ -38,6 +42,30 @@ pub(crate) fn explain(e: &RedisError, security: &Security) -> String {
             match &security.ca {
                 Some(ca) => format!("{group}.tls.ca = {}", ca.display()),
                 None => "the system's trusted roots (no `tls.ca` set)".to_string(),
+            }
+        ))
+    } else if text.contains("alert") && text.contains("certificaterequired") {
+        Some(format!(
+            "the server requires a client certificate (`tls-auth-clients yes`): set \
+             `{group}.tls.cert` and `{group}.tls.key` to a certificate signed by the CA the \
+             server trusts (`tls-ca-cert-file`)"
+        ))
+    } else if (text.contains("alert") && text.contains("certificate")) || text.contains("unknownca")
+    {
+        let why = if text.contains("expired") {
+            "it has expired (or the clocks disagree)"
+        } else if text.contains("unknownca") {
+            "it is not signed by the CA the server trusts (`tls-ca-cert-file`)"
+        } else {
+            "it is expired, not yet valid or not signed by the CA the server trusts \
+             (`tls-ca-cert-file`)"
+        };
+        Some(format!(
+            "the server refused the client certificate {}: {why}; set `{group}.tls.cert` and \
+             `{group}.tls.key` to a valid certificate of the CA the server trusts",
+            match &security.cert {
+                Some(cert) => format!("`{group}.tls.cert` = {}", cert.display()),
+                None => format!("(none set: `{group}.tls.cert`)"),
             }
         ))
     } else if text.contains("notvalidforname") || text.contains("not valid for name") {

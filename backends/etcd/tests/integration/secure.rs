@@ -325,19 +325,38 @@ async fn plaintext_against_a_tls_port_is_named() {
     case("plain-on-tls", false, |c, _| c.tls = None, &wants).await;
 }
 
+/// One client-certificate case: a member with auth on and `pki` (or a new set), the client
+/// presenting `cert`; the error must name the member, `etcd.tls.cert` and the certificate's
+/// file.
+async fn client_certificate_case(test: &str, pki: Option<Pki>, cert: &ClientCert, wants: &str) {
+    let s = secured(test, pki).await;
+    let mut connection = s.settings.clone();
+    let tls = connection.tls.as_mut().unwrap();
+    tls.cert = Some(cert.cert.clone());
+    tls.key = Some(cert.key.clone());
+    let b = backend(ETCD_LEASE, &endpoints(s.member.tls, connection), test);
+    let (err, took) = first_error(&b).await;
+    let file = cert.cert.display().to_string();
+    let wants = [
+        "refused the client certificate",
+        "etcd.tls.cert",
+        wants,
+        &file,
+    ];
+    let member = format!("127.0.0.1:{}", s.member.tls);
+    assert_clear(&err, took, &member, &wants, &s.password);
+}
+
 /// A client certificate of another CA: the member refuses it; names `etcd.tls.cert`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_certificate_of_another_ca_is_named() {
     let other = test_dir("etcd", "foreign-cert-other");
     let other = Pki::ensure(&other, &["127.0.0.1"]).unwrap();
-    let cert = other.client_cert.display().to_string();
-    let change = |c: &mut Connection, _: &Path| {
-        let tls = c.tls.as_mut().unwrap();
-        tls.cert = Some(other.client_cert.clone());
-        tls.key = Some(other.client_key.clone());
+    let foreign = ClientCert {
+        cert: other.client_cert.clone(),
+        key: other.client_key.clone(),
     };
-    let wants = ["refused the client certificate", "etcd.tls.cert", &cert];
-    case("foreign-cert", false, change, &wants).await;
+    client_certificate_case("foreign-cert", None, &foreign, "signed by the CA").await;
 }
 
 /// An expired client certificate of the right CA: the member refuses it; names
@@ -345,28 +364,8 @@ async fn a_client_certificate_of_another_ca_is_named() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_expired_client_certificate_is_named() {
     let dir = test_dir("etcd", "expired-cert-files");
-    let (pki, expired): (Pki, ClientCert) =
-        Pki::ensure_with_expired_client(&dir, &["127.0.0.1"]).unwrap();
-    let s = secured("expired-cert", Some(pki)).await;
-    let mut connection = s.settings.clone();
-    let tls = connection.tls.as_mut().unwrap();
-    tls.cert = Some(expired.cert.clone());
-    tls.key = Some(expired.key.clone());
-    let b = backend(
-        ETCD_LEASE,
-        &endpoints(s.member.tls, connection),
-        "expired-cert",
-    );
-    let (err, took) = first_error(&b).await;
-    let cert = expired.cert.display().to_string();
-    let wants = ["refused the client certificate", "expired", &cert];
-    assert_clear(
-        &err,
-        took,
-        &format!("127.0.0.1:{}", s.member.tls),
-        &wants,
-        &s.password,
-    );
+    let (pki, expired) = Pki::ensure_with_expired_client(&dir, &["127.0.0.1"]).unwrap();
+    client_certificate_case("expired-cert", Some(pki), &expired, "expired").await;
 }
 
 /// A user whose role lacks the recipes' key range: the pre-run check names the permission and

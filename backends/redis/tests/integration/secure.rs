@@ -9,7 +9,7 @@
 //! for the wrong-port cases only, plaintext on `port`; its only usable user is `lockbench` (the
 //! `default` user is off), with the rules of `lockbench_redis::secure::ACL_RULES`.
 
-use lockbench_certs::Pki;
+use lockbench_certs::{ClientCert, Pki};
 use lockbench_conformance as conformance;
 use lockbench_conformance::secure::{assert_clear, export, free_port, test_dir};
 use lockbench_core::{Backend, ClientId, Connection, Endpoints, KeyId, LockClient, Outcome, Tls};
@@ -395,4 +395,58 @@ async fn a_wrong_password_to_a_sentinel_is_named() {
         "sentinel.password_env",
     ];
     assert_clear(&err, took, &server, &wants, &wrong);
+}
+
+/// One client-certificate case: a server trusting `pki`'s CA, the client presenting `cert`;
+/// the error must name the server, `redis.tls.cert`, the certificate's file and say `wants`.
+async fn client_certificate_case(
+    test: &str,
+    dir: &Path,
+    pki: &Pki,
+    cert: &ClientCert,
+    wants: &str,
+) {
+    let pw = password(test);
+    let server = start(dir, "r", pki, &pw);
+    let var = format!("LB_TEST_SECURE_{}", test.to_uppercase().replace('-', "_"));
+    export(&var, &pw);
+    let mut c = settings(pki, &var);
+    let tls = c.tls.as_mut().unwrap();
+    tls.cert = Some(cert.cert.clone());
+    tls.key = Some(cert.key.clone());
+    let e = endpoints("redis", &[server.tls], c);
+    let b = SetNxBackend::new(&e, &knobs(test), 1, 1, SetMode::Nx).unwrap();
+    let (err, took) = first_error(&b).await;
+    let server = format!("127.0.0.1:{}", server.tls);
+    let file = cert.cert.display().to_string();
+    let wants = [
+        "refused the client certificate",
+        wants,
+        "redis.tls.cert",
+        &file,
+    ];
+    assert_clear(&err, took, &server, &wants, &pw);
+}
+
+/// A client certificate of another CA: the server refuses it; names `redis.tls.cert`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_certificate_of_another_ca_is_named() {
+    let dir = test_dir("redis", "foreign-cert");
+    let pki = Pki::ensure(&dir.join("certs"), &["127.0.0.1"]).unwrap();
+    let other = Pki::ensure(&dir.join("other"), &["127.0.0.1"]).unwrap();
+    let foreign = ClientCert {
+        cert: other.client_cert.clone(),
+        key: other.client_key.clone(),
+    };
+    client_certificate_case("foreign-cert", &dir, &pki, &foreign, "not signed by").await;
+}
+
+/// An expired client certificate of the right CA: the server refuses it; names
+/// `redis.tls.cert` and says it has expired.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expired_client_certificate_is_named() {
+    let dir = test_dir("redis", "expired-cert");
+    let (pki, expired) =
+        Pki::ensure_with_expired_client(&dir.join("certs"), &["127.0.0.1"]).unwrap();
+    client_certificate_case("expired-cert", &dir, &pki, &expired, "expired").await;
 }
