@@ -459,71 +459,55 @@ async fn start_workers(
         holding: holding.clone(),
         broken: Arc::default(),
     };
+    let resource = service.as_ref().map(|s| s.addr());
+    let job_of = |slots: Vec<u32>, endpoints: Endpoints| Job {
+        backend: cx.kind,
+        endpoints,
+        scenario: cx.scenario.clone(),
+        duration: plan.duration,
+        holder: plan.fencing && slots.first() == Some(&0),
+        slots,
+        clock_origin: cx.clock.monotonic_origin(),
+        resource: resource.expect("service when workers"),
+        count_elsewhere: plan.count_across.is_some(),
+        sent_at: None,
+    };
     let mut running: Vec<RunWorker> = Vec::new();
     let mut jobs = std::collections::BTreeMap::new();
+    let mut dialled = None;
     if let Some(spec) = cx.scenario.workers.filter(|s| s.dials_in())
         && !plan.worker_slots.is_empty()
     {
-        let resource = service.as_ref().expect("service when workers").addr();
-        let job_of = |slots: Vec<u32>| Job {
-            backend: cx.kind,
-            endpoints: cx.endpoints.clone(),
-            scenario: cx.scenario.clone(),
-            duration: plan.duration,
-            holder: plan.fencing && slots.first() == Some(&0),
-            slots,
-            clock_origin: cx.clock.monotonic_origin(),
-            resource,
-            count_elsewhere: plan.count_across.is_some(),
-            sent_at: None,
-        };
-        let (running, readmit) = crate::dialled::start(cx, &spec, job_of, &sinks).await?;
-        return Ok(Workers {
-            running,
-            dialled: Some(Arc::new(readmit)),
-            jobs,
-            respawned: Arc::new(std::sync::Mutex::new(Vec::new())),
-            sinks,
-            service,
-            granted: Some(granted),
-            holding,
-        });
-    }
-    for &slot in &plan.worker_slots {
-        let endpoints = match links.as_mut() {
-            Some(p) => p.endpoints_for(&worker_name(slot), cx.endpoints).await?,
-            None => cx.endpoints.clone(),
-        };
-        let job = Job {
-            backend: cx.kind,
-            endpoints,
-            scenario: cx.scenario.clone(),
-            duration: plan.duration,
-            slots: vec![slot],
-            holder: plan.fencing && slot == 0,
-            clock_origin: cx.clock.monotonic_origin(),
-            resource: service.as_ref().expect("service when workers").addr(),
-            count_elsewhere: plan.count_across.is_some(),
-            sent_at: None,
-        };
-        let cmd = cx.env.worker_command(slot).await?;
-        let name = worker_name(slot);
-        let mut worker = WorkerProcess::spawn(name.clone(), cmd, &job, sinks.clone())
-            .await
-            .with_context(|| format!("cannot start worker process {name}"))?;
-        let pid = cx
-            .env
-            .worker_commands()
-            .pid(slot, worker.handle().pid)
-            .await?;
-        let commands = cx.env.worker_commands();
-        worker.set_pid(pid, commands.container(slot), commands.via_docker());
-        running.push(RunWorker::Process(Box::new(worker)));
-        jobs.insert(slot, job);
+        let job_for = |slots: Vec<u32>| job_of(slots, cx.endpoints.clone());
+        let (started, readmit) = crate::dialled::start(cx, &spec, job_for, &sinks).await?;
+        running = started;
+        dialled = Some(Arc::new(readmit));
+    } else {
+        for &slot in &plan.worker_slots {
+            let endpoints = match links.as_mut() {
+                Some(p) => p.endpoints_for(&worker_name(slot), cx.endpoints).await?,
+                None => cx.endpoints.clone(),
+            };
+            let job = job_of(vec![slot], endpoints);
+            let cmd = cx.env.worker_command(slot).await?;
+            let name = worker_name(slot);
+            let mut worker = WorkerProcess::spawn(name.clone(), cmd, &job, sinks.clone())
+                .await
+                .with_context(|| format!("cannot start worker process {name}"))?;
+            let pid = cx
+                .env
+                .worker_commands()
+                .pid(slot, worker.handle().pid)
+                .await?;
+            let commands = cx.env.worker_commands();
+            worker.set_pid(pid, commands.container(slot), commands.via_docker());
+            running.push(RunWorker::Process(Box::new(worker)));
+            jobs.insert(slot, job);
+        }
     }
     Ok(Workers {
         running,
-        dialled: None,
+        dialled,
         jobs,
         respawned: Arc::new(std::sync::Mutex::new(Vec::new())),
         sinks,
