@@ -102,7 +102,11 @@ impl Server {
             .set_redis_settings(redis_settings);
         let client = match &connection.tls {
             None => redis::Client::open(info),
-            Some(tls) => redis::Client::build_with_tls(info, certificates(field, tls)?),
+            Some(tls) => {
+                // redis-rs builds its rustls config from the process default provider.
+                lockbench_core::crypto::install_ring();
+                redis::Client::build_with_tls(info, certificates(field, tls)?)
+            }
         }
         .map_err(|e| bad(&e.to_string()))?;
         Ok(Server {

@@ -61,6 +61,7 @@ impl SecureProbe {
             .collect::<Result<Vec<_>, _>>()
             .with_context(|| pem(cert))?;
         let key = PrivateKeyDer::from_pem_file(key).with_context(|| pem(key))?;
+        lockbench_core::crypto::install_ring();
         let config = rustls::ClientConfig::builder()
             .with_root_certificates(roots)
             .with_client_auth_cert(chain, key)?;

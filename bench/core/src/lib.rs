@@ -37,6 +37,7 @@
 
 pub mod connection;
 pub mod counters;
+pub mod crypto;
 pub mod election;
 pub mod endpoints;
 pub mod erased;
