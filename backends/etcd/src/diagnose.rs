@@ -28,6 +28,7 @@
 
 use crate::access::{Access, host_port};
 use crate::http::{self, Failed};
+use lockbench_core::tls_failure::{self, Refusal, Stage};
 use std::time::Duration;
 
 /// How long a connect may go without success before the members are probed.
@@ -59,10 +60,12 @@ pub(crate) async fn probe(access: &Access, url: &str) -> Option<String> {
     match http::get(access, url, "/health", PROBE_BUDGET).await {
         Ok(answer) => plaintext_answer(access, &answer),
         Err(Failed::Setup(why)) => Some(why),
-        Err(Failed::Connect(_)) => None,
-        Err(Failed::Handshake(e)) => tls_failure(access, &e, true),
-        Err(Failed::Exchange(e)) if access.tls().is_some() => tls_failure(access, &e, false),
-        Err(Failed::Exchange(e)) => match e.kind() {
+        Err(Failed::At(Stage::Connect(_))) => None,
+        Err(Failed::At(Stage::Handshake(e))) => tls_failure(access, &e, true),
+        Err(Failed::At(Stage::Exchange(e))) if access.tls().is_some() => {
+            tls_failure(access, &e, false)
+        }
+        Err(Failed::At(Stage::Exchange(e))) => match e.kind() {
             std::io::ErrorKind::TimedOut => None,
             _ => Some(plain_on_tls(&e.to_string())),
         },
@@ -96,76 +99,47 @@ fn plain_on_tls(said: &str) -> String {
 /// What a failed handshake (`handshake`) or a failure right after it means.
 fn tls_failure(access: &Access, e: &std::io::Error, handshake: bool) -> Option<String> {
     let tls = access.tls()?;
-    let said = match e.get_ref() {
-        Some(inner) => format!("{inner}"),
-        None => e.to_string(),
-    };
-    let debug = e
-        .get_ref()
-        .and_then(|inner| inner.downcast_ref::<rustls::Error>())
-        .map(|r| format!("{r:?}"))
-        .unwrap_or_else(|| format!("{e:?}"));
-    let both = format!("{said} {debug}").to_ascii_lowercase();
+    let (refusal, said) = tls_failure::classify(e, handshake)?;
     let cert = || match (&tls.cert, &tls.key) {
         (Some(c), Some(k)) => format!("etcd.tls.cert = {} (key {})", c.display(), k.display()),
         _ => "no client certificate (`etcd.tls.cert` / `etcd.tls.key` unset)".to_string(),
     };
-    let meaning = if both.contains("unknownissuer") || both.contains("badsignature") {
-        format!(
+    let meaning = match refusal {
+        Refusal::UnknownIssuer => format!(
             "certificate signed by unknown authority: the member's chain does not end at {}; \
              set `etcd.tls.ca` to the CA file that signed the members' certificates",
             match &tls.ca {
                 Some(ca) => format!("etcd.tls.ca = {}", ca.display()),
                 None => "the system's trusted roots (no `etcd.tls.ca` set)".to_string(),
             }
-        )
-    } else if both.contains("notvalidforname") {
-        format!(
+        ),
+        Refusal::NotValidForName => format!(
             "the member's certificate does not name `{}`: set `etcd.tls.server_name` to a name \
              the certificate carries, or write the address with one in `etcd.endpoints`",
             tls.server_name
                 .clone()
                 .unwrap_or_else(|| host_port(&access.urls[0]).to_string())
-        )
-    } else if both.contains("expired") && !both.contains("alert") {
-        "the member's certificate has expired (or the clocks disagree): renew the members' \
-         certificates"
-            .to_string()
-    } else if both.contains("certificaterequired") {
-        format!(
+        ),
+        Refusal::ServerExpired => "the member's certificate has expired (or the clocks \
+                                   disagree): renew the members' certificates"
+            .to_string(),
+        Refusal::CertificateRequired => format!(
             "the member requires a client certificate (`--client-cert-auth`) and got {}: set \
              `etcd.tls.cert` and `etcd.tls.key` to a certificate signed by the CA the members \
              trust (`--trusted-ca-file`)",
             cert()
-        )
-    } else if both.contains("alert") {
-        format!(
+        ),
+        Refusal::ClientRefused => format!(
             "the member refused the client certificate, {}: it is expired, not yet valid or not \
              signed by the CA the members trust (`--trusted-ca-file`); set `etcd.tls.cert` and \
              `etcd.tls.key` to a valid certificate of that CA",
             cert()
-        )
-    } else if both.contains("invalidcontenttype")
-        || both.contains("invalidmessage")
-        || both.contains("corrupt message")
-        || (handshake
-            && matches!(
-                e.kind(),
-                std::io::ErrorKind::UnexpectedEof
-                    | std::io::ErrorKind::ConnectionReset
-                    | std::io::ErrorKind::BrokenPipe
-            ))
-    {
-        "the member does not speak TLS on this port (it answered the TLS handshake in \
-         plaintext, or closed): remove `etcd.tls`, or point `etcd.endpoints` at the members' \
-         TLS client URLs"
-            .to_string()
-    } else if e.kind() == std::io::ErrorKind::TimedOut {
-        return None;
-    } else if handshake {
-        "the TLS handshake failed: check `etcd.tls`".to_string()
-    } else {
-        return None;
+        ),
+        Refusal::NotTls => "the member does not speak TLS on this port (it answered the TLS \
+                            handshake in plaintext, or closed): remove `etcd.tls`, or point \
+                            `etcd.endpoints` at the members' TLS client URLs"
+            .to_string(),
+        Refusal::HandshakeFailed => "the TLS handshake failed: check `etcd.tls`".to_string(),
     };
     Some(format!("{meaning} (client said: {said})"))
 }

@@ -8,6 +8,7 @@
 //! certificate (TLS 1.3 checks it after the client's last handshake message) or a closed port.
 
 use crate::access::{Access, host_port};
+use lockbench_core::tls_failure::{Stage, timed_out};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -17,27 +18,17 @@ use tokio::net::TcpStream;
 pub(crate) enum Failed {
     /// The settings cannot be used (a file unreadable, a bad name); says which.
     Setup(String),
-    /// No TCP connection.
-    Connect(std::io::Error),
-    /// The TLS handshake failed.
-    Handshake(std::io::Error),
-    /// Sending the request or reading the answer failed.
-    Exchange(std::io::Error),
+    /// A stage of the exchange (`lockbench_core::tls_failure::Stage`).
+    At(Stage),
 }
 
 impl std::fmt::Display for Failed {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Failed::Setup(s) => f.write_str(s),
-            Failed::Connect(e) => write!(f, "connect: {e}"),
-            Failed::Handshake(e) => write!(f, "TLS handshake: {e}"),
-            Failed::Exchange(e) => write!(f, "{e}"),
+            Failed::At(stage) => stage.fmt(f),
         }
     }
-}
-
-fn timed_out() -> std::io::Error {
-    std::io::Error::new(std::io::ErrorKind::TimedOut, "no answer in time")
 }
 
 /// The raw answer (status line, headers, body) to `GET path` at member `url`, each stage
@@ -51,8 +42,8 @@ pub(crate) async fn get(
     let authority = host_port(url);
     let tcp = match tokio::time::timeout(budget, TcpStream::connect(authority)).await {
         Ok(Ok(s)) => s,
-        Ok(Err(e)) => return Err(Failed::Connect(e)),
-        Err(_) => return Err(Failed::Connect(timed_out())),
+        Ok(Err(e)) => return Err(Failed::At(Stage::Connect(e))),
+        Err(_) => return Err(Failed::At(Stage::Connect(timed_out()))),
     };
     let _ = tcp.set_nodelay(true);
     let request = format!("GET {path} HTTP/1.0\r\nHost: {authority}\r\n\r\n");
@@ -64,8 +55,8 @@ pub(crate) async fn get(
     let connector = tokio_rustls::TlsConnector::from(config);
     let stream = match tokio::time::timeout(budget, connector.connect(name, tcp)).await {
         Ok(Ok(s)) => s,
-        Ok(Err(e)) => return Err(Failed::Handshake(e)),
-        Err(_) => return Err(Failed::Handshake(timed_out())),
+        Ok(Err(e)) => return Err(Failed::At(Stage::Handshake(e))),
+        Err(_) => return Err(Failed::At(Stage::Handshake(timed_out()))),
     };
     exchange(stream, &request, budget).await
 }
@@ -90,7 +81,7 @@ async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(
     };
     match tokio::time::timeout(budget, talk).await {
         Ok(Ok(r)) => Ok(r),
-        Ok(Err(e)) => Err(Failed::Exchange(e)),
-        Err(_) => Err(Failed::Exchange(timed_out())),
+        Ok(Err(e)) => Err(Failed::At(Stage::Exchange(e))),
+        Err(_) => Err(Failed::At(Stage::Exchange(timed_out()))),
     }
 }

@@ -19,8 +19,10 @@
 //! connected, which is how Curator's test utilities kill a session from outside.
 
 use crate::ZookeeperKnobs;
+use crate::tls::ZkTls;
 use lockbench_core::Endpoints;
 use lockbench_core::traits::BackendError;
+use std::sync::Arc;
 use std::time::Duration;
 use zookeeper_client as zk;
 
@@ -53,6 +55,11 @@ pub(crate) struct Ensemble {
     /// creating session's identities, i.e. that user, may do everything; no one else anything),
     /// else `world:anyone:cdrwa` as before.
     pub(crate) acls: zk::Acls<'static>,
+    /// The group's TLS settings, read once (`crate::tls`); `None`: plaintext.
+    pub(crate) tls: Option<ZkTls>,
+    /// Set once the members' TLS answered as the settings expect (`crate::diagnose`, run
+    /// before the first session under TLS: where `tls.server_name` is checked).
+    pub(crate) tls_checked: Arc<tokio::sync::OnceCell<()>>,
 }
 
 /// The `chroot` of the group's connection settings (`""` for none), checked: an absolute path
@@ -89,6 +96,12 @@ impl Ensemble {
         // the address list: every path the recipes use is then under it, on the server.
         let connection = endpoints.connection(crate::GROUP);
         let chroot = chroot(connection).map_err(BackendError::Config)?;
+        let tls = connection
+            .tls
+            .as_ref()
+            .map(ZkTls::new)
+            .transpose()
+            .map_err(BackendError::Config)?;
         Ok(Ensemble {
             connect_string: format!("{}{chroot}", endpoints.get(crate::GROUP).join(",")),
             members: endpoints.get(crate::GROUP).to_vec(),
@@ -98,6 +111,8 @@ impl Ensemble {
                 None => zk::Acls::anyone_all(),
             },
             connection: connection.clone(),
+            tls,
+            tls_checked: Arc::default(),
         })
     }
 
@@ -125,6 +140,9 @@ impl Ensemble {
                 secrecy::SecretString::from(format!("{user}:{}", password.expose_secret()));
             connector = connector.with_auth("digest", credentials.expose_secret().as_bytes());
         }
+        if let Some(tls) = &self.tls {
+            connector = connector.with_tls(tls.options.clone());
+        }
         Ok(connector)
     }
 
@@ -135,23 +153,51 @@ impl Ensemble {
         }
     }
 
-    /// Opens a new detached session. Fails fast with `Unreachable` naming the address list.
+    /// Opens a new detached session. Fails fast with `Unreachable` naming the address list,
+    /// or the member and the setting to fix when one of them shows it (`crate::diagnose`).
     pub(crate) async fn connect(&self) -> Result<zk::Client, BackendError> {
-        let connecting = self
-            .connector()?
-            .with_detached()
-            .connect(&self.connect_string);
-        match tokio::time::timeout(CONNECT_BUDGET, connecting).await {
-            Ok(Ok(client)) => Ok(client),
-            Ok(Err(e)) => Err(self.unreachable(format!(
+        if self.tls.is_some() {
+            self.tls_checked
+                .get_or_try_init(|| async {
+                    match crate::diagnose::misconfigured(&self.members, self.tls.as_ref()).await {
+                        Some((member, why)) => Err(self.misconfigured(&member, why)),
+                        None => Ok(()),
+                    }
+                })
+                .await?;
+        }
+        let connecting = self.open(self.connector()?.with_detached());
+        let failed = match tokio::time::timeout(CONNECT_BUDGET, connecting).await {
+            Ok(Ok(client)) => return Ok(client),
+            Ok(Err(e)) => format!(
                 "zookeeper: no session: no member answered the session request (each is given \
                  {:?} from connecting; unreachable, refusing, or accepting connections without \
                  answering): {e}",
                 CONNECTION_TIMEOUT.min(self.session_timeout * 2 / 5)
-            ))),
-            Err(_) => Err(self.unreachable(format!(
+            ),
+            Err(_) => format!(
                 "zookeeper: no session within {CONNECT_BUDGET:?} (the session request went unanswered)"
-            ))),
+            ),
+        };
+        match crate::diagnose::misconfigured(&self.members, self.tls.as_ref()).await {
+            Some((member, why)) => Err(self.misconfigured(&member, why)),
+            None => Err(self.unreachable(failed)),
+        }
+    }
+
+    /// Opens a session with `connector`, over TLS when the group speaks it.
+    async fn open(&self, connector: zk::Connector) -> Result<zk::Client, zk::Error> {
+        match self.tls {
+            Some(_) => connector.secure_connect(&self.connect_string).await,
+            None => connector.connect(&self.connect_string).await,
+        }
+    }
+
+    /// `member` answered in a way that shows a setting to fix.
+    fn misconfigured(&self, member: &str, why: String) -> BackendError {
+        BackendError::Unreachable {
+            endpoint: member.to_string(),
+            reason: format!("zookeeper: {why}"),
         }
     }
 }
@@ -187,9 +233,7 @@ async fn close_session(ensemble: &Ensemble, session: zk::SessionInfo) {
         tracing::warn!(session = %id, "zookeeper: cannot re-attach to close the session");
         return;
     };
-    let attached = connector
-        .with_session(session)
-        .connect(&ensemble.connect_string);
+    let attached = ensemble.open(connector.with_session(session));
     match tokio::time::timeout(CONNECT_BUDGET, attached).await {
         Ok(Ok(closer)) => {
             let mut state = closer.state_watcher();

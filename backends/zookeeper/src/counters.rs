@@ -11,10 +11,11 @@
 //! carries every member's `zk_uptime`, which starts again with them, so that a difference
 //! across a rejoin is refused ([`ServerCounters::since`]).
 
+use crate::tls::ZkTls;
 use lockbench_core::{Incarnation, ServerCount, ServerCounters, ServerFanout};
 use std::collections::HashMap;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// What [`ServerCounters::source`] says for ZooKeeper.
 pub(crate) const SOURCE: &str =
@@ -25,10 +26,13 @@ const FOUR_LETTER_TIMEOUT: Duration = Duration::from_secs(2);
 /// Reads and sums `zk_packets_received` over `members`, with each member's `zk_uptime` as its
 /// incarnation: a member that rejoins the ensemble (after a partition, a pause, an election)
 /// makes its statistics anew, so its uptime and counters start again from zero.
-pub(crate) async fn packets_received(members: &[String]) -> Result<ServerCounters, String> {
+pub(crate) async fn packets_received(
+    members: &[String],
+    tls: Option<&ZkTls>,
+) -> Result<ServerCounters, String> {
     let reads = members.iter().enumerate().map(|(i, member)| async move {
         let sent_ms = lockbench_core::time::monotonic_nanos() / 1_000_000;
-        let text = four_letter_word(member, "mntr")
+        let text = four_letter_word(member, "mntr", tls)
             .await
             .map_err(|e| format!("zookeeper mntr on {member}: {e}"))?;
         let read_at_ms = lockbench_core::time::monotonic_nanos() / 1_000_000;
@@ -80,11 +84,14 @@ const WATCH_TRIGGERS: [&str; 4] = [
 /// Each member fires the watches of the sessions connected to it, so the sum over members
 /// counts each notification once. Like every server counter it covers the whole ensemble,
 /// including other users of it.
-pub(crate) async fn watch_notifications(members: &[String]) -> Result<ServerFanout, String> {
+pub(crate) async fn watch_notifications(
+    members: &[String],
+    tls: Option<&ZkTls>,
+) -> Result<ServerFanout, String> {
     let mut notifications = 0;
     let mut watches = 0;
     for member in members {
-        let text = four_letter_word(member, "mntr")
+        let text = four_letter_word(member, "mntr", tls)
             .await
             .map_err(|e| format!("zookeeper mntr on {member}: {e}"))?;
         let value = |name: &str| {
@@ -104,13 +111,13 @@ pub(crate) async fn watch_notifications(members: &[String]) -> Result<ServerFano
 }
 
 /// Packets the ensemble has received from and sent to each session, by session id, from the
-/// `cons` four-letter word of every member. `sent - received` is the number of watch
+/// `cons` four-letter word of every member (plaintext members). `sent - received` is the number of watch
 /// notifications the session was sent (every request gets exactly one reply), which makes it
 /// a per-session server-side count, unaffected by anyone else using the ensemble.
 pub async fn session_packets(members: &[String]) -> Result<HashMap<i64, SessionPackets>, String> {
     let mut sessions = HashMap::new();
     for member in members {
-        let text = four_letter_word(member, "cons")
+        let text = four_letter_word(member, "cons", None)
             .await
             .map_err(|e| format!("zookeeper cons on {member}: {e}"))?;
         for line in text.lines() {
@@ -153,20 +160,50 @@ fn cons_line(line: &str) -> Option<(i64, SessionPackets)> {
 }
 
 /// Sends a four-letter word and returns the whole answer (the server closes the connection
-/// after answering).
-pub(crate) async fn four_letter_word(address: &str, word: &str) -> Result<String, String> {
+/// after answering). With `tls`, over TLS with the group's CA and client certificate: a secure
+/// client port (Netty) answers the words on the TLS connection.
+pub(crate) async fn four_letter_word(
+    address: &str,
+    word: &str,
+    tls: Option<&ZkTls>,
+) -> Result<String, String> {
     let exchange = async {
-        let mut stream = tokio::net::TcpStream::connect(address).await?;
-        stream.write_all(word.as_bytes()).await?;
-        let mut answer = String::new();
-        stream.read_to_string(&mut answer).await?;
-        Ok::<_, std::io::Error>(answer)
+        match tls {
+            None => {
+                let stream = tokio::net::TcpStream::connect(address).await?;
+                ask(stream, word).await
+            }
+            Some(tls) => {
+                let stream = tls
+                    .handshake(address, FOUR_LETTER_TIMEOUT)
+                    .await
+                    .map_err(|e| std::io::Error::other(e.to_string()))?;
+                ask(stream, word).await
+            }
+        }
     };
     match tokio::time::timeout(FOUR_LETTER_TIMEOUT, exchange).await {
         Ok(Ok(answer)) => Ok(answer),
         Ok(Err(e)) => Err(e.to_string()),
         Err(_) => Err(format!("no answer within {FOUR_LETTER_TIMEOUT:?}")),
     }
+}
+
+/// Writes `word` and reads the answer until the server closes the connection.
+pub(crate) async fn ask<S: AsyncRead + AsyncWrite + Unpin>(
+    mut stream: S,
+    word: &str,
+) -> std::io::Result<String> {
+    stream.write_all(word.as_bytes()).await?;
+    stream.flush().await?;
+    let mut answer = Vec::new();
+    match stream.read_to_end(&mut answer).await {
+        Ok(_) => {}
+        // A TLS peer that closes without close_notify after its whole answer.
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof && !answer.is_empty() => {}
+        Err(e) => return Err(e),
+    }
+    Ok(String::from_utf8_lossy(&answer).into_owned())
 }
 
 /// The value of `name` in `mntr` output (`name<TAB>value` lines).

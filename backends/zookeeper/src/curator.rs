@@ -117,7 +117,7 @@ impl Backend for ZkCurator {
     }
 
     async fn server_counters(&self) -> Result<ServerCounters, String> {
-        counters::packets_received(&self.ensemble.members).await
+        counters::packets_received(&self.ensemble.members, self.ensemble.tls.as_ref()).await
     }
 
     /// The library's node names carry no client, so the holder is named by its token, the

@@ -288,7 +288,7 @@ impl Backend for ZkFair {
     }
 
     async fn server_counters(&self) -> Result<ServerCounters, String> {
-        counters::packets_received(&self.ensemble.members).await
+        counters::packets_received(&self.ensemble.members, self.ensemble.tls.as_ref()).await
     }
 
     async fn observe_server(
@@ -313,7 +313,7 @@ impl Backend for ZkFair {
     }
 
     async fn server_fanout(&self) -> Result<Option<ServerFanout>, String> {
-        counters::watch_notifications(&self.ensemble.members)
+        counters::watch_notifications(&self.ensemble.members, self.ensemble.tls.as_ref())
             .await
             .map(Some)
     }

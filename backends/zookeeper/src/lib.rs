@@ -62,6 +62,7 @@
 mod connect;
 mod counters;
 mod curator;
+mod diagnose;
 mod election;
 mod errors;
 mod fair;
@@ -72,6 +73,7 @@ pub mod recipes;
 pub mod secure;
 mod server;
 pub mod system;
+mod tls;
 
 /// The endpoint group ZooKeeper's clients read (`zookeeper = [...]` in an endpoints file).
 pub const GROUP: &str = "zookeeper";

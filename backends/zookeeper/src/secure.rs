@@ -24,21 +24,35 @@ use std::time::Duration;
 use zookeeper_client as zk;
 
 /// Creates `chroot` (an absolute path, each missing ancestor too) on the ensemble at
-/// `connect_string` as digest user `user` with `password`, every created node with ACL
-/// `auth::cdrwa` (that user may do everything under it; no one else anything). An existing
-/// `chroot` gets that ACL (which needs ADMIN on it). This is all a digest user needs on the
-/// server side: ZooKeeper keeps no list of digest users, the identity is in the ACLs.
+/// `connect_string` (over TLS with `tls`' files when set) as digest user `user` with
+/// `password`, every created node with ACL `auth::cdrwa` (that user may do everything under
+/// it; no one else anything). An existing `chroot` gets that ACL (which needs ADMIN on it).
+/// This is all a digest user needs on the server side: ZooKeeper keeps no list of digest
+/// users, the identity is in the ACLs.
 pub async fn set_up(
     connect_string: &str,
+    tls: Option<&lockbench_core::Tls>,
     chroot: &str,
     user: &str,
     password: &SecretString,
 ) -> Result<(), String> {
     let credentials = SecretString::from(format!("{user}:{}", password.expose_secret()));
-    let connecting = zk::Client::connector()
+    let connector = zk::Client::connector()
         .with_session_timeout(Duration::from_secs(4))
-        .with_auth("digest", credentials.expose_secret().as_bytes())
-        .connect(connect_string);
+        .with_auth("digest", credentials.expose_secret().as_bytes());
+    let connecting = async {
+        match tls {
+            Some(tls) => {
+                let tls = crate::tls::ZkTls::new(tls)?;
+                connector
+                    .with_tls(tls.options)
+                    .secure_connect(connect_string)
+                    .await
+            }
+            None => connector.connect(connect_string).await,
+        }
+        .map_err(|e| e.to_string())
+    };
     let client = tokio::time::timeout(Duration::from_secs(5), connecting)
         .await
         .map_err(|_| format!("zookeeper set-up: no session with {connect_string} within 5 s"))?

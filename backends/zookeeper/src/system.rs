@@ -6,6 +6,10 @@ use lockbench_core::knobs::KnobSchema;
 use lockbench_core::launch::{Launch, Site};
 use lockbench_core::{Exchange, Group, Leadership, Probe, ServerSpec, System};
 
+/// The chroot lockbench's user works under on a secure managed cluster (`lockbench up
+/// --secure`), made by [`crate::secure::set_up`].
+pub const SECURE_CHROOT: &str = "/lockbench-secure";
+
 /// The ensemble's group (`zookeeper = [...]` in an endpoints file).
 pub const ZOOKEEPER: Group = Group::listed(crate::GROUP);
 
@@ -37,9 +41,8 @@ impl System for ZooKeeper {
         "zookeeper"
     }
 
-    /// A chroot and a digest user (issue 22; `crate::secure`). Not TLS: the client crate's
-    /// `tls` feature brings rustls's aws-lc provider next to the ring one the other clients
-    /// use (docs/secure-clusters.md says why that is not done).
+    /// TLS (mutual TLS, a server name), a chroot and a digest user (issue 22; `crate::tls`,
+    /// `crate::secure`). The settings' shape only: the files are read when a backend is made.
     fn check_connection(
         &self,
         group: &str,
@@ -48,13 +51,16 @@ impl System for ZooKeeper {
         connection.refuse(
             group,
             "ZooKeeper",
-            &["chroot", "user", "password_env", "password_file"],
+            &["tls", "chroot", "user", "password_env", "password_file"],
         )?;
         if connection.has_password() && connection.user.is_none() {
             return Err(format!(
                 "{group}: a password needs `user` (ZooKeeper's digest identity is \
                  user:password)"
             ));
+        }
+        if let Some(tls) = &connection.tls {
+            crate::tls::check(tls)?;
         }
         crate::connect::chroot(connection).map(|_| ())
     }
@@ -96,10 +102,43 @@ impl System for ZooKeeper {
         server::launch(spec, site)
     }
 
-    /// `secureClientPort` through Netty with client certificates, quorum TLS (`server.rs`);
-    /// no digest users yet, so a client is admitted by its certificate alone.
+    /// `secureClientPort` through Netty with client certificates, quorum TLS (`server.rs`).
     fn secured(&self, _spec: &ServerSpec) -> bool {
         true
+    }
+
+    /// Clients log in as digest user `lockbench` (`addauth digest`), so every node they create
+    /// carries the ACL `auth::cdrwa`: only that user may touch it (`crate::secure`).
+    fn secure_user(&self) -> bool {
+        true
+    }
+
+    /// The user's chroot, [`SECURE_CHROOT`]: a secure run's nodes (creator-only ACLs) never
+    /// sit where a plain run on the same ensemble, after `lockbench up`, must create nodes.
+    fn secure_settings(&self) -> &'static [(&'static str, &'static str)] {
+        &[("chroot", SECURE_CHROOT)]
+    }
+
+    /// [`crate::secure::set_up`]: the chroot, created over TLS as the user with ACL
+    /// `auth::cdrwa` (ZooKeeper keeps no user list: the identity lives in the ACLs).
+    fn set_up_users<'a>(
+        &'a self,
+        endpoints: &'a [String],
+        client: &'a lockbench_core::Connection,
+        secure: &'a lockbench_core::launch::Secure,
+    ) -> Option<lockbench_core::system::UsersSetUp<'a>> {
+        Some(Box::pin(async move {
+            let ensemble = endpoints.join(",");
+            let tls = client.tls.as_ref();
+            crate::secure::set_up(
+                &ensemble,
+                tls,
+                SECURE_CHROOT,
+                &secure.user,
+                &secure.password,
+            )
+            .await
+        }))
     }
 
     fn needs(&self) -> &'static [&'static str] {

@@ -185,6 +185,9 @@ pub fn connection_for(state_dir: &Path, spec: &ServerSpec) -> Option<Connection>
         c.user = None;
         c.password_file = None;
     }
+    for (setting, value) in spec.system.secure_settings() {
+        c.system.insert(setting.to_string(), value.to_string());
+    }
     let group = spec.group.list();
     spec.system.check_connection(group, &c).ok().map(|()| c)
 }
@@ -233,32 +236,24 @@ mod tests {
         let _ = std::fs::remove_dir_all(&state);
     }
 
-    /// Every Redis server (the failover pair's too) and the Sentinels are secured with the
-    /// user; etcd (with the user) and ZooKeeper (certificates only, no user yet) are secured
-    /// exactly when their clients take those settings.
+    /// Every Redis server (the failover pair's too), the Sentinels, etcd and ZooKeeper are
+    /// secured with mutual TLS and the user (ZooKeeper's under its chroot).
     #[test]
     fn which_servers_the_profile_secures() {
         let state = Path::new("/state");
         let of = |name: &str| connection_for(state, crate::by_name(name).unwrap());
-        for name in ["redis", "redlock3", "fo1", "fo2", "sen2"] {
+        for name in ["redis", "redlock3", "fo1", "fo2", "sen2", "etcd1", "zk1"] {
             let c = of(name).unwrap();
             assert!(c.tls.as_ref().is_some_and(|t| t.mutual()), "{name}");
-            assert_eq!(c.user.as_deref(), Some(USER));
+            assert_eq!(c.user.as_deref(), Some(USER), "{name}");
             assert_eq!(c.password_file, Some(state.join("secure/password")));
-        }
-        let tls_only = Connection {
-            tls: connection(state).tls,
-            ..Connection::default()
-        };
-        for name in ["etcd1", "zk1"] {
-            let spec = crate::by_name(name).unwrap();
-            let want = match spec.system.secure_user() {
-                true => connection(state),
-                false => tls_only.clone(),
+            let chroot = c.system.get("chroot").map(String::as_str);
+            let want = if name == "zk1" {
+                Some("/lockbench-secure")
+            } else {
+                None
             };
-            let group = spec.group.list();
-            let client_takes_it = spec.system.check_connection(group, &want).is_ok();
-            assert_eq!(of(name), client_takes_it.then_some(want), "{name}");
+            assert_eq!(chroot, want, "{name}");
         }
     }
 }

@@ -58,6 +58,7 @@ pub mod signal;
 pub mod sweep;
 pub mod system;
 pub mod time;
+pub mod tls_failure;
 pub mod traits;
 pub mod workers;
 

@@ -257,6 +257,13 @@ pub trait System: Send + Sync + 'static {
         false
     }
 
+    /// Settings only this system reads (`Connection::system`) that a secure cluster's clients
+    /// of a [`secured`](Self::secured) group use (ZooKeeper: the `chroot` its
+    /// [`set_up_users`](Self::set_up_users) gives the user); none by default.
+    fn secure_settings(&self) -> &'static [(&'static str, &'static str)] {
+        &[]
+    }
+
     /// On a secure cluster, what creates lockbench's user on a group's servers once they are
     /// up, when their launch cannot (etcd: its role, the user, `root` and `auth enable`):
     /// `endpoints` are the members' secure addresses, `client` the TLS settings to reach them

@@ -61,6 +61,7 @@ fn build(
     s: &Scenario,
     e: &Endpoints,
 ) -> Result<AnyBackend, BackendError> {
+    plain_only(kind, group.list(), e).map_err(BackendError::Config)?;
     let counters = native.and_then(|r| (r.build)(s, e).ok());
     // Keys apart per run, and the same in every process of the run: the knobs carry each
     // system's run-separated key prefixes.
@@ -77,6 +78,33 @@ fn build(
     )?
     .with_observer(observer);
     Ok(AnyBackend::new(b))
+}
+
+/// An adapter hands its library the group's addresses and nothing else (`LOCKBENCH_ENDPOINTS`,
+/// docs/adapter-protocol.md): a group with connection settings (TLS, a user, a chroot; every
+/// group of a secure cluster) would be reached without them, or not at all, so it is refused
+/// before the run, naming the group and what to do.
+fn plain_only(kind: BackendKind, group: &str, e: &Endpoints) -> Result<(), String> {
+    let c = e.connection(group);
+    if c.is_plain() {
+        return Ok(());
+    }
+    let mut set: Vec<&str> = Vec::new();
+    if c.tls.is_some() {
+        set.push("tls");
+    }
+    if c.has_auth() {
+        set.push("user / password");
+    }
+    set.extend(c.system.keys().map(String::as_str));
+    Err(format!(
+        "{kind}: the cluster's `{group}` group has connection settings ({}; a secure \
+         cluster's groups do), and an adapter passes its library only the addresses \
+         (LOCKBENCH_ENDPOINTS), so the library would connect without them: run {kind} against \
+         a plain cluster (`lockbench up` without `--secure`, or a cluster file whose `{group}` \
+         is a bare address list)",
+        set.join(", ")
+    ))
 }
 
 /// The recipe whose server-side observer reads the library's locks (the manifest's
@@ -111,4 +139,32 @@ fn fingerprint(text: &str) -> u64 {
     text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
         (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A secure cluster's group (TLS, a user, a chroot) is refused before the run, naming the
+    /// group and the settings; a bare address list is not.
+    #[test]
+    fn an_adapter_refuses_a_group_with_connection_settings() {
+        let kind = BackendKind::named("lib:kazoo");
+        let plain = Endpoints::from_toml("zookeeper = [\"z:1\"]\n").unwrap();
+        assert_eq!(plain_only(kind, "zookeeper", &plain), Ok(()));
+        let text = "[zookeeper]\nendpoints = [\"z:1\"]\nuser = \"u\"\npassword_env = \"P\"\n\
+                    chroot = \"/team\"\ntls = { ca = \"ca.pem\" }\n";
+        let secure = Endpoints::from_toml(text).unwrap();
+        let err = plain_only(kind, "zookeeper", &secure).unwrap_err();
+        for want in [
+            "lib:kazoo",
+            "`zookeeper`",
+            "tls",
+            "user / password",
+            "chroot",
+            "plain",
+        ] {
+            assert!(err.contains(want), "{want}: {err}");
+        }
+    }
 }

@@ -118,7 +118,7 @@ mod tests {
     }
 
     /// Connection settings reach the group's system: Redis and etcd honour TLS and users,
-    /// ZooKeeper a chroot and a digest user, and a setting a system does not honour is refused naming it (never ignored).
+    /// ZooKeeper TLS (with a CA file), a chroot and a digest user, and a setting a system does not honour is refused naming it (never ignored).
     #[test]
     fn each_system_checks_its_groups_connection_settings() {
         let file = |text: &str| Endpoints::from_toml(text).and_then(|e| check_endpoints(&e));
@@ -126,8 +126,12 @@ mod tests {
             .unwrap();
         file("[zookeeper]\nendpoints = [\"z:1\"]\nchroot = \"/locks\"\n").unwrap();
         file("[zookeeper]\nendpoints = [\"z:1\"]\nuser = \"u\"\npassword_file = \"pw\"\n").unwrap();
+        file(
+            "[zookeeper]\nendpoints = [\"z:1\"]\ntls = { ca = \"ca.pem\", server_name = \"zk\" }\n",
+        )
+        .unwrap();
         let err = file("[zookeeper]\nendpoints = [\"z:1\"]\ntls = {}\n").unwrap_err();
-        assert!(err.contains("zookeeper.tls"), "{err}");
+        assert!(err.contains("zookeeper.tls.ca"), "{err}");
         file("[etcd]\nendpoints = [\"e:1\"]\nuser = \"u\"\npassword_env = \"P\"\ntls = {}\n")
             .unwrap();
         let err = file("[etcd]\nendpoints = [\"e:1\"]\npassword_env = \"P\"\n").unwrap_err();

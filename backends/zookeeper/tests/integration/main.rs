@@ -7,6 +7,8 @@
 
 mod herd;
 mod secure;
+mod standalone;
+mod tls;
 mod zookeeper;
 
 use lockbench_core::Endpoints;

@@ -6,79 +6,16 @@
 //! ensemble runs) on a free loopback port, has `lockbench_zookeeper::secure::set_up` create the
 //! chroot with the user's ACL, and stops the server when it ends.
 
+use crate::standalone::{Server, start};
 use lockbench_conformance as conformance;
-use lockbench_conformance::secure::{TestDir, assert_clear, export, free_port, test_dir};
+use lockbench_conformance::secure::{TestDir, assert_clear, export, test_dir};
 use lockbench_core::{Backend, Connection, Endpoints};
 use lockbench_zookeeper::{ZkCurator, ZkFair, ZookeeperKnobs};
 use secrecy::SecretString;
-use std::path::Path;
-use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 use zookeeper_client as zk;
 
 const CHROOT: &str = "/team";
-
-/// A standalone ZooKeeper, stopped on drop.
-struct Server {
-    child: Child,
-    port: u16,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Starts a standalone server in `dir` and waits until it serves.
-fn start(dir: &Path) -> Server {
-    let port = free_port();
-    let cfg = dir.join("zoo.cfg");
-    std::fs::create_dir_all(dir.join("data")).unwrap();
-    std::fs::write(
-        &cfg,
-        format!(
-            "tickTime=500\nminSessionTimeout=1000\ndataDir={}\nclientPortAddress=127.0.0.1\n\
-             clientPort={port}\nadmin.enableServer=false\n4lw.commands.whitelist=srvr,mntr\n",
-            dir.join("data").display()
-        ),
-    )
-    .unwrap();
-    let log = std::fs::File::create(dir.join("server.log")).unwrap();
-    let child = Command::new("java")
-        .args(["-Xms32m", "-Xmx128m", "-XX:+UseSerialGC"])
-        .args(["-cp", "/usr/share/java/zookeeper.jar"])
-        .arg("org.apache.zookeeper.server.quorum.QuorumPeerMain")
-        .arg(&cfg)
-        .stdout(log.try_clone().unwrap())
-        .stderr(log)
-        .spawn()
-        .expect("java and zookeeper are installed (scripts/install-deps)");
-    let server = Server { child, port };
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let serving = std::net::TcpStream::connect(("127.0.0.1", port))
-            .ok()
-            .and_then(|mut s| {
-                use std::io::{Read, Write};
-                s.write_all(b"srvr").ok()?;
-                let mut answer = String::new();
-                s.read_to_string(&mut answer).ok()?;
-                Some(answer.contains("Mode: standalone"))
-            })
-            .unwrap_or(false);
-        if serving {
-            return server;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "zookeeper did not serve: see {}",
-            dir.join("server.log").display()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
 
 /// A server of test `test` whose chroot [`CHROOT`] only digest user `lockbench` may use, and the
 /// settings a user writes for it (the password exported in a variable of the test's own).
@@ -92,10 +29,10 @@ struct Secured {
 
 async fn secured(test: &str) -> Secured {
     let dir = test_dir("zookeeper", test);
-    let server = start(&dir);
+    let server = start(&dir, None);
     let password = format!("pw-{test}-{}-Xq7", std::process::id());
     let secret = SecretString::from(password.clone());
-    lockbench_zookeeper::secure::set_up(&address(&server), CHROOT, "lockbench", &secret)
+    lockbench_zookeeper::secure::set_up(&address(&server), None, CHROOT, "lockbench", &secret)
         .await
         .unwrap();
     let var = format!(
@@ -118,7 +55,7 @@ async fn secured(test: &str) -> Secured {
 }
 
 fn address(server: &Server) -> String {
-    format!("127.0.0.1:{}", server.port)
+    server.address()
 }
 
 fn endpoints(server: &Server, connection: Connection) -> Endpoints {

@@ -5,9 +5,11 @@
 //! `lockbench run` on the managed cluster uses), and a run with them is safe, records TLS,
 //! mutual TLS and auth, and leaves the password in no file of the run directory, nor in the
 //! cluster file, Redis's and the Sentinels' files or the terminal; the chaos controller's
-//! leader lookups reach the secured etcd members and the Sentinels; the Sentinels fail the
-//! pair over (their votes, the promotion, the old primary rejoining as a replica: all over TLS
-//! with their own users), and `redis-sentinel` follows them to the new primary.
+//! leader lookups reach the secured etcd members, the ZooKeeper ensemble (`srvr` over TLS) and
+//! the Sentinels; the Sentinels fail the pair over (their votes, the promotion, the old primary
+//! rejoining as a replica: all over TLS with their own users), and `redis-sentinel` follows
+//! them to the new primary; zk-fair and zk-curator run over TLS as the digest user under its
+//! chroot; an adapter library, which gets only addresses, is refused before the run.
 //! (etcd 3.4's write-ahead log holds the `user add` request as sent, password
 //! included: etcd's data, not lockbench's, and documented.)
 
@@ -16,6 +18,7 @@ use crate::secure::files_holding;
 use lockbench_chaos::{Reach, Site};
 use lockbench_registry::etcd::system::ETCD;
 use lockbench_registry::redis::system::{FAILOVER, REDIS, SENTINEL};
+use lockbench_registry::zookeeper::system::ZOOKEEPER;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Command;
@@ -24,7 +27,7 @@ use std::time::{Duration, Instant};
 #[test]
 fn a_secure_managed_redis_takes_only_tls_and_its_user_and_a_run_connects_with_them() {
     let dir = common::scratch("secure_up", "run");
-    let groups = [REDIS, ETCD, FAILOVER, SENTINEL];
+    let groups = [REDIS, ETCD, FAILOVER, SENTINEL, ZOOKEEPER];
     let cluster = PrivateCluster::up_secure("sec", "10.85.1.0/24", &dir, &groups);
     let state = cluster.cluster.state_dir().to_path_buf();
     assert!(cluster.cluster.is_secure());
@@ -65,52 +68,82 @@ fn a_secure_managed_redis_takes_only_tls_and_its_user_and_a_run_connects_with_th
         );
     }
 
+    // ZooKeeper: the same TLS files and user, under the chroot the set-up made; its client
+    // port is its TLS port, so a plaintext `srvr` gets no answer.
+    let mut zk = cluster.endpoints.connection("zookeeper").clone();
+    let chroot = zk.system.shift_remove("chroot");
+    assert_eq!(chroot.as_deref(), Some("/lockbench-secure"));
+    assert_eq!(&zk, conn);
+    let srvr = lockbench_core::Exchange {
+        addr: cluster.endpoints.get("zookeeper")[0].clone(),
+        request: b"srvr\n".to_vec(),
+        complete: |_| false,
+    };
+    let plain = cluster.rt.block_on(lockbench_cluster::exchange(&srvr));
+    assert!(
+        !plain
+            .as_ref()
+            .is_ok_and(|r| r.starts_with(b"Zookeeper version")),
+        "{} answered a plaintext srvr: {plain:?}",
+        srvr.addr
+    );
+
     // The chaos controller's leader lookup (a `leader` fault's target) asks each member over
-    // TLS with the client certificate, from inside its host: one etcd member leads.
+    // TLS with the client certificate, from inside its host: one etcd member leads, and one
+    // ZooKeeper member (`srvr` over TLS).
     let site = lockbench_chaos::Managed::new(cluster.cluster.clone());
-    let members = site.servers(ETCD);
-    let leader = cluster
-        .rt
-        .block_on(lockbench_chaos::leader(&site, &members));
-    let leader = leader.expect("the chaos controller finds the secure etcd's leader");
-    assert!(members.iter().any(|m| m.name == leader), "{leader}");
+    for system in [ETCD, ZOOKEEPER] {
+        let members = site.servers(system);
+        let leader = cluster
+            .rt
+            .block_on(lockbench_chaos::leader(&site, &members));
+        let leader = leader.expect("the chaos controller finds the secure ensemble's leader");
+        assert!(members.iter().any(|m| m.name == leader), "{leader}");
+    }
 
     // The Sentinels fail the pair over and `redis-sentinel` follows them (before the run, so
     // the run's redis-sentinel acquires on the promoted primary).
     fail_over(&cluster, &site, password);
 
     let out_dir = dir.join("out");
-    let out = Command::new(env!("CARGO_BIN_EXE_lockbench"))
-        .args([
-            "run",
-            "quick",
-            "--quiet",
-            "--cluster",
-            &cluster.arg,
-            "--out",
-        ])
-        .arg(&out_dir)
-        .args([
-            "--set",
-            "backends=[\"redis-setnx\",\"etcd-lease\",\"redis-sentinel\"]",
-        ])
-        .args(["--set", "duration=2s", "--set", "warmup=0s"])
+    let backends =
+        r#"backends=["redis-setnx","etcd-lease","redis-sentinel","zk-fair","zk-curator"]"#;
+    let out = quick(&cluster.arg, &out_dir, backends, "2s")
         .env("RUST_LOG", "debug")
         .output()
         .expect("run lockbench");
     let said = common::text(&out);
     assert!(out.status.success(), "{said}");
     let r = common::results(&out_dir);
-    for group in ["redis", "etcd", "sentinel"] {
+    for group in ["redis", "etcd", "sentinel", "zookeeper"] {
         for field in ["tls", "mutual_tls", "auth"] {
             assert_eq!(r["connections"][group][field], true, "{group}.{field}: {r}");
         }
     }
-    for backend in ["redis-setnx", "etcd-lease", "redis-sentinel"] {
+    for backend in [
+        "redis-setnx",
+        "etcd-lease",
+        "redis-sentinel",
+        "zk-fair",
+        "zk-curator",
+    ] {
         let res = common::result_of(&r, backend);
         assert!(res["acquisitions"].as_u64().unwrap() > 0, "{res}");
     }
     assert!(cluster.endpoints.get("etcd")[0].starts_with("https://"));
+
+    // An adapter library gets only the addresses: refused before the run, naming the group.
+    let kazoo = r#"backends=["lib:kazoo"]"#;
+    let refused = quick(&cluster.arg, &dir.join("out-kazoo"), kazoo, "1s")
+        .output()
+        .expect("run lockbench");
+    let refusal = common::text(&refused);
+    assert!(!refused.status.success(), "{refusal}");
+    assert!(
+        refusal.contains("lib:kazoo")
+            && refusal.contains("`zookeeper` group has connection settings"),
+        "{refusal}"
+    );
 
     assert!(!said.contains(password), "the terminal shows the password");
     assert_eq!(files_holding(&out_dir, password), Vec::<String>::new());
@@ -191,4 +224,19 @@ fn replication(state: &Path, addr: &str, password: &str) -> String {
         .output()
         .expect("redis-cli is installed (redis-tools)");
     common::text(&out)
+}
+
+/// `lockbench run quick` on `cluster` into `out` with `backends` (a `--set`) for `duration`.
+fn quick(cluster: &str, out: &Path, backends: &str, duration: &str) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_lockbench"));
+    c.args(["run", "quick", "--quiet", "--cluster", cluster, "--out"])
+        .arg(out)
+        .args(["--set", backends])
+        .args([
+            "--set",
+            &format!("duration={duration}"),
+            "--set",
+            "warmup=0s",
+        ]);
+    c
 }
