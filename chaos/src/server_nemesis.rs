@@ -558,9 +558,16 @@ impl<S: Site> ServerNemesis<S> {
                 return (false, format!("{name}: restart FAILED: {e:#}"));
             }
             // Make it a replica at once: Sentinel would, but only ~10 s later, and until then
-            // the pair has two primaries.
+            // the pair has two primaries. The start does not wait for the server to listen, so
+            // ask again until it answers (sent once, it reached no one: its log showed only
+            // Sentinel's REPLICAOF, 10 s later).
             if let Some(new) = promoted.as_deref().and_then(|p| self.spec(p)) {
-                let _ = failover::replicate(&self.site, spec, new).await;
+                let asked = Instant::now();
+                while failover::replicate(&self.site, spec, new).await.is_err()
+                    && asked.elapsed() < Duration::from_secs(5)
+                {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
             }
         }
         let promoted = promoted_note;
