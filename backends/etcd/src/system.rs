@@ -54,13 +54,11 @@ impl System for Etcd {
             "etcd",
             &["tls", "user", "password_env", "password_file"],
         )?;
-        if connection.has_password() && connection.user.is_none() {
-            return Err(format!(
-                "{group}: a password needs `user` (etcd authenticates a user by name and \
-                 password; with mutual TLS and no user, the client certificate's common name \
-                 is the user)"
-            ));
-        }
+        connection.require_user_with_password(
+            group,
+            "etcd authenticates a user by name and password; with mutual TLS and no user, \
+             the client certificate's common name is the user",
+        )?;
         Ok(())
     }
 

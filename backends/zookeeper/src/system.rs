@@ -53,12 +53,8 @@ impl System for ZooKeeper {
             "ZooKeeper",
             &["tls", "chroot", "user", "password_env", "password_file"],
         )?;
-        if connection.has_password() && connection.user.is_none() {
-            return Err(format!(
-                "{group}: a password needs `user` (ZooKeeper's digest identity is \
-                 user:password)"
-            ));
-        }
+        connection
+            .require_user_with_password(group, "ZooKeeper's digest identity is user:password")?;
         if let Some(tls) = &connection.tls {
             crate::tls::check(tls)?;
         }

@@ -214,6 +214,15 @@ impl Connection {
         }
     }
 
+    /// Refuses a password without `user`, for a system that names every login (etcd, ZooKeeper's
+    /// digest); `why` says how that system authenticates, so the error tells the user what to set.
+    pub fn require_user_with_password(&self, group: &str, why: &str) -> Result<(), String> {
+        if self.has_password() && self.user.is_none() {
+            return Err(format!("{group}: a password needs `user` ({why})"));
+        }
+        Ok(())
+    }
+
     /// Fails naming `setting` when this system cannot honour it yet: a setting silently
     /// ignored would measure a different connection than the file asks for.
     pub fn refuse(&self, group: &str, system: &str, allowed: &[&str]) -> Result<(), String> {
@@ -286,6 +295,25 @@ mod tests {
         assert!(
             err.contains("etcd.password_file") && !err.contains("s3cret"),
             "{err}"
+        );
+    }
+
+    #[test]
+    fn a_password_without_a_user_is_refused_where_logins_are_named() {
+        let mut c = with_password_env("LOCKBENCH_TEST_SECRET_UNSET");
+        assert!(c.require_user_with_password("etcd", "why").is_ok());
+        c.user = None;
+        let err = c
+            .require_user_with_password("etcd", "etcd names every login")
+            .unwrap_err();
+        assert!(
+            err.starts_with("etcd: a password needs `user`") && err.contains("names every login"),
+            "{err}"
+        );
+        assert!(
+            Connection::default()
+                .require_user_with_password("etcd", "why")
+                .is_ok()
         );
     }
 
