@@ -171,8 +171,8 @@ fn a_secure_managed_redis_takes_only_tls_and_its_user_and_a_run_connects_with_th
 
 /// Kills the pair's primary (`fo1`, as the chaos controller finds it through the Sentinels over
 /// TLS) and checks that the Sentinels promote `fo2` (their votes and the promotion go over TLS
-/// as their own user), then restarts `fo1` and waits until it is `fo2`'s replica with its link
-/// up (replication over TLS as the replica user): a whole pair again, the other way round.
+/// as their own user), then restarts `fo1` and waits until the pair is whole again: one of
+/// them a replica with its link up (replication over TLS as the replica user).
 fn fail_over(cluster: &PrivateCluster, site: &lockbench_chaos::Managed, password: &str) {
     let pair = site.servers(FAILOVER);
     let primary = || cluster.rt.block_on(lockbench_chaos::leader(site, &pair));
@@ -189,20 +189,28 @@ fn fail_over(cluster: &PrivateCluster, site: &lockbench_chaos::Managed, password
     }
     eprintln!("fo2 promoted {:?} after {killed}", t0.elapsed());
     cluster.rt.block_on(site.start("fo1")).unwrap();
-    let fo1 = site.topology().client_addr(pair[0]);
+    // Whole again: one of the two a replica with its link up. Usually fo1, as fo2's replica;
+    // on a loaded machine the Sentinels have been seen to declare the just-promoted fo2 down
+    // (no answer within down-after's 1 s on their fresh TLS link) and fail back to fo1, which
+    // is as whole a pair.
     let t0 = Instant::now();
+    let state = cluster.cluster.state_dir();
     loop {
-        let info = replication(cluster.cluster.state_dir(), &fo1.to_string(), password);
-        if info.contains("role:slave") && info.contains("master_link_status:up") {
+        let replica = pair.iter().find(|s| {
+            let addr = site.topology().client_addr(s).to_string();
+            let info = replication(state, &addr, password);
+            info.contains("role:slave") && info.contains("master_link_status:up")
+        });
+        if let Some(replica) = replica {
+            eprintln!("{} is a replica after {:?}", replica.name, t0.elapsed());
             break;
         }
         assert!(
             t0.elapsed() < Duration::from_secs(40),
-            "fo1 is not fo2's replica 40 s after its restart:\n{info}"
+            "neither fo1 nor fo2 is a replica with its link up 40 s after fo1's restart"
         );
         std::thread::sleep(Duration::from_millis(500));
     }
-    eprintln!("fo1 rejoined as a replica after {:?}", t0.elapsed());
 }
 
 /// `INFO replication` of the secure server at `addr`, asked with `redis-cli` over TLS with the
