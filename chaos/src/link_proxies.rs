@@ -71,7 +71,12 @@ impl LinkProxies {
     ) -> anyhow::Result<Endpoints> {
         let mut out = endpoints.clone();
         for (server, endpoint) in self.servers.clone() {
-            let listed = endpoints.iter().any(|(_, list)| list.contains(&endpoint));
+            // Compared by address: a secure cluster's clients write `https://` where the
+            // topology says `http://`, and it is the address the proxy stands in for.
+            let addr = host_port(&endpoint);
+            let listed = endpoints
+                .iter()
+                .any(|(_, list)| list.iter().any(|e| host_port(e) == addr));
             if !listed {
                 // Clients never dial it (e.g. the failover pair, found through Sentinel): a
                 // proxy would carry nothing, and a fault on it would claim an effect it has not.
@@ -86,8 +91,8 @@ impl LinkProxies {
             let via = self.proxies[&key].addr().to_string();
             for list in out.lists_mut() {
                 for e in list.iter_mut() {
-                    if *e == endpoint {
-                        *e = e.replacen(host_port(&endpoint), &via, 1);
+                    if host_port(e) == addr {
+                        *e = e.replacen(addr, &via, 1);
                     }
                 }
             }
@@ -127,6 +132,20 @@ mod tests {
         assert_eq!(host_port("http://10.77.0.21:2379"), "10.77.0.21:2379");
         assert_eq!(host_port("127.0.0.1:16379"), "127.0.0.1:16379");
         assert_eq!(host_port("https://h:1/x"), "h:1");
+    }
+
+    /// A secure cluster's clients write `https://` where the topology says `http://`: the
+    /// proxy stands in for the address, so they get it too (their link faults apply).
+    #[tokio::test]
+    async fn an_https_endpoint_of_a_proxied_server_is_rewritten() {
+        let mut p = LinkProxies::new(
+            "127.0.0.1".parse().unwrap(),
+            vec![("etcd1".into(), "http://127.0.0.1:12379".into())],
+        );
+        let e = Endpoints::from_iter([("etcd", vec!["https://127.0.0.1:12379".into()])]);
+        let a = p.endpoints_for("client1", &e).await.unwrap();
+        let via = p.get("client1", "etcd1").expect("a proxy for etcd1").addr();
+        assert_eq!(a.get("etcd")[0], format!("https://{via}"));
     }
 
     #[tokio::test]
