@@ -109,42 +109,7 @@ impl Access {
     /// (for `/metrics` and the diagnosis), without ALPN: the members then answer HTTP/1.
     pub(crate) fn rustls_config(&self) -> Result<Arc<rustls::ClientConfig>, String> {
         let tls = self.tls().cloned().unwrap_or_default();
-        let text = |e: BackendError| e.to_string();
-        let mut roots = rustls::RootCertStore::empty();
-        match &tls.ca {
-            Some(ca) => {
-                let pem = read("ca", ca).map_err(text)?;
-                for cert in pem_certs(&pem) {
-                    roots
-                        .add(cert)
-                        .map_err(|e| format!("etcd.tls.ca: {}: {e}", ca.display()))?;
-                }
-            }
-            None => {
-                for cert in rustls_native_certs::load_native_certs().certs {
-                    let _ = roots.add(cert);
-                }
-            }
-        }
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let builder = rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .map_err(|e| e.to_string())?
-            .with_root_certificates(roots);
-        let config = match (&tls.cert, &tls.key) {
-            (Some(cert), Some(key)) => {
-                use rustls::pki_types::PrivateKeyDer;
-                use rustls::pki_types::pem::PemObject;
-                let chain = pem_certs(&read("cert", cert).map_err(text)?);
-                let key = PrivateKeyDer::from_pem_slice(&read("key", key).map_err(text)?)
-                    .map_err(|e| format!("etcd.tls.key: {}: {e}", key.display()))?;
-                builder
-                    .with_client_auth_cert(chain, key)
-                    .map_err(|e| format!("etcd.tls.cert / etcd.tls.key: {e}"))?
-            }
-            _ => builder.with_no_client_auth(),
-        };
-        Ok(Arc::new(config))
+        lockbench_core::crypto::client_config(crate::GROUP, &tls).map(Arc::new)
     }
 
     /// The name a member's certificate must carry: `tls.server_name`, else the URL's host.
@@ -165,15 +130,6 @@ impl Access {
         rustls::pki_types::ServerName::try_from(name.clone())
             .map_err(|_| format!("etcd.tls.server_name: `{name}` is not a DNS name or IP address"))
     }
-}
-
-/// The certificates in a PEM text.
-fn pem_certs(pem: &[u8]) -> Vec<rustls::pki_types::CertificateDer<'static>> {
-    use rustls::pki_types::CertificateDer;
-    use rustls::pki_types::pem::PemObject;
-    CertificateDer::pem_slice_iter(pem)
-        .filter_map(Result::ok)
-        .collect()
 }
 
 /// Reads the file of setting `etcd.tls.{setting}`.

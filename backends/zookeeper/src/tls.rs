@@ -19,8 +19,7 @@
 
 use lockbench_core::Tls;
 use lockbench_core::tls_failure::{Stage, timed_out};
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use rustls::pki_types::ServerName;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -93,34 +92,12 @@ impl ZkTls {
         let mut options = zk::TlsOptions::new()
             .with_pem_ca(&ca)
             .map_err(|e| bad("ca", ca_path, &e))?;
-        let mut roots = rustls::RootCertStore::empty();
-        for cert in CertificateDer::pem_slice_iter(ca.as_bytes()) {
-            let cert = cert.map_err(|e| bad("ca", ca_path, &e))?;
-            roots.add(cert).map_err(|e| bad("ca", ca_path, &e))?;
+        if let (Some(cert_path), Some(key_path)) = (&tls.cert, &tls.key) {
+            options = options
+                .with_pem_identity(&read("cert", cert_path)?, &read("key", key_path)?)
+                .map_err(|e| bad("cert", cert_path, &e))?;
         }
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let builder = rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .map_err(|e| format!("zookeeper.tls: {e}"))?
-            .with_root_certificates(roots);
-        let own = match (&tls.cert, &tls.key) {
-            (Some(cert_path), Some(key_path)) => {
-                let cert = read("cert", cert_path)?;
-                let key = read("key", key_path)?;
-                options = options
-                    .with_pem_identity(&cert, &key)
-                    .map_err(|e| bad("cert", cert_path, &e))?;
-                let chain = CertificateDer::pem_slice_iter(cert.as_bytes())
-                    .collect::<Result<Vec<_>, _>>()
-                    .map_err(|e| bad("cert", cert_path, &e))?;
-                let key = PrivateKeyDer::from_pem_slice(key.as_bytes())
-                    .map_err(|e| bad("key", key_path, &e))?;
-                builder
-                    .with_client_auth_cert(chain, key)
-                    .map_err(|e| bad("key", key_path, &e))?
-            }
-            _ => builder.with_no_client_auth(),
-        };
+        let own = lockbench_core::crypto::client_config("zookeeper", tls)?;
         if tls.server_name.is_some() {
             // SAFETY (of the session's TLS, not of memory): the crate would check the
             // certificate against the address's host; lockbench checks it against the server

@@ -7,8 +7,7 @@
 
 use anyhow::{Context, anyhow, bail};
 use lockbench_core::{Exchange, System};
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use rustls::pki_types::ServerName;
 use secrecy::{ExposeSecret, SecretString};
 use std::path::Path;
 use std::sync::Arc;
@@ -51,20 +50,14 @@ impl SecureProbe {
         password: SecretString,
         admin_password: SecretString,
     ) -> anyhow::Result<SecureProbe> {
-        let pem = |p: &Path| format!("cannot read {}", p.display());
-        let mut roots = rustls::RootCertStore::empty();
-        for c in CertificateDer::pem_file_iter(ca).with_context(|| pem(ca))? {
-            roots.add(c.with_context(|| pem(ca))?)?;
-        }
-        let chain = CertificateDer::pem_file_iter(cert)
-            .with_context(|| pem(cert))?
-            .collect::<Result<Vec<_>, _>>()
-            .with_context(|| pem(cert))?;
-        let key = PrivateKeyDer::from_pem_file(key).with_context(|| pem(key))?;
-        lockbench_core::crypto::install_ring();
-        let config = rustls::ClientConfig::builder()
-            .with_root_certificates(roots)
-            .with_client_auth_cert(chain, key)?;
+        let tls = lockbench_core::Tls {
+            ca: Some(ca.into()),
+            cert: Some(cert.into()),
+            key: Some(key.into()),
+            server_name: None,
+        };
+        let config =
+            lockbench_core::crypto::client_config("secure", &tls).map_err(|e| anyhow!(e))?;
         Ok(SecureProbe {
             tls: tokio_rustls::TlsConnector::from(Arc::new(config)),
             user: user.into(),
