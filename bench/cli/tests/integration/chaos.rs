@@ -448,39 +448,7 @@ at = "5s"
 duration = "1s"
 "#,
     );
-    assert!(out.status.success(), "{}", text(&out));
-    let h = history(&run, "etcd-lease");
-    let find = |fault: &str, phase: &str| {
-        h.iter()
-            .find(|e| e["type"] == "nemesis" && e["fault"] == fault && e["phase"] == phase)
-            .unwrap_or_else(|| panic!("no {fault} {phase} in the history\n{}", text(&out)))
-    };
-    let killed = find("kill", "start");
-    let restarted = find("kill", "stop");
-    assert_eq!(killed["applied"], true, "{killed}");
-    assert_eq!(restarted["applied"], true, "{restarted}");
-    assert!(
-        restarted["note"].as_str().unwrap().contains("restarted"),
-        "{restarted}"
-    );
-    let paused = find("pause", "start");
-    assert_eq!(
-        paused["applied"], true,
-        "the pause after the restart: {paused}"
-    );
-    // Slot 0 (client1) gets the lock again after its restart.
-    let t = restarted["t"].as_u64().unwrap();
-    let regained = h.iter().any(|e| {
-        e["f"] == "acquire"
-            && e["type"] == "ok"
-            && e["client"].as_u64().unwrap() % 2 == 0
-            && e["t"].as_u64().unwrap() > t
-    });
-    assert!(
-        regained,
-        "the restarted client1 never acquired\n{}",
-        text(&out)
-    );
+    common::check_kill_restarted(&out, &run, "etcd-lease", "restarted");
     assert!(
         wait_until_gone(&tag, Duration::from_secs(10)).is_empty(),
         "worker processes left behind"

@@ -243,3 +243,46 @@ pub fn scenario_run(dir: &Path, tag: &str, toml: &str) -> (Output, PathBuf) {
         .expect("run lockbench");
     (out, out_dir)
 }
+
+/// What a run that kills `client1` at 1 s and pauses it at 5 s must show: the run succeeded,
+/// the kill applied and `client1` restarted (the note names `restarted_as`), the later pause
+/// applied to the successor, and slot 0 (client1, of two) granted again after the restart.
+/// Returns `backend`'s history.
+pub(crate) fn check_kill_restarted(
+    out: &std::process::Output,
+    run: &std::path::Path,
+    backend: &str,
+    restarted_as: &str,
+) -> Vec<serde_json::Value> {
+    let said = text(out);
+    assert!(out.status.success(), "{said}");
+    let h = history(run, backend);
+    let find = |fault: &str, phase: &str| {
+        h.iter()
+            .find(|e| e["type"] == "nemesis" && e["fault"] == fault && e["phase"] == phase)
+            .unwrap_or_else(|| panic!("no {fault} {phase} in the history\n{said}"))
+            .clone()
+    };
+    let (killed, restarted) = (find("kill", "start"), find("kill", "stop"));
+    assert_eq!(killed["applied"], true, "{killed}");
+    assert_eq!(restarted["applied"], true, "{restarted}\n{said}");
+    let note = restarted["note"].as_str().unwrap();
+    assert!(
+        note.contains("restarted") && note.contains(restarted_as),
+        "{restarted}"
+    );
+    let paused = find("pause", "start");
+    assert_eq!(
+        paused["applied"], true,
+        "the pause after the restart: {paused}"
+    );
+    let t = restarted["t"].as_u64().unwrap();
+    let regained = h.iter().any(|e| {
+        e["f"] == "acquire"
+            && e["type"] == "ok"
+            && e["client"].as_u64().unwrap() % 2 == 0
+            && e["t"].as_u64().unwrap() > t
+    });
+    assert!(regained, "the restarted client1 never acquired\n{said}");
+    h
+}

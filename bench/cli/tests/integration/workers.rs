@@ -178,45 +178,15 @@ duration = "1s"
     )
 }
 
-/// What a run of [`kill_scenario`] must show: the kill applied and `client1` restarted (the
-/// note names `restarted_as`), the later pause applied to the successor, slot 0 granted again
-/// after the restart, a safe verdict, and two clock entries for `client1` (the dead process's
-/// and its successor's, probed afresh). Returns the history.
+/// What a run of [`kill_scenario`] must show: what [`crate::common::check_kill_restarted`]
+/// checks, a safe verdict, and two clock entries for `client1` (the dead process's and its
+/// successor's, probed afresh). Returns the history.
 pub(crate) fn check_restarted(
     out: &std::process::Output,
     run: &std::path::Path,
     restarted_as: &str,
 ) -> Vec<serde_json::Value> {
-    let said = text(out);
-    assert!(out.status.success(), "{said}");
-    let h = crate::common::history(run, "etcd-lease");
-    let find = |fault: &str, phase: &str| {
-        h.iter()
-            .find(|e| e["type"] == "nemesis" && e["fault"] == fault && e["phase"] == phase)
-            .unwrap_or_else(|| panic!("no {fault} {phase} in the history\n{said}"))
-            .clone()
-    };
-    let (killed, restarted) = (find("kill", "start"), find("kill", "stop"));
-    assert_eq!(killed["applied"], true, "{killed}");
-    assert_eq!(restarted["applied"], true, "{restarted}\n{said}");
-    let note = restarted["note"].as_str().unwrap();
-    assert!(
-        note.contains("restarted") && note.contains(restarted_as),
-        "{restarted}"
-    );
-    let paused = find("pause", "start");
-    assert_eq!(
-        paused["applied"], true,
-        "the pause after the restart: {paused}"
-    );
-    let t = restarted["t"].as_u64().unwrap();
-    let regained = h.iter().any(|e| {
-        e["f"] == "acquire"
-            && e["type"] == "ok"
-            && e["client"].as_u64().unwrap() % 2 == 0
-            && e["t"].as_u64().unwrap() > t
-    });
-    assert!(regained, "the restarted client1 never acquired\n{said}");
+    let h = crate::common::check_kill_restarted(out, run, "etcd-lease", restarted_as);
     let r = results(run);
     let b = result_of(&r, "etcd-lease");
     assert_eq!(b["safety"]["verdict"], "valid", "{b}");
