@@ -294,6 +294,8 @@ async fn client_loop<B: Backend>(
     let mut stop = shared.control.stop.subscribe();
     let mut generation = 0u32;
     let mut id = ClientId(slot);
+    // Exclusive grants of `id` so far: a write names the one it is made under (`Op::grant`).
+    let mut grants = 0u32;
 
     loop {
         if *stop.borrow() {
@@ -362,6 +364,9 @@ async fn client_loop<B: Backend>(
             }
             Some(Ok(Outcome::Ok(grant))) => {
                 rec.complete(done, id, f, key, OpType::Ok, grant.token, None);
+                if !shared_mode {
+                    grants += 1;
+                }
                 let measured = intended >= shared.measure_start && done <= shared.measure_end;
                 rec.granted(measured, intended, sent, done);
                 shared.control.progress[slot as usize]
@@ -389,15 +394,19 @@ async fn client_loop<B: Backend>(
                 if shared_mode {
                     // A reader: shared holders never write to the protected resource.
                 } else if resource.records_itself() {
-                    if let Err(e) = resource.write(key, grant.token, id).await {
+                    if let Err(e) = resource.write(key, grant.token, id, grants).await {
                         tracing::warn!(client = %id, error = %e, "resource service write failed");
                     }
                 } else {
                     // Invoked and completed around the resource's decision: the interval the
                     // fencing audit orders writes by.
-                    rec.push(Op::invoke(clock.now(), id, OpF::Write, key));
-                    if let Ok(verdict) = resource.write(key, grant.token, id).await {
-                        rec.push(verdict.op(clock.now(), id, key, grant.token));
+                    let mut invoked = Op::invoke(clock.now(), id, OpF::Write, key);
+                    invoked.grant = Some(grants);
+                    rec.push(invoked);
+                    if let Ok(verdict) = resource.write(key, grant.token, id, grants).await {
+                        let mut done = verdict.op(clock.now(), id, key, grant.token);
+                        done.grant = Some(grants);
+                        rec.push(done);
                     }
                 }
 
@@ -453,6 +462,7 @@ async fn client_loop<B: Backend>(
         if retire {
             generation += 1;
             id = ClientId(slot + generation * workload.clients);
+            grants = 0;
             let Some(fresh) = reconnect(&shared, id, &mut stop).await else {
                 break;
             };

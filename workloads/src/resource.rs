@@ -7,9 +7,11 @@
 //! Clients inside the coordinator write to it directly (no IPC on the hot path). Clients in
 //! worker processes (which a fault can pause or cut off) reach it as a service: a
 //! [`ResourceService`] in the coordinator listens on TCP (the bridge address when client hosts
-//! exist, else loopback) and speaks one line per write, `W <key> <token|-> <client>` answered
-//! by `A <stale>` (accepted) or `R <stale>` (rejected), `<stale>` being `1`, `0` or `-` (no
-//! token). The service, not the worker, records the `write` op in the history, on the run's
+//! exist, else loopback) and speaks one line per write, `W <key> <token|-> <client> <grant>`
+//! answered by `A <stale>` (accepted) or `R <stale>` (rejected), `<stale>` being `1`, `0` or
+//! `-` (no token); `<grant>` says which of the client's grants it holds (1 for its first), so
+//! the history pairs the write with its grant though the two are stamped on different clocks
+//! (`Op::grant`). The service, not the worker, records the `write` op in the history, on the run's
 //! clock, at the moment the resource decided: it is the resource's view that counts, and a
 //! worker killed right after writing cannot lose it.
 
@@ -165,15 +167,18 @@ async fn serve_conn(
     let (read, mut write) = conn.into_split();
     let mut lines = BufReader::new(read).lines();
     while let Ok(Some(line)) = lines.next_line().await {
-        let Some((key, token, client)) = parse_write(&line) else {
+        let Some((key, token, client, grant)) = parse_write(&line) else {
             let _ = write.write_all(b"E bad request\n").await;
             continue;
         };
         // The write spans [arrival, decision recorded]: the fencing audit orders writes by
         // these intervals, not by the resource's word.
-        let invoked = Op::invoke(clock.now(), client, OpF::Write, key);
+        let mut invoked = Op::invoke(clock.now(), client, OpF::Write, key);
+        invoked.grant = grant;
         let verdict = resource.write(key, token);
-        let _ = history.send(vec![invoked, verdict.op(clock.now(), client, key, token)]);
+        let mut done = verdict.op(clock.now(), client, key, token);
+        done.grant = grant;
+        let _ = history.send(vec![invoked, done]);
         let reply: &[u8] = match (verdict.accepted, verdict.stale) {
             (true, Some(true)) => b"A 1\n",
             (true, Some(false)) => b"A 0\n",
@@ -187,7 +192,8 @@ async fn serve_conn(
     }
 }
 
-fn parse_write(line: &str) -> Option<(KeyId, Option<FencingToken>, ClientId)> {
+/// A write line's key, token, client and (when said) the client's grant.
+fn parse_write(line: &str) -> Option<(KeyId, Option<FencingToken>, ClientId, Option<u32>)> {
     let mut parts = line.split_ascii_whitespace();
     if parts.next()? != "W" {
         return None;
@@ -198,7 +204,11 @@ fn parse_write(line: &str) -> Option<(KeyId, Option<FencingToken>, ClientId)> {
         t => Some(FencingToken(t.parse().ok()?)),
     };
     let client = ClientId(parts.next()?.parse().ok()?);
-    Some((key, token, client))
+    let grant = match parts.next() {
+        Some(g) => Some(g.parse().ok()?),
+        None => None,
+    };
+    Some((key, token, client, grant))
 }
 
 /// How long a worker waits for the service's answer to one write. A worker cut off by a
@@ -233,19 +243,20 @@ impl ResourceConn {
         matches!(self, ResourceConn::Remote { .. })
     }
 
-    /// Writes `token` to `key` as `client`.
+    /// Writes `token` to `key` as `client`, holding the client's `grant`-th grant.
     pub async fn write(
         &mut self,
         key: KeyId,
         token: Option<FencingToken>,
         client: ClientId,
+        grant: u32,
     ) -> io::Result<WriteVerdict> {
         match self {
             ResourceConn::Local(r) => Ok(r.write(key, token)),
             ResourceConn::Remote { addr, conn } => {
                 let result = tokio::time::timeout(
                     REMOTE_WRITE_TIMEOUT,
-                    remote_write(addr, conn, key, token, client),
+                    remote_write(addr, conn, key, token, (client, grant)),
                 )
                 .await
                 .unwrap_or_else(|_| {
@@ -268,7 +279,7 @@ async fn remote_write(
     conn: &mut Option<BufReader<TcpStream>>,
     key: KeyId,
     token: Option<FencingToken>,
-    client: ClientId,
+    (client, grant): (ClientId, u32),
 ) -> io::Result<WriteVerdict> {
     if conn.is_none() {
         let c = TcpStream::connect(*addr).await?;
@@ -277,8 +288,8 @@ async fn remote_write(
     }
     let c = conn.as_mut().expect("connected above");
     let line = match token {
-        Some(FencingToken(t)) => format!("W {} {t} {}\n", key.0, client.0),
-        None => format!("W {} - {}\n", key.0, client.0),
+        Some(FencingToken(t)) => format!("W {} {t} {} {grant}\n", key.0, client.0),
+        None => format!("W {} - {} {grant}\n", key.0, client.0),
     };
     c.get_mut().write_all(line.as_bytes()).await?;
     let mut reply = String::new();
@@ -323,11 +334,11 @@ mod tests {
             .unwrap();
         let mut conn = ResourceConn::remote(service.addr());
         let t = |n| Some(FencingToken(n));
-        let v = conn.write(KeyId(0), t(5), ClientId(1)).await.unwrap();
+        let v = conn.write(KeyId(0), t(5), ClientId(1), 1).await.unwrap();
         assert!(v.accepted && v.stale == Some(false));
-        let v = conn.write(KeyId(0), t(3), ClientId(2)).await.unwrap();
+        let v = conn.write(KeyId(0), t(3), ClientId(2), 1).await.unwrap();
         assert!(!v.accepted && v.stale == Some(true));
-        let v = conn.write(KeyId(0), None, ClientId(2)).await.unwrap();
+        let v = conn.write(KeyId(0), None, ClientId(2), 2).await.unwrap();
         assert!(v.accepted && v.stale.is_none());
         let mut all = Vec::new();
         while all.len() < 6 {
@@ -346,6 +357,9 @@ mod tests {
         assert_eq!(ops[1].ty, OpType::Fail);
         assert_eq!(ops[1].client, ClientId(2));
         assert_eq!(ops[1].stale, Some(true));
+        // Each write names the grant its writer held.
+        let grants: Vec<_> = ops.iter().map(|o| o.grant).collect();
+        assert_eq!(grants, [Some(1), Some(1), Some(2)]);
         assert!(conn.records_itself());
     }
 

@@ -230,6 +230,7 @@ async fn a_wrong_secret_is_refused_and_its_ops_never_reach_the_history() {
         token: None,
         error: None,
         stale: None,
+        grant: None,
     }]);
     let mut raw = tokio::net::TcpStream::connect(addr).await.unwrap();
     let mut line = serde_json::to_vec(&forged).unwrap();

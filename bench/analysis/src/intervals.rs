@@ -13,9 +13,12 @@
 //!   is before the earliest possible end of the other, *ambiguous* when they overlap for some
 //!   choice of points but not all, and not counted otherwise;
 //! - a **write after the lock was lost** (`crate::lost`'s rule: another client was granted
-//!   the key after the writer's own latest grant and before its write) is *certain* when
-//!   another's grant lies after the writer's grant and before the write at every point,
-//!   *ambiguous* when only at some;
+//!   the key after the writer's own grant and before its write) is *certain* when another's
+//!   grant lies after the writer's grant and before the write at every point, *ambiguous*
+//!   when only at some. The writer's grant is the one the write names (`Op::grant`, the
+//!   writer's count of its grants): by times alone a write just before a re-grant whose
+//!   mapped time is uncertain could be either grant's. Only a write that names none (an older
+//!   history) is paired by times: with its client's latest grant that may precede it;
 //! - a **stale write** is judged by the resource from the tokens it has seen, in its own
 //!   order, on its own clock: certain whatever the workers' clocks (none is ambiguous);
 //! - a **lost-while-held episode** (server-side truth) by [`crate::truth_intervals`], which
@@ -128,6 +131,8 @@ pub fn judge(ops: &[Op], bounds: &ClockBounds) -> IntervalJudgement {
     let mut holds: HashMap<KeyId, Vec<Hold>> = HashMap::new();
     // Per key, every grant: who, and when.
     let mut grants: HashMap<KeyId, Vec<(ClientId, Span)>> = HashMap::new();
+    // Per client, its grants in its own order (what a write's `grant` counts).
+    let mut by_client: HashMap<ClientId, Vec<(KeyId, Span)>> = HashMap::new();
     // Judged once every grant is known: the writer's own grant may sort after its write (its
     // mapped time is a midpoint, off by up to the bound), and must still count as its own.
     let mut writes: Vec<(&Op, Span)> = Vec::new();
@@ -137,6 +142,7 @@ pub fn judge(ops: &[Op], bounds: &ClockBounds) -> IntervalJudgement {
             (OpF::Acquire, OpType::Ok) => {
                 open.insert((op.client, op.key), at);
                 grants.entry(op.key).or_default().push((op.client, at));
+                by_client.entry(op.client).or_default().push((op.key, at));
             }
             (OpF::Release, OpType::Invoke) => {
                 if let Some(from) = open.remove(&(op.client, op.key)) {
@@ -157,7 +163,12 @@ pub fn judge(ops: &[Op], bounds: &ClockBounds) -> IntervalJudgement {
         }
     }
     for (op, at) in writes {
-        let (certain, possible) = lost_write(op, at, grants.get(&op.key));
+        let named = op
+            .grant
+            .and_then(|k| by_client.get(&op.client)?.get((k as usize).checked_sub(1)?))
+            .filter(|(key, _)| *key == op.key)
+            .map(|(_, g)| *g);
+        let (certain, possible) = lost_write(op, at, named, grants.get(&op.key));
         out.lost_writes_certain += u64::from(certain);
         out.lost_writes_ambiguous += u64::from(possible && !certain);
     }
@@ -206,18 +217,25 @@ fn overlaps(holds: &mut [Hold]) -> (u64, u64) {
 }
 
 /// Whether write `op` at `at` (exact) certainly, and possibly, came after another client's
-/// grant that followed the writer's own latest grant (`grants`: the key's grants so far).
-fn lost_write(op: &Op, at: Span, grants: Option<&Vec<(ClientId, Span)>>) -> (bool, bool) {
+/// grant that followed the writer's own grant: `named`, the one the write names, else its
+/// latest that may precede the write (`grants`: the key's grants).
+fn lost_write(
+    op: &Op,
+    at: Span,
+    named: Option<Span>,
+    grants: Option<&Vec<(ClientId, Span)>>,
+) -> (bool, bool) {
     let Some(grants) = grants else {
         return (false, false);
     };
-    // The writer's own latest grant that may precede the write.
-    let Some(own) = grants
-        .iter()
-        .rev()
-        .find(|(c, g)| *c == op.client && g.lo <= at.hi)
-        .map(|(_, g)| *g)
-    else {
+    let latest = || {
+        grants
+            .iter()
+            .rev()
+            .find(|(c, g)| *c == op.client && g.lo <= at.hi)
+            .map(|(_, g)| *g)
+    };
+    let Some(own) = named.or_else(latest) else {
         return (false, false);
     };
     let (mut certain, mut possible) = (false, false);
@@ -246,6 +264,7 @@ mod tests {
             token: None,
             error: None,
             stale: None,
+            grant: None,
         }
     }
 
@@ -333,6 +352,43 @@ mod tests {
             op(300, 1, OpType::Ok, OpF::Acquire),
         ];
         let j = judge(&ops, &bounds(&[(1, 10)]));
+        assert_eq!((j.lost_writes_certain, j.lost_writes_ambiguous), (0, 0));
+        // Named as the second grant's, the same.
+        let mut named = ops.clone();
+        named[4].grant = Some(2);
+        let j = judge(&named, &bounds(&[(1, 10)]));
+        assert_eq!((j.lost_writes_certain, j.lost_writes_ambiguous), (0, 0));
+    }
+
+    /// Kleppmann's pause on a Swarm task (the history of a `run fencing --workers swarm:1`,
+    /// Redlock): the holder, client 0, on a clock known to ±100 ms, granted at 100 ms, paused
+    /// 2 s; its lease expired and client 1 (exact) was granted at 1109 ms; the holder's write
+    /// at 2101 ms, its release, and its next grant at 2126 ms, 25 ms after the write, within
+    /// the bound. By times alone the write could be the second grant's, and no lost write is
+    /// seen; the write names its grant, the first, and client 1's grant surely lies between.
+    #[test]
+    fn a_write_is_paired_with_the_grant_it_names_not_the_nearest_in_time() {
+        let mut write = op(2101, 0, OpType::Ok, OpF::Write);
+        write.grant = Some(1);
+        let ops = vec![
+            op(100, 0, OpType::Ok, OpF::Acquire),
+            op(1109, 1, OpType::Ok, OpF::Acquire),
+            op(1200, 1, OpType::Invoke, OpF::Release),
+            write,
+            op(2103, 0, OpType::Invoke, OpF::Release),
+            op(2126, 0, OpType::Ok, OpF::Acquire),
+        ];
+        let j = judge(&ops, &bounds(&[(0, 100)]));
+        assert_eq!((j.lost_writes_certain, j.lost_writes_ambiguous), (1, 0));
+        // Unnamed (an older history), it is paired with the nearest grant that may precede it.
+        let mut unnamed = ops.clone();
+        unnamed[3].grant = None;
+        let j = judge(&unnamed, &bounds(&[(0, 100)]));
+        assert_eq!((j.lost_writes_certain, j.lost_writes_ambiguous), (0, 0));
+        // A name that matches no grant of the writer's on that key falls back the same way.
+        let mut wrong = ops.clone();
+        wrong[3].grant = Some(7);
+        let j = judge(&wrong, &bounds(&[(0, 100)]));
         assert_eq!((j.lost_writes_certain, j.lost_writes_ambiguous), (0, 0));
     }
 }

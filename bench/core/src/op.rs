@@ -160,6 +160,13 @@ pub struct Op {
     /// stale), whatever it then did with it. `None` when the write carried no token.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stale: Option<bool>,
+    /// For a `write`: which of its client's grants the writer held (its `acquire` `ok`s
+    /// counted from 1 in the client's own order), as the writer said. A worker's write is
+    /// stamped on the resource's clock and its grant on the worker's, so their times alone
+    /// cannot pair them when the worker's clock is uncertain (`lockbench_analysis::intervals`);
+    /// the writer knows. `None` in histories written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grant: Option<u32>,
 }
 
 impl OpType {
@@ -248,6 +255,10 @@ impl Op {
                 b",\"stale\":false"
             });
         }
+        if let Some(grant) = self.grant {
+            out.extend_from_slice(b",\"grant\":");
+            out.extend_from_slice(num.format(grant).as_bytes());
+        }
         out.extend_from_slice(b"}\n");
     }
 
@@ -262,6 +273,7 @@ impl Op {
             token: None,
             error: None,
             stale: None,
+            grant: None,
         }
     }
 
@@ -284,6 +296,7 @@ impl Op {
             token,
             error,
             stale: None,
+            grant: None,
         }
     }
 }

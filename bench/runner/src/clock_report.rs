@@ -378,6 +378,7 @@ mod tests {
             token: Some(FencingToken(token)),
             error: None,
             stale: None,
+            grant: None,
         }
     }
 

@@ -137,6 +137,16 @@ async fn pause_holder(
             _ = stop.wait_for(|s| *s) => break,
         };
         let stopped = holder.signal(Signal::SIGSTOP);
+        if stopped.is_err() && run_ends_within(&mut stop, RUN_END_GRACE).await {
+            // The holder's worker ended its run on its own clock (a client container's worker
+            // exits and its container goes with it) as this grant came: nothing was paused,
+            // and the run is over, so there is no fault window to record.
+            tracing::info!(
+                holder = %holder.name,
+                "the last grant came as the run ended: its holder was not paused"
+            );
+            break;
+        }
         let token = g
             .token
             .map(|t| t.0.to_string())
@@ -182,6 +192,18 @@ async fn pause_holder(
     // Never leave the holder stopped.
     let _ = holder.signal(Signal::SIGCONT);
     pauses
+}
+
+/// How long after a failed SIGSTOP the run's end may come for the failure to be the run's end
+/// (the holder's worker gone with it), not a fault that could not be applied.
+const RUN_END_GRACE: Duration = Duration::from_secs(1);
+
+/// Whether the run's stop flag is set within `grace`.
+async fn run_ends_within(stop: &mut watch::Receiver<bool>, grace: Duration) -> bool {
+    matches!(
+        tokio::time::timeout(grace, stop.wait_for(|s| *s)).await,
+        Ok(Ok(_))
+    )
 }
 
 /// Applies the schedule's steps at their times, then heals everything.

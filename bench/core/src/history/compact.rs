@@ -90,6 +90,8 @@ struct Wire<'a> {
     error: Option<ErrorKind>,
     #[serde(default)]
     stale: Option<bool>,
+    #[serde(default)]
+    grant: Option<u32>,
 }
 
 impl Chain {
@@ -136,6 +138,7 @@ impl Chain {
             token,
             error: w.error,
             stale: w.stale,
+            grant: w.grant,
         };
         Ok((w.backend, op))
     }
@@ -191,6 +194,7 @@ mod tests {
             None,
         );
         write.stale = Some(false);
+        write.grant = Some(3);
         vec![
             Op::invoke(Nanos(1_000_000), ClientId(2), OpF::Acquire, KeyId(0)),
             Op::complete(
@@ -264,7 +268,7 @@ mod tests {
     }
 
     /// The compact lines to the byte (histories are compared as text): every field in its
-    /// place, `t`/`dt` and `token`/`dk` as the chain says, `error` and `stale` last.
+    /// place, `t`/`dt` and `token`/`dk` as the chain says, `error`, `stale` and `grant` last.
     #[test]
     fn compact_lines_are_written_to_the_byte() {
         let mut enc = Chain::default();
@@ -278,7 +282,7 @@ mod tests {
             format.as_str(),
             "{\"backend\":\"redlock\",\"t\":1000000,\"client\":2,\"type\":\"invoke\",\"f\":\"acquire\",\"key\":0}",
             "{\"backend\":\"redlock\",\"dt\":500,\"client\":2,\"type\":\"ok\",\"f\":\"acquire\",\"key\":0,\"token\":9}",
-            "{\"backend\":\"redlock\",\"dt\":400,\"client\":2,\"type\":\"ok\",\"f\":\"write\",\"key\":0,\"dk\":-11,\"stale\":false}",
+            "{\"backend\":\"redlock\",\"dt\":400,\"client\":2,\"type\":\"ok\",\"f\":\"write\",\"key\":0,\"dk\":-11,\"stale\":false,\"grant\":3}",
             "{\"backend\":\"redlock\",\"dt\":-1000890,\"client\":5,\"type\":\"info\",\"f\":\"acquire\",\"key\":3,\"dk\":5,\"error\":\"timeout\"}",
         ];
         let text = String::from_utf8(text).unwrap();
