@@ -80,6 +80,16 @@ fn cmd(shell: String) -> Vec<String> {
     vec!["CMD".into(), "bash".into(), "-c".into(), shell]
 }
 
+/// `redis-cli` to a secure server on `port` inside its container: TLS with the client
+/// certificate of `files`, logged in as `user` with the password file's contents, handed over
+/// in `REDISCLI_AUTH` (not on the command line, which `ps` shows).
+fn secure_cli(port: u16, files: &str, user: &str) -> String {
+    format!(
+        "REDISCLI_AUTH=\"$(cat {files}/password)\" redis-cli --tls --cacert {files}/ca.pem \
+         --cert {files}/client.pem --key {files}/client.key --user {user} -p {port}"
+    )
+}
+
 /// The [`System`] methods of a server that speaks Redis's protocol on a secure cluster (a
 /// Redis server, a Sentinel): the connection settings lockbench's Redis client takes
 /// ([`check_connection`]), secured with lockbench's ACL user, logged in to with `AUTH`.
@@ -207,6 +217,13 @@ impl System for Redis {
     fn compose_healthcheck(&self, port: u16) -> Vec<String> {
         cmd(format!("redis-cli -p {port} ping | grep -q PONG"))
     }
+
+    fn compose_secure_healthcheck(&self, port: u16, files: &str, user: &str) -> Vec<String> {
+        cmd(format!(
+            "{} ping | grep -q PONG",
+            secure_cli(port, files, user)
+        ))
+    }
 }
 
 impl System for Sentinel {
@@ -264,6 +281,14 @@ impl System for Sentinel {
     fn compose_healthcheck(&self, port: u16) -> Vec<String> {
         cmd(format!(
             "redis-cli -p {port} sentinel get-master-addr-by-name {SENTINEL_MASTER_NAME} | grep -q ."
+        ))
+    }
+
+    /// The primary's address (an error reply, `NOAUTH`, is not one).
+    fn compose_secure_healthcheck(&self, port: u16, files: &str, user: &str) -> Vec<String> {
+        cmd(format!(
+            "{} sentinel get-master-addr-by-name {SENTINEL_MASTER_NAME} | grep -qE '^[0-9]'",
+            secure_cli(port, files, user)
         ))
     }
 }

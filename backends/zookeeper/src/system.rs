@@ -170,4 +170,15 @@ impl System for ZooKeeper {
         );
         ["CMD", "bash", "-c", &check].map(String::from).to_vec()
     }
+
+    /// `srvr` on the TLS client port (served there like any request), with the client
+    /// certificate, through `openssl s_client` (the image has it: `ca-certificates` needs it).
+    fn compose_secure_healthcheck(&self, port: u16, files: &str, _user: &str) -> Vec<String> {
+        let check = format!(
+            "echo srvr | openssl s_client -quiet -connect 127.0.0.1:{port} -CAfile {files}/ca.pem \
+             -cert {files}/client.pem -key {files}/client.key 2>/dev/null \
+             | grep -qE 'Mode: (leader|follower)'"
+        );
+        ["CMD", "bash", "-c", &check].map(String::from).to_vec()
+    }
 }

@@ -56,6 +56,17 @@ pub enum Command {
         #[arg(long)]
         secure: bool,
     },
+    /// Make the secure compose cluster's certificates and passwords (docs/secure-clusters.md):
+    /// the files of `up --secure`'s profile, the server certificate naming the compose
+    /// services, containers and addresses, in DIR/secure (mode 0700, keys and passwords 0600),
+    /// which compose/secure.yml mounts into the servers; then `docker-compose -f
+    /// docker-compose.yml -f compose/secure.yml up -d`, and `run --cluster compose` connects
+    /// with TLS as lockbench's user by itself. Idempotent (a new set only when names change).
+    ComposeSecureInit {
+        /// The directory (default: $LOCKBENCH_COMPOSE_SECRETS, else compose/secrets, which
+        /// the overlay mounts when the variable is not set).
+        dir: Option<PathBuf>,
+    },
     /// Stop the managed cluster and remove leftovers of crashed runs.
     Down,
     /// Describe the managed cluster: every server's pid, health, role and endpoint.

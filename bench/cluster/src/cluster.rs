@@ -26,8 +26,6 @@ const HEALTH_TIMEOUT: Duration = Duration::from_secs(90);
 const SUSPECT_GRACE: Duration = Duration::from_secs(20);
 /// The marker that a group's users are set up (in its first member's node directory).
 const USERS_MARKER: &str = "users-set-up";
-/// How long creating lockbench's user on a secure cluster's group may take.
-const USERS_TIMEOUT: Duration = Duration::from_secs(30);
 /// Between `SIGTERM` and `SIGKILL`.
 const STOP_GRACE: Duration = Duration::from_secs(5);
 
@@ -592,78 +590,22 @@ fn endpoints_of(topo: &Topology, servers: &[&ServerSpec]) -> lockbench_core::End
 
 impl Cluster {
     /// On a secure cluster, creates lockbench's user where a system does so after its servers
-    /// are up ([`System::set_up_users`](lockbench_core::System::set_up_users): etcd), once per
-    /// data: a marker in the group's first member's node directory says it was done, and
-    /// goes with the data when the system starts from cold (which loses the users).
+    /// are up ([`secure::set_up_users`]), once per data: a marker in the group's first member's
+    /// node directory says it was done, and goes with the data when the system starts from
+    /// cold (which loses the users).
     async fn set_up_users(&self, topo: &Topology) -> anyhow::Result<()> {
-        let Some(profile) = secure::load(&self.state_dir)? else {
-            return Ok(());
-        };
-        let all = self.servers();
-        for g in lockbench_registry::listed_groups() {
-            let members: Vec<&ServerSpec> = all.iter().copied().filter(|s| s.group == g).collect();
-            let Some(first) = members.first() else {
-                continue;
-            };
-            let Some(conn) = secure::connection_for(&self.state_dir, first) else {
-                continue;
-            };
-            let client = lockbench_core::Connection {
-                tls: conn.tls,
-                ..Default::default()
-            };
-            let urls: Vec<String> = members
-                .iter()
-                .map(|s| s.system.secure_endpoint(topo.client_addr(s)))
-                .collect();
-            let marker = self.node(first.name).root.join(USERS_MARKER);
-            if marker.exists() {
-                continue;
-            }
-            let Some(set_up) = first.system.set_up_users(&urls, &client, &profile) else {
-                continue;
-            };
-            let user = secure::USER;
-            match tokio::time::timeout(USERS_TIMEOUT, set_up).await {
-                Ok(Ok(())) => {
-                    tracing::info!(group = g.name(), user, "user set up");
-                    std::fs::write(&marker, "")?;
-                }
-                Ok(Err(e)) => bail!("{}: cannot set up user {user}: {e}", g.name()),
-                Err(_) => bail!(
-                    "{}: setting up user {user} took over {USERS_TIMEOUT:?}; see the servers' logs",
-                    g.name()
-                ),
-            }
-        }
-        Ok(())
+        let marker = |first: &ServerSpec| Some(self.node(first.name).root.join(USERS_MARKER));
+        secure::set_up_users(&self.state_dir, topo, &self.servers(), marker).await
     }
 
     /// The endpoints of `servers`, with the secure profile's connection settings on every
     /// group whose servers all honour it (on a secure cluster).
     fn endpoints_of(&self, topo: &Topology, servers: &[&ServerSpec]) -> lockbench_core::Endpoints {
-        let mut endpoints = endpoints_of(topo, servers);
+        let endpoints = endpoints_of(topo, servers);
         if !self.is_secure() {
             return endpoints;
         }
-        for g in lockbench_registry::listed_groups() {
-            let members: Vec<&ServerSpec> =
-                servers.iter().copied().filter(|s| s.group == g).collect();
-            let settings: Vec<_> = members
-                .iter()
-                .map(|s| secure::connection_for(&self.state_dir, s))
-                .collect();
-            if let [Some(first), ..] = settings.as_slice()
-                && settings.iter().all(|c| c.as_ref() == Some(first))
-            {
-                let addrs = members
-                    .iter()
-                    .map(|s| s.system.secure_endpoint(topo.client_addr(s)));
-                endpoints.set(g.name(), addrs.collect());
-                endpoints.set_connection(g.name(), first.clone());
-            }
-        }
-        endpoints
+        secure::endpoints(&self.state_dir, topo, servers, endpoints)
     }
 }
 

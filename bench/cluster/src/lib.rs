@@ -177,8 +177,18 @@ pub async fn wait_healthy(
     topology: &Topology,
     timeout: std::time::Duration,
 ) -> Result<(), Vec<&'static str>> {
+    wait_healthy_secure(topology, None, timeout).await
+}
+
+/// [`wait_healthy`] on a secure cluster: its secured servers asked over TLS as lockbench's
+/// user with `sec` (the compose cluster's secure profile, [`secure::probe`]).
+pub async fn wait_healthy_secure(
+    topology: &Topology,
+    sec: Option<&SecureProbe>,
+    timeout: std::time::Duration,
+) -> Result<(), Vec<&'static str>> {
     let all: Vec<&'static ServerSpec> = SERVERS.to_vec();
-    health::wait_healthy(topology, &all, None, timeout).await
+    health::wait_healthy(topology, &all, sec, timeout).await
 }
 
 /// For tests in other crates: brings the managed cluster in [`default_state_dir`] up (under the

@@ -72,8 +72,19 @@ fn cert_hosts(topo: &Topology) -> Vec<String> {
 /// Makes what is missing of the profile for `topo`: the certificates (a new set when the
 /// addresses they must name changed) and the password.
 pub(crate) fn ensure(state_dir: &Path, topo: &Topology) -> anyhow::Result<()> {
+    ensure_naming(state_dir, cert_hosts(topo), &[])
+}
+
+/// What `up --secure` makes, for the compose cluster's profile, whose files live in
+/// `dir/secure` as a managed cluster's live in its state directory: the server certificate
+/// names `topo`'s addresses and `names` too (the compose services' and containers' names).
+pub fn ensure_named(dir: &Path, topo: &Topology, names: &[String]) -> anyhow::Result<()> {
+    ensure_naming(dir, cert_hosts(topo), names)
+}
+
+fn ensure_naming(state_dir: &Path, mut hosts: Vec<String>, names: &[String]) -> anyhow::Result<()> {
+    hosts.extend(names.iter().cloned());
     let dir = dir(state_dir);
-    let hosts = cert_hosts(topo);
     let hosts_file = dir.join("hosts");
     let listed = hosts.join("\n");
     let keystore = Secure::in_dir(&dir, USER, "".into(), "".into()).keystore;
@@ -104,7 +115,7 @@ pub(crate) fn ensure(state_dir: &Path, topo: &Topology) -> anyhow::Result<()> {
 }
 
 /// Writes `text` to a new file at `path` that only its owner reads (mode 0600 from the start).
-fn write_private(path: &Path, text: &str) -> anyhow::Result<()> {
+pub fn write_private(path: &Path, text: &str) -> anyhow::Result<()> {
     let _ = std::fs::remove_file(path);
     let mut f = std::fs::OpenOptions::new()
         .write(true)
@@ -121,7 +132,7 @@ pub(crate) fn forget(state_dir: &Path) {
 }
 
 /// What a secure cluster's servers are launched with; `None` when the cluster is plain.
-pub(crate) fn load(state_dir: &Path) -> anyhow::Result<Option<Secure>> {
+pub fn load(state_dir: &Path) -> anyhow::Result<Option<Secure>> {
     if !recorded(state_dir) {
         return Ok(None);
     }
@@ -190,6 +201,92 @@ pub fn connection_for(state_dir: &Path, spec: &ServerSpec) -> Option<Connection>
     }
     let group = spec.group.list();
     spec.system.check_connection(group, &c).ok().map(|()| c)
+}
+
+/// `endpoints` (of `servers` in `topo`) with the secure profile of `state_dir` on every group
+/// whose servers all honour it: their secure endpoints ([`System::secure_endpoint`](lockbench_core::System::secure_endpoint)) and
+/// [`connection_for`]'s settings. The managed secure cluster's and the compose one's.
+pub fn endpoints(
+    state_dir: &Path,
+    topo: &Topology,
+    servers: &[&ServerSpec],
+    mut endpoints: lockbench_core::Endpoints,
+) -> lockbench_core::Endpoints {
+    for g in lockbench_registry::listed_groups() {
+        let members: Vec<&ServerSpec> = servers.iter().copied().filter(|s| s.group == g).collect();
+        let settings: Vec<_> = members
+            .iter()
+            .map(|s| connection_for(state_dir, s))
+            .collect();
+        if let [Some(first), ..] = settings.as_slice()
+            && settings.iter().all(|c| c.as_ref() == Some(first))
+        {
+            let addrs = members
+                .iter()
+                .map(|s| s.system.secure_endpoint(topo.client_addr(s)));
+            endpoints.set(g.name(), addrs.collect());
+            endpoints.set_connection(g.name(), first.clone());
+        }
+    }
+    endpoints
+}
+
+/// How long creating lockbench's user on a secure cluster's group may take.
+const USERS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Creates lockbench's user where a system does so after its servers are up
+/// ([`System::set_up_users`](lockbench_core::System::set_up_users): etcd's users and roles,
+/// ZooKeeper's chroot), for every group of `servers` the profile of `state_dir` secures, as
+/// `topo` reaches them. `done(first member)` names a marker file that says a group was set up
+/// already (skipped; written after), or `None` to set it up every time (each system's set-up
+/// keeps what exists).
+pub async fn set_up_users(
+    state_dir: &Path,
+    topo: &Topology,
+    servers: &[&ServerSpec],
+    done: impl Fn(&ServerSpec) -> Option<PathBuf>,
+) -> anyhow::Result<()> {
+    let Some(profile) = load(state_dir)? else {
+        return Ok(());
+    };
+    for g in lockbench_registry::listed_groups() {
+        let members: Vec<&ServerSpec> = servers.iter().copied().filter(|s| s.group == g).collect();
+        let Some(first) = members.first() else {
+            continue;
+        };
+        let Some(conn) = connection_for(state_dir, first) else {
+            continue;
+        };
+        let client = Connection {
+            tls: conn.tls,
+            ..Default::default()
+        };
+        let urls: Vec<String> = members
+            .iter()
+            .map(|s| s.system.secure_endpoint(topo.client_addr(s)))
+            .collect();
+        let marker = done(first);
+        if marker.as_ref().is_some_and(|m| m.exists()) {
+            continue;
+        }
+        let Some(set_up) = first.system.set_up_users(&urls, &client, &profile) else {
+            continue;
+        };
+        match tokio::time::timeout(USERS_TIMEOUT, set_up).await {
+            Ok(Ok(())) => {
+                tracing::info!(group = g.name(), user = USER, "user set up");
+                if let Some(marker) = marker {
+                    std::fs::write(&marker, "")?;
+                }
+            }
+            Ok(Err(e)) => anyhow::bail!("{}: cannot set up user {USER}: {e}", g.name()),
+            Err(_) => anyhow::bail!(
+                "{}: setting up user {USER} took over {USERS_TIMEOUT:?}; see the servers' logs",
+                g.name()
+            ),
+        }
+    }
+    Ok(())
 }
 
 /// `true` when `spec` is secured on a secure cluster ([`connection_for`]; the settings' shape

@@ -18,7 +18,7 @@ use crate::route::published_port;
 use lockbench_cluster::{NetConfig, SERVERS, ServerSpec, Topology};
 use lockbench_core::Endpoints;
 use lockbench_core::System as _;
-use lockbench_core::launch::{Launch, Site};
+use lockbench_core::launch::{File, Launch, Secure, Site};
 use std::fmt::Write as _;
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::PathBuf;
@@ -71,6 +71,12 @@ pub fn address(spec: &ServerSpec) -> IpAddr {
 
 /// How `spec` starts inside its container.
 pub fn launch(spec: &ServerSpec) -> Launch {
+    launch_with(spec, None)
+}
+
+/// How `spec` starts inside its container, secured with `secure` (its files' paths are the
+/// container's) on the secure compose cluster ([`crate::secure`]), plain with `None`.
+pub fn launch_with(spec: &ServerSpec, secure: Option<&Secure>) -> Launch {
     let topology = topology();
     spec.system.launch(
         spec,
@@ -80,7 +86,7 @@ pub fn launch(spec: &ServerSpec) -> Launch {
             root: PathBuf::from(ROOT).join(spec.name),
             log: None,
             cluster_token: "lockbench-compose".into(),
-            secure: None,
+            secure,
         },
     )
 }
@@ -88,7 +94,7 @@ pub fn launch(spec: &ServerSpec) -> Launch {
 /// The healthcheck command of a server: what "a lock client can use it" means, asked inside
 /// the container (ZooKeeper serving as leader or follower, etcd healthy, Redis answering
 /// `PING`, a Sentinel naming a primary).
-fn healthcheck(spec: &ServerSpec) -> Vec<String> {
+pub(crate) fn healthcheck(spec: &ServerSpec) -> Vec<String> {
     spec.system
         .compose_healthcheck(topology().client_port(spec))
 }
@@ -105,12 +111,12 @@ fn compose_escape(s: &str) -> String {
 }
 
 /// A quoted YAML scalar (double quotes, JSON escapes are valid YAML).
-fn quoted(s: &str) -> String {
+pub(crate) fn quoted(s: &str) -> String {
     serde_json::to_string(&compose_escape(s)).expect("string serializes")
 }
 
 /// A word for `sh`: as is when it is plain, else in single quotes.
-fn shell_word(s: &str) -> String {
+pub(crate) fn shell_word(s: &str) -> String {
     let plain = !s.is_empty()
         && s.chars()
             .all(|c| c.is_ascii_alphanumeric() || "-_./:=,+@%".contains(c));
@@ -123,7 +129,22 @@ fn shell_word(s: &str) -> String {
 
 /// The shell script a container runs: the launch's directories and files, then `exec_line`.
 pub fn script(launch: &Launch, exec_line: &str) -> String {
+    script_copying(launch, exec_line, |_| None)
+}
+
+/// [`script`], where a file for which `copied` names a path inside the container is copied
+/// from there instead of written from the script's text (the secure profile's files that
+/// hold a password or its hash: [`crate::secure`]); then the script starts with `umask 077`,
+/// so the copies and what the server writes are its owner's alone, as in managed mode.
+pub fn script_copying(
+    launch: &Launch,
+    exec_line: &str,
+    copied: impl Fn(&File) -> Option<String>,
+) -> String {
     let mut s = String::from("set -e\n");
+    if launch.files.iter().any(|f| copied(f).is_some()) {
+        s.push_str("umask 077\n");
+    }
     let dirs: Vec<String> = launch
         .dirs
         .iter()
@@ -142,7 +163,14 @@ pub fn script(launch: &Launch, exec_line: &str) -> String {
         } else {
             String::new()
         };
-        let _ = writeln!(s, "{guard}cat > {path} <<'EOF'\n{}EOF", f.contents);
+        match copied(f) {
+            Some(from) => {
+                let _ = writeln!(s, "{guard}cp {} {path}", shell_word(&from));
+            }
+            None => {
+                let _ = writeln!(s, "{guard}cat > {path} <<'EOF'\n{}EOF", f.contents);
+            }
+        }
     }
     s.push_str(exec_line);
     s.push('\n');
@@ -150,14 +178,14 @@ pub fn script(launch: &Launch, exec_line: &str) -> String {
 }
 
 /// `exec program args...`.
-fn exec_line(launch: &Launch) -> String {
+pub(crate) fn exec_line(launch: &Launch) -> String {
     let mut words = vec!["exec".to_string(), launch.program.to_string()];
     words.extend(launch.args.iter().map(|a| shell_word(a)));
     words.join(" ")
 }
 
 /// `command: [sh, -c, <script>]` at service level.
-fn command(out: &mut String, script: &str) {
+pub(crate) fn command(out: &mut String, script: &str) {
     out.push_str("    command:\n      - sh\n      - -c\n");
     let pad = "      - |\n";
     out.push_str(pad);
@@ -395,10 +423,11 @@ pub fn endpoints_file() -> String {
 }
 
 /// Every generated file: path from the repository root, contents.
-pub fn generated_files() -> [(&'static str, String); 3] {
+pub fn generated_files() -> [(&'static str, String); 4] {
     [
         ("docker-compose.yml", compose_file()),
         ("compose/official-images.yml", official_override()),
         ("compose/endpoints.toml", endpoints_file()),
+        (crate::secure::OVERLAY, crate::secure::overlay()),
     ]
 }

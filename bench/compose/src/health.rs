@@ -33,13 +33,16 @@ pub fn ensure_runs() -> anyhow::Result<()> {
 
 /// Waits until every server of the compose cluster answers as healthy (ZooKeeper serving with
 /// one leader, etcd `/health`, Redis `PING`, Sentinels naming a primary) the way this process
-/// reaches them ([`route`]: container addresses or published ports), at most `timeout`.
+/// reaches them ([`route`]: container addresses or published ports), at most `timeout`; over
+/// TLS as lockbench's user when it runs secured ([`crate::secure`]).
 /// Fails at once when Docker says the cluster does not run, else at the deadline, naming each
 /// unhealthy server with its address and its container.
 pub async fn wait_healthy(timeout: Duration) -> anyhow::Result<()> {
     ensure_runs()?;
     let topo = route().topology();
-    if lockbench_cluster::wait_healthy(&topo, Duration::ZERO)
+    let sec = crate::secure::probe()?;
+    let sec = sec.as_ref();
+    if lockbench_cluster::wait_healthy_secure(&topo, sec, Duration::ZERO)
         .await
         .is_ok()
     {
@@ -49,7 +52,7 @@ pub async fn wait_healthy(timeout: Duration) -> anyhow::Result<()> {
         "lockbench: waiting up to {}s for the compose cluster to be healthy",
         timeout.as_secs()
     );
-    match lockbench_cluster::wait_healthy(&topo, timeout).await {
+    match lockbench_cluster::wait_healthy_secure(&topo, sec, timeout).await {
         Ok(()) => Ok(()),
         Err(unhealthy) => {
             let list: Vec<String> = unhealthy

@@ -56,6 +56,7 @@ pub mod clients;
 pub mod file;
 mod health;
 pub mod route;
+pub mod secure;
 mod site;
 
 pub use access::{Access, access};

@@ -159,6 +159,12 @@ impl Reach for Containers {
             .net()
             .map(|_| crate::clients::coordinator_address())
     }
+
+    /// The secure compose cluster's profile ([`crate::secure::probe`]), `None` when it runs
+    /// plain.
+    fn secure_probe(&self) -> anyhow::Result<Option<lockbench_cluster::SecureProbe>> {
+        crate::secure::probe()
+    }
 }
 
 impl Site for Containers {

@@ -314,6 +314,17 @@ pub trait System: Send + Sync + 'static {
     /// The compose healthcheck of a server whose client port is `port` inside its container:
     /// what "a lock client can use it" means, asked inside the container.
     fn compose_healthcheck(&self, port: u16) -> Vec<String>;
+
+    /// [`compose_healthcheck`](Self::compose_healthcheck) of a [`secured`](Self::secured)
+    /// server on the secure compose cluster (`compose/secure.yml`): asked the way its clients
+    /// reach it, over TLS with the client certificate, as `user` where the system admits only
+    /// it. `files` is the profile's directory inside the container: `ca.pem`, `client.pem`,
+    /// `client.key` and `password` (read when the check runs, never written in the check).
+    /// By default the plain check (a system the profile leaves plain).
+    fn compose_secure_healthcheck(&self, port: u16, files: &str, user: &str) -> Vec<String> {
+        let _ = (files, user);
+        self.compose_healthcheck(port)
+    }
 }
 
 impl std::fmt::Debug for dyn System {

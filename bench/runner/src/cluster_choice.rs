@@ -89,7 +89,9 @@ impl ClusterChoice {
                     eprintln!("lockbench: {}", lockbench_compose::access().describe());
                 }
                 lockbench_compose::wait_healthy(COMPOSE_HEALTH_TIMEOUT).await?;
-                Ok((route.endpoints(), None))
+                // Secured (compose/secure.yml): TLS and lockbench's users, set up first.
+                lockbench_compose::secure::set_up_users().await?;
+                Ok((lockbench_compose::secure::endpoints()?, None))
             }
             ClusterChoice::External(file) => {
                 let text = std::fs::read_to_string(file)

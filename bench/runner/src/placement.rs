@@ -125,6 +125,15 @@ impl RunEnv {
                  for client containers, {}",
                 lockbench_compose::route::ON_THE_NETWORK
             );
+        } else if uses_workers(scenario) && lockbench_compose::secure::profile()?.is_some() {
+            // A client container has none of the secure profile's files (certificates,
+            // password file) its connection settings name.
+            eprintln!(
+                "lockbench: compose secured ({}): the workers run as processes on this host, \
+                 not in client containers (those do not carry the profile's files yet); a \
+                 fault that needs a client's own host (its partition) is not applied",
+                lockbench_compose::secure::OVERLAY
+            );
         } else if uses_workers(scenario) {
             env.bind = IpAddr::V4(lockbench_compose::clients::coordinator_address());
             env.place = Place::Containers;

@@ -31,6 +31,32 @@ pub async fn up(state_dir: PathBuf, secure: bool) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Makes the secure compose cluster's profile in `dir` (`compose-secure-init`).
+pub fn compose_secure_init(dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
+    use lockbench_compose::secure::{DEFAULT_DIR, DIR_ENV, OVERLAY, init};
+    let from_env = std::env::var_os(DIR_ENV).map(PathBuf::from);
+    let dir = dir
+        .or(from_env.clone())
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_DIR));
+    let root = init(&dir)?;
+    eprintln!(
+        "lockbench: the secure compose profile is in {} (certificates, passwords, the servers' \
+         secret launch files; no password is printed)",
+        root.display()
+    );
+    let env = match (&from_env, dir == std::path::Path::new(DEFAULT_DIR)) {
+        (Some(e), _) if *e == dir => String::new(),
+        (None, true) => String::new(),
+        _ => format!("{DIR_ENV}={} ", dir.display()),
+    };
+    eprintln!(
+        "lockbench: start it from the repository's top with\n  \
+         {env}docker-compose -f docker-compose.yml -f {OVERLAY} up -d\n\
+         and run with `lockbench run quick --cluster compose`"
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
 /// Stops the managed cluster.
 pub async fn down(state_dir: PathBuf) -> anyhow::Result<ExitCode> {
     Cluster::new(state_dir.clone()).down().await?;

@@ -26,6 +26,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Run(args) => run::run(args, state_dir).await,
         Command::Scenarios => scenarios::list(),
         Command::Up { secure } => cluster::up(state_dir, secure).await,
+        Command::ComposeSecureInit { dir } => cluster::compose_secure_init(dir),
         Command::Down => cluster::down(state_dir).await,
         Command::Status { json } => cluster::status(state_dir, json).await,
         Command::Report { run_dirs } => report::run(run_dirs),

@@ -23,6 +23,7 @@ mod compose_faults;
 mod compose_image;
 mod compose_nonroot;
 mod compose_published;
+mod compose_secure;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
