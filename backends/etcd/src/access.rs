@@ -117,18 +117,8 @@ impl Access {
         &self,
         url: &str,
     ) -> Result<rustls::pki_types::ServerName<'static>, String> {
-        let name = match self.tls().and_then(|t| t.server_name.clone()) {
-            Some(name) => name,
-            None => {
-                let hp = host_port(url);
-                let host = hp.rsplit_once(':').map_or(hp, |(h, _)| h);
-                host.trim_start_matches('[')
-                    .trim_end_matches(']')
-                    .to_string()
-            }
-        };
-        rustls::pki_types::ServerName::try_from(name.clone())
-            .map_err(|_| format!("etcd.tls.server_name: `{name}` is not a DNS name or IP address"))
+        let tls = self.tls().cloned().unwrap_or_default();
+        lockbench_core::crypto::server_name(crate::GROUP, &tls, url)
     }
 }
 

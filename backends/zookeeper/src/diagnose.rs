@@ -31,6 +31,11 @@ use tokio::net::TcpStream;
 /// Each stage of one probe (TCP connect, handshake, answer).
 const PROBE_BUDGET: Duration = Duration::from_millis(1000);
 
+/// The TLS handshake's budget when `tls.server_name` is set: the crate then does not check
+/// the name, so this handshake is the check, and a member that answers it late (a loaded
+/// machine, a debug build's crypto) must not pass unchecked for want of patience.
+const NAME_CHECK_BUDGET: Duration = Duration::from_secs(5);
+
 /// The first member (`host:port`) whose answer shows a setting to fix, and what to fix;
 /// `None` when every member answers as the settings expect, or is down or silent.
 pub(crate) async fn misconfigured(
@@ -76,7 +81,12 @@ async fn probe(member: &str, tls: Option<&ZkTls>) -> Option<String> {
             }
         }
         Some(tls) => {
-            let stream = match tls.handshake(member, PROBE_BUDGET).await {
+            let budget = if tls.settings.server_name.is_some() {
+                NAME_CHECK_BUDGET
+            } else {
+                PROBE_BUDGET
+            };
+            let stream = match tls.handshake(member, budget).await {
                 Ok(s) => s,
                 Err(Stage::Connect(_)) => return None,
                 Err(failed) => return tls_failure(tls, member, &failed),
@@ -149,7 +159,7 @@ fn tls_failure(tls: &ZkTls, member: &str, failed: &Stage) -> Option<String> {
                 "the member's certificate does not name `{}`: write the address with a name \
                  (or IP address) the certificate carries in `zookeeper.endpoints`, or set \
                  `zookeeper.tls.server_name` to one",
-                crate::tls::host(member)
+                lockbench_core::crypto::member_host(member)
             ),
         },
         Refusal::ServerExpired => "the member's certificate has expired (or the clocks \

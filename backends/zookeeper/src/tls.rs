@@ -113,14 +113,12 @@ impl ZkTls {
 
     /// The name `member`'s certificate must carry: `tls.server_name`, else the address's host.
     fn server_name(&self, member: &str) -> ServerName<'static> {
-        let host = match &self.settings.server_name {
-            Some(name) => name.as_str(),
-            None => host(member),
-        };
-        ServerName::try_from(host.to_string()).unwrap_or_else(|_| {
-            // An address the crate could not connect to either; fails the handshake.
-            ServerName::try_from("invalid.invalid").expect("a DNS name")
-        })
+        lockbench_core::crypto::server_name("zookeeper", &self.settings, member).unwrap_or_else(
+            |_| {
+                // An address the crate could not connect to either; fails the handshake.
+                ServerName::try_from("invalid.invalid").expect("a DNS name")
+            },
+        )
     }
 
     /// A TLS connection to `member` (`host:port`), verified against its server name and
@@ -142,10 +140,4 @@ impl ZkTls {
             Err(_) => Err(Stage::Handshake(timed_out())),
         }
     }
-}
-
-/// The host of `host:port` (an IPv6 address without its brackets).
-pub(crate) fn host(member: &str) -> &str {
-    let host = member.rsplit_once(':').map_or(member, |(h, _)| h);
-    host.trim_start_matches('[').trim_end_matches(']')
 }

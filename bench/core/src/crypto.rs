@@ -83,6 +83,34 @@ pub fn client_config(group: &str, tls: &Tls) -> Result<rustls::ClientConfig, Str
     }
 }
 
+/// The host of a member as a cluster file writes it, `host:port` or `scheme://host:port/`
+/// (an IPv6 address without its brackets).
+pub fn member_host(member: &str) -> &str {
+    let rest = member.split_once("://").map_or(member, |(_, r)| r);
+    let hp = rest.trim_end_matches('/');
+    let host = hp.rsplit_once(':').map_or(hp, |(h, _)| h);
+    host.trim_start_matches('[').trim_end_matches(']')
+}
+
+/// The name `member`'s certificate must carry: group `group`'s `tls.server_name`, else the
+/// member's host ([`member_host`]). An error names the setting (or the member) that is no DNS
+/// name or IP address.
+pub fn server_name(
+    group: &str,
+    tls: &Tls,
+    member: &str,
+) -> Result<rustls::pki_types::ServerName<'static>, String> {
+    let (name, setting) = match &tls.server_name {
+        Some(name) => (name.clone(), format!("{group}.tls.server_name")),
+        None => (
+            member_host(member).to_string(),
+            format!("{group}.endpoints"),
+        ),
+    };
+    rustls::pki_types::ServerName::try_from(name.clone())
+        .map_err(|_| format!("{setting}: `{name}` is not a DNS name or IP address"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -101,5 +129,32 @@ mod tests {
         let _ = rustls::ClientConfig::builder()
             .with_root_certificates(rustls::RootCertStore::empty())
             .with_no_client_auth();
+    }
+
+    /// The server name: the setting when given, else the member's host however written;
+    /// what is no name is refused naming where it came from.
+    #[test]
+    fn the_server_name_is_the_setting_else_the_member_s_host() {
+        let none = Tls::default();
+        let name = |tls: &Tls, m: &str| server_name("etcd", tls, m).map(|n| n.to_str().to_string());
+        assert_eq!(name(&none, "10.77.0.21:2379").unwrap(), "10.77.0.21");
+        assert_eq!(
+            name(&none, "https://etcd1.example:2379/").unwrap(),
+            "etcd1.example"
+        );
+        assert_eq!(name(&none, "[::1]:2181").unwrap(), "::1");
+        let named = Tls {
+            server_name: Some("etcd.internal".into()),
+            ..Tls::default()
+        };
+        assert_eq!(name(&named, "10.77.0.21:2379").unwrap(), "etcd.internal");
+        let bad = Tls {
+            server_name: Some("not a name".into()),
+            ..Tls::default()
+        };
+        let e = name(&bad, "10.77.0.21:2379").unwrap_err();
+        assert!(e.starts_with("etcd.tls.server_name: `not a name`"), "{e}");
+        let e = name(&none, "bad host:1").unwrap_err();
+        assert!(e.starts_with("etcd.endpoints: `bad host`"), "{e}");
     }
 }
