@@ -175,29 +175,38 @@ impl Curve {
                 let from = if i == 1 {
                     "from the first point".to_string()
                 } else {
-                    format!("after {} workers", a.workers)
+                    format!("after {}", workers(a.workers))
                 };
                 format!(
-                    "flattens {from}: {} → {} workers changed throughput by {change:+.0}%; at \
-                     {} workers the limit is {}; at {} workers it was {}",
+                    "flattens {from}: {} → {} changed throughput by {change:+.0}%; at {} the \
+                     limit is {}; at {} it was {}",
                     a.workers,
-                    b.workers,
-                    a.workers,
+                    workers(b.workers),
+                    workers(a.workers),
                     a.limit(),
-                    b.workers,
+                    workers(b.workers),
                     b.limit()
                 )
             }
             (None, _) => {
                 let last = self.points.last().expect("points");
                 format!(
-                    "rises to {} workers without flattening; at {} workers the limit is {}",
-                    last.workers,
-                    last.workers,
+                    "rises to {} without flattening; at {} the limit is {}",
+                    workers(last.workers),
+                    workers(last.workers),
                     last.limit()
                 )
             }
         }
+    }
+}
+
+/// `1 worker`, `2 workers`.
+fn workers(n: usize) -> String {
+    if n == 1 {
+        "1 worker".into()
+    } else {
+        format!("{n} workers")
     }
 }
 
