@@ -6,6 +6,7 @@ use crate::observe::CLIENT_NAME;
 use crate::recipe::PgRecipe;
 use crate::session::Connector;
 use crate::sql::Statements;
+use crate::tls::Security;
 use lockbench_core::traits::BackendError;
 use lockbench_core::{
     Backend, BackendInfo, ClientId, Endpoints, RunClock, ServerCounters, ServerSink, WakeupTally,
@@ -22,6 +23,8 @@ pub struct PgBackend {
     knobs: Arc<PostgresKnobs>,
     addresses: Vec<String>,
     connector: Connector,
+    /// TLS and the password of the `postgres` group (`crate::tls`).
+    security: Security,
     setup: Arc<OnceCell<()>>,
     sql: Arc<Statements>,
     seed: u64,
@@ -42,12 +45,14 @@ impl PgBackend {
             .validate()
             .map_err(|e| BackendError::Config(e.to_string()))?;
         let addresses = endpoints.get(crate::POSTGRES).to_vec();
-        let connector = Connector::new(&addresses, knobs, "lockbench")?;
+        let security = Security::new(crate::POSTGRES, endpoints.connection(crate::POSTGRES))?;
+        let connector = Connector::new(&addresses, knobs, &security, "lockbench")?;
         Ok(PgBackend {
             recipe,
             knobs: Arc::new(knobs.clone()),
             addresses,
             connector,
+            security,
             setup: Arc::new(OnceCell::new()),
             sql: Arc::new(Statements::new(knobs.namespace)),
             seed,
@@ -139,8 +144,13 @@ impl Backend for PgBackend {
     }
 
     async fn server_counters(&self) -> Result<ServerCounters, String> {
-        let servers = Connector::each(&self.addresses, &self.knobs, "lockbench-counters")
-            .map_err(|e| e.to_string())?;
+        let servers = Connector::each(
+            &self.addresses,
+            &self.knobs,
+            &self.security,
+            "lockbench-counters",
+        )
+        .map_err(|e| e.to_string())?;
         crate::counters::read(&servers, &self.sql.tag, self.knobs.response_timeout).await
     }
 

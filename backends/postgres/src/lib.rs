@@ -17,6 +17,7 @@
 //! - `knobs`: `[postgres]` ([`PostgresKnobs`]), and how long a dead holder's lock lives;
 //! - `sql`: every statement a client sends, and why each has its shape;
 //! - `session`: one session, and whether the server certainly ended it;
+//! - `tls`: TLS and the password from the group's connection settings, and clear errors;
 //! - `client`: [`PgClient`], what each outcome means;
 //! - `backend`: [`PgBackend`], the recipe bound to the servers;
 //! - `counters`: the servers' count of the clients' statements (`pg_stat_statements`);
@@ -26,7 +27,10 @@
 //! - `system`: [`system::Postgres`], the pair `pg1`/`pg2` behind `lockbench_core::System`;
 //! - `server`: how a server starts (config files and `start-postgres.sh`), the same in managed
 //!   mode and in a container, and why it runs as `postgres` when lockbench is root;
-//! - `probe`: the health, role, version and promote probes as protocol bytes.
+//! - `probe`: the health, role, version and promote probes as protocol bytes;
+//! - `secure`: the pair on a secure cluster (TLS only, SCRAM, client certificates, least
+//!   privilege);
+//! - `secure_probe`: the probes of a secure pair (TLS after `SSLRequest`, SCRAM).
 #![deny(missing_docs)]
 
 /// The endpoint group of the PostgreSQL servers (primary and replica; clients use the one
@@ -41,10 +45,13 @@ mod observe;
 mod probe;
 pub mod recipe;
 pub mod recipes;
+pub mod secure;
+mod secure_probe;
 pub mod server;
 mod session;
 pub mod sql;
 pub mod system;
+mod tls;
 
 pub use backend::{PgBackend, application_name};
 pub use client::{PgClient, PgHandle};

@@ -54,6 +54,10 @@ pub const DATABASE: &str = "lockbench";
 /// The user: the bootstrap superuser `initdb` makes, trusted from the cluster's addresses.
 pub const USER: &str = "postgres";
 
+/// The role that streams the primary's WAL to the replica on a secure cluster (`REPLICATION`
+/// and nothing else; its password is derived from the administrator's, [`crate::secure::replication_password`]).
+pub const REPLICATION_USER: &str = "lockbench_replication";
+
 /// The body of the start script, shared by every server.
 const START_BODY: &str = include_str!("start-postgres.sh");
 
@@ -68,16 +72,24 @@ pub(crate) fn launch(spec: &ServerSpec, site: &Site) -> Launch {
         contents,
         only_if_absent: false,
     };
+    let mut files = vec![
+        file(conf.clone(), postgresql_conf(spec, site, &hba)),
+        file(hba, pg_hba(spec, site)),
+        file(script.clone(), start_script(spec, site, &conf)),
+    ];
+    if let Some(secure) = site.secure {
+        files.push(file(
+            root.join("roles.sql"),
+            crate::secure::roles_sql(secure),
+        ));
+        files.push(file(root.join("pgpass"), crate::secure::pgpass(secure)));
+    }
     Launch {
         program: "bash",
         args: vec![script.display().to_string()],
         dirs: vec![root.clone()],
         remove: Vec::new(),
-        files: vec![
-            file(conf.clone(), postgresql_conf(spec, site, &hba)),
-            file(hba, pg_hba(spec, site)),
-            file(script, start_script(spec, site, &conf)),
-        ],
+        files,
     }
 }
 
@@ -95,11 +107,21 @@ fn start_script(spec: &ServerSpec, site: &Site, conf: &std::path::Path) -> Strin
         .filter(|m| m.name != spec.name)
         .map(|m| format!("{}:{}", topo.ip(m), topo.client_port(m)))
         .collect();
+    // On a secure cluster: the CA, the server's certificate and key to copy into the server's
+    // directory (mode 0600: PostgreSQL refuses a key others may read).
+    let tls = site.secure.map_or(String::new(), |s| {
+        format!(
+            "tls_ca={}\ntls_cert={}\ntls_key={}\n",
+            sh(&s.ca.display().to_string()),
+            sh(&s.cert.display().to_string()),
+            sh(&s.key.display().to_string()),
+        )
+    });
     format!(
         "#!/usr/bin/env bash\n\
          # Written by lockbench on every start: how {name} starts (see \
          backends/postgres/src/server.rs).\n\
-         name={name}\nid={id}\nroot={root}\ndata={data}\nconf={conf}\npeers={peers}\n\n{START_BODY}",
+         name={name}\nid={id}\nroot={root}\ndata={data}\nconf={conf}\npeers={peers}\n{tls}\n{START_BODY}",
         name = spec.name,
         id = spec.id,
         root = sh(&site.root.display().to_string()),
@@ -136,10 +158,15 @@ fn postgresql_conf(spec: &ServerSpec, site: &Site, hba: &std::path::Path) -> Str
          huge_pages = off\n\
          timezone = 'UTC'\n\
          log_timezone = 'UTC'\n\
-         log_line_prefix = '%m [%p] %q%a '\n",
+         log_line_prefix = '%m [%p] %q%a '\n{ssl}",
         bind = site.bind,
         port = site.topology.client_port(spec),
         hba = hba.display(),
+        ssl = if site.secure.is_some() {
+            crate::secure::ssl_conf(&site.root)
+        } else {
+            String::new()
+        },
     )
 }
 
@@ -153,6 +180,9 @@ fn pg_hba(spec: &ServerSpec, site: &Site) -> String {
         }
         IpAddr::V6(ip) => format!("{ip}/128"),
     };
+    if let Some(secure) = site.secure {
+        return crate::secure::pg_hba(&net, &secure.user);
+    }
     format!(
         "# Written by lockbench on every start. A LAB SETTING: every connection from the\n\
          # cluster's own network ({net}) and from 127.0.0.1 is trusted without a password.\n\

@@ -13,6 +13,7 @@
 //! tag, so the server's counters of lockbench's statements do not include it).
 
 use crate::knobs::PostgresKnobs;
+use crate::tls::Security;
 use lockbench_core::traits::BackendError;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -34,6 +35,10 @@ pub(crate) enum End {
 #[derive(Clone, Debug)]
 pub(crate) struct Connector {
     config: Config,
+    /// TLS and the password (issue 22; `crate::tls`).
+    security: Security,
+    /// The user sessions log in as (for errors).
+    user: String,
     /// What a failed connect says to check.
     hint: &'static str,
     /// The addresses, as error messages name them.
@@ -47,11 +52,13 @@ impl Connector {
     pub(crate) fn new(
         addresses: &[String],
         knobs: &PostgresKnobs,
+        security: &Security,
         application_name: &str,
     ) -> Result<Connector, BackendError> {
         Connector::with(
             addresses,
             knobs,
+            security,
             application_name,
             TargetSessionAttrs::ReadWrite,
         )
@@ -61,6 +68,7 @@ impl Connector {
     pub(crate) fn each(
         addresses: &[String],
         knobs: &PostgresKnobs,
+        security: &Security,
         application_name: &str,
     ) -> Result<Vec<(String, Connector)>, BackendError> {
         addresses
@@ -69,6 +77,7 @@ impl Connector {
                 let c = Connector::with(
                     std::slice::from_ref(a),
                     knobs,
+                    security,
                     application_name,
                     TargetSessionAttrs::Any,
                 )?;
@@ -80,6 +89,7 @@ impl Connector {
     fn with(
         addresses: &[String],
         knobs: &PostgresKnobs,
+        security: &Security,
         application_name: &str,
         attrs: TargetSessionAttrs,
     ) -> Result<Connector, BackendError> {
@@ -104,8 +114,10 @@ impl Connector {
             config.host(host).port(port);
         }
         // Client side too: keepalives let a partitioned client notice its session is gone.
+        let user = security.user().unwrap_or(&knobs.user).to_string();
+        security.apply(&mut config);
         config
-            .user(&knobs.user)
+            .user(&user)
             .dbname(&knobs.dbname)
             .application_name(application_name)
             .options(knobs.startup_options())
@@ -121,6 +133,8 @@ impl Connector {
         };
         Ok(Connector {
             config,
+            security: security.clone(),
+            user,
             hint,
             addresses: addresses.join(","),
             // Each address gets its connect timeout, plus the read-write check's round trip.
@@ -141,17 +155,43 @@ impl Connector {
             endpoint: self.addresses.clone(),
             reason,
         };
-        let (client, connection) =
-            match tokio::time::timeout(self.budget, self.config.connect(NoTls)).await {
-                Ok(Ok(pair)) => pair,
-                Ok(Err(e)) => {
-                    return Err(unreachable(format!("{e} ({})", self.hint)));
-                }
-                Err(_) => return Err(unreachable(format!("no session within {:?}", self.budget))),
+        let failed =
+            |e: tokio_postgres::Error| match self.security.explain(&self.addresses, &self.user, &e)
+            {
+                Some(clear) => BackendError::Config(clear),
+                None => unreachable(format!("{e} ({})", self.hint)),
             };
+        let timed_out = || unreachable(format!("no session within {:?}", self.budget));
         let end = Arc::new(OnceLock::new());
-        let ended = end.clone();
-        let task = tokio::spawn(async move {
+        let (client, task) = match &self.security.tls {
+            Some(tls) => {
+                match tokio::time::timeout(self.budget, self.config.connect(tls.clone())).await {
+                    Ok(Ok((client, connection))) => (client, drive(connection, end.clone())),
+                    Ok(Err(e)) => return Err(failed(e)),
+                    Err(_) => return Err(timed_out()),
+                }
+            }
+            None => match tokio::time::timeout(self.budget, self.config.connect(NoTls)).await {
+                Ok(Ok((client, connection))) => (client, drive(connection, end.clone())),
+                Ok(Err(e)) => return Err(failed(e)),
+                Err(_) => return Err(timed_out()),
+            },
+        };
+        Ok(Session { client, end, task })
+    }
+}
+
+/// Drives a session's connection until it ends, recording how (see [`End`]).
+fn drive<S, T>(
+    connection: tokio_postgres::Connection<S, T>,
+    ended: Arc<OnceLock<End>>,
+) -> JoinHandle<()>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    {
+        tokio::spawn(async move {
             let how = match connection.await {
                 Ok(()) => End::Unknown("closed by this client".into()),
                 Err(e) => match e.as_db_error() {
@@ -163,8 +203,7 @@ impl Connector {
                 },
             };
             let _ = ended.set(how);
-        });
-        Ok(Session { client, end, task })
+        })
     }
 }
 

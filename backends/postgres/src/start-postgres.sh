@@ -16,6 +16,21 @@ export PGCONNECT_TIMEOUT=2
 
 say() { echo "lockbench start-postgres ($name): $*" >&2; }
 
+# A secure cluster (tls_key set above; backends/postgres/src/secure.rs): the certificates in
+# this server's own tls/ (mode 0600, before a container's chown below), every psql and
+# pg_basebackup over TLS with the server's certificate as its client certificate, and the
+# passwords from pgpass (mode 0600). pg_basebackup -R writes these into primary_conninfo.
+pg_user=postgres
+if [ -n "${tls_key:-}" ]; then
+  mkdir -p "$root/tls"
+  install -m 600 "$tls_ca" "$root/tls/ca.pem"
+  install -m 600 "$tls_cert" "$root/tls/server.pem"
+  install -m 600 "$tls_key" "$root/tls/server.key"
+  export PGSSLMODE=verify-full PGSSLROOTCERT="$root/tls/ca.pem" \
+    PGSSLCERT="$root/tls/server.pem" PGSSLKEY="$root/tls/server.key" PGPASSFILE="$root/pgpass"
+  pg_user=lockbench_replication
+fi
+
 # PostgreSQL refuses to run as root: initdb and postgres exit at once. As root, every
 # PostgreSQL program runs as the `postgres` user: in a user namespace that maps it to root
 # outside (managed mode: the files stay root's, so a state directory under /root, mode 700,
@@ -69,7 +84,7 @@ current_primary() {
 clone_from() {
   say "cloning the primary at $1 (pg_basebackup -R): starting as its replica"
   rm -rf "$data.new"
-  "${as_pg[@]}" "$bin/pg_basebackup" -h "${1%:*}" -p "${1##*:}" -U postgres -D "$data.new" \
+  "${as_pg[@]}" "$bin/pg_basebackup" -h "${1%:*}" -p "${1##*:}" -U "$pg_user" -D "$data.new" \
     -R -X stream -c fast
   rm -rf "$data"
   mv "$data.new" "$data"
@@ -84,6 +99,10 @@ init() {
     "${as_pg[@]}" "$bin/postgres" --single -D "$data.new" template1 >/dev/null
   echo "CREATE EXTENSION pg_stat_statements" |
     "${as_pg[@]}" "$bin/postgres" --single -D "$data.new" lockbench >/dev/null
+  if [ -n "${tls_key:-}" ]; then
+    say "roles: lockbench, lockbench_replication, postgres's password (roles.sql)"
+    "${as_pg[@]}" "$bin/postgres" --single -D "$data.new" lockbench <"$root/roles.sql" >/dev/null
+  fi
   rm -rf "$data"
   mv "$data.new" "$data"
 }

@@ -51,6 +51,13 @@ impl System for Postgres {
         &SERVERS
     }
 
+    /// TLS (a CA, a client certificate, the name to verify) and a user with a password (issue
+    /// 22; `tls.rs`). The shape only: the files and the password are read when a backend is
+    /// made.
+    fn check_connection(&self, group: &str, c: &lockbench_core::Connection) -> Result<(), String> {
+        crate::tls::check(group, c)
+    }
+
     /// `pg-advisory`, `pg-try-advisory`, `pg-advisory-xact` (`recipes.rs`).
     fn recipes(&self) -> &'static [lockbench_core::Recipe] {
         crate::recipes::RECIPES
@@ -110,6 +117,26 @@ impl System for Postgres {
 
     fn launch(&self, spec: &ServerSpec, site: &Site) -> Launch {
         server::launch(spec, site)
+    }
+
+    /// TLS only, SCRAM, client certificates (`secure.rs`).
+    fn secured(&self, _spec: &ServerSpec) -> bool {
+        true
+    }
+
+    /// Only lockbench's role (and the replication role) may log in.
+    fn secure_user(&self) -> bool {
+        true
+    }
+
+    /// `secure_probe.rs`: `SSLRequest`, TLS, SCRAM as `postgres`, then the probe.
+    fn secure_ask<'a>(
+        &'a self,
+        ex: &'a Exchange,
+        tls: std::sync::Arc<rustls::ClientConfig>,
+        admin_password: &'a secrecy::SecretString,
+    ) -> Option<lockbench_core::system::Asked<'a>> {
+        Some(Box::pin(crate::secure_probe::ask(ex, tls, admin_password)))
     }
 
     fn needs(&self) -> &'static [&'static str] {

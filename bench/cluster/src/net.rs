@@ -35,6 +35,8 @@ pub async fn exchange(ex: &Exchange) -> anyhow::Result<Vec<u8>> {
 #[derive(Clone)]
 pub struct SecureProbe {
     tls: tokio_rustls::TlsConnector,
+    /// The same configuration, for a system's own probe ([`System::secure_ask`]).
+    config: Arc<rustls::ClientConfig>,
     user: String,
     password: SecretString,
     admin_password: SecretString,
@@ -58,8 +60,10 @@ impl SecureProbe {
         };
         let config =
             lockbench_core::crypto::client_config("secure", &tls).map_err(|e| anyhow!(e))?;
+        let config = Arc::new(config);
         Ok(SecureProbe {
-            tls: tokio_rustls::TlsConnector::from(Arc::new(config)),
+            tls: tokio_rustls::TlsConnector::from(config.clone()),
+            config,
             user: user.into(),
             password,
             admin_password,
@@ -86,6 +90,9 @@ pub async fn secure_exchange(
     system: &dyn System,
 ) -> anyhow::Result<Vec<u8>> {
     let addr = ex.addr.as_str();
+    if let Some(asked) = system.secure_ask(ex, probe.config.clone(), &probe.admin_password) {
+        return bounded(addr, async { asked.await.map_err(|e| anyhow!(e)) }).await;
+    }
     let work = async {
         let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h);
         let host = host.trim_start_matches('[').trim_end_matches(']');

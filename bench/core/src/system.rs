@@ -26,6 +26,10 @@ use std::net::SocketAddr;
 pub type UsersSetUp<'a> =
     std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + Send + 'a>>;
 
+/// A reply a system's own secure probe ([`System::secure_ask`]) will give.
+pub type Asked<'a> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<Vec<u8>, String>> + Send + 'a>>;
+
 /// Servers that clients use together: `zookeeper`, `redlock`, the failover pair.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Group {
@@ -288,6 +292,21 @@ pub trait System: Send + Sync + 'static {
     /// (Redis: `AUTH user password`), before the health check; `None` when the system's
     /// health check needs no login. The request holds the password: it is sent, never logged.
     fn login(&self, _endpoint: &str, _user: &str, _password: &str) -> Option<Exchange> {
+        None
+    }
+
+    /// On a secure cluster, a probe this system runs itself because it is no TLS exchange after
+    /// a one-message [`login`](Self::login) (PostgreSQL: TLS starts after its `SSLRequest`,
+    /// and SCRAM takes rounds): `ex`'s request sent over TLS with `tls` (the client
+    /// certificate), logged in as the system's administrator with `admin_password`; the reply
+    /// as [`exchange`](Self::health_check)'s readers take it. `None` (the default): the
+    /// cluster's plain TLS exchange. The caller bounds it in time.
+    fn secure_ask<'a>(
+        &'a self,
+        _ex: &'a Exchange,
+        _tls: std::sync::Arc<rustls::ClientConfig>,
+        _admin_password: &'a secrecy::SecretString,
+    ) -> Option<Asked<'a>> {
         None
     }
 

@@ -12,6 +12,7 @@
 //! their statements' server counters apart.
 
 mod recipes;
+mod secure;
 mod server_side;
 mod servers;
 

@@ -9,7 +9,9 @@
 //! the Sentinels; the Sentinels fail the pair over (their votes, the promotion, the old primary
 //! rejoining as a replica: all over TLS with their own users), and `redis-sentinel` follows
 //! them to the new primary; zk-fair and zk-curator run over TLS as the digest user under its
-//! chroot; an adapter library, which gets only addresses, is refused before the run.
+//! chroot; pg-advisory runs over TLS as the SCRAM user `lockbench` on the PostgreSQL pair, whose
+//! replica streams over TLS as its own role and whose files hold no password of that user;
+//! an adapter library, which gets only addresses, is refused before the run.
 //! (etcd 3.4's write-ahead log holds the `user add` request as sent, password
 //! included: etcd's data, not lockbench's, and documented.)
 
@@ -17,6 +19,7 @@ use crate::common::{self, PrivateCluster};
 use crate::secure::files_holding;
 use lockbench_chaos::{Reach, Site};
 use lockbench_registry::etcd::system::ETCD;
+use lockbench_registry::postgres::system::POSTGRES;
 use lockbench_registry::redis::system::{FAILOVER, REDIS, SENTINEL};
 use lockbench_registry::zookeeper::system::ZOOKEEPER;
 use std::os::unix::fs::PermissionsExt;
@@ -27,7 +30,7 @@ use std::time::{Duration, Instant};
 #[test]
 fn a_secure_managed_redis_takes_only_tls_and_its_user_and_a_run_connects_with_them() {
     let dir = common::scratch("secure_up", "run");
-    let groups = [REDIS, ETCD, FAILOVER, SENTINEL, ZOOKEEPER];
+    let groups = [REDIS, ETCD, FAILOVER, SENTINEL, ZOOKEEPER, POSTGRES];
     let cluster = PrivateCluster::up_secure("sec", "10.85.1.0/24", &dir, &groups);
     let state = cluster.cluster.state_dir().to_path_buf();
     assert!(cluster.cluster.is_secure());
@@ -106,8 +109,7 @@ fn a_secure_managed_redis_takes_only_tls_and_its_user_and_a_run_connects_with_th
     fail_over(&cluster, &site, password);
 
     let out_dir = dir.join("out");
-    let backends =
-        r#"backends=["redis-setnx","etcd-lease","redis-sentinel","zk-fair","zk-curator"]"#;
+    let backends = r#"backends=["redis-setnx","etcd-lease","redis-sentinel","zk-fair","zk-curator","pg-advisory"]"#;
     let out = quick(&cluster.arg, &out_dir, backends, "2s")
         .env("RUST_LOG", "debug")
         .output()
@@ -115,7 +117,7 @@ fn a_secure_managed_redis_takes_only_tls_and_its_user_and_a_run_connects_with_th
     let said = common::text(&out);
     assert!(out.status.success(), "{said}");
     let r = common::results(&out_dir);
-    for group in ["redis", "etcd", "sentinel", "zookeeper"] {
+    for group in ["redis", "etcd", "sentinel", "zookeeper", "postgres"] {
         for field in ["tls", "mutual_tls", "auth"] {
             assert_eq!(r["connections"][group][field], true, "{group}.{field}: {r}");
         }
@@ -126,6 +128,7 @@ fn a_secure_managed_redis_takes_only_tls_and_its_user_and_a_run_connects_with_th
         "redis-sentinel",
         "zk-fair",
         "zk-curator",
+        "pg-advisory",
     ] {
         let res = common::result_of(&r, backend);
         assert!(res["acquisitions"].as_u64().unwrap() > 0, "{res}");
@@ -165,6 +168,22 @@ fn a_secure_managed_redis_takes_only_tls_and_its_user_and_a_run_connects_with_th
         for file in in_clear {
             let mode = std::fs::metadata(&file).unwrap().permissions().mode();
             assert_eq!(mode & 0o077, 0, "{file} is readable by others");
+        }
+    }
+    // PostgreSQL's: the user's password nowhere (its role holds a SCRAM verifier); the
+    // administrator's (the probes' login) only in `pgpass`, mode 0600; the certificates'
+    // copies private too.
+    for server in ["pg1", "pg2"] {
+        let node = state.join("cluster").join(server);
+        assert_eq!(files_holding(&node, password), Vec::<String>::new());
+        let in_clear = files_holding(&node, admin.trim());
+        assert_eq!(in_clear, vec![node.join("pgpass").display().to_string()]);
+        for file in ["pgpass", "tls/server.key"] {
+            let mode = std::fs::metadata(node.join(file))
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o077, 0, "{server}/{file} is readable by others");
         }
     }
 }
