@@ -194,6 +194,21 @@ fn pg_hba(spec: &ServerSpec, site: &Site) -> String {
     )
 }
 
+/// The compose healthcheck on the secure compose cluster: over TLS with the client certificate
+/// (verified against 127.0.0.1, which the server certificate names), as `user` with the
+/// profile's password (read when the check runs). That user may not see the WAL receiver's
+/// status (`pg_read_all_stats`), only that one runs: a replica is healthy while its receiver
+/// runs.
+pub(crate) fn compose_secure_healthcheck(port: u16, files: &str, user: &str) -> Vec<String> {
+    let sql = "SELECT NOT pg_is_in_recovery() OR EXISTS (SELECT 1 FROM pg_stat_wal_receiver)";
+    let check = format!(
+        "PGPASSWORD=\"$(cat {files}/password)\" PGSSLMODE=verify-full \
+         PGSSLROOTCERT={files}/ca.pem PGSSLCERT={files}/client.pem PGSSLKEY={files}/client.key \
+         {BIN}/psql -h 127.0.0.1 -p {port} -U {user} -d {DATABASE} -tAqX -c \"{sql}\" | grep -qx t"
+    );
+    ["CMD", "bash", "-c", &check].map(String::from).to_vec()
+}
+
 /// The compose healthcheck, asked inside the container: the primary, or a replica that
 /// streams from it (the same rule as [`crate::probe::health`]).
 pub(crate) fn compose_healthcheck(port: u16) -> Vec<String> {

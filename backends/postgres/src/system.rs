@@ -191,4 +191,9 @@ impl System for Postgres {
     fn compose_healthcheck(&self, port: u16) -> Vec<String> {
         server::compose_healthcheck(port)
     }
+
+    /// `psql` over TLS as lockbench's user (`server.rs`).
+    fn compose_secure_healthcheck(&self, port: u16, files: &str, user: &str) -> Vec<String> {
+        server::compose_secure_healthcheck(port, files, user)
+    }
 }
