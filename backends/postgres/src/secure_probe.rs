@@ -38,9 +38,8 @@ pub(crate) async fn ask(
     if answer[0] != b'S' {
         return Err("the server does not speak TLS (it refused the SSLRequest)".into());
     }
-    let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h);
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    let name = ServerName::try_from(host.to_string()).map_err(|e| e.to_string())?;
+    let name = ServerName::try_from(lockbench_core::crypto::member_host(addr).to_string())
+        .map_err(|e| e.to_string())?;
     let mut stream = tokio_rustls::TlsConnector::from(tls)
         .connect(name, tcp)
         .await

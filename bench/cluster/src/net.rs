@@ -34,8 +34,8 @@ pub async fn exchange(ex: &Exchange) -> anyhow::Result<Vec<u8>> {
 /// reads it from a cluster's state directory; the chaos controller's probes use it too).
 #[derive(Clone)]
 pub struct SecureProbe {
-    tls: tokio_rustls::TlsConnector,
-    /// The same configuration, for a system's own probe ([`System::secure_ask`]).
+    /// The TLS configuration (for this module's exchanges and a system's own probe,
+    /// [`System::secure_ask`]).
     config: Arc<rustls::ClientConfig>,
     user: String,
     password: SecretString,
@@ -62,7 +62,6 @@ impl SecureProbe {
             lockbench_core::crypto::client_config("secure", &tls).map_err(|e| anyhow!(e))?;
         let config = Arc::new(config);
         Ok(SecureProbe {
-            tls: tokio_rustls::TlsConnector::from(config.clone()),
             config,
             user: user.into(),
             password,
@@ -94,11 +93,10 @@ pub async fn secure_exchange(
         return bounded(addr, async { asked.await.map_err(|e| anyhow!(e)) }).await;
     }
     let work = async {
-        let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h);
-        let host = host.trim_start_matches('[').trim_end_matches(']');
-        let name = ServerName::try_from(host.to_string())?;
+        let name = ServerName::try_from(lockbench_core::crypto::member_host(addr).to_string())?;
         let tcp = TcpStream::connect(addr).await?;
-        let mut stream = probe.tls.connect(name, tcp).await?;
+        let connector = tokio_rustls::TlsConnector::from(probe.config.clone());
+        let mut stream = connector.connect(name, tcp).await?;
         let password = probe.password.expose_secret();
         if let Some(login) = system.login(addr, &probe.user, password) {
             let reply = talk(&mut stream, &login).await?;
