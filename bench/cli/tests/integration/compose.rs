@@ -86,7 +86,11 @@ fn packages(image: &str) -> String {
 /// The image `compose build` makes from docker-compose.yml's `build:` (what `docker compose up`
 /// builds on a machine with a registry) has the packages, at the same versions, of the one
 /// scripts/build-images made (this machine's offline path through the same Dockerfile), and
-/// those are the versions managed mode runs (the host's packages, from scripts/install-deps).
+/// those are the release series managed mode runs (the host's packages, from
+/// scripts/install-deps). Patch levels may differ: a host keeps the packages it came with
+/// (install-deps installs only what is missing) while the image takes Debian's security
+/// updates, so PostgreSQL 15.18 on the host and 15.20 in the image are the same server for
+/// lockbench's purposes; the difference is printed, never hidden.
 fn same_image_both_ways(offline: &str) {
     ok(&mut compose(&["build", "zk1"]));
     let built = packages(lockbench_compose::file::IMAGE);
@@ -96,9 +100,45 @@ fn same_image_both_ways(offline: &str) {
     assert!(names.contains(&"zookeeper"), "{ours}");
     let host = ok(Command::new("dpkg-query").arg("-W").args(&names));
     assert_eq!(
-        ours, host,
-        "the image's servers are not the versions managed mode runs (the host's packages): \
-         upgrade the host's, or rebuild the image (docker rmi {offline}; scripts/build-images)"
+        release_series(&ours),
+        release_series(&host),
+        "the image's servers are not the release series managed mode runs (the host's \
+         packages): image\n{ours}host\n{host}upgrade the host's (apt-get install --only-upgrade \
+         <package>), or rebuild the image (docker rmi {offline}; scripts/build-images)"
+    );
+    if ours != host {
+        eprintln!("patch levels differ between the image and the host:\nimage\n{ours}host\n{host}");
+    }
+}
+
+/// Each `package<TAB>version` line as `package<TAB>series`: the upstream version without the
+/// Debian epoch and revision, and without its last component (the patch level): `5:7.0.15-1`
+/// is 7.0, `15.18-0+deb12u1` is 15, `3.8.0-11+deb12u2` is 3.8.
+fn release_series(packages: &str) -> Vec<String> {
+    packages
+        .lines()
+        .map(|line| {
+            let (name, version) = line.split_once('\t').unwrap_or((line, ""));
+            let upstream = version.split_once(':').map_or(version, |(_, v)| v);
+            let upstream = upstream.rsplit_once('-').map_or(upstream, |(u, _)| u);
+            let series = upstream.rsplit_once('.').map_or(upstream, |(s, _)| s);
+            format!("{name}\t{series}")
+        })
+        .collect()
+}
+
+#[test]
+fn a_release_series_drops_epoch_revision_and_patch_level() {
+    let series = release_series(
+        "redis-server\t5:7.0.15-1~deb12u10\npostgresql-15\t15.18-0+deb12u1\nzookeeper\t3.8.0-11+deb12u2",
+    );
+    assert_eq!(
+        series,
+        ["redis-server\t7.0", "postgresql-15\t15", "zookeeper\t3.8"]
+    );
+    assert_ne!(
+        release_series("postgresql-15\t15.18-0+deb12u1"),
+        release_series("postgresql-15\t16.1-1")
     );
 }
 

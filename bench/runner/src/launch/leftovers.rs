@@ -12,7 +12,7 @@
 //! run's id takes it over (relabels it and leaves the swarm at its own end, as that run would
 //! have).
 
-use super::swarm::{LABEL, docker};
+use super::swarm::{LABEL, docker, remove_network};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -145,7 +145,7 @@ pub(crate) fn sweep() -> Swept {
         }
     }
     for network in dead_objects("network", &ns) {
-        if docker(&["network", "rm", &network]).is_ok() {
+        if remove_network(&network).is_ok() {
             swept.removed.push(format!("network {network}"));
         }
     }

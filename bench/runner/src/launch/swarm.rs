@@ -134,6 +134,29 @@ pub(super) fn docker(args: &[&str]) -> anyhow::Result<String> {
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
+/// How long a removed network may stay listed: on an engine that was a swarm manager before
+/// the run (so the run does not leave the swarm), `docker network rm` of a swarm-scoped network
+/// returns at once and the node's copy goes a little later, once its agent catches up.
+const NETWORK_GONE_WITHIN: Duration = Duration::from_secs(60);
+
+/// Removes network `name` and waits, up to [`NETWORK_GONE_WITHIN`], until the engine no longer
+/// lists it, so "nothing left" holds when the run ends and not only some time after.
+pub(super) fn remove_network(name: &str) -> anyhow::Result<()> {
+    docker(&["network", "rm", name])?;
+    let deadline = Instant::now() + NETWORK_GONE_WITHIN;
+    while docker(&["network", "inspect", "--format", "{{.Id}}", name]).is_ok() {
+        if Instant::now() > deadline {
+            anyhow::bail!(
+                "network {name} is still listed {}s after `docker network rm` (the engine \
+                 removes it on its own; check `docker network ls`)",
+                NETWORK_GONE_WITHIN.as_secs()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    Ok(())
+}
+
 /// Creates Docker secret `name` holding `secret`, which goes on docker's stdin.
 fn create_secret(name: &str, secret: &RunSecret, labels: &[&str]) -> anyhow::Result<()> {
     let mut child = Command::new("docker")
@@ -654,7 +677,7 @@ impl Removal {
             problems.push(format!("{e:#}"));
         }
         if let Some(network) = &self.network
-            && let Err(e) = docker(&["network", "rm", network])
+            && let Err(e) = remove_network(network)
         {
             problems.push(format!("{e:#}"));
         }
