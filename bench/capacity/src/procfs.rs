@@ -6,9 +6,19 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-/// Clock ticks per second of `/proc` CPU times. Linux exports them in `USER_HZ`, which is 100
-/// on every architecture it runs on (the kernel's own `HZ` may differ; `/proc` converts).
-pub const TICKS_PER_S: f64 = 100.0;
+/// Clock ticks per second of `/proc` CPU times (`USER_HZ`), asked of the system once
+/// (`sysconf(_SC_CLK_TCK)`); 100, Linux's value on every architecture today, only when the
+/// system cannot say.
+pub fn ticks_per_s() -> f64 {
+    static TICKS: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
+    *TICKS.get_or_init(|| {
+        nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
+            .ok()
+            .flatten()
+            .filter(|&t| t > 0)
+            .map_or(100.0, |t| t as f64)
+    })
+}
 
 /// `(utime + stime, ppid)` of `/proc/<path>/stat`.
 fn stat_fields(path: &Path) -> Option<(u64, u32)> {
@@ -107,6 +117,13 @@ pub fn machine_ticks() -> Option<(u64, u64)> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_tick_rate_is_the_systems() {
+        // Linux reports USER_HZ = 100 on x86_64 and aarch64; a wrong reading (0, a negative
+        // number, the kernel's HZ of 250 or 1000) would scale every CPU figure.
+        assert_eq!(ticks_per_s(), 100.0);
+    }
+
     use super::*;
 
     #[test]

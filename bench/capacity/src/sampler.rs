@@ -206,7 +206,7 @@ async fn sample(
         let now = Instant::now();
         let dt = now.duration_since(last_at).as_secs_f64().max(1e-3);
         last_at = now;
-        let percent = |ticks: u64| ticks as f64 / procfs::TICKS_PER_S / dt * 100.0;
+        let percent = |ticks: u64| ticks as f64 / procfs::ticks_per_s() / dt * 100.0;
         out.times.push(clock.now());
 
         let machine = procfs::machine_ticks();
@@ -363,7 +363,7 @@ fn busiest_thread(s: &Samples, inside: &[usize]) -> Option<f64> {
     b.iter()
         .map(|(tid, &t)| t.saturating_sub(a.get(tid).copied().unwrap_or(t)))
         .max()
-        .map(|ticks| round1(ticks as f64 / procfs::TICKS_PER_S / secs * 100.0))
+        .map(|ticks| round1(ticks as f64 / procfs::ticks_per_s() / secs * 100.0))
 }
 
 fn round1(x: f64) -> f64 {
@@ -403,7 +403,7 @@ mod tests {
         assert!(u.sample_times_s.len() >= 5);
     }
 
-    /// Issue 11 item 5: a server lockbench started is its child, and was counted as lockbench
+    /// Regression: a server lockbench started is its child, and was counted as lockbench
     /// (generator-bound at 165-182% while lockbench itself used ~11% of a core). The same busy
     /// child, watched as a server (and another one known not to be lockbench's), counts for
     /// the server only.
