@@ -43,6 +43,44 @@ pub enum AdapterError {
     },
 }
 
+/// Why `program` did not start, and the fix: what is missing (the program, its directory, a
+/// program not on PATH) and how it gets there. A built-in adapter's program is made by
+/// `scripts/install-adapters` (the Python adapters' interpreter lives in the project's .venv,
+/// so a fresh checkout has none); a user's adapter by its manifest's `build`.
+fn spawn_failure(manifest: &Manifest, program: &str, e: &std::io::Error) -> String {
+    if e.kind() != std::io::ErrorKind::NotFound {
+        return e.to_string();
+    }
+    let missing = if !manifest.dir.is_dir() {
+        format!("its directory {} does not exist", manifest.dir.display())
+    } else if program.contains('/') {
+        format!("{program} does not exist")
+    } else {
+        format!("`{program}` is not on PATH")
+    };
+    let built_in = match (
+        manifest.dir.canonicalize(),
+        crate::manifest::builtin_dir().canonicalize(),
+    ) {
+        (Ok(dir), Ok(builtin)) => dir.starts_with(builtin),
+        _ => false,
+    };
+    let fix = if built_in {
+        "the adapter is not installed: run `scripts/install-adapters`, which builds every \
+         built-in adapter (its manifest's `build`)"
+            .to_string()
+    } else if !manifest.build.is_empty() {
+        format!(
+            "the adapter is not built: run its manifest's `build` ({}) in {}",
+            manifest.build.join(" "),
+            manifest.dir.display()
+        )
+    } else {
+        "install it, or fix the manifest's `command`".to_string()
+    };
+    format!("{missing} ({e}); {fix}")
+}
+
 /// A running adapter.
 #[derive(Debug)]
 pub struct AdapterProcess {
@@ -107,7 +145,7 @@ impl AdapterProcess {
         let mut child = cmd.spawn().map_err(|e| AdapterError::Spawn {
             command: argv.join(" "),
             dir: manifest.dir.display().to_string(),
-            reason: e.to_string(),
+            reason: spawn_failure(manifest, &argv[0], &e),
         })?;
         let stdin = child.stdin.take().expect("piped stdin");
         let stdout = child.stdout.take().expect("piped stdout");
@@ -207,5 +245,50 @@ impl AdapterProcess {
     pub async fn kill(mut self) {
         let _ = self.child.start_kill();
         let _ = self.child.wait().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn manifest(dir: std::path::PathBuf, build: &[&str]) -> Manifest {
+        Manifest {
+            library: "x".into(),
+            system: "redis".into(),
+            command: vec!["python3".into()],
+            lock_life: None,
+            start_timeout: PROMPT,
+            build: build.iter().map(|s| s.to_string()).collect(),
+            env: Default::default(),
+            observe: None,
+            dir,
+        }
+    }
+
+    #[test]
+    fn a_missing_program_is_named_with_the_fix_for_its_kind_of_adapter() {
+        let missing = std::io::Error::from(std::io::ErrorKind::NotFound);
+        let venv = "/nowhere/.venv/bin/python3";
+        let builtin = manifest(crate::manifest::builtin_dir().join("redis-py"), &["pip"]);
+        let said = spawn_failure(&builtin, venv, &missing);
+        assert!(
+            said.contains(&format!("{venv} does not exist"))
+                && said.contains("scripts/install-adapters"),
+            "{said}"
+        );
+        let own = manifest(std::env::temp_dir(), &["make", "adapter"]);
+        let said = spawn_failure(&own, venv, &missing);
+        assert!(
+            said.contains("`build` (make adapter)") && !said.contains("install-adapters"),
+            "{said}"
+        );
+        let said = spawn_failure(&own, "no-such-program", &missing);
+        assert!(said.contains("`no-such-program` is not on PATH"), "{said}");
+        let gone = manifest(std::env::temp_dir().join("lb-no-such-dir"), &[]);
+        let said = spawn_failure(&gone, venv, &missing);
+        assert!(said.contains("lb-no-such-dir does not exist"), "{said}");
+        let denied = std::io::Error::from(std::io::ErrorKind::PermissionDenied);
+        assert_eq!(spawn_failure(&own, venv, &denied), denied.to_string());
     }
 }
