@@ -6,7 +6,8 @@
 //! `link-blackhole`, `pause`, `kill`, `clock-jump`), `phase` says whether this event opened
 //! (`start`) or closed (`stop`: heal, resume, start) it. A clock jump is instantaneous: one
 //! `start` event. What cannot be done here is reported with `applied = false` and the reason
-//! (partitions and link faults in the loopback topology, leader of Redlock, link delay).
+//! (partitions and link faults in the loopback topology, leader of Redlock, link delay
+//! without link proxies).
 
 use crate::grudge::{self, COORDINATOR, Hosts};
 use crate::site::{Managed, Site};
@@ -40,7 +41,9 @@ use std::time::{Duration, Instant};
 ///   verified; `heal` restarts the former leader, which rejoins as a replica (`promote.rs`).
 /// - `packet-loss`: iptables `statistic` DROP rules in the target servers' namespaces, both
 ///   ways, checked with a probe against the rules' counters (see `loss.rs`).
-/// - `link-delay`: not available (reported as not applied).
+/// - `link-delay`: a latency toxic on the run's link proxies, applied by the
+///   [`LinkNemesis`](crate::LinkNemesis); it reaches this nemesis only when no proxies stand
+///   in front of these servers, and is then reported as not applied.
 pub struct ServerNemesis<S: Site = Managed> {
     pub(crate) site: S,
     pub(crate) servers: Vec<&'static ServerSpec>,
@@ -905,8 +908,9 @@ impl<S: Site> Nemesis for ServerNemesis<S> {
                 clock,
                 "link-delay",
                 vec![],
-                "link delay is not implemented yet (needs a TCP proxy between the clients and \
-                 the servers; tc netem is unavailable on this kernel)"
+                "link delay is a latency toxic on the run's link proxies, and none stand \
+                 between the clients and these servers (tc netem is unavailable on this \
+                 kernel, so the servers' own links cannot be delayed)"
                     .into(),
             )],
         }

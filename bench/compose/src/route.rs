@@ -18,7 +18,7 @@
 //! host instead); server and link faults need the containers' addresses and network
 //! namespaces (every one is recorded as not applied, [`faults_not_applied`]). All three work
 //! from lockbench's own image on the compose network, the compose file's `lockbench` service
-//! ([`ON_THE_NETWORK`], issue 23 item 4).
+//! ([`ON_THE_NETWORK`]).
 
 use crate::file::{SUBNET, topology};
 use lockbench_cluster::{SERVERS, ServerSpec, Topology};
@@ -34,9 +34,9 @@ use std::time::Duration;
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// Where the things the published ports cannot carry work.
-pub const ON_THE_NETWORK: &str = "run lockbench itself on the compose network: \
-     `docker compose run --rm lockbench run ...` (1.29: `docker-compose run --rm lockbench ...`; \
-     the lockbench image, issue 23 item 4)";
+pub const ON_THE_NETWORK: &str = "run lockbench itself on the compose network, as the compose \
+     file's `lockbench` service (lockbench's own image): \
+     `docker compose run --rm lockbench run ...` (1.29: `docker-compose run --rm lockbench ...`)";
 
 /// The way to the compose cluster's servers.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -240,7 +240,7 @@ mod tests {
         let published = Route::Published { why: "x".into() };
         let why = published.cannot_carry(FAILOVER).expect("refused");
         assert!(
-            why.contains("10.78.0.40:6379") && why.contains("item 4"),
+            why.contains("10.78.0.40:6379") && why.contains(ON_THE_NETWORK),
             "{why}"
         );
         for ok in [REDIS, REDLOCK, SENTINEL] {

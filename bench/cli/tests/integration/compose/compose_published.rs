@@ -4,8 +4,7 @@
 //! run through the published ports, refuse `redis-sentinel` with the reason, and record faults
 //! as not applied with the reason; lockbench's own image, the compose file's `lockbench`
 //! service, must still run chaos-quick (three of its backends) with every expectation met
-//! (issue 23's done-when:
-//! [`super::compose_image::chaos_quick_runs_in_the_lockbench_service`]).
+//! ([`super::compose_image::chaos_quick_runs_in_the_lockbench_service`]).
 //!
 //! How the subnet is made unreachable: one iptables rule in the root namespace's OUTPUT chain
 //! drops every packet to 10.78.0.0/24 sent by a process whose group is [`GID`] (the lockbench
@@ -185,7 +184,7 @@ pub fn the_subnet_unreachable_as_on_docker_desktop() {
         ran_well(&r, backend);
     }
 
-    // redis-sentinel: refused, naming the Sentinels' container address and item 4.
+    // redis-sentinel: refused, naming the Sentinels' container address and the way round it.
     let sentinel = run_unrouted(
         &["quick", "--set", "backends=redis-sentinel"],
         &dir.join("sentinel"),
@@ -195,7 +194,7 @@ pub fn the_subnet_unreachable_as_on_docker_desktop() {
     assert!(
         text.contains("redis-sentinel cannot run on compose here")
             && text.contains("10.78.0.40:6379")
-            && text.contains("item 4"),
+            && text.contains("`lockbench` service"),
         "{text}"
     );
 
@@ -220,7 +219,7 @@ pub fn the_subnet_unreachable_as_on_docker_desktop() {
     assert_eq!(pause["applied"], false, "{pause}");
     let note = pause["note"].as_str().unwrap_or_default();
     assert!(
-        note.contains("published ports") && note.contains("item 4"),
+        note.contains("published ports") && note.contains("`lockbench` service"),
         "{pause}"
     );
 
