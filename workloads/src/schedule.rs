@@ -134,7 +134,7 @@ duration = "5s"
         );
     }
 
-    /// Issue 11 item 11: a repeating entry's window whose seeded start fell after the end of
+    /// Regression: a repeating entry's window whose seeded start fell after the end of
     /// the fault phase was dropped without a word. Every period that starts inside the phase
     /// now has its window, whatever the seed.
     #[test]

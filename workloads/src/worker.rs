@@ -140,7 +140,7 @@ pub enum FromWorker {
         /// The worker's run clock.
         at: Nanos,
     },
-    /// The backend broke (an adapter broke its protocol, issue 21): what [`Backend::broken`]
+    /// The backend broke (an adapter broke its protocol): what [`Backend::broken`]
     /// says, sent once, as soon as the worker sees it. The coordinator stops the run and
     /// reports it as the backend's error: a history through a broken adapter has no verdict.
     Broken(String),
@@ -532,7 +532,7 @@ pub struct WorkerSinks {
 /// ([`worker_log`](crate::worker_log); the coordinator's stderr when there is none),
 /// `PR_SET_PDEATHSIG = SIGKILL` so it dies with the coordinator however the coordinator dies,
 /// and a process group of its own, so a fault's signal reaches whatever the worker runs its
-/// clients in (an adapter's library process, issue 21) with it.
+/// clients in (an adapter's library process) with it.
 pub(crate) fn prepare(mut cmd: std::process::Command) -> tokio::process::Command {
     use std::os::unix::process::CommandExt;
     let parent = nix::unistd::getpid();
@@ -697,7 +697,7 @@ mod tests {
         assert_eq!(back.errors, w.errors);
     }
 
-    /// Histograms are merged, never averaged (issue 24 item 4): three workers' latencies, each
+    /// Histograms are merged, never averaged: three workers' latencies, each
     /// sent over the wire as a V2-deflate histogram and merged by the coordinator, give exactly
     /// the percentiles of one histogram of all their values, where averaging the workers' own
     /// percentiles would not.
@@ -752,7 +752,7 @@ mod tests {
         );
     }
 
-    /// Issue 11 item 7: `lockbench run chaos-quick --seed 3` sent its workers a job line with
+    /// Regression: `lockbench run chaos-quick --seed 3` sent its workers a job line with
     /// `jitter` twice (the link delay's and the schedule's), and every worker refused it. The
     /// real job line (`send_line` / `read_job`) must carry every built-in scenario, with an
     /// override applied, unchanged.

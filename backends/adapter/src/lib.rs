@@ -1,4 +1,4 @@
-//! Lock libraries people ship, as lockbench backends (issue 21): an *adapter* runs the library
+//! Lock libraries people ship, as lockbench backends: an *adapter* runs the library
 //! in a process of its own and speaks a small JSON-lines protocol on stdin/stdout
 //! (`docs/adapter-protocol.md`); a TOML manifest ([`manifest`]) says how to start it. Adding a
 //! library needs no change to lockbench: `backends = ["lib:redis-py"]` names a built-in

@@ -1,5 +1,5 @@
 //! The contract's other half: a broken adapter is named within seconds, with the library, the
-//! line and what was expected, and never passes for a working one (issue 21 item 5). Each
+//! line and what was expected, and never passes for a working one. Each
 //! mode of `broken_adapter.py` breaks the protocol one way; `good` proves the same harness
 //! accepts a correct adapter, so the failures below are the adapters', not the test's.
 

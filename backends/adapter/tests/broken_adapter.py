@@ -1,5 +1,5 @@
 """A deliberately broken adapter: each mode breaks the protocol in one way, to prove that
-lockbench names the break within seconds and never trusts the run (issue 21 item 5).
+lockbench names the break within seconds and never trusts the run.
 
 Usage: broken_adapter.py MODE [N], MODE one of: garbage-hello, no-hello, exit-before-hello,
 garbage-answer, unasked-answer, second-answer, hang-on-release, exit-on-acquire, good, and the

@@ -1,4 +1,4 @@
-//! The contract for a misconfigured secure connection (issue 22): each bad setting (a wrong
+//! The contract for a misconfigured secure connection: each bad setting (a wrong
 //! CA, password, port, certificate or permission) fails in under [`FAST`], naming the server,
 //! the setting and the fix, and never showing the password; and the small pieces every
 //! backend's TLS tests share (a free port, a test directory, a password in the environment).
@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// What a bad setting may take to fail (issue 22: under 2 s).
+/// What a bad setting may take to fail (under 2 s).
 pub const FAST: Duration = Duration::from_secs(2);
 
 /// A free loopback port (for a server a test starts).

@@ -1,5 +1,5 @@
 //! How lockbench's etcd clients reach the members: their URLs and the group's connection
-//! settings from the cluster file (issue 22), turned into `etcd-client`'s options (TLS through
+//! settings from the cluster file, turned into `etcd-client`'s options (TLS through
 //! tonic's rustls, `ring` provider; a user and password) and into a rustls configuration of the
 //! same trust for what lockbench speaks itself (`/metrics`, the diagnosis in
 //! [`crate::diagnose`]).

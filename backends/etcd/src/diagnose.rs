@@ -1,5 +1,4 @@
-//! Why a connect to etcd failed, in words that name the member, the setting and the fix
-//! (issue 22).
+//! Why a connect to etcd failed, in words that name the member, the setting and the fix.
 //!
 //! `etcd-client` connects through tonic's balanced channel, which hides a member it cannot
 //! connect to and waits for one it can: a wrong CA, a refused client certificate, TLS against a

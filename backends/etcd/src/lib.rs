@@ -38,7 +38,7 @@
 //! over members, keep-alives left out there too, each member with its process start time so
 //! that a restarted member's counters are not taken for a count (module `metrics`).
 //!
-//! # TLS and users (issue 22)
+//! # TLS and users
 //!
 //! The cluster file's `[etcd]` settings (`tls`, `user`, a password source) reach every client,
 //! the observer and `/metrics` through one `Access` (module `access`): etcd-client's rustls TLS

@@ -1,4 +1,4 @@
-//! etcd with authentication on (issue 22): the least privilege lockbench's user needs, the
+//! etcd with authentication on: the least privilege lockbench's user needs, the
 //! set-up that creates it ([`set_up`]) and the pre-run check that a user has it
 //! (`check_permissions`, which names the permission that is missing).
 //!

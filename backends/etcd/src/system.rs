@@ -43,7 +43,7 @@ impl System for Etcd {
     }
 
     /// TLS (a CA, a client certificate, the name to verify) and a user with a password
-    /// (issue 22; `crate::access`). A password alone is refused: etcd authenticates a user.
+    /// (`crate::access`). A password alone is refused: etcd authenticates a user.
     fn check_connection(
         &self,
         group: &str,

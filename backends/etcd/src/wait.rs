@@ -37,7 +37,7 @@
 //! revision `wsrev`. So the watch sees every event after `C = wsrev`, whatever happens. It is
 //! synced only if no revision was applied between that read and the watcher's registration,
 //! and that race is lost often enough under contention to have been the whole remaining tail
-//! (issue 13: p99 78-100 ms). So the waiter does not trust a watch until a progress answer
+//! (p99 78-100 ms). So the waiter does not trust a watch until a progress answer
 //! read right behind its create proves it synced, and creates it again otherwise
 //! ([`crate::synced`] explains the race and the proof).
 //!

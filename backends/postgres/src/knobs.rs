@@ -1,5 +1,5 @@
 //! PostgreSQL's knobs (`[postgres]`): defaults and validation live here, with the recipes that
-//! read them (issue 20: a system's settings belong to its crate, not to core).
+//! read them (a system's settings belong to its crate, not to core).
 //!
 //! The ones that decide safety are the session's TCP keepalives. An advisory lock has no lease:
 //! it lives as long as the session that took it. How long that is depends on how the holder

@@ -1,4 +1,4 @@
-//! PostgreSQL as a lock system (issue 20): a primary and a streaming replica, and the
+//! PostgreSQL as a lock system: a primary and a streaming replica, and the
 //! advisory-lock recipes many teams use because they already run PostgreSQL
 //! (`pg_advisory_lock` in Rails' `with_advisory_lock`, Flyway and Liquibase migrations, job
 //! queues such as GoodJob and Oban).

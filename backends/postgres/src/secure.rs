@@ -1,4 +1,4 @@
-//! The pair on a secure cluster (`lockbench up --secure`, issue 22): TLS only, SCRAM passwords,
+//! The pair on a secure cluster (`lockbench up --secure`): TLS only, SCRAM passwords,
 //! client certificates, least privilege.
 //!
 //! - `ssl = on` with the project's server certificate and key, copied by the start script into

@@ -1,4 +1,4 @@
-//! The cluster's probes of a secure pair (issue 22): the same request as on a plain one
+//! The cluster's probes of a secure pair: the same request as on a plain one
 //! ([`crate::probe::request`]), sent after PostgreSQL's way into TLS and SCRAM, which no fixed
 //! login message can do ([`System::secure_ask`](lockbench_core::System::secure_ask)).
 //!

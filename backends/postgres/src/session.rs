@@ -35,7 +35,7 @@ pub(crate) enum End {
 #[derive(Clone, Debug)]
 pub(crate) struct Connector {
     config: Config,
-    /// TLS and the password (issue 22; `crate::tls`).
+    /// TLS and the password (`crate::tls`).
     security: Security,
     /// The user sessions log in as (for errors).
     user: String,

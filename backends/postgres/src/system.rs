@@ -51,9 +51,8 @@ impl System for Postgres {
         &SERVERS
     }
 
-    /// TLS (a CA, a client certificate, the name to verify) and a user with a password (issue
-    /// 22; `tls.rs`). The shape only: the files and the password are read when a backend is
-    /// made.
+    /// TLS (a CA, a client certificate, the name to verify) and a user with a password
+    /// (`tls.rs`). The shape only: the files and the password are read when a backend is made.
     fn check_connection(&self, group: &str, c: &lockbench_core::Connection) -> Result<(), String> {
         crate::tls::check(group, c)
     }

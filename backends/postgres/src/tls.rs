@@ -1,4 +1,4 @@
-//! TLS and the password of the PostgreSQL clients (issue 22): the `postgres` group's connection
+//! TLS and the password of the PostgreSQL clients: the `postgres` group's connection
 //! settings (`tls`, `user`, `password_env` / `password_file`) turned into tokio-postgres's, and
 //! a failed connect turned into an error that names the server, the setting and the fix.
 //!

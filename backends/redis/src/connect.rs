@@ -7,7 +7,7 @@
 //! - no `CLIENT SETINFO` handshake, so opening a connection sends no command at all and the
 //!   servers' command counters count only the lock requests ([`crate::commandstats`]);
 //! - explicit connection and response timeouts (redis-rs defaults to 1 s and 500 ms);
-//! - the group's [`Connection`] settings from the cluster file (issue 22): TLS through
+//! - the group's [`Connection`] settings from the cluster file: TLS through
 //!   redis-rs's rustls support (`tokio-rustls-comp`: the CA the servers' chains must end at,
 //!   the client certificate for mutual TLS) and `AUTH` as an ACL user, whose password is read
 //!   from its source here and handed only to redis-rs (whose `Debug` redacts it). The

@@ -1,6 +1,6 @@
 //! Redis's knobs (`[redis]` for the single-server recipes, `[redlock]` for Redlock): defaults
-//! and validation live here, with the recipes that read them (issue 20: a system's settings
-//! belong to its crate, not to core).
+//! and validation live here, with the recipes that read them (a system's settings belong
+//! to its crate, not to core).
 
 use lockbench_core::knobs::{KnobSchema, KnobTable, Knobs, schema};
 use lockbench_core::scenario::ScenarioError;

@@ -1,4 +1,4 @@
-//! How a Redis server takes TLS and lockbench's ACL user (issue 22): the ACL rules of least
+//! How a Redis server takes TLS and lockbench's ACL user: the ACL rules of least
 //! privilege lockbench's clients need, and the `redis.conf` lines of a server that speaks only
 //! TLS (mutual: clients present a certificate) and admits only that user.
 //!

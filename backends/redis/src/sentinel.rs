@@ -8,7 +8,7 @@
 //! a grant the old primary made just before dying may never have reached the replica, which
 //! then grants the same lock again.
 //!
-//! The cluster file's `[sentinel]` settings (TLS, the ACL user: issue 22) are used for both
+//! The cluster file's `[sentinel]` settings (TLS, the ACL user) are used for both
 //! hops: asking a Sentinel, and connecting to the primary it names, as a secure deployment
 //! runs its Sentinels and its servers with the same certificates and users.
 

@@ -95,7 +95,7 @@ fn secure_cli(port: u16, files: &str, user: &str) -> String {
 /// ([`check_connection`]), secured with lockbench's ACL user, logged in to with `AUTH`.
 macro_rules! secured_like_redis {
     () => {
-        /// TLS (a CA, a client certificate) and an ACL user (issue 22; `crate::connect`);
+        /// TLS (a CA, a client certificate) and an ACL user (`crate::connect`);
         /// `check_connection` (this module's) says what is refused.
         fn check_connection(
             &self,
@@ -293,8 +293,8 @@ impl System for Sentinel {
     }
 }
 
-/// What lockbench's Redis client takes of a group's connection settings (issue 22;
-/// `crate::connect`): TLS (a CA, a client certificate) and an ACL user with its password. Not
+/// What lockbench's Redis client takes of a group's connection settings
+/// (`crate::connect`): TLS (a CA, a client certificate) and an ACL user with its password. Not
 /// `tls.server_name`: redis-rs verifies the certificate against the address's host, so the
 /// address must carry a name (or IP) the certificate names.
 fn check_connection(group: &str, connection: &lockbench_core::Connection) -> Result<(), String> {

@@ -1,5 +1,5 @@
 //! What a failed connect means when TLS or `AUTH` is involved, in words that name the setting
-//! to fix (issue 22).
+//! to fix.
 //!
 //! redis-rs reports a refused handshake or password as a generic I/O or response error
 //! ("invalid peer certificate: UnknownIssuer", "WRONGPASS ..."); a user reading that next to a

@@ -92,7 +92,7 @@ impl Ensemble {
                 "zookeeper.session_timeout must be greater than zero".into(),
             ));
         }
-        // A chroot from the cluster file (issue 22) goes where the Java client takes it, after
+        // A chroot from the cluster file goes where the Java client takes it, after
         // the address list: every path the recipes use is then under it, on the server.
         let connection = endpoints.connection(crate::GROUP);
         let chroot = chroot(connection).map_err(BackendError::Config)?;

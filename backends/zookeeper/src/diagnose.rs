@@ -1,5 +1,5 @@
 //! Why a ZooKeeper connect failed (or would), in words that name the member, the setting and
-//! the fix (issue 22).
+//! the fix.
 //!
 //! `zookeeper-client` reports a refused TLS handshake, a member that closed a plaintext
 //! connection and a member that is down alike: no member gave it a session. So lockbench speaks

@@ -1,5 +1,5 @@
 //! ZooKeeper's knobs (`[zookeeper]` in a scenario): defaults and validation live here, with the
-//! recipes that read them (issue 20: a system's settings belong to its crate, not to core).
+//! recipes that read them (a system's settings belong to its crate, not to core).
 
 use lockbench_core::knobs::{KnobSchema, KnobTable, schema};
 use lockbench_core::scenario::ScenarioError;

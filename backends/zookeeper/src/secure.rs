@@ -1,4 +1,4 @@
-//! ZooKeeper with a digest user (issue 22): what lockbench's user needs, the set-up that gives
+//! ZooKeeper with a digest user: what lockbench's user needs, the set-up that gives
 //! it ([`set_up`]) and the pre-run check that it has it (`check_permissions`, which names the
 //! permission and the node).
 //!

@@ -41,7 +41,7 @@ impl System for ZooKeeper {
         "zookeeper"
     }
 
-    /// TLS (mutual TLS, a server name), a chroot and a digest user (issue 22; `crate::tls`,
+    /// TLS (mutual TLS, a server name), a chroot and a digest user (`crate::tls`,
     /// `crate::secure`). The settings' shape only: the files are read when a backend is made.
     fn check_connection(
         &self,

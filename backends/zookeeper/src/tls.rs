@@ -1,4 +1,4 @@
-//! ZooKeeper over TLS (issue 22): the group's `tls` settings as `zookeeper-client`'s options
+//! ZooKeeper over TLS: the group's `tls` settings as `zookeeper-client`'s options
 //! and as lockbench's own rustls configuration, for what the client crate does not do.
 //!
 //! The crate (0.11, `tls` feature) speaks TLS to every member of a connect string given to

@@ -1,8 +1,8 @@
 //! The no-grant rule: a history in which no lock was ever granted is [`Validity::Unknown`].
 //!
 //! With nothing held, every safety checker passes vacuously, and a backend whose servers
-//! accepted connections and never answered read "safety ok" with 0 acquisitions (issue 11
-//! item 8). Zero acquisitions is never "safe".
+//! accepted connections and never answered read "safety ok" with 0 acquisitions.
+//! Zero acquisitions is never "safe".
 
 use crate::checker::{Checker, CheckerOutcome, Validity};
 use lockbench_core::{Op, OpF, OpType};

@@ -244,7 +244,7 @@ mod tests {
         assert!((r.overlap_ms - 3.0).abs() < 1e-9, "{r:?}");
     }
 
-    /// Issue 19 item 4: a Redlock quorum of 2 of 5 in `quick` (`hold = "0ms"`) read "5 overlaps
+    /// Regression: a Redlock quorum of 2 of 5 in `quick` (`hold = "0ms"`) read "5 overlaps
     /// (0.0 ms with two holders, longest 0.0 ms)". The figures were right: two concurrent
     /// rounds both won within microseconds, and each client believed it held the key only from
     /// its grant to its release call, so each episode lasted a few µs. Five such episodes add

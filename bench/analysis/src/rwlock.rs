@@ -154,7 +154,7 @@ mod tests {
         assert_eq!(r.conflicts, 0);
     }
 
-    /// Issue 19 item 1: a shared lock whose writer held beside a reader read "safety ok": this
+    /// Regression: a shared lock whose writer held beside a reader read "safety ok": this
     /// checker ran outside the run's checker set. With readers in the workload it is in the
     /// set, its conflict makes the verdict invalid, and the scorecard gets its kind.
     #[test]

@@ -89,7 +89,7 @@ mod tests {
         ]
     }
 
-    /// Issue 11 item 8: servers that accepted connections and never answered gave a history of
+    /// Regression: servers that accepted connections and never answered gave a history of
     /// timed-out acquires, which every checker passed: "safety ok" with 0 acquisitions.
     #[test]
     fn a_history_without_a_grant_is_unknown_never_valid() {
@@ -111,7 +111,7 @@ mod tests {
         assert!(s.failed_checkers.is_empty());
     }
 
-    /// Issue 11 item 1: a resource that calls a stale write fresh made a run read "0 stale
+    /// Regression: a resource that calls a stale write fresh made a run read "0 stale
     /// writes accepted". The audit's disagreement makes the verdict unknown, even next to a
     /// violation found by another checker.
     #[test]

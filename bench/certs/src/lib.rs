@@ -1,4 +1,4 @@
-//! The project's own certificate authority and the certificates a TLS cluster needs (issue 22):
+//! The project's own certificate authority and the certificates a TLS cluster needs:
 //! one CA, one server certificate every server presents, one client certificate every client
 //! presents (mutual TLS), written as PEM files into a directory of the state directory.
 //!

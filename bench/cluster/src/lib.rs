@@ -35,7 +35,7 @@
 //!   server (name, system, ports) of the systems `lockbench-registry` registers; what differs
 //!   per system (command line and config files, health check, version query, what must be
 //!   installed, its standard ports, its leader and restart rules) is the system's, in its own
-//!   crate behind [`System`] (issue 20). `up`, `down` and `status` are loops over that list,
+//!   crate behind [`System`]. `up`, `down` and `status` are loops over that list,
 //!   with no per-system `match`.
 //! - **Health means "a lock client can use it"** (asked from the root namespace, like the
 //!   coordinator's clients): ZooKeeper `srvr` says `leader`/`follower` with

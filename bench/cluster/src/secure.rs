@@ -1,4 +1,4 @@
-//! The secure profile of the managed cluster (`lockbench up --secure`, issue 22): the files it
+//! The secure profile of the managed cluster (`lockbench up --secure`): the files it
 //! lives on, and what clients and probes need to reach its servers.
 //!
 //! Why files and no flag in memory: like the topology, security is a property of what runs, and

@@ -3,7 +3,7 @@
 //!
 //! Why a table of its own and not `compare`: `compare` judges one run against another on noise
 //! thresholds; a scaling curve is read along the worker count, and what it must say is which
-//! resource ran out first (issue 24 item 6): the machine's cores, a server's core, or
+//! resource ran out first: the machine's cores, a server's core, or
 //! lockbench itself. Every figure is what the runs measured (`resources` in `results.json`:
 //! lockbench's CPU with its worker processes and Swarm task containers, each managed server's
 //! CPU, the machine's), and a figure a run could not measure (servers on another machine, a

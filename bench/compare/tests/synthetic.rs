@@ -124,7 +124,7 @@ fn a_new_violation_is_always_a_regression() {
     assert_eq!(c.regressions(), 0);
 }
 
-/// Issue 19 item 1: a shared lock's reader/writer conflicts are damage like an overlap: a
+/// A shared lock's reader/writer conflicts are damage like an overlap: a
 /// run that shows them where the baseline had none is a regression, the kind named.
 #[test]
 fn a_new_reader_writer_conflict_is_a_regression() {

@@ -1,6 +1,5 @@
 //! How clients connect to one endpoint group beyond its addresses: TLS, credentials and the
-//! settings only one system reads (ZooKeeper's chroot), as an external cluster file writes them
-//! (issue 22).
+//! settings only one system reads (ZooKeeper's chroot), as an external cluster file writes them.
 //!
 //! Why here: the settings travel with the addresses ([`crate::Endpoints`]) through every path
 //! an address takes (the coordinator, the worker processes' job line, the observers and the

@@ -4,7 +4,7 @@
 //! `--cluster external:FILE` reads the same shape from a TOML file, so a run against a real
 //! cluster is the same run with different addresses.
 //!
-//! Keyed by endpoint group, not one named field per system (issue 20, the System boundary):
+//! Keyed by endpoint group, not one named field per system (the System boundary):
 //! each system names its own groups (`zookeeper`, `etcd`, `redis`, `redlock`, `sentinel`) and
 //! reads its own list with [`Endpoints::get`], and lockbench iterates over the lists instead of
 //! naming them. The file format is unchanged (`zookeeper = ["10.78.0.11:2181", ...]`, in the
@@ -22,8 +22,8 @@ use std::path::Path;
 /// clients connect to each group ([`Connection`]). A missing or empty list means "this cluster
 /// has none"; a run that needs it fails up front, naming it.
 ///
-/// A group is written as a bare list (`redis = ["10.0.0.5:6379"]`, what every file before
-/// issue 22 holds, and how a group with no settings is still written) or as a table with the
+/// A group is written as a bare list (`redis = ["10.0.0.5:6379"]`, the original form, and how a
+/// group with no settings is still written) or as a table with the
 /// list under `endpoints` and its settings beside it:
 ///
 /// ```toml

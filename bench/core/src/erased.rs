@@ -5,9 +5,9 @@
 //! names from that list. A list of recipes of different types needs one type: [`AnyBackend`]
 //! wraps a `Backend` and [`AnyClient`] its `LockClient`, each call going through a vtable and
 //! its future through one `Box`. The alternative, a constructor macro expanding the caller's
-//! body once per recipe (what lockbench did until issue 20), keeps the client loop
+//! body once per recipe (an earlier design), keeps the client loop
 //! monomorphised but makes every new recipe an edit of the central table, and cannot hold a
-//! recipe that is only known at run time (an adapter named in a manifest, issue 21).
+//! recipe that is only known at run time (an adapter named in a manifest).
 //!
 //! What it costs: one allocation and one indirect call per lock call, plus one allocation per
 //! grant (the recipe's handle travels boxed).

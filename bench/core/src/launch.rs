@@ -59,7 +59,7 @@ pub struct Site<'a> {
     pub secure: Option<&'a Secure>,
 }
 
-/// What a server of a secure cluster presents, trusts and admits (issue 22): its certificate
+/// What a server of a secure cluster presents, trusts and admits: its certificate
 /// and key, the CA whose certificates it accepts from clients (mutual TLS), and lockbench's
 /// one user. Each system turns it into its own settings in its [`System::launch`](crate::System::launch);
 /// a system that cannot honour it yet starts as on a plain cluster (and says so in its docs).

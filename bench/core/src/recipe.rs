@@ -38,7 +38,7 @@ pub struct Recipe {
 pub type Expiry = dyn Fn(&Scenario) -> Duration + Send + Sync;
 
 /// A recipe's constructor. A function, or a closure over what a recipe made at run time
-/// needs (an adapter's manifest, issue 21), leaked once per recipe.
+/// needs (an adapter's manifest), leaked once per recipe.
 pub type Build = dyn Fn(&Scenario, &Endpoints) -> Result<AnyBackend, BackendError> + Send + Sync;
 
 impl std::fmt::Debug for Recipe {

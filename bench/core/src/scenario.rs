@@ -834,7 +834,7 @@ keys = 1
         assert!(err.contains("faults[1]"), "{err}");
     }
 
-    /// Issue 19 item 7: packet loss on a client host is refused beside a link fault (the
+    /// Packet loss on a client host is refused beside a link fault (the
     /// proxies hide the host's address from the servers' rules); on servers, or alone, it runs.
     #[test]
     fn packet_loss_on_a_client_host_is_refused_beside_a_link_fault() {
@@ -874,7 +874,7 @@ keys = 1
         with("{ nodes = [\"etcd1\"] }", true).unwrap();
     }
 
-    /// Issue 11 item 11: a fault after the run's end was accepted and never happened.
+    /// Regression: a fault after the run's end was accepted and never happened.
     #[test]
     fn a_fault_outside_the_fault_phase_is_an_error_naming_it() {
         let with = |fault: &str, sets: &[&str]| {

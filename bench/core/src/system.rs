@@ -1,4 +1,4 @@
-//! The System boundary (issue 20): what lockbench knows about one server system, behind one
+//! The System boundary: what lockbench knows about one server system, behind one
 //! trait that the system's own crate implements.
 //!
 //! Why here: the backend crates (which implement [`System`]) and the crates that run servers

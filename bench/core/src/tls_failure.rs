@@ -1,5 +1,5 @@
 //! What a failed TLS exchange with a server means, told apart by where it failed and what
-//! rustls said (issue 22). Each system's diagnosis of a failed connect (etcd's, ZooKeeper's)
+//! rustls said. Each system's diagnosis of a failed connect (etcd's, ZooKeeper's)
 //! speaks to a server itself with the group's TLS settings and words the [`Refusal`] for its
 //! own settings and server options; the classification is the same for all of them.
 //!

@@ -144,7 +144,7 @@ pub trait Backend: Send + Sync + 'static {
     fn server_counters(&self) -> impl Future<Output = Result<ServerCounters, String>> + Send;
 
     /// Why this backend's clients cannot be trusted, when something outside the servers broke
-    /// (an adapter that broke its protocol, issue 21): the run is then an error, never a
+    /// (an adapter that broke its protocol): the run is then an error, never a
     /// verdict. `None` (the default) for lockbench's own recipes.
     fn broken(&self) -> Option<String> {
         None

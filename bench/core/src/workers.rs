@@ -4,7 +4,7 @@
 //! processes; this says *who starts them*. `local` is the coordinator's own children (one per
 //! slot, in the managed cluster's client hosts or compose's client containers, over pipes).
 //! `dial` and `swarm` start `count` workers that dial in to the coordinator over TCP with the
-//! run's secret (`lockbench worker --coordinator`, issue 24): `dial` as child processes on this
+//! run's secret (`lockbench worker --coordinator`): `dial` as child processes on this
 //! machine (the transport without an orchestrator), `swarm` as the tasks of a Docker Swarm
 //! service. The client slots are spread over the `count` workers (slot `s` on worker
 //! `s % count`), so a few workers can carry many clients.
@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Launcher {
-    /// The coordinator's own child processes, one per slot, over pipes (today's workers).
+    /// The coordinator's own child processes, one per slot, over pipes (the default).
     #[default]
     Local,
     /// Child processes on this machine that dial in over TCP.

@@ -1,6 +1,6 @@
 //! A scenario must replay: what `lockbench run` saves (`scenario.toml`), what it sends a worker
 //! process (the job line, JSON) and what `--set` rewrites must all read back as the same
-//! scenario. Issue 11 item 7: a `link-delay` fault came back with its `jitter` doubled, and
+//! scenario. A regression: a `link-delay` fault came back with its `jitter` doubled, and
 //! every worker of `chaos-quick --seed 3` refused its job line.
 //!
 //! Two tests: a property test over generated scenarios (every fault verb, target, split,
@@ -539,8 +539,8 @@ duration = "2s"
     assert!(err.contains("evry_jitter"), "{err}");
 }
 
-/// Issue 11 item 10: every built-in scenario states what its results must show (`docs/reading-results.md`'s
-/// promise for it), so `lockbench run <name>` can gate a CI job on its exit code.
+/// Every built-in scenario states what its results must show (`docs/reading-results.md`'s promise
+/// for it), so `lockbench run <name>` can gate a CI job on its exit code.
 #[test]
 fn every_builtin_scenario_carries_its_expectations() {
     let tokens = [

@@ -1,6 +1,6 @@
 //! Kubernetes manifests for a run's remote workers: a Secret with the run's secret and an
 //! Indexed Job of `lockbench worker --coordinator` pods, written from `k8s-openapi`'s typed API
-//! structs (issue 24).
+//! structs.
 //!
 //! Why manifests and not a launcher: lockbench does not talk to a cluster's API. The user's
 //! cluster, its credentials, registry and network policy are theirs; `kubectl apply -f` on a

@@ -1,5 +1,5 @@
 //! Adapter backends (`lib:NAME`, or a manifest's path): a [`Recipe`] made at run time from a
-//! manifest (issue 21), so a library runs through everything a built-in recipe does without
+//! manifest, so a library runs through everything a built-in recipe does without
 //! a line of lockbench changing.
 
 use lockbench_adapter::{AdapterBackend, Manifest, manifest};

@@ -1,7 +1,7 @@
 //! How long a dead client's lock (or a dead leader's term) lives on each recipe: the ZooKeeper
 //! session timeout, the etcd lease TTL, the Redis / Redlock key TTL. It reads the recipe's knob
 //! table, so it lives beside the recipe table rather than in core, which no longer knows any
-//! system's knobs (issue 20).
+//! system's knobs.
 
 use lockbench_core::knobs::KnobTable;
 use lockbench_core::scenario::ScenarioError;

@@ -14,8 +14,8 @@
 //! A recipe is built as a `lockbench_core::AnyBackend`: the client loop is generic over the
 //! backend but instantiated once, with one boxed future per lock call (timed by
 //! `cargo bench -p lockbench --bench hot_paths -- lock_call`; see CONTRIBUTING, "Rules of
-//! the code"). Until issue 20 a constructor macro expanded the caller's body once per recipe,
-//! which kept the set of recipes closed.
+//! the code"). An earlier design, a constructor macro that expanded the caller's body once per
+//! recipe, kept the set of recipes closed.
 //!
 //! The knob tables and key separation are the systems' too (`System::knobs`,
 //! `System::separate_keys`), so [`knob_schemas`] and [`keys`] iterate over [`SYSTEMS`], and

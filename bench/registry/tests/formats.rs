@@ -1,6 +1,6 @@
-//! Today's file formats, pinned: every built-in scenario's `scenario.toml` (every default filled
-//! in) and its JSON job line, and the endpoints file, byte for byte. The System boundary (issue
-//! 20) moved the knobs and the endpoint lists out of core's named fields into tables keyed by
+//! The file formats, pinned: every built-in scenario's `scenario.toml` (every default filled
+//! in) and its JSON job line, and the endpoints file, byte for byte. The System boundary
+//! moved the knobs and the endpoint lists out of core's named fields into tables keyed by
 //! system; these goldens are the proof that nothing a user or a worker reads changed.
 //! `UPDATE_EXPECT=1 cargo test -p lockbench-registry --test formats` rewrites them.
 

@@ -278,7 +278,7 @@ pub(crate) fn titled(header: &[&str]) -> Table {
 mod tests {
     use super::*;
 
-    /// Regression (issue 11 item 4): a run whose only violation was a reused fencing token
+    /// Regression: a run whose only violation was a reused fencing token
     /// printed "broke mutual exclusion: 0 overlap episodes" and "VIOLATED: 0 overlaps, 0 stale
     /// accepted". Only the kinds that happened are named.
     #[test]
@@ -300,7 +300,7 @@ mod tests {
         r.safety.stale_writes_rejected = 4;
         r.safety.writes_after_lock_lost = 5;
         r.safety.writes_after_lock_lost_accepted = 1;
-        // Damage and fencing doing its job, apart (issue 11 item 1).
+        // Damage and fencing doing its job, apart.
         assert_eq!(
             safety(&r),
             "VIOLATED: 2 overlaps, 1 write accepted after the lock was lost, 1 reused token; \
@@ -316,7 +316,7 @@ mod tests {
             "{line}"
         );
         assert!(!line.contains("stale writes accepted"), "{line}");
-        // Issue 19 item 4: episodes of microseconds read as such, never "0.0 ms".
+        // Episodes of microseconds read as such, never "0.0 ms".
         (r.safety.overlap_ms, r.safety.max_overlap_ms) = (0.025, 0.005);
         let line = finding(&r).unwrap();
         assert!(
@@ -340,7 +340,7 @@ mod tests {
         );
     }
 
-    /// Issue 19 item 1: a shared lock broken by a writer beside readers read `ok`. Its
+    /// Regression: a shared lock broken by a writer beside readers read `ok`. Its
     /// reader/writer conflicts are named in the safety column and the finding.
     #[test]
     fn reader_writer_conflicts_are_named_in_the_table_and_the_finding() {
@@ -362,7 +362,7 @@ mod tests {
         );
     }
 
-    /// Issue 11 item 1: the scorecard showed rejected and accepted writes after the lock was
+    /// Regression: the scorecard showed rejected and accepted writes after the lock was
     /// lost alike, as `write_after_lock_lost N`; damage and fencing now have a column each.
     #[test]
     fn the_scorecard_shows_damage_apart_from_what_fencing_rejected() {

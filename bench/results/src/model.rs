@@ -27,8 +27,8 @@ pub struct RunResults {
     pub complete: bool,
     /// `managed` or `external:<file>`.
     pub cluster: String,
-    /// How the clients connected to each endpoint group (TLS, mutual TLS, auth, server name;
-    /// issue 22), so two runs are compared on the same footing. Nothing secret. Absent in
+    /// How the clients connected to each endpoint group (TLS, mutual TLS, auth, server
+    /// name), so two runs are compared on the same footing. Nothing secret. Absent in
     /// files written before it existed.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub connections: BTreeMap<String, lockbench_core::ConnectionSummary>,

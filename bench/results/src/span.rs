@@ -1,11 +1,11 @@
 //! Spans of time in words, precise enough that a positive span never reads as zero.
 //!
-//! Overlap figures are milliseconds in `results.json`, but an overlap can last microseconds:
-//! with `hold = "0ms"` a client believes it holds a key only from its grant to its release
-//! call (one write to the resource), so two grants of a broken recipe (a Redlock quorum of 2 of
-//! 5, whose two concurrent rounds can both win) overlap for a few µs. Printed as `{:.1} ms`,
-//! five such episodes read "0.0 ms with two holders, longest 0.0 ms" next to "5 overlaps"
-//! (issue 19 item 4). [`of_ms`] switches to µs below a millisecond instead.
+//! Overlap figures are milliseconds in `results.json`, but an overlap can last microseconds: with
+//! `hold = "0ms"` a client believes it holds a key only from its grant to its release call (one
+//! write to the resource), so two grants of a broken recipe (a Redlock quorum of 2 of 5, whose two
+//! concurrent rounds can both win) overlap for a few µs. Printed as `{:.1} ms`, five such episodes
+//! read "0.0 ms with two holders, longest 0.0 ms" next to "5 overlaps". [`of_ms`] switches to µs
+//! below a millisecond instead.
 
 /// `ms` milliseconds in words: `"120 ms"`, `"3.4 ms"`, `"25 µs"`, `"2.5 µs"`, `"under 0.1 µs"`,
 /// and `"0 ms"` only for nothing at all.

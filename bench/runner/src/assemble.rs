@@ -226,7 +226,7 @@ fn safety_result(s: Safety) -> SafetyResult {
         verdict: s.verdict,
         mutex_violations: m.violations,
         overlapping_grants: m.overlapping_grants,
-        // To the nanosecond: an episode of a few µs must not read 0 (issue 19 item 4).
+        // To the nanosecond: an episode of a few µs must not read 0.
         overlap_ms: round6(m.overlap_ms),
         max_overlap_ms: round6(m.max_overlap_ms),
         locks_lost: m.locks_lost,

@@ -1,4 +1,4 @@
-//! The `clocks` section of a run with workers on their own clocks (issue 24): each worker's
+//! The `clocks` section of a run with workers on their own clocks: each worker's
 //! offset and bound from its probes, and the history judged over intervals
 //! ([`lockbench_analysis::intervals::judge`]).
 //!

@@ -157,7 +157,7 @@ pub async fn execute<B: Backend>(
 ) -> anyhow::Result<BackendResult> {
     let backend = Arc::new(backend);
     // Servers that accept connections but never answer fail here, in seconds, naming the
-    // address, before the counters or the clients wait on them (issue 11 item 8).
+    // address, before the counters or the clients wait on them.
     lockbench_workloads::connect::probe(backend.as_ref()).await?;
     // After the probe: an adapter's info names the library its first client said it runs.
     let info = backend.info();

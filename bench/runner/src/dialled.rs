@@ -1,4 +1,4 @@
-//! A run's workers that dial in (`[workers] launcher = "dial" | "swarm"`, issue 24): listen
+//! A run's workers that dial in (`[workers] launcher = "dial" | "swarm"`): listen
 //! with a fresh secret, start them through the launcher, wait for every one, and give each its
 //! job and its share of the client slots.
 //!

@@ -1,7 +1,7 @@
-//! The etcd recipes against a real etcd that takes only mutual TLS and has authentication on,
-//! with lockbench's user given exactly the role `lockbench_etcd::secure::set_up` creates
-//! (issue 22), and the misconfigurations a user meets first, each failing in under 2 s naming
-//! the member, the setting and the fix.
+//! The etcd recipes against a real etcd that takes only mutual TLS and has authentication on, with
+//! lockbench's user given exactly the role `lockbench_etcd::secure::set_up` creates, and the
+//! misconfigurations a user meets first, each failing in under 2 s naming the member, the setting
+//! and the fix.
 //!
 //! Each test starts a member of its own (the `etcd` binary the managed cluster runs) on free
 //! loopback ports: client URLs `https://` (`--client-cert-auth`, `--trusted-ca-file`) and, for

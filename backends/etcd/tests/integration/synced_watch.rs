@@ -1,4 +1,4 @@
-//! Regression (issue 13): an `etcd-lease` waiter must never wait on a watch that etcd may
+//! Regression: an `etcd-lease` waiter must never wait on a watch that etcd may
 //! serve only at its 100 ms unsynced-watcher tick.
 //!
 //! A watch created without a start revision still lands in etcd's unsynced group when a write

@@ -3,7 +3,7 @@
 //! primary (`lockbench_postgres::server::launch` with a [`Secure`]: `ssl = on`, `hostssl`-only
 //! `pg_hba.conf`, the roles of `lockbench_postgres::secure`), and the misconfigurations a
 //! user meets first, each failing in under 2 s naming the server, the setting and the fix,
-//! never the password (issue 22).
+//! never the password.
 //!
 //! Each test starts a server of its own (`start-postgres.sh`: `initdb`, then `postgres`) on a
 //! free loopback port, with certificates from `lockbench-certs` in a directory of its own, and

@@ -166,7 +166,7 @@ async fn broken_nonx_clients_overlap() {
 
 // ---- redis-broken-release ----
 
-/// The release checker's premise (issue 11 item 2): a holder whose lock expired and went to
+/// The release checker's premise: a holder whose lock expired and went to
 /// another client releases it. redis-setnx's compare-and-delete refuses (`lock-lost`) and the
 /// new holder keeps its lock; redis-broken-release's plain `DEL` reports success and deletes
 /// the new holder's lock, so a third client is granted it at once.

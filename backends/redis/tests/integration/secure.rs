@@ -1,5 +1,5 @@
 //! The Redis recipes against real Redis servers that take only TLS (mutual: the client presents
-//! a certificate) and only an ACL user with the least privilege lockbench needs (issue 22), and
+//! a certificate) and only an ACL user with the least privilege lockbench needs, and
 //! the four misconfigurations a user meets first, each failing in under 2 s naming the server,
 //! the setting and the fix.
 //!

@@ -1,6 +1,6 @@
-//! The ZooKeeper recipes as a digest user under a chroot whose ACL admits only that user
-//! (issue 22), and the misconfigurations a digest user meets (a wrong password, a missing
-//! permission), each failing in under 2 s naming the ensemble, the setting and the fix.
+//! The ZooKeeper recipes as a digest user under a chroot whose ACL admits only that user, and the
+//! misconfigurations a digest user meets (a wrong password, a missing permission), each failing in
+//! under 2 s naming the ensemble, the setting and the fix.
 //!
 //! Each test starts a standalone ZooKeeper of its own (Debian's `zookeeper.jar`, as the managed
 //! ensemble runs) on a free loopback port, has `lockbench_zookeeper::secure::set_up` create the

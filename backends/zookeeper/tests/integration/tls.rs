@@ -1,4 +1,4 @@
-//! ZooKeeper over TLS and mutual TLS (issue 22): the recipes, the election, the observer and
+//! ZooKeeper over TLS and mutual TLS: the recipes, the election, the observer and
 //! the `mntr` request counter through a secure client port as a digest user under a chroot,
 //! and each TLS misconfiguration failing in under 2 s naming the member, the setting and the
 //! fix.

@@ -357,7 +357,7 @@ async fn election_resign_hands_over_quickly() {
     conformance::election::resign_hands_over(&e, timeout).await;
 }
 
-// ---- a chroot from the cluster file (issue 22) ----
+// ---- a chroot from the cluster file ----
 
 /// zk-fair with `chroot` set for the `zookeeper` group meets the contract, and its lock root
 /// is under the chroot on the server, not at the ensemble's top.

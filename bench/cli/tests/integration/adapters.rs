@@ -1,4 +1,4 @@
-//! Lock libraries behind the adapter protocol (issue 21), end to end against the managed
+//! Lock libraries behind the adapter protocol, end to end against the managed
 //! cluster: a real library (redis-py, installed by `scripts/install-adapters`) and
 //! lockbench's own `redis-setnx` behind the protocol (`lib:rust-setnx`) run like any backend;
 //! a user's own manifest by path needs no change to lockbench; a broken adapter makes the run
@@ -105,7 +105,7 @@ fn a_broken_adapter_by_path_fails_the_run_naming_the_library_and_the_line() {
     assert_named_error(&out, &out_dir, "garbage-answer", "\"OK\"");
 }
 
-/// Issue 21 item 5 where faults need it: clients in worker processes (on client hosts), whose
+/// A broken adapter where faults need it: clients in worker processes (on client hosts), whose
 /// adapters break at their hello or go bad mid-run (garbage, an exit, silence after 30 good
 /// answers). The worker tells the coordinator at once, the run stops and is an error naming
 /// the library and the line, its verdict `unknown`: within seconds, not at the end of the
@@ -192,7 +192,7 @@ fn a_paused_library_loses_its_lock_and_only_a_token_saves_the_resource() {
             >= 1,
         "the token rejects it: {curator}"
     );
-    // Server-side truth (item 4): Curator's lock nodes are read by zk-curator's observer (the
+    // Server-side truth: Curator's lock nodes are read by zk-curator's observer (the
     // manifest's [observe]), so the servers' view names the paused holder's loss; redis-py's
     // value names no client, and the result says why there is no view.
     let truth = &result_of(&r, "lib:curator")["server_truth"];
@@ -259,7 +259,7 @@ fn every_builtin_adapter_meets_the_backend_contract() {
     }
 }
 
-/// `lockbench compare` on two runs of adapter backends (issue 21 item 4): each library is
+/// `lockbench compare` on two runs of adapter backends: each library is
 /// compared with itself like any recipe, every metric present on both sides, none missing.
 #[test]
 fn compare_reads_two_runs_of_adapter_backends() {

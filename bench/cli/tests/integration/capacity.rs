@@ -1,4 +1,4 @@
-//! Capacity planning end to end (issue 6): `lockbench sweep` finds the rate a lock can carry,
+//! Capacity planning end to end: `lockbench sweep` finds the rate a lock can carry,
 //! the open-loop pacer offers what it is asked to, and a stalled server shows in the corrected
 //! tail while the uncorrected one hides it.
 //!

@@ -114,7 +114,7 @@ fn a_paused_holders_lock_goes_to_another_client_and_its_stale_write_is_rejected(
             "{backend}"
         );
         assert_eq!(s["instrument_faults"], 0, "{backend}: {s}");
-        // The scorecard shows the rejected writes apart from damage (issue 11 item 1).
+        // The scorecard shows the rejected writes apart from damage.
         let pause = r["scorecard"]["cells"]
             .as_array()
             .unwrap()
@@ -130,7 +130,7 @@ fn a_paused_holders_lock_goes_to_another_client_and_its_stale_write_is_rejected(
             damage.keys().all(|k| k == "mutex"),
             "{backend}: damage besides the overlap: {pause}"
         );
-        // The scenario's expectations (issue 11 item 10): fencing held, so the run passes.
+        // The scenario's expectations: fencing held, so the run passes.
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(
             stdout.contains(&format!("EXPECTATION MET: {backend} fenced: ")),
@@ -165,7 +165,7 @@ fn redis_setnx_unfenced_pause_is_a_counted_violation_and_workers_are_gone_after(
         ],
     );
     // The fencing scenario expects every stale write rejected: with an unfenced resource that
-    // expectation fails, and so does the run (issue 11 item 10).
+    // expectation fails, and so does the run.
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(
         String::from_utf8_lossy(&out.stdout).contains("EXPECTATION FAILED: redis-setnx fenced: "),
@@ -193,7 +193,7 @@ fn redis_setnx_unfenced_pause_is_a_counted_violation_and_workers_are_gone_after(
     );
 }
 
-/// Issue 11 item 1: a resource that accepts stale writes and calls them fresh made the run read
+/// Regression: a resource that accepts stale writes and calls them fresh made the run read
 /// "0 stale writes accepted", like a correct one. The fencing audit recomputes staleness from
 /// the history, reports the disagreement as an instrument fault and the verdict is unknown
 /// (exit 2), against the real ZooKeeper ensemble and a real SIGSTOP of the holder.
@@ -235,11 +235,11 @@ fn a_resource_that_calls_stale_writes_fresh_is_an_instrument_fault() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Issue 11 item 2: releases were not checked. Under the fencing workload the paused holder's
+/// Regression: releases were not checked. Under the fencing workload the paused holder's
 /// lock expires and goes to another client; resumed, the holder releases. redis-setnx's
 /// compare-and-delete refuses; redis-broken-release's plain `DEL` deletes the new holder's lock
 /// and reports success, which the release checker must catch (real Redis, real SIGSTOP).
-/// Issue 19 item 3: the fencing scenario expects the pause's `mutex` and no other kind, so
+/// The fencing scenario expects the pause's `mutex` and no other kind, so
 /// this release bug fails the run (exit 1) although a violation was expected of every recipe.
 #[test]
 fn a_release_that_deletes_another_clients_lock_is_caught() {
@@ -268,7 +268,7 @@ fn a_release_that_deletes_another_clients_lock_is_caught() {
         "{}",
         text(&out)
     );
-    // Issue 19 item 6: the last lines judge the run against its expectations first, then
+    // The last lines judge the run against its expectations first, then
     // name the violation nobody expected apart from the pause's expected overlaps.
     let headline = stdout
         .lines()

@@ -181,7 +181,7 @@ fn a_broken_recipe_is_caught_by_the_checkers() {
         &good["shared_lock"]["exclusive_grants"], exclusive,
         "{good}"
     );
-    // Issue 19 item 1: the shared lock whose writers ignore readers is caught by the verdict.
+    // The shared lock whose writers ignore readers is caught by the verdict.
     let rw = &result_of(&r, "zk-broken-rwlock")["safety"];
     assert_eq!(rw["verdict"], "invalid", "{rw}");
     assert!(rw["rw_conflicts"].as_u64().unwrap() > 0, "{rw}");
@@ -212,7 +212,7 @@ fn a_broken_recipe_is_caught_by_the_checkers() {
     assert!(met.iter().all(|e| e["outcome"] == "met"), "{met:?}");
 }
 
-/// Issue 19 item 1: zk-rwlock with writers that ignore read nodes (the deliberately broken
+/// Regression: zk-rwlock with writers that ignore read nodes (the deliberately broken
 /// zk-broken-rwlock) granted a writer next to readers and the run still exited 0. Expected
 /// safe, it now fails the run, the kind named.
 #[test]
@@ -238,7 +238,7 @@ fn a_shared_lock_whose_writers_ignore_readers_fails_the_run() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Issue 11 item 10: `lockbench run` exited 0 whatever it found. Now its exit code follows the
+/// Regression: `lockbench run` exited 0 whatever it found. Now its exit code follows the
 /// scenario's expectations, as Jepsen's does: 1 for an invalid result nobody expected or any
 /// failed expectation, 2 for an error (a bad `[expect]` entry names its field).
 #[test]
@@ -430,7 +430,7 @@ fn a_bad_scenario_field_is_named_before_anything_runs() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("workload.read_fraction"));
 
-    // A fault the run would end before (issue 11 item 11): chaos-quick partitions at 10 s.
+    // A fault the run would end before: chaos-quick partitions at 10 s.
     let out = lockbench(&["run", "chaos-quick", "--set", "duration=8s"]);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
@@ -588,7 +588,7 @@ impl Drop for PrivateCluster {
     }
 }
 
-/// Regression (issue 10): on a Docker host (root `FORWARD` policy `DROP`, `br_netfilter`
+/// Regression: on a Docker host (root `FORWARD` policy `DROP`, `br_netfilter`
 /// loaded) `up` timed out after 90 s because bridged traffic between lockbench's hosts was
 /// dropped. Now `up` works there, and `down` leaves the host's firewall and sysctls exactly as
 /// they were, also after the `up` process was killed with SIGKILL halfway.
@@ -686,7 +686,7 @@ fn up_fails_fast_naming_the_cause_when_the_bridge_drops_traffic() {
     assert!(took < Duration::from_secs(15), "up took {took:?} to fail");
 }
 
-/// Regression (issue 11 item 9): SIGTERM (what `timeout`, CI and Kubernetes send) killed a run
+/// Regression: SIGTERM (what `timeout`, CI and Kubernetes send) killed a run
 /// at once and left the cluster it had started (14 servers, 17 namespaces). Now it is handled
 /// as Ctrl-C: the run stops, the partial results are written, the cluster the run started is
 /// stopped and its network removed, and the exit code is 130.
@@ -756,7 +756,7 @@ fn sigterm_stops_the_run_cleanly_and_keeps_the_partial_results() {
     assert!(changes.is_empty(), "the run changed the host: {changes:#?}");
 }
 
-/// Issue 13 item 2: the history is written as zstd frames while the run goes, closed at least
+/// The history is written as zstd frames while the run goes, closed at least
 /// every second, so a run killed outright (`kill -9`: no handler, no flush) keeps every frame
 /// written before the kill: seconds of ops, readable, only the last second or so lost.
 #[test]

@@ -1,5 +1,5 @@
-//! The servers' request figure is never printed across a restart of their counters (issue 19,
-//! item 5): a ZooKeeper follower cut off from its peers makes its statistics anew when it
+//! The servers' request figure is never printed across a restart of their counters: a
+//! ZooKeeper follower cut off from its peers makes its statistics anew when it
 //! rejoins (`zk_packets_received` back near zero), so the difference of the counters read
 //! before and after a run is no count. The run's `requests` must say the servers' figure is
 //! unknown and name the member, not print a number.

@@ -1,4 +1,4 @@
-//! lockbench's own CPU share must be lockbench's (issue 11 item 5). When `run` starts the
+//! lockbench's own CPU share must be lockbench's. When `run` starts the
 //! managed cluster itself, every server is lockbench's descendant, and the resource sampler
 //! counted them all as lockbench: `sweep capacity` from a stopped cluster reported "lockbench
 //! CPU 165-182%" and generator-bound, while `/usr/bin/time` measured about 11% of a core.

@@ -1,5 +1,5 @@
 //! The terminal tells the run's story; libraries' log lines go to the run directory's
-//! `lockbench.log` (issue 23 item 7: a chaos run printed 116 `WARN` lines of libraries, 95 of a
+//! `lockbench.log` (a chaos run once printed 116 `WARN` lines of libraries, 95 of a
 //! ZooKeeper client reconnecting, between lockbench's own). `RUST_LOG=debug` makes etcd's gRPC
 //! stack (h2, tonic, tower) log every frame, in the coordinator and in its worker processes: none
 //! of those lines may reach the terminal, and the log file must have them. lockbench's own lines

@@ -1,4 +1,4 @@
-//! The built-in `chaos-loss` scenario (issue 19 item 7) through `lockbench run` on the managed
+//! The built-in `chaos-loss` scenario through `lockbench run` on the managed
 //! cluster: both its `packet-loss` windows (20% random, then `nth` every 4th packet, on every
 //! client link to every server) are applied, each one's measured dropped share is within the
 //! tolerance of the asked rate (the start probe's, and the window's own traffic's, from the

@@ -1,5 +1,5 @@
-//! A partition really cuts a worker client off, through `lockbench run` on the managed cluster
-//! (issue 3's first test): worker `client1` runs inside client host `lb-client1`, the scenario
+//! A partition really cuts a worker client off, through `lockbench run` on the managed cluster:
+//! worker `client1` runs inside client host `lb-client1`, the scenario
 //! isolates that host for 4 s, and the history must show its acquire or release timing out
 //! while `client2` (another host) keeps getting the lock, then `client1` acquiring again soon
 //! after the heal. Afterwards no client host is left.
@@ -259,7 +259,7 @@ fn median(v: &[f64]) -> f64 {
     v[v.len() / 2]
 }
 
-/// Issue 3's link fault: a 50 ms latency toxic on client1's proxied links raises client1's
+/// A link fault: a 50 ms latency toxic on client1's proxied links raises client1's
 /// acquire latency by at least 50 ms while it lasts, leaves client2's alone, and is gone after
 /// the heal. Works in either topology (the proxies run in the coordinator).
 #[test]
@@ -345,7 +345,7 @@ fn link_delay_slows_exactly_the_targeted_clients_link_until_heal() {
 /// The built-in `redis-failover` scenario.
 const FAILOVER: &str = include_str!("../../../../scenarios/redis-failover.toml");
 
-/// Issue 3's Redis failover: the replica's replication link is cut, the primary is SIGKILLed
+/// Redis failover: the replica's replication link is cut, the primary is SIGKILLed
 /// right after its next grant, Sentinel promotes the replica, which grants the same lock to
 /// the other client while the first still holds it: the mutex checker must count it. After
 /// the heal the old primary is a replica again and the Sentinels name a live primary.

@@ -1,4 +1,4 @@
-//! PostgreSQL failover by promotion, end to end (issue 20 item 5): `lockbench run pg-failover`
+//! PostgreSQL failover by promotion, end to end: `lockbench run pg-failover`
 //! kills the primary while a client holds an advisory lock and promotes the replica. Advisory
 //! locks are not replicated, so the promoted replica grants the same lock at once while the old
 //! holder still believes it holds it: the run must show that as the scenario expects (a `mutex`

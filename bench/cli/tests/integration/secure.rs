@@ -1,4 +1,4 @@
-//! A run against a cluster that takes only TLS and an ACL user (issue 22), through an external
+//! A run against a cluster that takes only TLS and an ACL user, through an external
 //! cluster file as a user writes one: relative certificate paths, the password in an
 //! environment variable. The run records what it used (`connections` in `results.json`), and
 //! **no file of the run directory** (the history decompressed), nor the terminal, holds the

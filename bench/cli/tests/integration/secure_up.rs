@@ -1,4 +1,4 @@
-//! The secure managed cluster (`lockbench up --secure`, issue 22): the Redis server, the
+//! The secure managed cluster (`lockbench up --secure`): the Redis server, the
 //! failover pair, its Sentinels and the etcd members of a private secure cluster (its own state
 //! directory and network, `lb-sec-`, `10.85.1.0/24`, so the shared cluster is untouched) take
 //! only mutual TLS and user `lockbench`; the cluster's endpoints carry those settings (what

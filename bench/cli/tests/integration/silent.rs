@@ -1,4 +1,4 @@
-//! Servers that accept connections but never answer (issue 11 item 8): listening sockets
+//! Servers that accept connections but never answer: listening sockets
 //! nobody reads from. The kernel completes every TCP handshake on its own, so a client that
 //! only connects believes it is connected. Every lock backend must fail within seconds, naming
 //! the address and what went unanswered, with a non-zero exit and no `valid` verdict; before,

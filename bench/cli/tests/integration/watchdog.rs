@@ -1,4 +1,4 @@
-//! The `watchdog` scenario (issue 19 item 2): long holds kept alive by renewals, the holder
+//! The `watchdog` scenario: long holds kept alive by renewals, the holder
 //! (a worker process) stopped for less than its lock's life and then for more, against real
 //! Redis and a real SIGSTOP. Under the short pause the renewal that fell due runs in time and
 //! redis-setnx keeps its lock; under the long one the lock goes to a waiter, and the resumed

@@ -282,7 +282,7 @@ fn the_report_has_every_section_with_charts_and_no_external_reference() {
     assert!(section(&html, "summary").contains("class=\"safety bad\">VIOLATED: 1 overlap"));
 }
 
-/// Issue 19 item 6: a violation the scenario expected (a chaos run's holder pause) reads as
+/// A violation the scenario expected (a chaos run's holder pause) reads as
 /// met, amber, not as a red regression.
 #[test]
 fn an_expected_violation_heads_the_report_as_met() {

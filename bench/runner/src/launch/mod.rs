@@ -1,4 +1,4 @@
-//! Launchers for workers that dial in (`[workers] launcher = "dial" | "swarm"`, issue 24).
+//! Launchers for workers that dial in (`[workers] launcher = "dial" | "swarm"`).
 //!
 //! Why this shape: a launcher only *starts* workers and knows where their processes are. It
 //! hands each one the coordinator's address, its name (`client<K>`, worker index K-1) and the

@@ -1,4 +1,4 @@
-//! Clients as containers (issue 10 item 6), on the running compose cluster: a client container
+//! Clients as containers, on the running compose cluster: a client container
 //! is a host of its own for the chaos site (isolated, it reaches no server; paused, Docker
 //! shows it paused), and the fencing scenario runs its holder in one, pauses it and sees its
 //! stale write fenced (or, for Redlock, which has no token, accepted: the same verdicts as in

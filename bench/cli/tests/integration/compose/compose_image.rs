@@ -1,4 +1,4 @@
-//! lockbench as an image (issue 23 item 4): `docker-compose run --rm lockbench run chaos-quick`
+//! lockbench as an image: `docker-compose run --rm lockbench run chaos-quick`
 //! (the compose file's `lockbench` service, on the image scripts/build-images made from this
 //! test's own binary in the set-up) runs the chaos suite from a container on the compose
 //! network, faults and client containers included, on [`SERVICE_BACKENDS`] (the other three

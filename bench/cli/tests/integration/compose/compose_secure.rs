@@ -1,4 +1,4 @@
-//! The secure compose cluster (issue 22), on a real Docker Engine: `lockbench
+//! The secure compose cluster, on a real Docker Engine: `lockbench
 //! compose-secure-init` makes the profile, `docker-compose -f docker-compose.yml -f
 //! compose/secure.yml up -d` starts the servers secured (it returns once every secured
 //! healthcheck, TLS with the client certificate as lockbench's user, passes), a plaintext
