@@ -10,7 +10,7 @@
 //! -9`, a crash) leaves a file whose tail holds some clients' later ops but not other clients'
 //! earlier ones: one client's release can be missing while another client's later grant is
 //! there, and the mutex checker then reports an overlap that never happened (the hour-long run
-//! cut by `ENOSPC` in CONTRIBUTING, "Long runs", showed one in its last second). A finished
+//! cut by `ENOSPC` in docs/soak.md, showed one in its last second). A finished
 //! run says so with an end line (`lockbench_core::history::End`); a history without one is
 //! judged only up to its horizon.
 //!

@@ -234,7 +234,7 @@ pub fn compose_file() -> String {
 # ({published}):
 # where the host cannot route to the subnet (Docker Desktop), lockbench uses those and says so
 # on its first line; through them there is no redis-sentinel, no client container and no
-# server or link fault (see the README).
+# server or link fault (see docs/docker.md).
 #
 #   docker compose up -d --wait             # Compose 1.29: docker-compose up -d
 #   cargo bench                             # finds the running compose cluster
@@ -245,7 +245,7 @@ pub fn compose_file() -> String {
 # `up -d` returns once every server is healthy, also on Compose 1.29, which has no --wait: the
 # `{READY}` service starts only then. Container names are fixed (lockbench-<server>): the
 # compose nemesis pauses, kills and disconnects them by name. Official images instead of the
-# local one: `-f docker-compose.yml -f compose/official-images.yml` (see the README).
+# local one: `-f docker-compose.yml -f compose/official-images.yml` (see docs/docker.md).
 
 x-server: &server
   image: ${{LOCKBENCH_SERVERS_IMAGE:-{IMAGE}}}

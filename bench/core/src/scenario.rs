@@ -255,7 +255,7 @@ pub enum KeyChoice {
     /// Uniformly at random each time (seeded): clients meet on keys by chance.
     #[default]
     Random,
-    /// Client `i` always uses key `i % keys`, as the reference clients in CONTRIBUTING.md do:
+    /// Client `i` always uses key `i % keys`, as the reference clients in docs/performance.md do:
     /// with as many keys as clients, nobody contends.
     PerClient,
 }

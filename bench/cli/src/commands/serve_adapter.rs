@@ -53,7 +53,7 @@ type Output = std::pin::Pin<Box<dyn tokio::io::AsyncWrite + Send>>;
 /// stdin and stdout as the runtime's own non-blocking pipes, when they are pipes (lockbench
 /// starts every adapter so): tokio's `stdin()` and `stdout()` read and write through its
 /// blocking thread pool, a thread hand-off each way for every line (a direct session's p90 per
-/// call fell from 8 ms to 0.19 ms without it: CONTRIBUTING, "The adapter protocol's cost").
+/// call fell from 8 ms to 0.19 ms without it: docs/performance.md, "The adapter protocol's cost").
 /// Anything else (a terminal, a file) keeps tokio's own.
 fn stdio() -> (Input, Output) {
     use std::os::fd::AsFd;

@@ -9,7 +9,7 @@
 //! repeated as new digits in the grant, the write and the release. Written as differences from
 //! the previous line, the same numbers are short and repetitive (a write's invoke is ~1 µs after
 //! the grant, its token the grant's: `"dk":0`), and the same history takes ~half the bytes
-//! (CONTRIBUTING, "Long runs", has the measurement).
+//! (docs/soak.md has the measurement).
 //!
 //! Times stay in nanoseconds on purpose: the run's clock is `CLOCK_MONOTONIC`, which has real
 //! nanosecond resolution here, and some intervals the checkers order are shorter than a

@@ -32,7 +32,7 @@ pub const LEGACY_FILE_NAME: &str = "history.jsonl";
 pub const FRAME_BYTES: usize = 4 << 20;
 /// ... or once its first line is this old.
 pub const FRAME_EVERY: Duration = Duration::from_secs(1);
-/// zstd level. Measured on a redis history cut into 1 s frames (CONTRIBUTING, "Long runs"):
+/// zstd level. Measured on a redis history cut into 1 s frames (docs/soak.md):
 /// level 3 compresses 9.6x, level 1 12.3x, level 9 13.5x at ~30 MB/s of one core (a full-speed
 /// run writes ~3.5 MB/s of text); the one-hour goal (under 1 GB for ~12.5 GB of text) needs
 /// level 9's ratio. On compact lines ([`compact`]) level 12 is only 2% smaller, `--long` larger,

@@ -4,7 +4,7 @@
 //! network, faults and client containers included, on [`SERVICE_BACKENDS`] (the other three
 //! run on the host as a user who is not root, `compose_nonroot`: each of chaos-quick's
 //! backends runs once in the compose test, which keeps it within CI's time; the whole suite in
-//! the service was run by hand, see CONTRIBUTING): it reaches the servers at their container
+//! the service was run by hand, see docs/docker.md): it reaches the servers at their container
 //! addresses, goes through the Docker API for its faults, exits 0 with every expectation met
 //! and writes its results into the bind-mounted `results/`; the run's container is gone
 //! afterwards (`--rm`). The compose test runs it while the host cannot route to the compose
