@@ -72,6 +72,12 @@ pub struct Headline {
     pub unknown: usize,
     /// Backends that ran to the end (the denominator of the safety line).
     pub backends: usize,
+    /// Acquisitions granted in the measured windows of those backends.
+    pub acquisitions: u64,
+    /// Fault windows that were applied (a holder pause of the fencing workload counts), over
+    /// every backend: with none, a run with no violation showed mutual exclusion under
+    /// contention and nothing about faults.
+    pub faults_applied: usize,
     /// Backends with a valid verdict.
     pub safe: Vec<String>,
     /// Backends with an invalid verdict.
@@ -110,6 +116,8 @@ pub fn of(run: &RunResults) -> Headline {
         failed,
         unknown,
         backends: 0,
+        acquisitions: 0,
+        faults_applied: 0,
         safe: Vec::new(),
         violated: Vec::new(),
         expected: Vec::new(),
@@ -128,6 +136,9 @@ pub fn of(run: &RunResults) -> Headline {
             continue;
         }
         h.backends += 1;
+        h.acquisitions += r.acquisitions;
+        h.faults_applied += r.fault_windows.iter().filter(|w| w.applied).count();
+        h.faults_applied += usize::from(r.fencing.is_some());
         match r.safety.verdict {
             Validity::Valid => h.safe.push(r.backend.clone()),
             Validity::Unknown => h.no_verdict.push(r.backend.clone()),
@@ -203,21 +214,34 @@ impl Headline {
     }
 
     /// The safety line: how many backends kept mutual exclusion, and whether the violations
-    /// were the expected ones.
+    /// were the expected ones, each backend with the kinds it showed (one backend may show an
+    /// expected kind and an unexpected one). A run in which no fault was applied says what it
+    /// showed, mutual exclusion under contention, and not "safe".
     pub fn safety_line(&self) -> String {
-        let names = |v: &[Violations]| {
+        let named = |v: &[Violations]| {
             v.iter()
-                .map(|x| x.backend.as_str())
+                .map(|x| format!("{} ({})", x.backend, x.kinds.join(", ")))
                 .collect::<Vec<_>>()
                 .join(", ")
         };
         let violated = self.violated.len();
         let mut parts = Vec::new();
-        if violated == 0 {
+        if violated == 0 && self.faults_applied == 0 {
             parts.push(format!(
-                "safe on {} of {} backends",
+                "mutual exclusion held on {} of {} backends under contention ({} acquisitions); \
+                 no fault was applied, so this says nothing about safety under faults \
+                 (`lockbench run chaos-quick` and `lockbench run fencing` test that)",
                 self.safe.len(),
-                self.backends
+                self.backends,
+                self.acquisitions
+            ));
+        } else if violated == 0 {
+            parts.push(format!(
+                "safe on {} of {} backends under {} applied fault{}",
+                self.safe.len(),
+                self.backends,
+                self.faults_applied,
+                if self.faults_applied == 1 { "" } else { "s" }
             ));
         } else {
             parts.push(format!(
@@ -230,18 +254,10 @@ impl Headline {
                 } else {
                     ""
                 };
-                parts.push(format!(
-                    "{all}as expected on {} ({})",
-                    self.expected.len(),
-                    names(&self.expected)
-                ));
+                parts.push(format!("{all}as expected: {}", named(&self.expected)));
             }
             if !self.unexpected.is_empty() {
-                parts.push(format!(
-                    "NOT expected on {} ({})",
-                    self.unexpected.len(),
-                    names(&self.unexpected)
-                ));
+                parts.push(format!("NOT expected: {}", named(&self.unexpected)));
             } else {
                 parts.push("none unexpected".into());
             }
@@ -311,8 +327,8 @@ mod tests {
         assert_eq!(h.title_line(), "EXPECTATIONS MET (2 of 2)");
         assert_eq!(
             h.safety_line(),
-            "safety violated by 2 of 2 backends; all as expected on 2 (zk-fair, redis-setnx); \
-             none unexpected"
+            "safety violated by 2 of 2 backends; all as expected: zk-fair (3 overlaps), \
+             redis-setnx (1 overlap); none unexpected"
         );
         assert_eq!(h.lines().len(), 2, "{:?}", h.lines());
     }
@@ -342,9 +358,15 @@ mod tests {
             }]
         );
         let line = h.safety_line();
-        assert!(line.contains("as expected on 2"), "{line}");
+        assert!(
+            line.contains("as expected: zk-fair (3 overlaps), redis-setnx (2 overlaps)"),
+            "{line}"
+        );
         assert!(!line.contains("all as expected"), "{line}");
-        assert!(line.contains("NOT expected on 1 (redis-setnx)"), "{line}");
+        assert!(
+            line.contains("NOT expected: redis-setnx (2 releases of another client's lock)"),
+            "{line}"
+        );
         let lines = h.lines();
         assert!(
             lines.contains(&"UNEXPECTED: redis-setnx: 2 releases of another client's lock".into()),
@@ -371,7 +393,7 @@ mod tests {
         assert_eq!(h.safe, vec!["zk-fair".to_string()]);
         assert_eq!(
             h.safety_line(),
-            "safety violated by 1 of 2 backends; NOT expected on 1 (redis-setnx)"
+            "safety violated by 1 of 2 backends; NOT expected: redis-setnx (1 overlap)"
         );
     }
 
@@ -379,11 +401,11 @@ mod tests {
     fn no_verdict_and_a_cut_short_run_are_never_met() {
         let mut unknown = valid("redis-setnx");
         unknown.safety.verdict = Validity::Unknown;
-        let h = of(&judged("", vec![valid("zk-fair"), unknown]));
+        let h = of(&judged("", vec![with_fault(valid("zk-fair")), unknown]));
         assert_eq!(h.verdict, Verdict::Unknown);
         assert_eq!(
             h.safety_line(),
-            "safe on 1 of 2 backends; no verdict for redis-setnx"
+            "safe on 1 of 2 backends under 1 applied fault; no verdict for redis-setnx"
         );
         let mut cut = judged("", vec![valid("zk-fair")]);
         cut.complete = false;
@@ -391,5 +413,52 @@ mod tests {
         cut.complete = true;
         cut.expectations.clear();
         assert_eq!(of(&cut).verdict, Verdict::Unknown);
+    }
+
+    /// `r` with one applied pause window.
+    fn with_fault(mut r: BackendResult) -> BackendResult {
+        let span = lockbench_analysis::availability::Span::default();
+        r.fault_windows
+            .push(lockbench_analysis::availability::Window {
+                fault: "pause".into(),
+                targets: vec!["zk1".into()],
+                applied: true,
+                note: String::new(),
+                end_note: String::new(),
+                start_s: 1.0,
+                end_s: 2.0,
+                before: span.clone(),
+                during: span.clone(),
+                after: span,
+                recovery_ms: None,
+                violations: Default::default(),
+                fenced: Default::default(),
+            });
+        r
+    }
+
+    #[test]
+    fn a_run_without_an_applied_fault_does_not_say_safe() {
+        let mut quiet = valid("zk-fair");
+        quiet.acquisitions = 1200;
+        let mut not_applied = with_fault(valid("redis-setnx"));
+        not_applied.acquisitions = 800;
+        not_applied.fault_windows[0].applied = false;
+        let h = of(&judged("", vec![quiet.clone(), not_applied]));
+        assert_eq!(h.faults_applied, 0);
+        let line = h.safety_line();
+        assert!(
+            line.starts_with(
+                "mutual exclusion held on 2 of 2 backends under contention (2000 acquisitions); \
+                 no fault was applied"
+            ),
+            "{line}"
+        );
+        assert!(!line.contains("safe on"), "{line}");
+        let h = of(&judged("", vec![with_fault(quiet)]));
+        assert_eq!(
+            h.safety_line(),
+            "safe on 1 of 1 backends under 1 applied fault"
+        );
     }
 }

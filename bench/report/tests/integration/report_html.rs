@@ -276,7 +276,7 @@ fn the_report_has_every_section_with_charts_and_no_external_reference() {
         &html[html.find("<h1>").unwrap()..]
     );
     assert!(
-        html.contains("Safety violated by 1 of 6 backends; NOT expected on 1 (redis-broken-nonx)")
+        html.contains("Safety violated by 1 of 6 backends; NOT expected: redis-broken-nonx (1 overlap)")
     );
     assert!(html.contains("<b>UNEXPECTED</b> redis-broken-nonx: 1 overlap"));
     assert!(section(&html, "summary").contains("class=\"safety bad\">VIOLATED: 1 overlap"));
@@ -301,7 +301,7 @@ fn an_expected_violation_heads_the_report_as_met() {
         &html[html.find("<h1>").unwrap()..]
     );
     assert!(html.contains(
-        "Safety violated by 1 of 6 backends; all as expected on 1 (redis-broken-nonx); none unexpected"
+        "Safety violated by 1 of 6 backends; all as expected: redis-broken-nonx (1 overlap); none unexpected"
     ));
     assert!(!html.contains("UNEXPECTED"));
     assert!(
