@@ -1,22 +1,71 @@
 //! The command-line surface (clap derive). Everything here is parsing and help text; the
 //! commands themselves live in `commands/`.
+//!
+//! Help text convention: every doc comment opens with a one-line summary, then a blank line,
+//! then the details. clap shows the summaries for `-h` and everything for `--help`, so
+//! `lockbench -h` fits on a screen and `lockbench run --help` still documents every option;
+//! the man page, the completions and docs/commands.md are generated from the same text.
 
-use clap::{Parser, Subcommand};
+use clap::{ArgAction, Parser, Subcommand};
 use std::path::PathBuf;
 
-/// Compare distributed-lock backends (ZooKeeper, etcd, Redis SET NX, Redlock) side by side,
-/// against real servers, with every run's history checked for safety.
+/// Compare distributed-lock backends under contention and faults, against real servers.
+///
+/// The backends: ZooKeeper recipes, etcd leases and its Lock API, Redis SET NX, Redlock,
+/// PostgreSQL advisory locks, and lock libraries behind adapters (`lib:NAME`). Every run's
+/// history is checked for safety.
 ///
 /// Quick start: `lockbench run quick` starts a local cluster from the OS packages (installing
 /// them if needed), runs every backend under contention and prints a comparison table; the full
 /// results land in `results/<time>-quick/`.
 #[derive(Debug, Parser)]
-#[command(name = "lockbench", version, propagate_version = true)]
+#[command(
+    name = "lockbench",
+    version = crate::version::VERSION,
+    propagate_version = true
+)]
 pub struct Cli {
-    /// State directory of the managed cluster [default: $LOCKBENCH_STATE_DIR, else
-    /// $XDG_STATE_HOME/lockbench, else ~/.local/state/lockbench].
-    #[arg(long, global = true, env = "LOCKBENCH_STATE_DIR", hide_env = true)]
+    /// State directory of the managed cluster.
+    ///
+    /// Default: $LOCKBENCH_STATE_DIR, else $XDG_STATE_HOME/lockbench, else
+    /// ~/.local/state/lockbench. Rarely needed, so `-h` leaves it out.
+    #[arg(
+        long,
+        global = true,
+        env = "LOCKBENCH_STATE_DIR",
+        hide_env = true,
+        hide_short_help = true
+    )]
     pub state_dir: Option<PathBuf>,
+
+    /// When to colour: auto, always or never.
+    ///
+    /// `auto` colours a stream only when it is a terminal and NO_COLOR is unset or empty
+    /// (https://no-color.org); `always` and `never` override NO_COLOR. Applies to the tables,
+    /// the verdict lines, the progress bars, log lines and this help.
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        default_value_t = crate::color::Choice::Auto,
+        value_name = "WHEN",
+        hide_possible_values = true
+    )]
+    pub color: crate::color::Choice,
+
+    /// Only results, warnings and errors.
+    ///
+    /// No progress bars, no `lockbench:` narration; log lines below `error` are dropped too (this wins over LOCKBENCH_LOG and RUST_LOG).
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
+
+    /// More log lines: -v info, -vv debug, -vvv trace.
+    ///
+    /// For every crate, on the terminal (lockbench's own) and in the run's lockbench.log
+    /// (everything); it wins over LOCKBENCH_LOG and RUST_LOG, whose filter syntax
+    /// (`RUST_LOG=zookeeper_client=debug`) picks crates one by one.
+    #[arg(short, long, global = true, action = ArgAction::Count)]
+    pub verbose: u8,
 
     /// What to do.
     #[command(subcommand)]
@@ -26,9 +75,11 @@ pub struct Cli {
 /// Subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run a scenario: every backend it lists, one after another, then print the comparison
-    /// (for `workload.kind = "failover"`: every election recipe in `elections`, with its
-    /// leader removed round after round; see `lockbench run failover`).
+    /// Run a scenario against every backend it lists and print the comparison.
+    ///
+    /// The backends run one after another; for `workload.kind = "failover"` every election
+    /// recipe in `elections` runs instead, with its leader removed round after round (see
+    /// `lockbench run failover`).
     ///
     /// After the run, the scenario's expectations (`[expect]`: which backends must stay safe,
     /// which must show a violation, fencing rejecting every stale write, a minimum throughput)
@@ -45,26 +96,34 @@ pub enum Command {
     Run(RunArgs),
     /// List the built-in scenarios.
     Scenarios,
-    /// Start the managed cluster (3 ZooKeeper, 3 etcd, 1 + 5 Redis) and leave it running.
+    /// Start the managed cluster and leave it running.
+    ///
+    /// The cluster: 3 ZooKeeper, 3 etcd, a standalone Redis, 5 Redis servers for Redlock, a
+    /// Redis primary and replica watched by 3 Sentinels, and a PostgreSQL primary and replica.
     /// Installs missing server packages first. Idempotent.
     Up {
-        /// The secure profile (docs/secure-clusters.md): Redis and Redlock servers speak only
-        /// mutual TLS and admit only user `lockbench` (certificates and a generated password
-        /// in the state directory); `lockbench run` then connects that way by itself. A
-        /// cluster running the other way is restarted; `up` without it makes a secure
-        /// cluster plain again.
+        /// The secure profile: every server over mutual TLS, with users.
+        ///
+        /// ZooKeeper, etcd, Redis, Redlock, the Sentinels and PostgreSQL speak only TLS with
+        /// client certificates and admit lockbench's users (certificates and generated
+        /// passwords in the state directory; docs/secure-clusters.md); `lockbench run` then
+        /// connects that way by itself. A cluster running the other way is restarted; `up` without it makes a
+        /// secure cluster plain again.
         #[arg(long)]
         secure: bool,
     },
-    /// Make the secure compose cluster's certificates and passwords (docs/secure-clusters.md):
-    /// the files of `up --secure`'s profile, the server certificate naming the compose
-    /// services, containers and addresses, in DIR/secure (mode 0700, keys and passwords 0600),
-    /// which compose/secure.yml mounts into the servers; then `docker-compose -f
-    /// docker-compose.yml -f compose/secure.yml up -d`, and `run --cluster compose` connects
-    /// with TLS as lockbench's user by itself. Idempotent (a new set only when names change).
+    /// Make the secure compose cluster's certificates and passwords.
+    ///
+    /// The files of `up --secure`'s profile (docs/secure-clusters.md), the server certificate
+    /// naming the compose services, containers and addresses, in DIR/secure (mode 0700, keys
+    /// and passwords 0600), which compose/secure.yml mounts into the servers; then
+    /// `docker-compose -f docker-compose.yml -f compose/secure.yml up -d`, and `run --cluster
+    /// compose` connects with TLS as lockbench's user by itself. Idempotent (a new set only
+    /// when names change).
     ComposeSecureInit {
-        /// The directory (default: $LOCKBENCH_COMPOSE_SECRETS, else compose/secrets, which
-        /// the overlay mounts when the variable is not set).
+        /// The directory [default: $LOCKBENCH_COMPOSE_SECRETS, else compose/secrets].
+        ///
+        /// compose/secure.yml mounts compose/secrets when the variable is not set.
         dir: Option<PathBuf>,
     },
     /// Stop the managed cluster and remove leftovers of crashed runs.
@@ -75,51 +134,60 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// (Re)write the self-contained HTML report of finished runs, and the index of all runs
-    /// beside them (`results/index.html`).
+    /// Rewrite finished runs' self-contained HTML reports.
+    ///
+    /// Each run directory's report.html, and the index of all runs beside them
+    /// (`results/index.html`).
     Report {
         /// Run directories (each holding a results.json).
         #[arg(required = true)]
         run_dirs: Vec<PathBuf>,
     },
-    /// Judge a run's history again: the same analysis pass a run makes, over the run
-    /// directory's `history.jsonl.zst`, for a run that never finished its analysis (killed with
-    /// SIGKILL, its disk full). A backend's history without its end line (cut off) is judged
-    /// only up to its horizon, the last time every client's ops are known to be in the file,
-    /// and its verdict is then `unknown` unless a violation was found before it. Prints each
-    /// backend's checkers; writes nothing. Exit code 0 all valid, 1 a violation, 2 unknown or
-    /// unreadable.
+    /// Judge a run's history again, as the run's own analysis does.
+    ///
+    /// The same analysis pass a run makes, over the run directory's `history.jsonl.zst`, for a
+    /// run that never finished its analysis (killed with SIGKILL, its disk full). A backend's
+    /// history without its end line (cut off) is judged only up to its horizon, the last time
+    /// every client's ops are known to be in the file, and its verdict is then `unknown`
+    /// unless a violation was found before it. Prints each backend's checkers; writes nothing.
+    /// Exit code 0 all valid, 1 a violation, 2 unknown or unreadable.
     Analyse {
         /// Run directories (each holding scenario.toml and history.jsonl.zst).
         #[arg(required = true)]
         run_dirs: Vec<PathBuf>,
     },
-    /// Compare two runs (run directories or results.json files): for every shared (backend,
-    /// workload, metric) a verdict improved / regressed / no change against per-metric noise
-    /// thresholds (and Welch's t-test when both runs used `--repeat`). Exit code 1 on any
-    /// regression (a new safety violation always is one), 2 when an input cannot be read.
+    /// Compare two runs: per backend and metric, improved, regressed or no change.
+    ///
+    /// The inputs are run directories or results.json files. For every shared (backend,
+    /// workload, metric) a verdict against per-metric noise thresholds (and Welch's t-test
+    /// when both runs used `--repeat`). Exit code 1 on any regression (a new safety violation
+    /// always is one), 2 when an input cannot be read.
     Compare(CompareArgs),
-    /// Read a scaling curve: runs of the same workload at several worker counts (`--workers
-    /// swarm:1`, `swarm:2`, `swarm:4`), one table per backend (throughput, p99, lockbench's
-    /// CPU per acquisition with its workers and task containers, each managed server's CPU,
-    /// the machine's) and where the curve flattens and which resource ran out there: the
-    /// machine's cores, a server's core, or lockbench. A figure a run could not measure is
-    /// `n/a` and named as unknown (docs/remote-workers.md). Exit code 2 when a run cannot be
-    /// read.
+    /// Read runs at several worker counts as a scaling curve per backend.
+    ///
+    /// Runs of the same workload at several worker counts (`--workers swarm:1`, `swarm:2`,
+    /// `swarm:4`), one table per backend (throughput, p99, lockbench's CPU per acquisition
+    /// with its workers and task containers, each managed server's CPU, the machine's) and
+    /// where the curve flattens and which resource ran out there: the machine's cores, a
+    /// server's core, or lockbench. A figure a run could not measure is `n/a` and named as
+    /// unknown (docs/remote-workers.md). Exit code 2 when a run cannot be read.
     Scaling {
         /// Run directories (or their results.json), any order.
         #[arg(required = true)]
         runs: Vec<PathBuf>,
     },
-    /// Run client slots for a coordinator. Without `--coordinator` (internal): JSON lines on
-    /// stdin/stdout, as `lockbench run` starts it. With `--coordinator ADDR`: dial in to a run's
-    /// coordinator over TCP, with the run's secret in LOCKBENCH_WORKER_SECRET (never on the
-    /// command line), serve the job it hands out, and exit when the run ends or the coordinator
-    /// goes away (docs/remote-workers.md).
+    /// Run client slots for a coordinator (internal, or a remote worker).
+    ///
+    /// Without `--coordinator` (internal): JSON lines on stdin/stdout, as `lockbench run`
+    /// starts it. With `--coordinator ADDR`: dial in to a run's coordinator over TCP, with the
+    /// run's secret in LOCKBENCH_WORKER_SECRET (never on the command line), serve the job it
+    /// hands out, and exit when the run ends or the coordinator goes away
+    /// (docs/remote-workers.md).
     #[command(hide = true)]
     Worker(WorkerArgs),
-    /// Internal: serve one client of a built-in recipe behind the adapter protocol
-    /// (docs/adapter-protocol.md), configured from LOCKBENCH_ENDPOINTS and LOCKBENCH_CLIENT.
+    /// Internal: serve one client of a built-in recipe behind the adapter protocol.
+    ///
+    /// See docs/adapter-protocol.md; configured from LOCKBENCH_ENDPOINTS and LOCKBENCH_CLIENT.
     #[command(hide = true)]
     ServeAdapter {
         /// The recipe (`redis-setnx`).
@@ -131,26 +199,32 @@ pub enum Command {
         #[arg(long)]
         prefix_knob: Option<String>,
     },
-    /// Capacity planning: for each backend and each point of a grid (`--vary`), find the
-    /// highest offered rate sustained within a latency objective (the knee) with short
-    /// open-loop steps (a closed-loop probe, a geometric ramp, then bisection), and print a
-    /// sizing table. Every step is kept in the sweep directory (`steps/`), `results.json` holds
-    /// the knee steps and the `capacity` field, `report.html` the throughput-latency curves.
-    /// Try `lockbench sweep capacity`.
+    /// Capacity planning: each backend's highest rate within a latency objective.
+    ///
+    /// For each backend and each point of a grid (`--vary`), find the highest offered rate
+    /// sustained within a latency objective (the knee) with short open-loop steps (a
+    /// closed-loop probe, a geometric ramp, then bisection), and print a sizing table. Every
+    /// step is kept in the sweep directory (`steps/`), `results.json` holds the knee steps and
+    /// the `capacity` field, `report.html` the throughput-latency curves. Try `lockbench sweep
+    /// capacity`.
     Sweep(SweepArgs),
-    /// Scale benchmark: connect more and more idle clients (each with its own session, lease
-    /// or connections) to each backend and print, per step, the connect time, one probe
-    /// client's acquire latency and the servers' resident memory per client (managed cluster
-    /// only). Writes scale.json.
+    /// Scale benchmark: connect more and more idle clients to each backend.
+    ///
+    /// Each client has its own session, lease or connections. Per step: the connect time, one
+    /// probe client's acquire latency and the servers' resident memory per client (managed
+    /// cluster only). Writes scale.json.
     Scale(ScaleArgs),
-    /// Serve lockbench's link proxy behind Toxiproxy's HTTP API, so any Toxiproxy client can
-    /// create proxies and add `latency` and `timeout` toxics (the proxy container of compose
-    /// mode). Runs until SIGTERM or SIGINT.
+    /// Serve lockbench's link proxy behind Toxiproxy's HTTP API.
+    ///
+    /// Any Toxiproxy client can create proxies and add `latency` and `timeout` toxics (the
+    /// proxy container of compose mode). Runs until SIGTERM or SIGINT.
     Proxy(crate::commands::proxy::ProxyArgs),
-    /// Write Kubernetes manifests for a run's remote workers: a Secret with a fresh run secret
-    /// and an Indexed Job of N `lockbench worker --coordinator` pods (`workers.yaml`, and
-    /// `worker-secret.env` for the coordinator; both mode 0600), then print what to run with
-    /// kubectl and on the coordinator. The secret is never printed (docs/remote-workers.md).
+    /// Write Kubernetes manifests for a run's remote workers.
+    ///
+    /// A Secret with a fresh run secret and an Indexed Job of N `lockbench worker
+    /// --coordinator` pods (`workers.yaml`, and `worker-secret.env` for the coordinator; both
+    /// mode 0600), then print what to run with kubectl and on the coordinator. The secret is
+    /// never printed (docs/remote-workers.md).
     K8sManifests(crate::commands::k8s_manifests::K8sManifestsArgs),
 }
 
@@ -160,26 +234,33 @@ pub struct SweepArgs {
     /// A scenario file (TOML) or the name of a built-in scenario, e.g. `capacity`.
     pub scenario: String,
 
-    /// A grid dimension: a `--set` path and its values, e.g. `--vary workload.keys=1,16,256`.
-    /// Repeatable (the grid is the product); replaces the scenario's `sweep.vary`.
+    /// A grid dimension: a `--set` path and its values. Repeatable.
+    ///
+    /// For example `--vary workload.keys=1,16,256`. The grid is the product of every
+    /// `--vary`; replaces the scenario's `sweep.vary`.
     #[arg(long = "vary", value_name = "PATH=V1,V2,...")]
     pub vary: Vec<String>,
 
-    /// Offered rates (acquisitions/s over all clients): `auto` (probe, ramp, bisect) or a
-    /// comma-separated list, e.g. `100,200,400`.
+    /// Offered rates (acquisitions/s): `auto` or a list.
+    ///
+    /// Over all clients. `auto` probes, ramps up geometrically, then bisects; a
+    /// comma-separated list such as `100,200,400` runs those rates.
     #[arg(long, value_name = "auto|R1,R2,...")]
     pub rates: Option<String>,
 
-    /// The latency objective on the acquire latency from the intended start, e.g. `p99=50ms`.
+    /// The latency objective, e.g. `p99=50ms`.
+    ///
+    /// On the acquire latency measured from the intended start.
     #[arg(long, value_name = "p99=DURATION")]
     pub slo: Option<String>,
 
-    /// A step is sustained only if achieved >= (1 - tolerance) x offered [default: 0.05].
+    /// Sustained: achieved >= (1 - this) x offered [default: 0.05].
     #[arg(long)]
     pub tolerance: Option<f64>,
 
-    /// Bisect until the lowest failed rate is within (1 + resolution) of the highest
-    /// sustained one [default: 0.1].
+    /// Bisect until failed / sustained < 1 + this [default: 0.1].
+    ///
+    /// The lowest failed rate must be within (1 + resolution) of the highest sustained one.
     #[arg(long)]
     pub resolution: Option<f64>,
 
@@ -191,11 +272,11 @@ pub struct SweepArgs {
     #[arg(long, value_parser = humantime::parse_duration)]
     pub step_warmup: Option<std::time::Duration>,
 
-    /// At most this many steps per grid point, the probe included [default: 10].
+    /// Most steps per grid point, probe included [default: 10].
     #[arg(long)]
     pub max_steps: Option<u32>,
 
-    /// Override a scenario field (applied before the grid's values). Repeatable.
+    /// Override a scenario field (before the grid's values). Repeatable.
     #[arg(long = "set", value_name = "PATH=VALUE")]
     pub sets: Vec<String>,
 
@@ -203,9 +284,16 @@ pub struct SweepArgs {
     #[arg(long)]
     pub seed: Option<u64>,
 
-    /// Which servers to use: `managed`, `compose` or `external:FILE` (as for `run`). On an
-    /// external cluster only lockbench's own CPU and memory can be sampled.
-    #[arg(long, default_value = "managed", env = "LOCKBENCH_CLUSTER")]
+    /// Servers: managed, compose or external:FILE.
+    ///
+    /// As for `run`; `LOCKBENCH_CLUSTER` sets the default. On an external cluster only
+    /// lockbench's own CPU and memory can be sampled.
+    #[arg(
+        long,
+        default_value = "managed",
+        env = "LOCKBENCH_CLUSTER",
+        hide_env = true
+    )]
     pub cluster: String,
 
     /// Sweep directory [default: results/TIME-sweep-SCENARIO].
@@ -216,21 +304,25 @@ pub struct SweepArgs {
 /// Arguments of `lockbench scale`.
 #[derive(Debug, clap::Args)]
 pub struct ScaleArgs {
-    /// Backends to measure, comma-separated.
+    /// Backends to measure.
     #[arg(
         long,
         value_delimiter = ',',
         default_value = "zk-fair,etcd-lease,redis-setnx"
     )]
     pub backends: Vec<String>,
-    /// Client counts to reach, in increasing order, comma-separated (cumulative).
+    /// Client counts to reach, ascending.
+    ///
+    /// Comma-separated and cumulative: each step adds clients to the ones already connected.
     #[arg(long, value_delimiter = ',', default_value = "100,500,1000,2000")]
     pub steps: Vec<u32>,
     /// Acquire/release rounds of the probe client at each step.
     #[arg(long, default_value_t = 200)]
     pub probes: u32,
-    /// Queue every client on one lock that a holder keeps (a watch or subscription each)
-    /// instead of leaving it idle; the queue drains at the end.
+    /// Queue every client on one held lock instead of leaving it idle.
+    ///
+    /// A holder keeps the lock, and every client waits on it (a watch or subscription each);
+    /// the queue drains at the end.
     #[arg(long)]
     pub waiting: bool,
     /// Results directory [default: results/TIME-scale].
@@ -245,21 +337,26 @@ pub struct CompareArgs {
     pub base: PathBuf,
     /// The run to judge: a run directory or its results.json.
     pub new: PathBuf,
-    /// Output on stdout: `table`, `markdown` (for a CI comment) or `json`.
-    #[arg(long, default_value = "table", value_parser = ["table", "markdown", "json"])]
+    /// Output: table, markdown (a CI comment) or json.
+    #[arg(long, default_value = "table", value_parser = ["table", "markdown", "json"], hide_possible_values = true)]
     pub format: String,
     /// Also write the comparison as a self-contained HTML page.
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
-    /// Thresholds file (TOML: `significance`, `latency_floor_us`, `[thresholds]` per metric).
+    /// Thresholds file (TOML).
+    ///
+    /// Fields: `significance`, `latency_floor_us`, and a `[thresholds]` table per metric.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Override one metric's noise threshold, e.g. `--threshold acquire_p99=0.5` or
-    /// `throughput=20%`. Repeatable. Metrics: throughput, acquire_p50, acquire_p90,
-    /// acquire_p99, handoff_p50, handoff_p99.
+    /// A metric's noise threshold, e.g. `acquire_p99=0.5`. Repeatable.
+    ///
+    /// A fraction or a percentage (`throughput=20%`). Metrics: throughput, acquire_p50,
+    /// acquire_p90, acquire_p99, handoff_p50, handoff_p99.
     #[arg(long = "threshold", value_name = "METRIC=FRACTION")]
     pub thresholds: Vec<String>,
-    /// Significance level of Welch's t-test, used when both runs have repetitions [default: 0.05].
+    /// Significance level of Welch's t-test [default: 0.05].
+    ///
+    /// Used when both runs have repetitions (`run --repeat`).
     #[arg(long)]
     pub significance: Option<f64>,
 }
@@ -278,41 +375,52 @@ pub struct RunArgs {
     #[arg(long)]
     pub seed: Option<u64>,
 
-    /// Override a scenario field, e.g. `--set workload.clients=8 --set duration=8s
-    /// --set backends=zk-fair,etcd-lease`. Repeatable.
+    /// Override a scenario field, e.g. `--set duration=8s`. Repeatable.
+    ///
+    /// For example `--set workload.clients=8 --set duration=8s --set
+    /// backends=zk-fair,etcd-lease`; docs/commands.md lists the fields and knobs.
     #[arg(long = "set", value_name = "PATH=VALUE")]
     pub sets: Vec<String>,
 
-    /// Run the clients in N workers that dial in to this run over TCP with a per-run secret:
-    /// `dial:N` (processes on this machine), `swarm:N` (the tasks of a Docker Swarm
-    /// service, image `lockbench/lockbench:local`) or `external:N` (workers someone else
-    /// starts, e.g. from `lockbench k8s-manifests`); `local` is today's worker processes. The
-    /// same as `--set workers.launcher=... --set workers.count=N` (docs/remote-workers.md).
+    /// Clients in N dialled-in workers: `dial:N`, `swarm:N` or `external:N`.
+    ///
+    /// The workers dial in to this run over TCP with a per-run secret: `dial:N` (processes on
+    /// this machine), `swarm:N` (the tasks of a Docker Swarm service, image
+    /// `lockbench/lockbench:local`) or `external:N` (workers someone else starts, e.g. from
+    /// `lockbench k8s-manifests`); `local` is today's worker processes. The same as `--set
+    /// workers.launcher=... --set workers.count=N` (docs/remote-workers.md).
     #[arg(long, value_name = "LAUNCHER:N", value_parser = lockbench_core::workers::WorkersSpec::parse)]
     pub workers: Option<lockbench_core::workers::WorkersSpec>,
 
-    /// With `--workers external:N`: where to listen for the workers someone else started
-    /// (default 0.0.0.0:7450); they need the secret in this command's
+    /// Where to listen for `--workers external:N` [default: 0.0.0.0:7450].
+    ///
+    /// The workers someone else started need the secret in this command's
     /// `LOCKBENCH_WORKER_SECRET`. The same as `--set workers.listen=ADDR`.
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<std::net::SocketAddr>,
 
-    /// Which servers to use: `managed` (start local servers from the OS packages, reuse them if
-    /// already up, stop them afterwards if this run started them), `compose` (the
-    /// docker-compose.yml cluster, endpoints built in) or `external:FILE` (a TOML file with
-    /// `zookeeper`, `etcd`, `redis` and `redlock` endpoint lists). `LOCKBENCH_CLUSTER` sets
-    /// the default (`compose` in lockbench's image).
-    #[arg(long, default_value = "managed", env = "LOCKBENCH_CLUSTER")]
+    /// Servers: managed, compose or external:FILE.
+    ///
+    /// `managed` starts local servers from the OS packages (reuses them if already up, stops
+    /// them afterwards if this run started them); `compose` is the docker-compose.yml cluster,
+    /// endpoints built in; `external:FILE` is a TOML file with endpoint lists per group:
+    /// `zookeeper`, `etcd`, `redis`, `redlock`, `sentinel` (the Redis failover pair's
+    /// Sentinels) and `postgres` (`lockbench status --json` prints the managed cluster's).
+    /// `LOCKBENCH_CLUSTER` sets the default (`compose` in lockbench's image).
+    #[arg(
+        long,
+        default_value = "managed",
+        env = "LOCKBENCH_CLUSTER",
+        hide_env = true
+    )]
     pub cluster: String,
 
-    /// Run each backend N times in a row (repetition k with seed + k - 1) and store every
-    /// repetition's figures, so `lockbench compare` can test the difference for significance.
+    /// Run each backend N times (samples for `compare`).
+    ///
+    /// Repetition k runs with seed + k - 1, and every repetition's figures are stored, so
+    /// `lockbench compare` can test the difference for significance.
     #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
     pub repeat: u32,
-
-    /// Do not print the progress bar.
-    #[arg(long)]
-    pub quiet: bool,
 }
 
 /// `lockbench worker`'s options.
@@ -321,14 +429,15 @@ pub struct WorkerArgs {
     /// Dial in to the coordinator at this address (`host:port`) instead of reading stdin.
     #[arg(long, value_name = "ADDR")]
     pub coordinator: Option<String>,
-    /// The name this worker gives the coordinator (default: `worker-<hostname>-<pid>`).
+    /// The name this worker gives the coordinator [default: `worker-<hostname>-<pid>`].
     #[arg(long, env = "LOCKBENCH_WORKER_NAME", requires = "coordinator")]
     pub name: Option<String>,
     /// How long to keep trying to reach the coordinator (it may not listen yet).
     #[arg(long, default_value = "30s", value_parser = humantime::parse_duration, requires = "coordinator")]
     pub patience: std::time::Duration,
-    /// Stop when nothing (not even a probe, sent every second) comes from the coordinator
-    /// for this long.
+    /// Stop when nothing comes from the coordinator for this long.
+    ///
+    /// Not even a probe, which it sends every second.
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration, requires = "coordinator")]
     pub idle: std::time::Duration,
 }

@@ -20,7 +20,8 @@ pub struct Console {
 }
 
 impl Console {
-    /// Bars and summaries for every backend (`quiet` hides the bar, not the summary).
+    /// Bars and summaries for every backend (`quiet`, `-q`, hides the bar and the notes, not
+    /// the summary).
     pub fn new(quiet: bool) -> Console {
         Console {
             quiet,
@@ -56,8 +57,8 @@ impl Observer for Console {
                 );
                 *self.progress.lock().expect("progress") = Some((bar, s.stall_alarm));
             }
-            UnitKind::Election => eprintln!(
-                "lockbench: {}: {} candidates, removals {}, {} round(s) each",
+            UnitKind::Election => crate::say!(
+                "{}: {} candidates, removals {}, {} round(s) each",
                 unit.label,
                 s.workload.clients,
                 s.failover
@@ -114,8 +115,8 @@ impl Observer for Console {
 
     fn fault(&self, backend: &str, e: &FaultEvent) {
         if e.applied {
-            eprintln!(
-                "lockbench: {backend}: {} {:?} {} ({})",
+            crate::say!(
+                "{backend}: {} {:?} {} ({})",
                 e.fault,
                 e.phase,
                 e.targets.join(","),
@@ -132,7 +133,7 @@ impl Observer for Console {
     }
 
     fn note(&self, text: &str) {
-        eprintln!("lockbench: {text}");
+        crate::say!("{text}");
     }
 
     fn warning(&self, text: &str) {

@@ -10,7 +10,9 @@
 //! to the terminal.
 //!
 //! Which lines are recorded at all is `LOCKBENCH_LOG`'s, else `RUST_LOG`'s (the usual
-//! `EnvFilter` syntax: `RUST_LOG=zookeeper_client=debug`), else warnings and errors.
+//! `EnvFilter` syntax: `RUST_LOG=zookeeper_client=debug`), else warnings and errors; `-q` and
+//! `-v` set `LOCKBENCH_LOG` ([`crate::verbosity`]). The terminal's lines are coloured as
+//! `--color` and NO_COLOR say ([`crate::color`]); the file's never.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
@@ -21,6 +23,9 @@ use tracing_subscriber::fmt::MakeWriter;
 use tracing_subscriber::fmt::writer::OptionalWriter;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
+
+/// The variable holding the log filter (read first, then `RUST_LOG`).
+pub const FILTER_VAR: &str = "LOCKBENCH_LOG";
 
 /// The log file's name in a run directory.
 pub const FILE_NAME: &str = "lockbench.log";
@@ -39,13 +44,13 @@ fn is_ours(target: &str) -> bool {
 
 /// Installs the subscriber: every line on the terminal until [`to_run_dir`].
 pub fn init() {
-    let filter = ["LOCKBENCH_LOG", "RUST_LOG"]
+    let filter = [FILTER_VAR, "RUST_LOG"]
         .iter()
         .find_map(|var| tracing_subscriber::EnvFilter::try_from_env(var).ok())
         .unwrap_or_else(|| tracing_subscriber::EnvFilter::new("warn"));
     let terminal = tracing_subscriber::fmt::layer()
         .with_writer(Terminal)
-        .with_ansi(io::IsTerminal::is_terminal(&io::stderr()));
+        .with_ansi(crate::color::stderr());
     let file = tracing_subscriber::fmt::layer()
         .with_writer(|| RunLog)
         .with_ansi(false);
@@ -70,8 +75,8 @@ pub fn to_run_dir(dir: &Path) -> io::Result<PathBuf> {
 /// cannot be made leaves every line on the terminal, and says that instead.
 pub fn announce(dir: &Path) {
     match to_run_dir(dir) {
-        Ok(path) => eprintln!(
-            "lockbench: library log lines (and worker processes' stderr) go to {}",
+        Ok(path) => crate::say!(
+            "library log lines (and worker processes' stderr) go to {}",
             path.display()
         ),
         Err(e) => eprintln!(

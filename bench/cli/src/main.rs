@@ -1,21 +1,32 @@
 //! `lockbench`: the command line. Parsing lives in [`cli`], each subcommand in
 //! [`commands`], how a run looks on the terminal in [`console`], where log lines go in
-//! [`logging`]; running scenarios is the engine's (`lockbench_runner::Runner`). This file only
+//! [`logging`], how much and how colourful the terminal output is in [`verbosity`] and
+//! [`color`]; running scenarios is the engine's (`lockbench_runner::Runner`). This file only
 //! wires them to a runtime and turns errors into exit codes.
 
 mod builtin;
 mod cli;
+mod color;
 mod commands;
 mod console;
 mod limits;
 mod logging;
 mod progress;
+mod verbosity;
+mod version;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let cli = cli::Cli::parse();
+    let choice = color::from_args(std::env::args_os());
+    let matches = cli::Cli::command()
+        .color(color::for_clap(choice))
+        .get_matches();
+    let cli = cli::Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    color::init(cli.color);
+    verbosity::init(cli.quiet, cli.verbose);
+    lockbench_results::environment::set_version(version::VERSION);
     logging::init();
     limits::raise_open_files();
     let runtime = match runtime_for(&cli.command).enable_all().build() {

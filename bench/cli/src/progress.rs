@@ -33,8 +33,14 @@ impl Progress {
                 ProgressDrawTarget::stderr()
             },
         );
+        // The bar in colour only where stderr is coloured (`--color`, NO_COLOR).
+        let template = if crate::color::stderr() {
+            "{prefix:>18} [{bar:30.cyan/blue}] {elapsed_precise} {msg}"
+        } else {
+            "{prefix:>18} [{bar:30}] {elapsed_precise} {msg}"
+        };
         bar.set_style(
-            ProgressStyle::with_template("{prefix:>18} [{bar:30}] {elapsed_precise} {msg}")
+            ProgressStyle::with_template(template)
                 .expect("valid template")
                 .progress_chars("=> "),
         );

@@ -1,10 +1,10 @@
-//! Managed ZooKeeper, etcd and Redis servers started from the OS packages.
+//! Managed ZooKeeper, etcd, Redis and PostgreSQL servers started from the OS packages.
 //!
 //! lockbench compares lock recipes against *real* servers, and on a machine without Docker it
 //! runs them itself ("managed mode"): a 3-member ZooKeeper ensemble, a 3-member etcd cluster, a
-//! standalone Redis, five independent Redis servers for Redlock, and a Redis primary with one
-//! replica watched by three Sentinels (the failover pair, `fo1`/`fo2`, `sen1`-`sen3`). Why the
-//! crate has this shape:
+//! standalone Redis, five independent Redis servers for Redlock, a Redis primary with one
+//! replica watched by three Sentinels (the failover pair, `fo1`/`fo2`, `sen1`-`sen3`), and a
+//! PostgreSQL primary with one streaming replica (`pg1`/`pg2`). Why the crate has this shape:
 //!
 //! - **Two topologies, one cluster.** Faults need hosts: a partition is a firewall rule in the
 //!   *receiving host*, which loopback servers do not have. So, as root, every server runs in its

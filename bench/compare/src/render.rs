@@ -3,7 +3,7 @@
 
 use crate::compare::{Comparison, Row, Verdict};
 use crate::config::Metric;
-use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
+use comfy_table::{Cell, Color, Table, presets::UTF8_FULL_CONDENSED};
 use std::fmt::Write;
 
 fn fmt_value(metric: Metric, v: Option<f64>) -> String {
@@ -101,10 +101,29 @@ fn missing_lines(c: &Comparison) -> Vec<String> {
 
 /// The terminal table, followed by the missing results and the summary.
 pub fn table(c: &Comparison) -> String {
+    table_in_color(c, false)
+}
+
+/// [`table`], with the verdicts in colour when `color` (regressed red, improved green).
+pub fn table_in_color(c: &Comparison, color: bool) -> String {
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED).set_header(HEADER);
+    if color {
+        t.enforce_styling();
+    }
     for r in &c.rows {
-        t.add_row(cells(r));
+        let paint = match r.verdict {
+            Verdict::Regressed => Some(Color::Red),
+            Verdict::Improved => Some(Color::Green),
+            Verdict::NonSignificant => None,
+        };
+        let last = HEADER.len() - 1;
+        t.add_row(cells(r).into_iter().enumerate().map(|(i, text)| {
+            match paint.filter(|_| color && i == last) {
+                Some(paint) => Cell::new(text).fg(paint),
+                None => Cell::new(text),
+            }
+        }));
     }
     let mut out = format!("base: {}\nnew:  {}\n{t}\n", c.base_label, c.new_label);
     for line in missing_lines(c) {

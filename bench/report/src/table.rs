@@ -1,6 +1,8 @@
 //! The compact comparison table printed at the end of a run.
 
-use comfy_table::{Cell, CellAlignment, ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
+use comfy_table::{
+    Cell, CellAlignment, Color, ContentArrangement, Table, presets::UTF8_FULL_CONDENSED,
+};
 use lockbench_results::Validity;
 use lockbench_results::model::{BackendResult, Percentiles, RunResults, SafetyResult};
 
@@ -38,6 +40,19 @@ fn safety(r: &BackendResult) -> String {
         0 => verdict,
         n => format!("{verdict}; fencing rejected {n}"),
     }
+}
+
+/// The safety column's cell, coloured by the verdict when `color`.
+fn safety_cell(r: &BackendResult, color: bool) -> Cell {
+    let cell = Cell::new(safety(r));
+    if !color {
+        return cell;
+    }
+    cell.fg(match r.safety.verdict {
+        Validity::Valid => Color::Green,
+        Validity::Invalid => Color::Red,
+        Validity::Unknown => Color::Yellow,
+    })
 }
 
 /// An `INSTRUMENT FAULT:` line for a backend whose resource judged writes otherwise than the
@@ -96,6 +111,12 @@ pub fn finding(r: &BackendResult) -> Option<String> {
 
 /// Renders the comparison table (latencies in milliseconds).
 pub fn render(results: &RunResults) -> String {
+    render_in_color(results, false)
+}
+
+/// [`render`], with the safety verdicts in colour when `color` (ok green, violated red,
+/// unknown yellow).
+pub fn render_in_color(results: &RunResults, color: bool) -> String {
     let mut t = titled(&[
         "backend",
         "N/K",
@@ -152,9 +173,12 @@ pub fn render(results: &RunResults) -> String {
             Cell::new(format!("{}/{}", r.errors.fail, r.errors.info))
                 .set_alignment(CellAlignment::Right),
             Cell::new(reqs).set_alignment(CellAlignment::Right),
-            Cell::new(safety(r)),
+            safety_cell(r, color),
         ];
         t.add_row(row);
+    }
+    if color {
+        t.enforce_styling();
     }
     let mut out = format!(
         "{t}\nlatencies in ms (acquire: from intended start); req/acq: lockbench's count | the servers' own counters\n"

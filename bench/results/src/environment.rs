@@ -2,6 +2,17 @@
 
 use crate::model::Environment;
 use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+/// The version the running binary gave ([`set_version`]).
+static VERSION: OnceLock<String> = OnceLock::new();
+
+/// Records the running binary's version (with its commit: `0.1.0 (abc1234 2026-11-28)`) as
+/// `lockbench_version`. Only the binary knows its commit: a build script in this crate would
+/// rebuild every crate above it on every commit. Without it, the crate version.
+pub fn set_version(version: &str) {
+    let _ = VERSION.set(version.to_string());
+}
 
 /// Reads the kernel, OS and CPU count; `servers` comes from the servers themselves.
 pub fn detect(servers: BTreeMap<String, String>) -> Environment {
@@ -17,7 +28,10 @@ pub fn detect(servers: BTreeMap<String, String>) -> Environment {
         })
         .unwrap_or_else(|| std::env::consts::OS.into());
     Environment {
-        lockbench_version: env!("CARGO_PKG_VERSION").into(),
+        lockbench_version: VERSION
+            .get()
+            .cloned()
+            .unwrap_or_else(|| env!("CARGO_PKG_VERSION").into()),
         kernel,
         os,
         cpus: std::thread::available_parallelism()

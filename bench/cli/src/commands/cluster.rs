@@ -8,8 +8,8 @@ use std::time::Instant;
 /// Starts (or reuses) the managed cluster, secure (TLS and lockbench's user) or plain.
 pub async fn up(state_dir: PathBuf, secure: bool) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
-    eprintln!(
-        "lockbench: bringing up the {} managed cluster in {}",
+    crate::say!(
+        "bringing up the {} managed cluster in {}",
         if secure { "secure" } else { "plain" },
         state_dir.display()
     );
@@ -60,10 +60,7 @@ pub fn compose_secure_init(dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
 /// Stops the managed cluster.
 pub async fn down(state_dir: PathBuf) -> anyhow::Result<ExitCode> {
     Cluster::new(state_dir.clone()).down().await?;
-    eprintln!(
-        "lockbench: managed cluster in {} stopped",
-        state_dir.display()
-    );
+    crate::say!("managed cluster in {} stopped", state_dir.display());
     // What killed Swarm runs left (nothing without a Docker Engine or a swarm).
     let removed = tokio::task::spawn_blocking(lockbench_runner::remove_swarm_leftovers).await?;
     if !removed.is_empty() {

@@ -39,7 +39,7 @@ fn compare(args: &CompareArgs) -> anyhow::Result<ExitCode> {
     let text = match args.format.as_str() {
         "markdown" => render::markdown(&comparison),
         "json" => render::json(&comparison),
-        _ => render::table(&comparison),
+        _ => render::table_in_color(&comparison, crate::color::stdout()),
     };
     print!("{text}");
     if let Some(path) = &args.html {

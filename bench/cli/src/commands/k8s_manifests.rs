@@ -17,25 +17,36 @@ pub struct K8sManifestsArgs {
     /// Workers: the Indexed Job's `completions` and `parallelism`.
     #[arg(long, value_name = "N")]
     pub workers: u32,
-    /// The coordinator's address as the pods reach it (`host:port`; not a loopback address).
+    /// The coordinator's `host:port`, as the pods reach it.
+    ///
+    /// Not a loopback address.
     #[arg(long, value_name = "HOST:PORT")]
     pub coordinator: String,
-    /// The container image with `lockbench` on its PATH (e.g. lockbench/lockbench:local from
-    /// scripts/build-images, pushed to a registry the cluster pulls from).
+    /// The container image with `lockbench` on its PATH.
+    ///
+    /// For example lockbench/lockbench:local from scripts/build-images, pushed to a registry
+    /// the cluster pulls from.
     #[arg(long, value_name = "IMAGE")]
     pub image: String,
-    /// Create this namespace and put the Secret and the Job in it (default: kubectl's current
-    /// namespace).
+    /// Create this namespace and put the Secret and the Job in it.
+    ///
+    /// Without it, they go to kubectl's current namespace.
     #[arg(long, value_name = "NS")]
     pub namespace: Option<String>,
-    /// The Job's name (the Secret is `<name>-secret`).
+    /// The Job's name.
+    ///
+    /// The Secret is `<name>-secret`.
     #[arg(long, default_value = "lockbench-workers")]
     pub name: String,
-    /// Spread the workers evenly over zones (`topology.kubernetes.io/zone`, at most one more in
-    /// any zone than in another); they are always spread over nodes as far as the scheduler can.
+    /// Spread the workers evenly over zones.
+    ///
+    /// By `topology.kubernetes.io/zone`: at most one more in any zone than in another; they are always spread over nodes as far
+    /// as the scheduler can.
     #[arg(long)]
     pub zones: bool,
-    /// Each worker's CPU request (a Kubernetes quantity: `500m`, `2`).
+    /// Each worker's CPU request (`500m`, `2`).
+    ///
+    /// A Kubernetes quantity.
     #[arg(long, value_name = "QUANTITY")]
     pub cpu_request: Option<String>,
     /// Each worker's memory request (`256Mi`, `1Gi`).
@@ -47,14 +58,17 @@ pub struct K8sManifestsArgs {
     /// Each worker's memory limit.
     #[arg(long, value_name = "QUANTITY")]
     pub memory_limit: Option<String>,
-    /// How long each worker keeps dialling a coordinator that does not listen yet.
+    /// How long a worker keeps dialling.
+    ///
+    /// A coordinator may not listen yet when the pods start.
     #[arg(long, default_value = "5m", value_parser = humantime::parse_duration)]
     pub patience: Duration,
     /// Failed pods the Job replaces before it gives up.
     #[arg(long, default_value_t = 1)]
     pub backoff_limit: u32,
-    /// The directory to write `workers.yaml` and `worker-secret.env` into (created if missing;
-    /// earlier files there are replaced, with a new secret).
+    /// Where to write `workers.yaml` and `worker-secret.env`.
+    ///
+    /// Created if missing; earlier files there are replaced, with a new secret.
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
 }

@@ -23,8 +23,9 @@ pub struct ProxyArgs {
     #[arg(long, default_value = "0.0.0.0:8474", value_name = "ADDR")]
     pub api: SocketAddr,
 
-    /// Proxies to create at start, in Toxiproxy's config format: a JSON list of
-    /// `{"name", "listen", "upstream", "enabled"}`.
+    /// Proxies to create at start, in Toxiproxy's config format.
+    ///
+    /// A JSON list of `{"name", "listen", "upstream", "enabled"}`.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
 }

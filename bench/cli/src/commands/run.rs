@@ -4,6 +4,7 @@
 
 use crate::builtin;
 use crate::cli::RunArgs;
+use crate::color::{Ink, paint};
 use crate::console::Console;
 use anyhow::Context;
 use lockbench_core::Scenario;
@@ -14,7 +15,6 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-/// Runs a scenario.
 /// Runs a scenario. An error (a bad scenario, servers that cannot be prepared) exits 2, as an
 /// `unknown` result does: nothing could be judged.
 pub async fn run(args: RunArgs, state_dir: PathBuf) -> anyhow::Result<ExitCode> {
@@ -36,8 +36,12 @@ async fn run_or_fail(args: RunArgs, state_dir: PathBuf) -> anyhow::Result<ExitCo
     let scenario = load_scenario(&args)?;
     let cluster = ClusterChoice::parse(&args.cluster, state_dir)?;
     let servers = Servers::prepare(cluster, &scenario).await?;
-    let runner = Runner::new(servers, Arc::new(Console::new(args.quiet)), "backend")
-        .with_repeat(args.repeat);
+    let runner = Runner::new(
+        servers,
+        Arc::new(Console::new(crate::verbosity::quiet())),
+        "backend",
+    )
+    .with_repeat(args.repeat);
     let outcome = run_scenario(&args, &scenario, &runner).await;
     runner.finish("run").await;
     outcome
@@ -51,13 +55,15 @@ async fn run_scenario(
     let run_dir = RunDir::create(Path::new("results"), &scenario.name, args.out.as_deref())?;
     run_dir.write_scenario(&scenario.to_toml())?;
     if scenario.workload.kind == lockbench_core::scenario::WorkloadKind::Failover {
-        eprintln!(
-            "lockbench: scenario `{}` (seed {}), {} candidates per election recipe",
-            scenario.name, scenario.seed, scenario.workload.clients,
+        crate::say!(
+            "scenario `{}` (seed {}), {} candidates per election recipe",
+            scenario.name,
+            scenario.seed,
+            scenario.workload.clients,
         );
     } else {
-        eprintln!(
-            "lockbench: scenario `{}` (seed {}), {} clients on {} key(s), {} per backend after {} warm-up",
+        crate::say!(
+            "scenario `{}` (seed {}), {} clients on {} key(s), {} per backend after {} warm-up",
             scenario.name,
             scenario.seed,
             scenario.workload.clients,
@@ -66,22 +72,22 @@ async fn run_scenario(
             humantime::format_duration(scenario.warmup),
         );
     }
-    eprintln!("lockbench: results go to {}", run_dir.path().display());
+    crate::say!("results go to {}", run_dir.path().display());
     crate::logging::announce(run_dir.path());
     if let Some(w) = scenario
         .workers
         .filter(|w| w.dials_in() && w.launcher != lockbench_core::workers::Launcher::External)
     {
-        eprintln!(
-            "lockbench: {} worker(s) started by the `{}` launcher dial in with the run's secret \
+        crate::say!(
+            "{} worker(s) started by the `{}` launcher dial in with the run's secret \
              (their ops on their own clocks); resource service on {}",
             w.count,
             w.launcher.name(),
             runner.servers().env.bind
         );
     } else if lockbench_runner::placement::uses_workers(scenario) {
-        eprintln!(
-            "lockbench: worker processes run in {}",
+        crate::say!(
+            "worker processes run in {}",
             runner.servers().env.describe()
         );
     }
@@ -102,9 +108,7 @@ async fn run_scenario(
     super::report::render(run_dir.path());
     // The last lines: the run against its expectations, its violations expected or not, and
     // every expectation not met (the report opens with the same).
-    for line in headline::of(&results).lines() {
-        println!("{line}");
-    }
+    print_headline(&results);
     if !results.complete {
         return Ok(super::exit_code(true, false));
     }
@@ -113,6 +117,32 @@ async fn run_scenario(
         Some(expect::Outcome::Unknown) => ExitCode::from(EXIT_UNKNOWN),
         _ => ExitCode::SUCCESS,
     })
+}
+
+/// The headline's lines, the title in its verdict's colour and every line about something not
+/// met in red (failed) or yellow (unknown).
+fn print_headline(results: &RunResults) {
+    let h = headline::of(results);
+    let title = match h.verdict {
+        headline::Verdict::Met => Ink::Green,
+        headline::Verdict::Failed => Ink::Red,
+        headline::Verdict::Unknown | headline::Verdict::Incomplete => Ink::Yellow,
+    };
+    for (i, line) in h.lines().iter().enumerate() {
+        let ink = if i == 0 {
+            Some(title)
+        } else if line.starts_with("UNEXPECTED") || line.starts_with("EXPECTATION FAILED") {
+            Some(Ink::Red)
+        } else if line.starts_with("EXPECTATION UNKNOWN") {
+            Some(Ink::Yellow)
+        } else {
+            None
+        };
+        match ink {
+            Some(ink) => println!("{}", paint(line, ink)),
+            None => println!("{line}"),
+        }
+    }
 }
 
 /// One `EXPECTATION MET` line per expectation met (not the implicit `safe` of a backend the
@@ -129,7 +159,7 @@ fn print_expectations(scenario: &Scenario, results: &RunResults) {
     }
     for e in &results.expectations {
         if !e.implicit && e.outcome == expect::Outcome::Met {
-            println!("{}", expect::line(e));
+            println!("{}", paint(&expect::line(e), Ink::Green));
         }
     }
 }
@@ -137,13 +167,16 @@ fn print_expectations(scenario: &Scenario, results: &RunResults) {
 /// The table, every finding, the scorecard and the failover table.
 fn print_results(results: &RunResults) {
     if results.results.iter().any(|r| r.failover.is_none()) {
-        println!("{}", table::render(results));
+        println!(
+            "{}",
+            table::render_in_color(results, crate::color::stdout())
+        );
     }
     for line in results.results.iter().filter_map(table::finding) {
-        println!("{line}");
+        println!("{}", paint(&line, Ink::Red));
     }
     for line in results.results.iter().filter_map(table::instrument_fault) {
-        println!("{line}");
+        println!("{}", paint(&line, Ink::Yellow));
     }
     if let Some(card) = &results.scorecard {
         println!("{}", table::render_scorecard(card));

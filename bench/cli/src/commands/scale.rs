@@ -38,7 +38,7 @@ pub async fn run(args: ScaleArgs, state_dir: PathBuf) -> anyhow::Result<ExitCode
         .endpoints()
         .await?;
     let run_dir = RunDir::create(Path::new("results"), "scale", args.out.as_deref())?;
-    eprintln!("lockbench: results go to {}", run_dir.path().display());
+    crate::say!("results go to {}", run_dir.path().display());
     crate::logging::announce(run_dir.path());
 
     let mut all = Vec::new();
@@ -58,7 +58,7 @@ pub async fn run(args: ScaleArgs, state_dir: PathBuf) -> anyhow::Result<ExitCode
                 (!mine.is_empty()).then(|| mine.iter().sum())
             })
         };
-        eprintln!("lockbench: scale: {kind}, steps {:?}", args.steps);
+        crate::say!("scale: {kind}, steps {:?}", args.steps);
         let measured = dispatch::run_scale(
             kind,
             &scenario,
@@ -75,7 +75,7 @@ pub async fn run(args: ScaleArgs, state_dir: PathBuf) -> anyhow::Result<ExitCode
     }
     println!("{}", scale::render(&all));
     if let Some(cluster) = started {
-        eprintln!("lockbench: stopping the managed cluster this run started");
+        crate::say!("stopping the managed cluster this run started");
         if let Err(e) = cluster.down().await {
             eprintln!("warning: could not stop the managed cluster: {e:#} (run `lockbench down`)");
         }

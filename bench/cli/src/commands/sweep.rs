@@ -122,8 +122,8 @@ async fn sweep(
         tolerance: spec.tolerance,
         max_error_rate: spec.max_error_rate,
     };
-    eprintln!(
-        "lockbench: sweep of `{}`: {} backend(s) x {} grid point(s), objective p99 <= {} with achieved >= {:.0}% of offered; steps of {} after {} warm-up",
+    crate::say!(
+        "sweep of `{}`: {} backend(s) x {} grid point(s), objective p99 <= {} with achieved >= {:.0}% of offered; steps of {} after {} warm-up",
         full.name,
         full.backends.len(),
         points.len(),
@@ -132,7 +132,7 @@ async fn sweep(
         humantime::format_duration(spec.step),
         humantime::format_duration(spec.step_warmup),
     );
-    eprintln!("lockbench: sweep directory {}", dir.path().display());
+    crate::say!("sweep directory {}", dir.path().display());
     crate::logging::announce(dir.path());
     let mut results = runner.header(&name, full.seed).await;
     results.capacity = Some(Capacity {
@@ -165,8 +165,8 @@ async fn sweep(
                 clients: scenario.workload.clients,
                 keys: scenario.workload.keys,
             });
-            eprintln!(
-                "lockbench: {} {label}: {} acq/s ({})",
+            crate::say!(
+                "{} {label}: {} acq/s ({})",
                 kind.name(),
                 sizing::rate_label(&row),
                 row.verdict.name()

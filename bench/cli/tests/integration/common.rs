@@ -31,14 +31,14 @@ pub fn external_cluster(dir: &Path) -> String {
     format!("external:{}", file.display())
 }
 
-/// Runs `lockbench run SCENARIO --quiet` on the managed cluster's servers (as an external
-/// cluster, see [`external_cluster`]) with `--set` for each of `sets`, writing into
+/// Runs `lockbench run SCENARIO` on the managed cluster's servers (as an external cluster,
+/// see [`external_cluster`]) with `--set` for each of `sets`, writing into
 /// `dir/run`; returns the output and that run directory.
 pub fn run_scenario(dir: &Path, scenario: &str, sets: &[&str]) -> (Output, PathBuf) {
     let cluster = external_cluster(dir);
     let out_dir = dir.join("run");
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_lockbench"));
-    cmd.args(["run", scenario, "--quiet", "--cluster", &cluster, "--out"])
+    cmd.args(["run", scenario, "--cluster", &cluster, "--out"])
         .arg(&out_dir);
     for set in sets {
         cmd.args(["--set", set]);
@@ -72,8 +72,9 @@ pub fn result_of<'a>(r: &'a Value, backend: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no result for {backend}: {r}"))
 }
 
-/// Runs built-in `scenario` quietly against the managed cluster's endpoints, in a fresh
-/// directory for test `name` of `suite`, with `--set` for each of `sets`. Returns the output
+/// Runs built-in `scenario` against the managed cluster's endpoints, in a fresh directory for
+/// test `name` of `suite`, with `--set` for each of `sets`: quietly, as output to a pipe has
+/// no progress bar, but with every narration and log line `-q` would drop. Returns the output
 /// and the run directory.
 pub fn run_quietly(suite: &str, name: &str, scenario: &str, sets: &[&str]) -> (Output, PathBuf) {
     let dir = scratch(suite, name);
@@ -82,7 +83,6 @@ pub fn run_quietly(suite: &str, name: &str, scenario: &str, sets: &[&str]) -> (O
     let mut args = vec![
         "run".to_string(),
         scenario.to_string(),
-        "--quiet".into(),
         "--cluster".into(),
         cluster,
         "--out".into(),
@@ -229,13 +229,7 @@ pub fn scenario_run(dir: &Path, tag: &str, toml: &str) -> (Output, PathBuf) {
     let out_dir = dir.join("run");
     let cluster = external_cluster(dir);
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_lockbench"))
-        .args([
-            "run",
-            file.to_str().unwrap(),
-            "--quiet",
-            "--cluster",
-            &cluster,
-        ])
+        .args(["run", file.to_str().unwrap(), "--cluster", &cluster])
         .arg("--out")
         .arg(&out_dir)
         .env("LOCKBENCH_TEST_TAG", tag)

@@ -4,7 +4,8 @@ use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn result(backend: &str, p99: u64, violations: u64) -> Value {
+/// A contention result of `backend` with acquire p99 `p99` µs and `violations` overlaps.
+pub(crate) fn result(backend: &str, p99: u64, violations: u64) -> Value {
     let pct = json!({"count": 100, "mean": 900.0, "p50": 800, "p90": 2000, "p99": p99, "p999": p99, "max": p99});
     json!({
         "backend": backend, "workload": "contention", "status": "ok", "clients": 8, "keys": 1,
@@ -22,7 +23,8 @@ fn result(backend: &str, p99: u64, violations: u64) -> Value {
     })
 }
 
-fn write(dir: &Path, name: &str, results: Vec<Value>) -> PathBuf {
+/// A run directory `dir/name` whose results.json holds `results`.
+pub(crate) fn write(dir: &Path, name: &str, results: Vec<Value>) -> PathBuf {
     let run = json!({
         "schema_version": 1, "scenario": "nightly", "seed": 1, "started_at": "2026-01-01T00:00:00Z",
         "complete": true, "cluster": "managed",

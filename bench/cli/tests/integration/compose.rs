@@ -238,7 +238,7 @@ fn compose_cluster_runs_the_quick_suite_and_faults_and_leaves_nothing() {
     let dir = common::scratch("compose", "quick");
     let out = timed("lockbench run quick --cluster compose", || {
         Command::new(env!("CARGO_BIN_EXE_lockbench"))
-            .args(["run", "quick", "--quiet", "--cluster", "compose", "--out"])
+            .args(["run", "quick", "--cluster", "compose", "--out"])
             .arg(dir.join("run"))
             .output()
             .unwrap()

@@ -47,7 +47,7 @@ fn library_log_lines_go_to_the_run_log_and_not_to_the_terminal() {
     let cluster = common::external_cluster(&dir);
     let run = dir.join("run");
     let out = Command::new(env!("CARGO_BIN_EXE_lockbench"))
-        .args(["run", "quick", "--quiet", "--cluster", &cluster, "--out"])
+        .args(["run", "quick", "--cluster", &cluster, "--out"])
         .arg(&run)
         .args(["--set", "backends=[\"zk-fair\", \"etcd-lease\"]"])
         .args(["--set", "duration=1s", "--set", "warmup=0s"])

@@ -14,6 +14,7 @@ mod chaos;
 mod cli;
 mod common;
 mod compare;
+mod conventions;
 mod compose;
 mod counters;
 mod dial;

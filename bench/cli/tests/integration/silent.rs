@@ -57,7 +57,7 @@ fn every_backend_fails_fast_naming_a_server_that_accepts_but_never_answers() {
         .map(|(backend, _, _)| {
             let out_dir = dir.join(backend);
             let child = Command::new(env!("CARGO_BIN_EXE_lockbench"))
-                .args(["run", "quick", "--quiet", "--cluster"])
+                .args(["run", "quick", "--cluster"])
                 .arg(format!("external:{}", file.display()))
                 .arg("--out")
                 .arg(&out_dir)

@@ -91,7 +91,7 @@ fn a_run_waits_for_external_workers_and_refuses_a_wrong_secret() {
     let wrong = RunSecret::generate().to_env_value();
     let out_dir = dir.join("run");
     let run = Command::new(env!("CARGO_BIN_EXE_lockbench"))
-        .args(["run", "quick", "--quiet", "--cluster", &cluster, "--out"])
+        .args(["run", "quick", "--cluster", &cluster, "--out"])
         .arg(&out_dir)
         .args(["--workers", "external:2", "--listen", &addr])
         .args(["--set", "duration=2s", "--set", "warmup=500ms"])
