@@ -3,6 +3,7 @@
 //! with fields the renderer has no dedicated view for.
 
 mod chromium;
+mod escaping;
 
 use hdrhistogram::Histogram;
 use lockbench_report::RunDir;
