@@ -84,7 +84,8 @@ pub enum Command {
     /// After the run, the scenario's expectations (`[expect]`: which backends must stay safe,
     /// which must show a violation, fencing rejecting every stale write, a minimum throughput)
     /// are checked and printed as `EXPECTATION MET / FAILED / UNKNOWN` lines; every backend
-    /// the scenario does not expect to violate is expected to be safe.
+    /// the scenario does not expect to violate is expected to be safe. The run directory gets
+    /// results.json, report.html, summary.csv and junit.xml.
     ///
     /// Exit codes (Jepsen's convention): 0 every expectation met; 1 one failed (an invalid
     /// safety verdict nobody expected, a violation that was expected but not found, fencing
@@ -134,15 +135,14 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Rewrite finished runs' self-contained HTML reports.
+    /// Rewrite finished runs' HTML reports, or print a run as CSV or JUnit XML.
     ///
-    /// Each run directory's report.html, and the index of all runs beside them
-    /// (`results/index.html`).
-    Report {
-        /// Run directories (each holding a results.json).
-        #[arg(required = true)]
-        run_dirs: Vec<PathBuf>,
-    },
+    /// `--format html` (the default) writes each run directory's self-contained report.html
+    /// again, its summary.csv and junit.xml, and the index of all runs beside them
+    /// (`results/index.html`). `--format csv` prints the summary table as CSV (one row per
+    /// backend, numbers unformatted); `--format junit` prints the expectations as JUnit XML
+    /// (one testcase each), for CI systems.
+    Report(ReportArgs),
     /// Judge a run's history again, as the run's own analysis does.
     ///
     /// The same analysis pass a run makes, over the run directory's `history.jsonl.zst`, for a
@@ -226,6 +226,28 @@ pub enum Command {
     /// mode 0600), then print what to run with kubectl and on the coordinator. The secret is
     /// never printed (docs/remote-workers.md).
     K8sManifests(crate::commands::k8s_manifests::K8sManifestsArgs),
+}
+
+/// Arguments of `lockbench report`.
+#[derive(Debug, clap::Args)]
+pub struct ReportArgs {
+    /// Run directories (each holding a results.json).
+    #[arg(required = true)]
+    pub run_dirs: Vec<PathBuf>,
+    /// `html` (write reports), `csv` or `junit` (print on stdout).
+    #[arg(long, value_enum, default_value_t = ReportFormat::Html, hide_possible_values = true)]
+    pub format: ReportFormat,
+}
+
+/// `lockbench report --format`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReportFormat {
+    /// Write report.html, summary.csv and junit.xml in each run directory.
+    Html,
+    /// Print the summary table as CSV.
+    Csv,
+    /// Print the expectations as JUnit XML.
+    Junit,
 }
 
 /// Arguments of `lockbench sweep` (flags override the scenario's `[sweep]` table).

@@ -3,16 +3,18 @@
 //! The model is `lockbench-results` (the shape of `results.json`); the runner assembles it.
 //! This crate renders it: [`table`] for the terminal, [`html`] for `report.html`, [`sizing`]
 //! and [`failover_table`] for the sweep's and the failover workload's tables, [`truth_table`]
-//! for server-side truth; [`run_dir`] owns the files a run leaves behind (`scenario.toml`,
-//! `history.jsonl.zst`, histograms, `results.json`). Measurement and analysis live in other
-//! crates; this one only writes and
-//! renders.
+//! for server-side truth, [`summary_csv`] and [`junit`] for CI systems; [`run_dir`] owns the
+//! files a run leaves behind (`scenario.toml`, `history.jsonl.zst`, histograms, `results.json`,
+//! `summary.csv`, `junit.xml`). Measurement and analysis live in other crates; this one only
+//! writes and renders.
 #![deny(missing_docs)]
 
 pub mod failover_table;
 pub mod html;
+pub mod junit;
 pub mod run_dir;
 pub mod sizing;
+pub mod summary_csv;
 pub mod table;
 pub mod truth_table;
 

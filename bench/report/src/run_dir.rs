@@ -16,7 +16,9 @@
 //! - `histograms/<backend>.<metric>.hdr`: the same histogram, V2-deflate serialized, so
 //!   histograms from several runs or processes can be merged exactly;
 //! - `results.json`: the figures (see `SCHEMA.md`), rewritten after each backend so a cut-off
-//!   run still has the backends that finished.
+//!   run still has the backends that finished;
+//! - `summary.csv` and `junit.xml`: the summary table and the expectations for CI systems
+//!   ([`crate::summary_csv`], [`crate::junit`]), rewritten with `results.json`.
 
 mod hgrm;
 
@@ -124,11 +126,12 @@ impl RunDir {
         write_atomic(&self.path.join("scenario.toml"), toml.as_bytes())
     }
 
-    /// Writes (replaces) `results.json`.
+    /// Writes (replaces) `results.json`, `summary.csv` and `junit.xml`.
     pub fn write_results(&self, results: &RunResults) -> anyhow::Result<()> {
         let mut json = serde_json::to_vec_pretty(results)?;
         json.push(b'\n');
-        write_atomic(&self.path.join("results.json"), &json)
+        write_atomic(&self.path.join("results.json"), &json)?;
+        write_for_ci(&self.path, results)
     }
 
     /// Writes a histogram as `.hgrm` text and `.hdr` (V2 deflate) under `histograms/`.
@@ -266,6 +269,24 @@ impl RunDir {
         history::file::append_frame(&path, &line)
             .with_context(|| format!("cannot append to {}", path.display()))
     }
+}
+
+/// The summary table as CSV.
+pub const SUMMARY_CSV: &str = "summary.csv";
+/// The expectations as JUnit XML.
+pub const JUNIT_XML: &str = "junit.xml";
+
+/// Writes (replaces) `dir`'s `summary.csv` and `junit.xml` from `results` (also for runs
+/// written before these files existed: `lockbench report`).
+pub fn write_for_ci(dir: &Path, results: &RunResults) -> anyhow::Result<()> {
+    write_atomic(
+        &dir.join(SUMMARY_CSV),
+        crate::summary_csv::render(results)?.as_bytes(),
+    )?;
+    write_atomic(
+        &dir.join(JUNIT_XML),
+        crate::junit::render(results)?.as_bytes(),
+    )
 }
 
 fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {

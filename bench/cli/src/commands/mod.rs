@@ -29,7 +29,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::ComposeSecureInit { dir } => cluster::compose_secure_init(dir),
         Command::Down => cluster::down(state_dir).await,
         Command::Status { json } => cluster::status(state_dir, json).await,
-        Command::Report { run_dirs } => report::run(run_dirs),
+        Command::Report(args) => report::run(args),
         Command::Analyse { run_dirs } => analyse::run(run_dirs),
         Command::Compare(args) => compare::run(args),
         Command::Scaling { runs } => Ok(compare::scaling(&runs)),

@@ -1,6 +1,9 @@
 //! `lockbench report`, and the report every run writes at its end.
 
-use std::path::{Path, PathBuf};
+use crate::cli::{ReportArgs, ReportFormat};
+use anyhow::Context;
+use lockbench_results::RunResults;
+use std::path::Path;
 use std::process::ExitCode;
 
 /// Writes `report.html` in `run_dir` and refreshes the index of its parent directory. A
@@ -24,17 +27,34 @@ pub fn render(run_dir: &Path) -> bool {
     true
 }
 
-/// Re-renders the reports of finished runs.
-pub fn run(run_dirs: Vec<PathBuf>) -> anyhow::Result<ExitCode> {
+/// Re-renders the reports of finished runs (and their CSV and JUnit files), or prints one
+/// run as CSV or JUnit XML.
+pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
+    if args.format != ReportFormat::Html {
+        let [dir] = args.run_dirs.as_slice() else {
+            anyhow::bail!("--format csv and junit print one run: give one run directory");
+        };
+        let results = load(dir)?;
+        let text = match args.format {
+            ReportFormat::Csv => lockbench_report::summary_csv::render(&results)?,
+            _ => lockbench_report::junit::render(&results)?,
+        };
+        print!("{text}");
+        return Ok(ExitCode::SUCCESS);
+    }
     let mut ok = true;
-    for dir in &run_dirs {
-        if !dir.join("results.json").exists() {
-            eprintln!(
-                "error: {} has no results.json (is it a run directory?)",
-                dir.display()
-            );
+    for dir in &args.run_dirs {
+        let results = match load(dir) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                ok = false;
+                continue;
+            }
+        };
+        if let Err(e) = lockbench_report::run_dir::write_for_ci(dir, &results) {
+            eprintln!("error: {e:#}");
             ok = false;
-            continue;
         }
         ok &= render(dir);
     }
@@ -43,4 +63,16 @@ pub fn run(run_dirs: Vec<PathBuf>) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// The run directory's results.json.
+fn load(dir: &Path) -> anyhow::Result<RunResults> {
+    let path = dir.join("results.json");
+    let bytes = std::fs::read(&path).with_context(|| {
+        format!(
+            "{} has no results.json (is it a run directory?)",
+            dir.display()
+        )
+    })?;
+    serde_json::from_slice(&bytes).with_context(|| format!("cannot read {}", path.display()))
 }

@@ -11,6 +11,7 @@
 mod adapters;
 mod capacity;
 mod chaos;
+mod ci_formats;
 mod cli;
 mod common;
 mod compare;
