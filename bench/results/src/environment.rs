@@ -37,6 +37,59 @@ pub fn detect(servers: BTreeMap<String, String>) -> Environment {
         cpus: std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(1),
+        cpu_model: std::fs::read_to_string("/proc/cpuinfo")
+            .ok()
+            .and_then(|text| cpu_model(&text))
+            .unwrap_or_default(),
+        load_average: std::fs::read_to_string("/proc/loadavg")
+            .ok()
+            .and_then(|text| load_average(&text)),
         servers,
+    }
+}
+
+/// The first `model name` of a `/proc/cpuinfo`.
+fn cpu_model(cpuinfo: &str) -> Option<String> {
+    cpuinfo.lines().find_map(|l| {
+        let (key, value) = l.split_once(':')?;
+        (key.trim() == "model name").then(|| value.trim().to_string())
+    })
+}
+
+/// The three load averages of a `/proc/loadavg` line (`0.52 0.58 0.59 1/467 12345`).
+fn load_average(loadavg: &str) -> Option<[f64; 3]> {
+    let mut fields = loadavg
+        .split_ascii_whitespace()
+        .map(|f| f.parse::<f64>().ok());
+    Some([fields.next()??, fields.next()??, fields.next()??])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_model_and_the_load_of_procs_formats() {
+        let cpuinfo = "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) \
+                       CPU @ 2.20GHz\nprocessor\t: 1\nmodel name\t: other\n";
+        assert_eq!(
+            cpu_model(cpuinfo).as_deref(),
+            Some("Intel(R) Xeon(R) CPU @ 2.20GHz")
+        );
+        assert_eq!(cpu_model("processor\t: 0\n"), None);
+        assert_eq!(
+            load_average("0.52 1.58 12.50 1/467 12345\n"),
+            Some([0.52, 1.58, 12.5])
+        );
+        assert_eq!(load_average("garbage"), None);
+    }
+
+    #[test]
+    fn this_machine_has_a_load_average() {
+        let e = detect(Default::default());
+        assert!(
+            e.load_average.is_some_and(|l| l.iter().all(|x| *x >= 0.0)),
+            "{e:?}"
+        );
     }
 }

@@ -127,6 +127,13 @@ pub struct Environment {
     pub os: String,
     /// CPUs available to lockbench.
     pub cpus: usize,
+    /// The CPU's model name (`/proc/cpuinfo`); empty where the system does not say.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub cpu_model: String,
+    /// The machine's load average over 1, 5 and 15 minutes (`/proc/loadavg`) when the run
+    /// started: a busy machine measures differently. Absent where unreadable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_average: Option<[f64; 3]>,
     /// Server versions as the servers report them, by system (`zookeeper`, `etcd`, `redis`).
     pub servers: BTreeMap<String, String>,
 }
