@@ -226,6 +226,17 @@ pub enum Command {
     /// mode 0600), then print what to run with kubectl and on the coordinator. The secret is
     /// never printed (docs/remote-workers.md).
     K8sManifests(crate::commands::k8s_manifests::K8sManifestsArgs),
+    /// Print a shell completion script for bash, zsh, fish, elvish or powershell.
+    ///
+    /// Generated from this command line. For example `lockbench completions bash >
+    /// ~/.local/share/bash-completion/completions/lockbench`, or `source <(lockbench
+    /// completions zsh)` in ~/.zshrc.
+    Completions(crate::commands::completions::CompletionsArgs),
+    /// Print the man page, or write one page per command into a directory.
+    ///
+    /// roff, generated from this command line: `lockbench man | man -l -`, or `lockbench man
+    /// --dir /usr/local/share/man/man1` for lockbench.1 and lockbench-run.1, ...
+    Man(crate::commands::man::ManArgs),
 }
 
 /// Arguments of `lockbench report`.

@@ -3,7 +3,9 @@
 mod analyse;
 mod cluster;
 mod compare;
+pub mod completions;
 pub mod k8s_manifests;
+pub mod man;
 pub mod proxy;
 mod report;
 mod run;
@@ -43,6 +45,19 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Scale(args) => scale::run(args, state_dir).await,
         Command::Proxy(args) => proxy::run(args).await,
         Command::K8sManifests(args) => k8s_manifests::run(args),
+        Command::Completions(args) => completions::run(args),
+        Command::Man(args) => man::run(args),
+    }
+}
+
+/// Writes generated text to stdout; a reader that stopped early (`| head`) is no error.
+pub fn print_bytes(bytes: &[u8]) -> anyhow::Result<()> {
+    use std::io::Write;
+    match std::io::stdout().write_all(bytes) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(anyhow::Error::new(e).context("cannot write to stdout"))
+        }
+        _ => Ok(()),
     }
 }
 

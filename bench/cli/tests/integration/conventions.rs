@@ -1,6 +1,6 @@
-//! The command line's conventions: `-h` short and `--help` long, `--version` naming the
-//! commit, and colour only where it is wanted (`--color`, NO_COLOR), checked on a
-//! pseudo-terminal where `auto` would colour.
+//! The command line's conventions: completions and man pages generated from its definition,
+//! `-h` short and `--help` long, `--version` naming the commit, and colour only where it is
+//! wanted (`--color`, NO_COLOR), checked on a pseudo-terminal where `auto` would colour.
 
 use crate::common;
 use crate::compare::{result, write};
@@ -17,6 +17,56 @@ fn lockbench(args: &[&str]) -> Output {
 
 fn stdout(args: &[&str]) -> String {
     String::from_utf8(lockbench(args).stdout).unwrap()
+}
+
+/// The visible subcommands, as `lockbench --help` lists them.
+fn subcommands() -> Vec<String> {
+    let help = stdout(&["--help"]);
+    let listed = help
+        .split("Commands:\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\n\n").next())
+        .expect("a command list");
+    let names: Vec<String> = listed
+        .lines()
+        .filter(|l| l.starts_with("  ") && !l.starts_with("   "))
+        .map(|l| l.split_whitespace().next().unwrap().to_string())
+        .filter(|n| n != "help")
+        .collect();
+    assert!(names.len() > 10, "{help}");
+    names
+}
+
+#[test]
+fn completions_are_generated_for_every_shell() {
+    let bash = stdout(&["completions", "bash"]);
+    assert!(bash.contains("run") && bash.contains("--set"), "{bash}");
+    assert!(bash.contains("compose-secure-init"), "not every command");
+    for shell in ["zsh", "fish", "elvish", "powershell"] {
+        let script = stdout(&["completions", shell]);
+        assert!(
+            script.contains("lockbench") && script.contains("--set"),
+            "{shell}: {script}"
+        );
+    }
+}
+
+#[test]
+fn the_man_page_names_every_command_and_dir_writes_one_page_each() {
+    let page = stdout(&["man"]);
+    assert!(page.contains(".TH"), "not roff: {page}");
+    for name in subcommands() {
+        // roff escapes every hyphen; each command is listed as its own page, `lockbench-run(1)`.
+        let entry = format!("lockbench-{name}(1)").replace('-', "\\-");
+        assert!(page.contains(&entry), "the man page does not name `{name}`");
+    }
+    let dir = common::scratch("conventions", "man");
+    lockbench(&["man", "--dir", dir.to_str().unwrap()]);
+    for name in ["lockbench.1", "lockbench-run.1", "lockbench-scaling.1"] {
+        let text = std::fs::read_to_string(dir.join(name)).unwrap_or_default();
+        assert!(text.contains(".TH"), "{name} missing or not roff");
+    }
+    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
