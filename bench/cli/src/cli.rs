@@ -237,6 +237,12 @@ pub enum Command {
     /// roff, generated from this command line: `lockbench man | man -l -`, or `lockbench man
     /// --dir /usr/local/share/man/man1` for lockbench.1 and lockbench-run.1, ...
     Man(crate::commands::man::ManArgs),
+    /// Print the command reference (docs/commands.md) as Markdown.
+    ///
+    /// Generated from this command line and the knob tables of every registered system:
+    /// `lockbench help-markdown > docs/commands.md`.
+    #[command(hide = true)]
+    HelpMarkdown,
 }
 
 /// Arguments of `lockbench report`.

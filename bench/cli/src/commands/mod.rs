@@ -4,6 +4,7 @@ mod analyse;
 mod cluster;
 mod compare;
 pub mod completions;
+mod help_markdown;
 pub mod k8s_manifests;
 pub mod man;
 pub mod proxy;
@@ -47,6 +48,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::K8sManifests(args) => k8s_manifests::run(args),
         Command::Completions(args) => completions::run(args),
         Command::Man(args) => man::run(args),
+        Command::HelpMarkdown => help_markdown::run(),
     }
 }
 
