@@ -5,64 +5,62 @@
 
 use super::chart::{self, Drawn};
 use super::load::Run;
-use super::page::{self, esc};
+use super::page;
 use crate::sizing::rate_label;
-use lockbench_results::capacity::{Capacity, SizingRow, SizingVerdict, SweepPoint};
+use lockbench_results::capacity::{Capacity, SizingRow, SizingVerdict, SweepPoint, SweepStep};
+use maud::{Markup, html};
 use plotters::coord::Shift;
 use plotters::coord::combinators::LogCoord;
 use plotters::prelude::*;
 
 /// The section, or nothing for a run that is not a sweep.
-pub(crate) fn section(run: &Run) -> String {
+pub(crate) fn section(run: &Run) -> Markup {
     let Some(cap) = run
         .raw
         .get("capacity")
         .and_then(|v| serde_json::from_value::<Capacity>(v.clone()).ok())
     else {
-        return String::new();
+        return html! {};
     };
-    let mut body = table(&cap);
     let mut backends: Vec<&str> = Vec::new();
     for p in &cap.points {
         if !backends.contains(&p.backend.as_str()) {
             backends.push(&p.backend);
         }
     }
-    for b in backends {
-        let points: Vec<(usize, &SweepPoint, Option<&SizingRow>)> = cap
-            .points
-            .iter()
-            .enumerate()
-            .filter(|(_, p)| p.backend == b)
-            .map(|(i, p)| (i, p, cap.sizing.get(i)))
-            .collect();
-        let achieved = chart::svg(560, 300, |root| draw_rate(root, b, &points));
-        let latency = chart::svg(560, 300, |root| draw_p99(root, b, &points, cap.slo_p99_ms));
-        body.push_str(&format!(
-            "<h3 id=\"capacity-{0}\">{0}</h3>\n<div class=\"pair\">\n",
-            esc(b)
-        ));
-        body.push_str(&page::figure(
-            &achieved,
-            "Achieved against offered rate (dotted: achieved = offered). A point below the line fell behind its schedule. Ringed: the knee.",
-        ));
-        body.push_str(&page::figure(
-            &latency,
-            "p99 acquire latency against offered rate: solid from the intended start (corrected), dashed from the call (uncorrected). Horizontal line: the objective. Ringed: the knee.",
-        ));
-        body.push_str("</div>\n");
-        body.push_str(&step_index(points.iter().map(|(_, p, _)| *p)));
-    }
-    page::section(
-        "capacity",
-        "Capacity",
-        &format!(
-            "The highest offered rate each backend sustained with p99 acquire latency (from the intended start) at most {} ms and the achieved rate within {:.0}% of the offered one. <i>generator-bound</i>: lockbench itself was the limit next to the knee, so the figure is only a lower bound; <i>not-reached</i>: every rate tried was sustained. Server CPU (100% = one core) and memory are the backend's servers at the knee step; machine CPU is of all cores, other work on the machine included.",
-            cap.slo_p99_ms,
-            cap.tolerance * 100.0
-        ),
-        &body,
-    )
+    let body = html! {
+        (table(&cap))
+        @for b in backends {
+            @let points: Vec<(usize, &SweepPoint, Option<&SizingRow>)> = cap
+                .points
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| p.backend == b)
+                .map(|(i, p)| (i, p, cap.sizing.get(i)))
+                .collect();
+            h3 id={ "capacity-" (b) } { (b) }
+            div.pair {
+                (page::figure(
+                    chart::svg(560, 300, |root| draw_rate(root, b, &points)),
+                    "Achieved against offered rate (dotted: achieved = offered). A point below the line fell behind its schedule. Ringed: the knee.",
+                ))
+                (page::figure(
+                    chart::svg(560, 300, |root| draw_p99(root, b, &points, cap.slo_p99_ms)),
+                    "p99 acquire latency against offered rate: solid from the intended start (corrected), dashed from the call (uncorrected). Horizontal line: the objective. Ringed: the knee.",
+                ))
+            }
+            (step_index(points.iter().map(|(_, p, _)| *p)))
+        }
+    };
+    let intro = html! {
+        "The highest offered rate each backend sustained with p99 acquire latency (from the intended start) at most "
+        (cap.slo_p99_ms) " ms and the achieved rate within " (format!("{:.0}", cap.tolerance * 100.0))
+        "% of the offered one. " i { "generator-bound" }
+        ": lockbench itself was the limit next to the knee, so the figure is only a lower bound; "
+        i { "not-reached" }
+        ": every rate tried was sustained. Server CPU (100% = one core) and memory are the backend's servers at the knee step; machine CPU is of all cores, other work on the machine included."
+    };
+    page::section("capacity", "Capacity", intro, body)
 }
 
 fn opt(x: Option<f64>, digits: usize) -> String {
@@ -70,72 +68,93 @@ fn opt(x: Option<f64>, digits: usize) -> String {
         .unwrap_or_else(|| "-".into())
 }
 
-fn table(cap: &Capacity) -> String {
-    let mut s = String::from(
-        "<div class=\"scroll\"><table><tr><th>backend</th><th>clients/keys</th><th>grid point</th><th>max acq/s</th><th>verdict</th><th>p99 ms</th><th>uncorrected p99 ms</th><th>server CPU %</th><th>server RSS MiB</th><th>req/acq</th><th>lockbench CPU %</th><th>machine CPU %</th><th>note</th></tr>\n",
-    );
-    for r in &cap.sizing {
-        let point: Vec<String> = r.point.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        let class = if r.verdict == SizingVerdict::Ok {
-            "ok"
-        } else {
-            "unknown"
-        };
-        s.push_str(&format!(
-            "<tr><td>{}</td><td class=\"num\">{}/{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"{class}\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td><small>{}</small></td></tr>\n",
-            esc(&r.backend),
-            r.clients,
-            r.keys,
-            esc(&point.join(" ")),
-            esc(&rate_label(r)),
-            r.verdict.name(),
-            opt(r.knee.as_ref().and_then(|k| k.p99_ms), 1),
-            opt(r.knee.as_ref().and_then(|k| k.p99_service_ms), 1),
-            opt(r.knee.as_ref().and_then(|k| k.server_cpu_percent), 0),
-            opt(r.knee.as_ref().and_then(|k| k.server_rss_mib), 0),
-            opt(r.knee.as_ref().and_then(|k| k.requests_per_acquisition), 2),
-            opt(r.knee.as_ref().and_then(|k| k.generator_cpu_percent), 0),
-            opt(r.knee.as_ref().and_then(|k| k.machine_cpu_percent), 0),
-            esc(&r.note),
-        ));
-    }
-    s.push_str("</table></div>\n");
-    s
+fn table(cap: &Capacity) -> Markup {
+    let knee = |r: &SizingRow, f: fn(&SweepStep) -> Option<f64>, digits| {
+        opt(r.knee.as_ref().and_then(f), digits)
+    };
+    page::scroll_table(
+        &[
+            "backend",
+            "clients/keys",
+            "grid point",
+            "max acq/s",
+            "verdict",
+            "p99 ms",
+            "uncorrected p99 ms",
+            "server CPU %",
+            "server RSS MiB",
+            "req/acq",
+            "lockbench CPU %",
+            "machine CPU %",
+            "note",
+        ],
+        html! {
+            @for r in &cap.sizing {
+                @let point: Vec<String> = r.point.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                @let class = if r.verdict == SizingVerdict::Ok { "ok" } else { "unknown" };
+                tr {
+                    td { (r.backend) }
+                    td.num { (r.clients) "/" (r.keys) }
+                    td { (point.join(" ")) }
+                    td.num { (rate_label(r)) }
+                    td.(class) { (r.verdict.name()) }
+                    td.num { (knee(r, |k| k.p99_ms, 1)) }
+                    td.num { (knee(r, |k| k.p99_service_ms, 1)) }
+                    td.num { (knee(r, |k| k.server_cpu_percent, 0)) }
+                    td.num { (knee(r, |k| k.server_rss_mib, 0)) }
+                    td.num { (knee(r, |k| k.requests_per_acquisition, 2)) }
+                    td.num { (knee(r, |k| k.generator_cpu_percent, 0)) }
+                    td.num { (knee(r, |k| k.machine_cpu_percent, 0)) }
+                    td { small { (r.note) } }
+                }
+            }
+        },
+    )
 }
 
 /// Every step of a backend's grid points, each linking its run directory: the sweep's index.
-fn step_index<'a>(points: impl Iterator<Item = &'a SweepPoint>) -> String {
-    let mut rows = String::new();
-    let mut n = 0;
-    for p in points {
-        for s in &p.steps {
-            n += 1;
-            let verdict = match (s.offered_per_s, s.sustained) {
+fn step_index<'a>(points: impl Iterator<Item = &'a SweepPoint>) -> Markup {
+    let steps: Vec<(&SweepPoint, &SweepStep)> = points
+        .flat_map(|p| p.steps.iter().map(move |s| (p, s)))
+        .collect();
+    let rows = html! {
+        @for (p, s) in &steps {
+            @let verdict = match (s.offered_per_s, s.sustained) {
                 (None, _) => "probe".to_string(),
                 (_, true) => "sustained".into(),
                 (_, false) => format!("not sustained: {}", s.reasons.join("; ")),
             };
-            rows.push_str(&format!(
-                "<tr><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{:.0}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td><small>{}</small></td><td><a href=\"{}/results.json\">{}</a></td></tr>\n",
-                esc(&label(p)),
-                esc(&s.phase),
-                opt(s.offered_per_s, 0),
-                s.achieved_per_s,
-                opt(s.p50_ms, 1),
-                opt(s.p99_ms, 1),
-                opt(s.p99_service_ms, 1),
-                s.errors,
-                opt(s.generator_cpu_percent, 0),
-                opt(s.server_cpu_percent, 0),
-                esc(&format!("{verdict}{}", if s.generator_bound { " (GENERATOR-BOUND)" } else { "" })),
-                esc(&s.run_dir),
-                esc(s.run_dir.rsplit('/').next().unwrap_or(&s.run_dir)),
-            ));
+            tr {
+                td { (label(p)) }
+                td { (s.phase) }
+                td.num { (opt(s.offered_per_s, 0)) }
+                td.num { (format!("{:.0}", s.achieved_per_s)) }
+                td.num { (opt(s.p50_ms, 1)) }
+                td.num { (opt(s.p99_ms, 1)) }
+                td.num { (opt(s.p99_service_ms, 1)) }
+                td.num { (s.errors) }
+                td.num { (opt(s.generator_cpu_percent, 0)) }
+                td.num { (opt(s.server_cpu_percent, 0)) }
+                td {
+                    small {
+                        (verdict)
+                        @if s.generator_bound { " (GENERATOR-BOUND)" }
+                    }
+                }
+                td {
+                    a href={ (s.run_dir) "/results.json" } {
+                        (s.run_dir.rsplit('/').next().unwrap_or(&s.run_dir))
+                    }
+                }
+            }
+        }
+    };
+    html! {
+        details {
+            summary { "every step (" (steps.len()) ")" }
+            (page::scroll_table(&["grid point", "phase", "offered/s", "achieved/s", "p50 ms", "p99 ms", "uncorrected p99 ms", "errors", "lockbench CPU %", "server CPU %", "verdict", "run"], rows))
         }
     }
-    format!(
-        "<details><summary>every step ({n})</summary><div class=\"scroll\"><table><tr><th>grid point</th><th>phase</th><th>offered/s</th><th>achieved/s</th><th>p50 ms</th><th>p99 ms</th><th>uncorrected p99 ms</th><th>errors</th><th>lockbench CPU %</th><th>server CPU %</th><th>verdict</th><th>run</th></tr>\n{rows}</table></div></details>\n"
-    )
 }
 
 /// Open-loop steps of a point, by offered rate (of a rate run twice, the last run).

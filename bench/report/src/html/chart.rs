@@ -1,8 +1,9 @@
 //! What every chart shares: one colour per backend (red is kept for violations), the SVG
 //! string backend, fault-window shading, and the fonts.
 
-use super::page::esc;
+use super::page;
 use super::trace::FaultWindow;
+use maud::{Markup, PreEscaped, html};
 use plotters::coord::Shift;
 use plotters::coord::ranged1d::Ranged;
 use plotters::coord::types::RangedCoordf64;
@@ -43,13 +44,13 @@ pub(crate) fn font(size: u32) -> TextStyle<'static> {
 /// The result of a drawing closure.
 pub(crate) type Drawn = Result<(), Box<dyn std::error::Error>>;
 
-/// Draws a `w` x `h` chart into an inline `<svg>` string. A drawing error becomes a note in
-/// place of the chart rather than failing the whole report.
+/// Draws a `w` x `h` chart into an inline `<svg>`: plotters' output, inserted as it is. A
+/// drawing error becomes a note in place of the chart rather than failing the whole report.
 pub(crate) fn svg(
     w: u32,
     h: u32,
     draw: impl FnOnce(&DrawingArea<SVGBackend, Shift>) -> Drawn,
-) -> String {
+) -> Markup {
     let mut out = String::new();
     let result = {
         let root = SVGBackend::with_string(&mut out, (w, h)).into_drawing_area();
@@ -61,11 +62,12 @@ pub(crate) fn svg(
     match result {
         // Inline SVG in HTML needs no namespace declaration; leaving it out keeps the page
         // free of any URL.
-        Ok(()) => compact(&out.replacen(" xmlns=\"http://www.w3.org/2000/svg\"", "", 1)),
-        Err(e) => format!(
-            "<p class=\"note\">chart could not be drawn: {}</p>",
-            esc(&e.to_string())
-        ),
+        Ok(()) => PreEscaped(compact(&out.replacen(
+            " xmlns=\"http://www.w3.org/2000/svg\"",
+            "",
+            1,
+        ))),
+        Err(e) => page::note(format!("chart could not be drawn: {e}")),
     }
 }
 
@@ -216,19 +218,15 @@ pub(crate) fn hex(c: RGBColor) -> String {
 }
 
 /// A backend's name after a square of its chart colour.
-pub(crate) fn swatch(i: usize, name: &str) -> String {
-    format!(
-        "<span class=\"key\"><i style=\"background:{}\"></i>{}</span>",
-        hex(color(i)),
-        esc(name)
-    )
+pub(crate) fn swatch(i: usize, name: &str) -> Markup {
+    html! { span.key { i style={ "background:" (hex(color(i))) } {} (name) } }
 }
 
 /// The legend every comparison chart shares, as HTML outside the plots: one swatch per backend
 /// of the run, in the run's order (the colour index is the backend's position).
-pub(crate) fn legend<'a>(backends: impl Iterator<Item = &'a str>) -> String {
-    let keys: Vec<String> = backends.enumerate().map(|(i, b)| swatch(i, b)).collect();
-    format!("<p class=\"legend\">{}</p>\n", keys.join(" "))
+pub(crate) fn legend<'a>(backends: impl Iterator<Item = &'a str>) -> Markup {
+    let keys = backends.enumerate().map(|(i, b)| swatch(i, b));
+    html! { p.legend { (page::join(keys, " ")) } }
 }
 
 /// The house style of every chart's mesh: tick labels at `label` px, axis titles one px

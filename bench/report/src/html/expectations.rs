@@ -3,32 +3,15 @@
 //! the exit code, so a reader of the report sees why a CI job failed.
 
 use super::load::Run;
-use super::page::{self, esc};
+use super::page;
 use lockbench_results::expect::Outcome;
+use maud::{Markup, html};
 
 /// The section, or nothing when the scenario states no expectation.
-pub(crate) fn section(run: &Run) -> String {
+pub(crate) fn section(run: &Run) -> Markup {
     let expectations = &run.results.expectations;
     if expectations.is_empty() {
-        return String::new();
-    }
-    let mut rows = String::new();
-    for e in expectations {
-        let outcome = match e.outcome {
-            Outcome::Met => "met".to_string(),
-            Outcome::Unknown => "<b>UNKNOWN</b>".to_string(),
-            Outcome::Failed => "<b style=\"color:#d62728\">FAILED</b>".to_string(),
-        };
-        let expect = if e.implicit {
-            format!("{} (implicit)", esc(&e.expect))
-        } else {
-            esc(&e.expect)
-        };
-        rows.push_str(&format!(
-            "<tr><td>{}</td><td>{expect}</td><td>{outcome}</td><td>{}</td></tr>\n",
-            esc(&e.backend),
-            esc(&e.measured),
-        ));
+        return html! {};
     }
     let failed = expectations
         .iter()
@@ -42,8 +25,27 @@ pub(crate) fn section(run: &Run) -> String {
         "What the scenario's [expect] table promised, judged on this run: {} met, {failed} failed, {unknown} unknown. A failed expectation makes `lockbench run` exit 1, an unknown one 2.",
         expectations.len() - failed - unknown
     );
-    let table = format!(
-        "<div class=\"scroll\"><table>\n<tr><th>backend</th><th>expected</th><th>outcome</th><th>judged on</th></tr>\n{rows}</table></div>\n"
+    let table = page::scroll_table(
+        &["backend", "expected", "outcome", "judged on"],
+        html! {
+            @for e in expectations {
+                tr {
+                    td { (e.backend) }
+                    td {
+                        (e.expect)
+                        @if e.implicit { " (implicit)" }
+                    }
+                    td {
+                        @match e.outcome {
+                            Outcome::Met => "met",
+                            Outcome::Unknown => b { "UNKNOWN" },
+                            Outcome::Failed => b style="color:#d62728" { "FAILED" },
+                        }
+                    }
+                    td { (e.measured) }
+                }
+            }
+        },
     );
-    page::section("expectations", "Expectations", &intro, &table)
+    page::section("expectations", "Expectations", intro, table)
 }

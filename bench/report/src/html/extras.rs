@@ -3,7 +3,8 @@
 //! so new results show up in reports before anyone draws them. Absent fields render nothing.
 
 use super::load::Run;
-use super::page::{self, esc};
+use super::page;
+use maud::{Markup, html};
 use serde_json::Value;
 use std::collections::BTreeSet;
 
@@ -56,15 +57,16 @@ const MAX_ROWS: usize = 200;
 const MAX_DEPTH: usize = 4;
 
 /// The section, or nothing when `results.json` has no other fields.
-pub(crate) fn section(run: &Run) -> String {
-    let mut body = String::new();
-    if let Some(top) = run.raw.as_object() {
-        for (k, v) in top {
-            if !KNOWN_TOP.contains(&k.as_str()) && !v.is_null() {
-                body.push_str(&format!("<h3>{}</h3>\n{}\n", esc(&title(k)), value(v, 0)));
-            }
-        }
-    }
+pub(crate) fn section(run: &Run) -> Markup {
+    let top: Vec<(&String, &Value)> = run
+        .raw
+        .as_object()
+        .map(|top| {
+            top.iter()
+                .filter(|(k, v)| !KNOWN_TOP.contains(&k.as_str()) && !v.is_null())
+                .collect()
+        })
+        .unwrap_or_default();
     let results: Vec<&Value> = run
         .raw
         .get("results")
@@ -78,33 +80,33 @@ pub(crate) fn section(run: &Run) -> String {
         .filter(|(k, v)| !KNOWN_RESULT.contains(&k.as_str()) && !v.is_null())
         .map(|(k, _)| k.as_str())
         .collect();
-    for key in extra_keys {
-        body.push_str(&format!(
-            "<h3>{}</h3>\n<div class=\"scroll\"><table><tr><th>backend</th><th>{}</th></tr>\n",
-            esc(&title(key)),
-            esc(key)
-        ));
-        for r in &results {
-            let Some(v) = r.get(key).filter(|v| !v.is_null()) else {
-                continue;
-            };
-            let backend = r.get("backend").and_then(Value::as_str).unwrap_or("?");
-            body.push_str(&format!(
-                "<tr><td>{}</td><td>{}</td></tr>\n",
-                esc(backend),
-                value(v, 1)
-            ));
+    if top.is_empty() && extra_keys.is_empty() {
+        return html! {};
+    }
+    let body = html! {
+        @for (k, v) in top {
+            h3 { (title(k)) }
+            (value(v, 0))
         }
-        body.push_str("</table></div>\n");
-    }
-    if body.is_empty() {
-        return String::new();
-    }
+        @for key in extra_keys {
+            h3 { (title(key)) }
+            (page::scroll_table(&["backend", key], html! {
+                @for r in &results {
+                    @if let Some(v) = r.get(key).filter(|v| !v.is_null()) {
+                        tr {
+                            td { (r.get("backend").and_then(Value::as_str).unwrap_or("?")) }
+                            td { (value(v, 1)) }
+                        }
+                    }
+                }
+            }))
+        }
+    };
     page::section(
         "more",
         "More results",
-        "Further results recorded in <code>results.json</code>, shown as they are.",
-        &body,
+        html! { "Further results recorded in " code { "results.json" } ", shown as they are." },
+        body,
     )
 }
 
@@ -117,10 +119,11 @@ fn title(key: &str) -> String {
     }
 }
 
+/// A JSON value that is not a container, as text.
 fn scalar(v: &Value) -> String {
     match v {
         Value::Null => "-".into(),
-        Value::String(s) => esc(s),
+        Value::String(s) => s.clone(),
         Value::Number(n) => match n.as_f64() {
             Some(f) if n.is_f64() => {
                 let s = format!("{f:.3}");
@@ -128,29 +131,24 @@ fn scalar(v: &Value) -> String {
             }
             _ => n.to_string(),
         },
-        other => esc(&other.to_string()),
+        other => other.to_string(),
     }
 }
 
 /// Renders any JSON value as HTML: objects as key/value tables, arrays of objects as tables
 /// with a column per key, other arrays as lists.
-pub(crate) fn value(v: &Value, depth: usize) -> String {
+pub(crate) fn value(v: &Value, depth: usize) -> Markup {
     if depth > MAX_DEPTH {
-        return format!("<code>{}</code>", esc(&v.to_string()));
+        return html! { code { (v.to_string()) } };
     }
     match v {
-        Value::Object(o) => {
-            let mut s = String::from("<table>");
-            for (k, v) in o {
-                s.push_str(&format!(
-                    "<tr><th>{}</th><td>{}</td></tr>",
-                    esc(k),
-                    value(v, depth + 1)
-                ));
+        Value::Object(o) => html! {
+            table {
+                @for (k, v) in o {
+                    tr { th { (k) } td { (value(v, depth + 1)) } }
+                }
             }
-            s.push_str("</table>");
-            s
-        }
+        },
         Value::Array(a) if !a.is_empty() && a.iter().all(Value::is_object) => {
             let mut cols: Vec<&str> = Vec::new();
             for o in a.iter().filter_map(Value::as_object) {
@@ -160,43 +158,36 @@ pub(crate) fn value(v: &Value, depth: usize) -> String {
                     }
                 }
             }
-            let mut s = String::from("<table><tr>");
-            for c in &cols {
-                s.push_str(&format!("<th>{}</th>", esc(c)));
-            }
-            s.push_str("</tr>");
-            for o in a.iter().take(MAX_ROWS) {
-                s.push_str("<tr>");
-                for c in &cols {
-                    s.push_str(&format!(
-                        "<td>{}</td>",
-                        o.get(*c).map(|v| value(v, depth + 1)).unwrap_or_default()
-                    ));
+            html! {
+                table {
+                    tr {
+                        @for c in &cols {
+                            th { (c) }
+                        }
+                    }
+                    @for o in a.iter().take(MAX_ROWS) {
+                        tr {
+                            @for c in &cols {
+                                td {
+                                    @if let Some(v) = o.get(*c) {
+                                        (value(v, depth + 1))
+                                    }
+                                }
+                            }
+                        }
+                    }
                 }
-                s.push_str("</tr>");
+                @if a.len() > MAX_ROWS {
+                    (page::note(format!("first {MAX_ROWS} of {} rows", a.len())))
+                }
             }
-            s.push_str("</table>");
-            if a.len() > MAX_ROWS {
-                s.push_str(&page::note(&format!(
-                    "first {MAX_ROWS} of {} rows",
-                    a.len()
-                )));
+        }
+        Value::Array(a) => html! {
+            (page::join(a.iter().take(MAX_ROWS).map(|v| value(v, depth + 1)), ", "))
+            @if a.len() > MAX_ROWS {
+                ", … (" (a.len()) " in all)"
             }
-            s
-        }
-        Value::Array(a) => {
-            let items: Vec<String> = a
-                .iter()
-                .take(MAX_ROWS)
-                .map(|v| value(v, depth + 1))
-                .collect();
-            let more = if a.len() > MAX_ROWS {
-                format!(", … ({} in all)", a.len())
-            } else {
-                String::new()
-            };
-            format!("{}{more}", items.join(", "))
-        }
-        other => scalar(other),
+        },
+        other => html! { (scalar(other)) },
     }
 }

@@ -3,45 +3,44 @@
 
 use super::chart::{self, Drawn};
 use super::load::Run;
-use super::page::{self, esc};
+use super::page;
+use maud::{Markup, html};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
 /// The section.
-pub(crate) fn section(run: &Run) -> String {
-    let mut body = String::from("<div class=\"grid\">\n");
-    let mut any = false;
-    for (i, r) in run.results.results.iter().enumerate() {
-        if r.per_client_acquisitions.iter().all(|&n| n == 0) {
-            continue;
+pub(crate) fn section(run: &Run) -> Markup {
+    let drawn: Vec<_> = run
+        .results
+        .results
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.per_client_acquisitions.iter().any(|&n| n > 0))
+        .collect();
+    let body = if drawn.is_empty() {
+        page::note(html! { "No per-client acquisitions in " code { "results.json" } "." })
+    } else {
+        html! {
+            div.grid {
+                @for (i, r) in drawn {
+                    @let counts = &r.per_client_acquisitions;
+                    @let jain = r
+                        .fairness_jain
+                        .map(|j| format!("{j:.3}"))
+                        .unwrap_or_else(|| "-".into());
+                    (page::figure(
+                        chart::svg(440, 240, |root| draw(root, &r.backend, counts, chart::color(i))),
+                        format!("{}: Jain's index {jain}, {} clients.", r.backend, counts.len()),
+                    ))
+                }
+            }
         }
-        any = true;
-        let counts = &r.per_client_acquisitions;
-        let svg = chart::svg(440, 240, |root| {
-            draw(root, &r.backend, counts, chart::color(i))
-        });
-        let jain = r
-            .fairness_jain
-            .map(|j| format!("{j:.3}"))
-            .unwrap_or_else(|| "-".into());
-        body.push_str(&page::figure(
-            &svg,
-            &format!(
-                "{}: Jain's index {jain}, {} clients.",
-                esc(&r.backend),
-                counts.len()
-            ),
-        ));
-    }
-    body.push_str("</div>\n");
-    if !any {
-        body = page::note("No per-client acquisitions in <code>results.json</code>.");
-    }
+    };
     page::section(
         "fairness",
         "Per-client fairness",
         "Acquisitions per client slot in the measured window. Equal bars mean every client got its turn.",
-        &body,
+        body,
     )
 }
 

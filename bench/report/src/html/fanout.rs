@@ -6,8 +6,9 @@
 
 use super::chart::{self, Drawn};
 use super::load::Run;
-use super::page::{self, esc};
-use lockbench_results::model::BackendResult;
+use super::page;
+use lockbench_results::model::{BackendResult, Fanout};
+use maud::{Markup, html};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -30,69 +31,74 @@ fn bars(r: &BackendResult) -> Option<[f64; 4]> {
 }
 
 /// The section; empty when no result has `fanout`.
-pub(crate) fn section(run: &Run) -> String {
-    let rows: Vec<(&BackendResult, [f64; 4])> = run
+pub(crate) fn section(run: &Run) -> Markup {
+    let rows: Vec<Row> = run
         .results
         .results
         .iter()
-        .filter_map(|r| Some((r, bars(r)?)))
+        .filter_map(|r| Some((r, r.fanout.as_ref()?, bars(r)?)))
         .collect();
     if rows.is_empty() {
-        return String::new();
+        return html! {};
     }
     let svg = chart::svg(760, 300, |root| draw(root, &rows));
-    let mut table = String::from(
-        "<table><tr><th>recipe</th><th>releases</th><th>notifications / release<br>lockbench | servers</th>\
-         <th>wasted / release</th><th>requests / release</th><th>server watches mid-run</th>\
-         <th>hand-off p50</th></tr>\n",
-    );
     let num = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.2}"));
-    for (r, _) in &rows {
-        let f = r.fanout.as_ref().expect("filtered");
-        table.push_str(&format!(
-            "<tr><td>{}</td><td>{}</td><td>{} | {}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
-            esc(&r.backend),
-            f.releases,
-            num(f.notifications_per_release),
-            num(f.server_notifications_per_release),
-            num(f.wasted_wakeups_per_release),
-            num(f.server_requests_per_release),
-            f.server_watches_mid_run
-                .map_or("-".to_string(), |w| w.to_string()),
-            r.handoff_latency_us
-                .as_ref()
-                .map_or("-".to_string(), |p| page::ms(p.p50)),
-        ));
-    }
-    table.push_str("</table>\n");
     let sources: Vec<String> = rows
         .iter()
-        .filter_map(|(r, _)| {
-            let f = r.fanout.as_ref()?;
-            (!f.server_source.is_empty())
-                .then(|| format!("{}: {}", esc(&r.backend), esc(&f.server_source)))
-        })
+        .filter(|(_, f, _)| !f.server_source.is_empty())
+        .map(|(r, f, _)| format!("{}: {}", r.backend, f.server_source))
         .collect();
-    let body = format!(
-        "{}{table}{}",
-        page::figure(&svg, "Per release, every recipe of the herd run."),
-        page::note(&format!("Server counts: {}", sources.join("; ")))
-    );
+    let body = html! {
+        (page::figure(svg, "Per release, every recipe of the herd run."))
+        table {
+            tr {
+                th { "recipe" }
+                th { "releases" }
+                th { "notifications / release" br; "lockbench | servers" }
+                th { "wasted / release" }
+                th { "requests / release" }
+                th { "server watches mid-run" }
+                th { "hand-off p50" }
+            }
+            @for (r, f, _) in &rows {
+                tr {
+                    td { (r.backend) }
+                    td { (f.releases) }
+                    td {
+                        (num(f.notifications_per_release)) " | "
+                        (num(f.server_notifications_per_release))
+                    }
+                    td { (num(f.wasted_wakeups_per_release)) }
+                    td { (num(f.server_requests_per_release)) }
+                    td { (f.server_watches_mid_run.map_or("-".to_string(), |w| w.to_string())) }
+                    td {
+                        (r.handoff_latency_us
+                            .as_ref()
+                            .map_or("-".to_string(), |p| page::ms(p.p50)))
+                    }
+                }
+            }
+        }
+        (page::note(format!("Server counts: {}", sources.join("; "))))
+    };
     page::section(
         "fanout",
         "Notification fan-out per release",
         "How many waiters one release wakes (a predecessor watch: 1; a watch on the whole lock \
          or a pub/sub channel: every waiter), how many of them wake for nothing, and the \
          requests they send in reaction. Polling recipes count each retry as a wake-up.",
-        &body,
+        body,
     )
 }
 
-fn draw(root: &DrawingArea<SVGBackend, Shift>, rows: &[(&BackendResult, [f64; 4])]) -> Drawn {
+/// One recipe of the chart: its result, its fan-out figures and its bars.
+type Row<'a> = (&'a BackendResult, &'a Fanout, [f64; 4]);
+
+fn draw(root: &DrawingArea<SVGBackend, Shift>, rows: &[Row]) -> Drawn {
     let n = rows.len();
     let hi = rows
         .iter()
-        .flat_map(|(_, b)| b.iter().copied())
+        .flat_map(|(_, _, b)| b.iter().copied())
         .fold(1.0f64, f64::max);
     // Headroom above the tallest bar for the legend.
     let y_hi = chart::nice_ceil(hi * 1.45);
@@ -101,7 +107,7 @@ fn draw(root: &DrawingArea<SVGBackend, Shift>, rows: &[(&BackendResult, [f64; 4]
         .x_label_area_size(30)
         .y_label_area_size(54)
         .build_cartesian_2d(-0.5f64..n as f64 - 0.5, 0f64..y_hi)?;
-    let names: Vec<String> = rows.iter().map(|(r, _)| r.backend.clone()).collect();
+    let names: Vec<String> = rows.iter().map(|(r, _, _)| r.backend.clone()).collect();
     chart::house_mesh(&mut ch.configure_mesh(), 11)
         .y_desc("per release")
         .x_labels(n + 1)
@@ -117,7 +123,7 @@ fn draw(root: &DrawingArea<SVGBackend, Shift>, rows: &[(&BackendResult, [f64; 4]
     let width = 0.8 / SERIES.len() as f64;
     for (s, label) in SERIES.iter().enumerate() {
         let color = chart::color(s);
-        ch.draw_series(rows.iter().enumerate().map(|(i, (_, b))| {
+        ch.draw_series(rows.iter().enumerate().map(|(i, (_, _, b))| {
             let x0 = i as f64 - 0.4 + s as f64 * width;
             Rectangle::new([(x0, 0.0), (x0 + width * 0.9, b[s])], color.filled())
         }))?

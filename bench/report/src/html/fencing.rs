@@ -5,8 +5,9 @@
 
 use super::chart::{self, BAD, Drawn, FENCED, Shade};
 use super::load::Run;
-use super::page::{self, esc};
+use super::page;
 use super::trace::Write;
+use maud::{Markup, html};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -16,8 +17,8 @@ const MAX_POINTS: usize = 400;
 const MAX_KEYS: usize = 2;
 
 /// The section.
-pub(crate) fn section(run: &Run) -> String {
-    let mut body = String::new();
+pub(crate) fn section(run: &Run) -> Markup {
+    let mut body = Vec::new();
     let mut unfenced = Vec::new();
     for (bi, r) in run.results.results.iter().enumerate() {
         let Some(t) = run.traces.get(&r.backend) else {
@@ -29,8 +30,7 @@ pub(crate) fn section(run: &Run) -> String {
             }
             unfenced.push(format!(
                 "{} ({} unfenced writes)",
-                esc(&r.backend),
-                r.safety.unfenced_writes
+                r.backend, r.safety.unfenced_writes
             ));
             continue;
         }
@@ -45,65 +45,70 @@ pub(crate) fn section(run: &Run) -> String {
         }
         let stale_acc = t.writes.iter().filter(|w| w.stale && w.accepted).count();
         let stale_rej = t.writes.iter().filter(|w| !w.accepted).count();
-        // Folded unless the resource accepted a stale write: damage is never hidden.
-        body.push_str(&format!(
-            "<details{}><summary>{} <small>{} writes; stale writes accepted: {}, rejected: {}.{}</small></summary>\n",
-            if stale_acc > 0 { " open" } else { "" },
-            chart::swatch(bi, &r.backend),
-            t.writes.len(),
-            if stale_acc > 0 { format!("<b style=\"color:#d62728\">{stale_acc}</b>") } else { "0".into() },
-            stale_rej,
-            if t.keys.len() > keys.len() { format!(" Showing {} of {} keys.", keys.len(), t.keys.len()) } else { String::new() }
-        ));
         let x_hi = (t.last_t as f64 / 1e9).max(0.001);
         let shades = chart::shades(run.traces.faults_of(&r.backend), 0, 1e9, 0.0, x_hi);
-        for key in keys {
-            let writes: Vec<&Write> = t.writes.iter().filter(|w| w.key == key).collect();
-            let base = writes.iter().map(|w| w.token).min().unwrap_or(0);
-            let max = writes.iter().map(|w| w.token).max().unwrap_or(0);
-            // Large tokens (a ZooKeeper czxid carries the epoch in its high bits) are drawn
-            // relative to the first, so the axis labels stay short.
-            let offset = if max >= 1_000_000 { base } else { 0 };
-            let svg = chart::svg(1360, 300, |root| {
-                draw(root, &writes, offset, x_hi, &shades, chart::color(bi))
-            });
-            let what = if offset > 0 {
-                format!("token − {offset}")
-            } else {
-                "token".into()
-            };
-            body.push_str(&page::figure(
-                &svg,
-                &format!(
-                    "Key k{key}: {what} of each write over time (s on this backend's clock).{}",
-                    if t.writes_dropped > 0 {
-                        format!(
-                            " Only the first {} writes (and stale ones up to as many again) are kept for this chart; {} left out, the checkers saw every one.",
-                            super::trace::MAX_WRITES,
-                            t.writes_dropped
-                        )
-                    } else {
-                        String::new()
+        let dropped = if t.writes_dropped > 0 {
+            format!(
+                " Only the first {} writes (and stale ones up to as many again) are kept for this chart; {} left out, the checkers saw every one.",
+                super::trace::MAX_WRITES,
+                t.writes_dropped
+            )
+        } else {
+            String::new()
+        };
+        // Folded unless the resource accepted a stale write: damage is never hidden.
+        body.push(html! {
+            details open[stale_acc > 0] {
+                summary {
+                    (chart::swatch(bi, &r.backend)) " "
+                    small {
+                        (t.writes.len()) " writes; stale writes accepted: "
+                        @if stale_acc > 0 {
+                            b style="color:#d62728" { (stale_acc) }
+                        } @else {
+                            "0"
+                        }
+                        ", rejected: " (stale_rej) "."
+                        @if t.keys.len() > keys.len() {
+                            " Showing " (keys.len()) " of " (t.keys.len()) " keys."
+                        }
                     }
-                ),
-            ));
+                }
+                @for key in keys {
+                    @let writes: Vec<&Write> = t.writes.iter().filter(|w| w.key == key).collect();
+                    @let base = writes.iter().map(|w| w.token).min().unwrap_or(0);
+                    @let max = writes.iter().map(|w| w.token).max().unwrap_or(0);
+                    // Large tokens (a ZooKeeper czxid carries the epoch in its high bits) are
+                    // drawn relative to the first, so the axis labels stay short.
+                    @let offset = if max >= 1_000_000 { base } else { 0 };
+                    @let what = if offset > 0 { format!("token − {offset}") } else { "token".into() };
+                    (page::figure(
+                        chart::svg(1360, 300, |root| {
+                            draw(root, &writes, offset, x_hi, &shades, chart::color(bi))
+                        }),
+                        format!("Key k{key}: {what} of each write over time (s on this backend's clock).{dropped}"),
+                    ))
+                }
+            }
+        });
+    }
+    let body = html! {
+        @for b in &body { (b) }
+        @if !unfenced.is_empty() {
+            (page::note(format!(
+                "No fencing tokens (the recipe has none, so the resource cannot judge its writes): {}.",
+                unfenced.join(", ")
+            )))
         }
-        body.push_str("</details>\n");
-    }
-    if !unfenced.is_empty() {
-        body.push_str(&page::note(&format!(
-            "No fencing tokens (the recipe has none, so the resource cannot judge its writes): {}.",
-            unfenced.join(", ")
-        )));
-    }
-    if body.is_empty() {
-        body = page::note("No writes in the history.");
-    }
+        @if body.is_empty() && unfenced.is_empty() {
+            (page::note("No writes in the history."))
+        }
+    };
     page::section(
         "fencing",
         "Fencing tokens",
         "The token each holder wrote to the protected resource. While mutual exclusion holds the tokens climb; a write below the stair is stale.",
-        &body,
+        body,
     )
 }
 

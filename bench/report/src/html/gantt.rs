@@ -12,6 +12,7 @@ use super::chart::{self, BAD, Drawn, Shade};
 use super::load::Run;
 use super::page;
 use super::trace::Hold;
+use maud::{Markup, html};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::collections::BTreeSet;
@@ -97,7 +98,7 @@ fn dropped_note(dropped: u64) -> String {
 /// window (the span the fastest backend fills with `MAX_HOLDS` holds, at most `MAX_WINDOW`), so
 /// hand-off gaps compare at one scale; a backend that broke mutual exclusion adds a chart of
 /// the same span around its first overlap, and is unfolded.
-pub(crate) fn section(run: &Run) -> String {
+pub(crate) fn section(run: &Run) -> Markup {
     let mut plans = Vec::new();
     for (bi, r) in run.results.results.iter().enumerate() {
         let Some(t) = run.traces.get(&r.backend).filter(|t| !t.holds.is_empty()) else {
@@ -146,34 +147,9 @@ pub(crate) fn section(run: &Run) -> String {
         .min()
         .unwrap_or(MAX_WINDOW);
 
-    let mut body = String::new();
+    let mut body = Vec::new();
     for p in &plans {
-        let status = if p.found.is_empty() {
-            "no overlapping holds".to_string()
-        } else {
-            format!(
-                "<b style=\"color:#d62728\">{} overlapping hold(s)</b>; the first at {:.3} s on key k{}",
-                p.found.len(),
-                p.found[0].start as f64 / 1e9,
-                p.found[0].key
-            )
-        };
-        body.push_str(&format!(
-            "<details{}><summary>{} <small>{status}</small></summary>\n",
-            if p.found.is_empty() { "" } else { " open" },
-            chart::swatch(p.bi, p.backend)
-        ));
-        if p.all_keys > p.keys.len() {
-            body.push_str(&page::note(&format!(
-                "Showing key(s) {} of {} keys.",
-                p.keys
-                    .iter()
-                    .map(|k| format!("k{k}"))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                p.all_keys
-            )));
-        }
+        let mut charts = Vec::new();
         for &key in &p.keys {
             let idx: Vec<usize> = (0..p.holds.len())
                 .filter(|&i| p.holds[i].key == key)
@@ -206,32 +182,59 @@ pub(crate) fn section(run: &Run) -> String {
                 );
                 let svg = draw_svg(&bars, &bands, (w0, w1), &shades, chart::color(p.bi));
                 let red = bars.iter().filter(|b| b.1).count();
-                body.push_str(&page::figure(
-                    &svg,
-                    &format!(
-                        "Key k{key}, {what}: {:.3} s to {:.3} s on this backend's clock ({} holds{}). Bars run from acquire ok to release invoke; at least 2 px wide.{}",
-                        w0 as f64 / 1e9,
-                        w1 as f64 / 1e9,
-                        bars.len(),
-                        if red > 0 { format!(", <b style=\"color:#d62728\">{red} overlapping</b>") } else { String::new() },
-                        dropped_note(p.dropped)
-                    ),
+                let window = format!(
+                    "Key k{key}, {what}: {:.3} s to {:.3} s on this backend's clock ({} holds",
+                    w0 as f64 / 1e9,
+                    w1 as f64 / 1e9,
+                    bars.len()
+                );
+                charts.push(page::figure(
+                    svg,
+                    html! {
+                        (window)
+                        @if red > 0 {
+                            ", " b style="color:#d62728" { (red) " overlapping" }
+                        }
+                        "). Bars run from acquire ok to release invoke; at least 2 px wide."
+                        (dropped_note(p.dropped))
+                    },
                 ));
             }
         }
-        body.push_str("</details>\n");
+        let keys = p.keys.iter().map(|k| format!("k{k}")).collect::<Vec<_>>();
+        body.push(html! {
+            details open[!p.found.is_empty()] {
+                summary {
+                    (chart::swatch(p.bi, p.backend)) " "
+                    small {
+                        @if let Some(first) = p.found.first() {
+                            b style="color:#d62728" { (p.found.len()) " overlapping hold(s)" }
+                            (format!("; the first at {:.3} s on key k{}", first.start as f64 / 1e9, first.key))
+                        } @else {
+                            "no overlapping holds"
+                        }
+                    }
+                }
+                @if p.all_keys > p.keys.len() {
+                    (page::note(format!("Showing key(s) {} of {} keys.", keys.join(", "), p.all_keys)))
+                }
+                @for c in charts { (c) }
+            }
+        });
     }
-    if body.is_empty() {
-        body = page::note("No holds in the history.");
-    }
+    let body = if body.is_empty() {
+        page::note("No holds in the history.")
+    } else {
+        html! { @for b in body { (b) } }
+    };
     page::section(
         "holders",
         "Lock holders",
-        &format!(
+        format!(
             "Who believed they held each lock, and when: one row per client, one bar per hold; two bars over the same instant in different rows would be two holders at once, drawn in red. Every chart spans the same {:.1} ms, from the start of each backend's measured window.",
             span as f64 / 1e6
         ),
-        &body,
+        body,
     )
 }
 
@@ -241,7 +244,7 @@ fn draw_svg(
     window: (u64, u64),
     shades: &[Shade],
     color: RGBColor,
-) -> String {
+) -> Markup {
     let clients: Vec<u32> = bars
         .iter()
         .map(|b| b.0.client)

@@ -12,54 +12,58 @@ use super::load::Run;
 use super::overlay;
 use super::page;
 use super::spectrum;
+use maud::{Markup, html};
 
 /// Chart size: two side by side fill a 1280 px wide window.
 const W: u32 = 640;
 const H: u32 = 270;
 
-fn pair(cells: [Option<(String, String)>; 2]) -> String {
-    let mut s = String::from("<div class=\"pair\">\n");
-    for c in cells {
-        s.push_str("<div>");
-        match c {
-            Some((svg, caption)) => s.push_str(&page::figure(&svg, &caption)),
-            None => s.push_str(&page::note("No samples for this chart.")),
+fn pair(cells: [Option<(Markup, Markup)>; 2]) -> Markup {
+    html! {
+        div.pair {
+            @for c in cells {
+                div {
+                    @match c {
+                        Some((svg, caption)) => (page::figure(svg, caption)),
+                        None => (page::note("No samples for this chart.")),
+                    }
+                }
+            }
         }
-        s.push_str("</div>\n");
     }
-    s.push_str("</div>\n");
-    s
 }
 
-fn spectrum(run: &Run, metric: &str, title: &str, what: &str) -> Option<(String, String)> {
+fn spectrum(run: &Run, metric: &str, title: &str, what: &str) -> Option<(Markup, Markup)> {
     spectrum::chart(run, metric, title, W, H).map(|svg| {
         (
             svg,
-            format!("{what}; the dot is each backend's maximum (<code>histograms/*.{metric}.hdr</code>)."),
+            html! {
+                (what) "; the dot is each backend's maximum (" code { "histograms/*." (metric) ".hdr" } ")."
+            },
         )
     })
 }
 
 /// The comparison charts above the summary table.
-pub(crate) fn top(run: &Run) -> String {
-    let legend = chart::legend(run.results.results.iter().map(|r| r.backend.as_str()));
-    let body = format!(
-        "{legend}{}",
-        pair([
-            overlay::throughput_chart(run, W, H),
-            spectrum(
-                run,
-                "acquire",
-                "Acquire latency (ms) by percentile",
-                "Acquire latency from the intended start, every sample"
-            ),
-        ])
-    );
-    format!("<section id=\"glance\">\n{body}</section>\n")
+pub(crate) fn top(run: &Run) -> Markup {
+    html! {
+        section id="glance" {
+            (chart::legend(run.results.results.iter().map(|r| r.backend.as_str())))
+            (pair([
+                overlay::throughput_chart(run, W, H),
+                spectrum(
+                    run,
+                    "acquire",
+                    "Acquire latency (ms) by percentile",
+                    "Acquire latency from the intended start, every sample",
+                ),
+            ]))
+        }
+    }
 }
 
 /// The comparison charts below the summary table.
-pub(crate) fn more(run: &Run) -> String {
+pub(crate) fn more(run: &Run) -> Markup {
     let body = pair([
         spectrum(
             run,
@@ -73,6 +77,6 @@ pub(crate) fn more(run: &Run) -> String {
         "spectrum",
         "Latency, all backends",
         "Read across at a percentile to compare backends; a line that rises steeply at the right has a long tail.",
-        &body,
+        body,
     )
 }

@@ -3,11 +3,12 @@
 //! (or its `results.json` when it has no report yet). Each `results.json` is read as plain
 //! JSON, so runs written by older or newer lockbench versions still get a line.
 
-use super::page::{self, esc};
+use super::page;
 use super::summary::overall_verdict;
 use anyhow::Context;
 use lockbench_results::Validity;
 use lockbench_results::expect::Outcome;
+use maud::{Markup, html};
 use serde::Deserialize;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -81,57 +82,65 @@ pub fn write_index(results_root: &Path) -> anyhow::Result<PathBuf> {
     }
     entries.sort_by(|a, b| (&b.started, &b.dir).cmp(&(&a.started, &a.dir)));
 
-    let mut body = format!(
-        "<h1>lockbench runs</h1>\n<p class=\"meta\">{} run(s) in this directory, newest first.</p>\n",
-        entries.len()
-    );
-    body.push_str("<table class=\"wide\">\n<tr><th>run</th><th>scenario</th><th>started (UTC)</th><th>backends</th><th>expectations</th><th>safety</th></tr>\n");
-    for e in &entries {
-        let target = if e.has_report {
-            "report.html"
-        } else {
-            "results.json"
-        };
-        // The run against its expectations first, as the report's headline.
-        let expected = match (e.complete, e.expectations) {
-            (false, _) => "<span class=\"verdict incomplete\">incomplete</span>".to_string(),
-            (true, None) => "-".to_string(),
-            // The outcome's word is also the headline's CSS class (`met`, `failed`, `unknown`).
-            (true, Some(o)) => format!("<span class=\"verdict {0}\">{0}</span>", o.name()),
-        };
-        let verdicts: Vec<Validity> = e.backends.iter().map(|(_, v)| *v).collect();
-        let overall = overall_verdict(&verdicts).name();
-        let backends: Vec<String> = e
-            .backends
-            .iter()
-            .map(|(b, v)| {
-                if *v == Validity::Valid {
-                    esc(b)
-                } else {
-                    format!(
-                        "<b class=\"{}\">{}</b>",
-                        if *v == Validity::Invalid {
-                            "bad"
-                        } else {
-                            "unknown"
-                        },
-                        esc(b)
-                    )
-                }
-            })
-            .collect();
-        body.push_str(&format!(
-            "<tr><td><a href=\"{0}/{target}\">{0}</a></td><td>{1}</td><td>{2}</td><td>{3}</td><td>{expected}</td><td><span class=\"verdict {overall}\">{overall}</span>{4}</td></tr>\n",
-            esc(&e.dir),
-            esc(&e.scenario),
-            esc(&e.started),
-            backends.join(", "),
-            if e.complete { "" } else { " <small>incomplete</small>" }
-        ));
-    }
-    body.push_str("</table>\n");
+    let body = html! {
+        h1 { "lockbench runs" }
+        p.meta { (entries.len()) " run(s) in this directory, newest first." }
+        table.wide {
+            tr {
+                th { "run" }
+                th { "scenario" }
+                th { "started (UTC)" }
+                th { "backends" }
+                th { "expectations" }
+                th { "safety" }
+            }
+            @for e in &entries {
+                (row(e))
+            }
+        }
+    };
     let path = results_root.join("index.html");
-    std::fs::write(&path, page::document("lockbench runs", &body))
+    std::fs::write(&path, page::document("lockbench runs", body))
         .with_context(|| format!("cannot write {}", path.display()))?;
     Ok(path)
+}
+
+/// One run's line.
+fn row(e: &Entry) -> Markup {
+    let target = if e.has_report {
+        "report.html"
+    } else {
+        "results.json"
+    };
+    let verdicts: Vec<Validity> = e.backends.iter().map(|(_, v)| *v).collect();
+    let overall = overall_verdict(&verdicts).name();
+    let backends = e.backends.iter().map(|(b, v)| match v {
+        Validity::Valid => html! { (b) },
+        Validity::Invalid => html! { b.bad { (b) } },
+        Validity::Unknown => html! { b.unknown { (b) } },
+    });
+    html! {
+        tr {
+            td { a href={ (e.dir) "/" (target) } { (e.dir) } }
+            td { (e.scenario) }
+            td { (e.started) }
+            td { (page::join(backends, ", ")) }
+            td {
+                // The run against its expectations first, as the report's headline.
+                @match (e.complete, e.expectations) {
+                    (false, _) => span.verdict.incomplete { "incomplete" },
+                    (true, None) => "-",
+                    // The outcome's word is also the headline's CSS class (`met`, `failed`,
+                    // `unknown`).
+                    (true, Some(o)) => span.verdict.(o.name()) { (o.name()) },
+                }
+            }
+            td {
+                span.verdict.(overall) { (overall) }
+                @if !e.complete {
+                    " " small { "incomplete" }
+                }
+            }
+        }
+    }
 }

@@ -7,7 +7,7 @@ use anyhow::Context;
 use hdrhistogram::Histogram;
 use hdrhistogram::serialization::Deserializer;
 use lockbench_core::history;
-use lockbench_results::model::RunResults;
+use lockbench_results::model::{BackendResult, RunResults};
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::BufReader;
@@ -99,6 +99,18 @@ impl Run {
             traces,
             files,
         })
+    }
+
+    /// The results that have the part `part` picks, each with that part, in the run's order.
+    pub fn results_with<'a, T>(
+        &'a self,
+        part: impl Fn(&'a BackendResult) -> Option<&'a T>,
+    ) -> Vec<(&'a BackendResult, &'a T)> {
+        self.results
+            .results
+            .iter()
+            .filter_map(|r| Some((r, part(r)?)))
+            .collect()
     }
 
     /// The histogram of `backend`'s `metric`, if one was written and is not empty.

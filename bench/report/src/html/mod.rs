@@ -50,6 +50,7 @@ mod trace;
 mod truth;
 
 use anyhow::Context;
+use maud::html;
 use std::path::{Path, PathBuf};
 
 pub use index::write_index;
@@ -68,28 +69,29 @@ pub fn write_report(run_dir: &Path) -> anyhow::Result<PathBuf> {
 
 /// The whole page for one run.
 fn render(run: &load::Run) -> String {
-    let mut body = String::new();
-    body.push_str(&summary::header(run));
-    body.push_str(&glance::top(run));
-    body.push_str(&summary::table(run));
-    body.push_str(&expectations::section(run));
-    body.push_str(&scorecard::section(run));
-    body.push_str(&truth::section(run));
-    body.push_str(&failover::section(run));
-    body.push_str(&capacity::section(run));
-    body.push_str(&glance::more(run));
-    body.push_str(&summary::recipes(run));
-    body.push_str(&extras::section(run));
-    body.push_str(&timeline::section(run));
-    body.push_str(&gantt::section(run));
-    body.push_str(&fencing::section(run));
-    body.push_str(&fairness::section(run));
-    body.push_str(&resources::section(run));
-    body.push_str(&fanout::section(run));
-    body.push_str(&summary::environment(run));
+    let body = html! {
+        (summary::header(run))
+        (glance::top(run))
+        (summary::table(run))
+        (expectations::section(run))
+        (scorecard::section(run))
+        (truth::section(run))
+        (failover::section(run))
+        (capacity::section(run))
+        (glance::more(run))
+        (summary::recipes(run))
+        (extras::section(run))
+        (timeline::section(run))
+        (gantt::section(run))
+        (fencing::section(run))
+        (fairness::section(run))
+        (resources::section(run))
+        (fanout::section(run))
+        (summary::environment(run))
+    };
     let title = format!(
         "lockbench: {} ({})",
         run.results.scenario, run.results.started_at
     );
-    page::document(&title, &body)
+    page::document(&title, body)
 }

@@ -12,6 +12,7 @@
 use super::chart::{self, Drawn, Shade};
 use super::load::Run;
 use super::timeline::{self, Bucket};
+use maud::{Markup, html};
 use plotters::coord::Shift;
 use plotters::coord::ranged1d::Ranged;
 use plotters::coord::types::RangedCoordf64;
@@ -121,7 +122,7 @@ fn merged_shades(run: &Run, x_hi: f64) -> Vec<Shade> {
 }
 
 /// Throughput of every backend on one chart, with its caption.
-pub(crate) fn throughput_chart(run: &Run, w: u32, h: u32) -> Option<(String, String)> {
+pub(crate) fn throughput_chart(run: &Run, w: u32, h: u32) -> Option<(Markup, Markup)> {
     let o = overlay(run)?;
     let medians: Vec<f64> = o
         .lines
@@ -154,11 +155,11 @@ pub(crate) fn throughput_chart(run: &Run, w: u32, h: u32) -> Option<(String, Str
             ", purple: fault windows"
         }
     );
-    Some((svg, caption))
+    Some((svg, html! { (caption) }))
 }
 
 /// Acquire p99 per bucket of every backend on one log chart, with its caption.
-pub(crate) fn p99_chart(run: &Run, w: u32, h: u32) -> Option<(String, String)> {
+pub(crate) fn p99_chart(run: &Run, w: u32, h: u32) -> Option<(Markup, Markup)> {
     let o = overlay(run)?;
     let svg = chart::svg(w, h, |root| {
         draw(
@@ -173,7 +174,7 @@ pub(crate) fn p99_chart(run: &Run, w: u32, h: u32) -> Option<(String, String)> {
         "p99 per {} ms bucket, log scale; a spike inside a purple band is that fault's cost.",
         o.width_ms
     );
-    Some((svg, caption))
+    Some((svg, html! { (caption) }))
 }
 
 fn draw(

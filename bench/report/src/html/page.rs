@@ -1,43 +1,58 @@
-//! Page layout: the document shell, the inline stylesheet and HTML escaping. Everything is
-//! inline so the file stands alone (no fonts, scripts or stylesheets fetched from anywhere).
+//! Page layout: the document shell, the inline stylesheet and the pieces every section uses.
+//! Everything is inline so the file stands alone (no fonts, scripts or stylesheets fetched
+//! from anywhere).
 
-/// Escapes text for an HTML body or a double-quoted attribute.
-pub(crate) fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
+use maud::{DOCTYPE, Markup, PreEscaped, Render, html};
 
 /// A titled section with an anchor, an optional one-paragraph explanation and a body.
-pub(crate) fn section(id: &str, title: &str, intro: &str, body: &str) -> String {
-    let intro = if intro.is_empty() {
-        String::new()
-    } else {
-        format!("<p class=\"intro\">{intro}</p>\n")
-    };
-    format!(
-        "<section id=\"{id}\">\n<h2>{}</h2>\n{intro}{body}</section>\n",
-        esc(title)
-    )
+pub(crate) fn section(id: &str, title: &str, intro: impl Render, body: Markup) -> Markup {
+    let intro = intro.render();
+    html! {
+        section id=(id) {
+            h2 { (title) }
+            @if !intro.0.is_empty() {
+                p.intro { (intro) }
+            }
+            (body)
+        }
+    }
 }
 
 /// A chart with a caption underneath.
-pub(crate) fn figure(svg: &str, caption: &str) -> String {
-    format!("<figure>{svg}<figcaption>{caption}</figcaption></figure>\n")
+pub(crate) fn figure(svg: Markup, caption: impl Render) -> Markup {
+    html! { figure { (svg) figcaption { (caption) } } }
 }
 
 /// A short note in muted text.
-pub(crate) fn note(text: &str) -> String {
-    format!("<p class=\"note\">{text}</p>\n")
+pub(crate) fn note(text: impl Render) -> Markup {
+    html! { p.note { (text) } }
+}
+
+/// A table that scrolls sideways when it is wider than the page: a header row of `columns`,
+/// then `rows`.
+pub(crate) fn scroll_table(columns: &[&str], rows: Markup) -> Markup {
+    html! {
+        div.scroll {
+            table {
+                tr {
+                    @for c in columns {
+                        th { (c) }
+                    }
+                }
+                (rows)
+            }
+        }
+    }
+}
+
+/// `items` with `sep` between each two.
+pub(crate) fn join(items: impl IntoIterator<Item = Markup>, sep: &str) -> Markup {
+    html! {
+        @for (i, item) in items.into_iter().enumerate() {
+            @if i > 0 { (sep) }
+            (item)
+        }
+    }
 }
 
 /// Milliseconds from microseconds, with as many digits as are meaningful.
@@ -53,13 +68,20 @@ pub(crate) fn ms(us: u64) -> String {
 }
 
 /// The complete HTML document.
-pub(crate) fn document(title: &str, body: &str) -> String {
-    format!(
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
-         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-         <title>{}</title>\n<style>\n{CSS}</style>\n</head>\n<body>\n<main>\n{body}</main>\n</body>\n</html>\n",
-        esc(title)
-    )
+pub(crate) fn document(title: &str, body: Markup) -> String {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                title { (title) }
+                style { (PreEscaped(CSS)) }
+            }
+            body { main { (body) } }
+        }
+    }
+    .into_string()
 }
 
 const CSS: &str = r#"

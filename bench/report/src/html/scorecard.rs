@@ -3,20 +3,21 @@
 //! `results.json` (`scorecard.cells`) so a cell shape from a newer lockbench still renders.
 
 use super::load::Run;
-use super::page::{self, esc};
+use super::page;
+use maud::{Markup, html};
 use serde_json::Value;
 
 /// The section, or nothing when the run has no scorecard.
-pub(crate) fn section(run: &Run) -> String {
+pub(crate) fn section(run: &Run) -> Markup {
     let Some(cells) = run
         .raw
         .pointer("/scorecard/cells")
         .and_then(Value::as_array)
     else {
-        return String::new();
+        return html! {};
     };
     if cells.is_empty() {
-        return String::new();
+        return html! {};
     }
     let s = |c: &Value, k: &str| c.get(k).and_then(Value::as_str).unwrap_or("").to_string();
     let mut backends: Vec<String> = Vec::new();
@@ -30,31 +31,38 @@ pub(crate) fn section(run: &Run) -> String {
             faults.push(f);
         }
     }
-    let mut t = String::from("<div class=\"scroll\"><table>\n<tr><th>backend</th>");
-    for f in &faults {
-        t.push_str(&format!("<th>{}</th>", esc(f)));
-    }
-    t.push_str("</tr>\n");
-    for b in &backends {
-        t.push_str(&format!("<tr><td>{}</td>", esc(b)));
-        for f in &faults {
-            let cell = cells
-                .iter()
-                .find(|c| s(c, "backend") == *b && s(c, "fault") == *f);
-            t.push_str(&cell.map(render_cell).unwrap_or_else(|| "<td>-</td>".into()));
+    let table = html! {
+        div.scroll {
+            table {
+                tr {
+                    th { "backend" }
+                    @for f in &faults {
+                        th { (f) }
+                    }
+                }
+                @for b in &backends {
+                    tr {
+                        td { (b) }
+                        @for f in &faults {
+                            @match cells.iter().find(|c| s(c, "backend") == *b && s(c, "fault") == *f) {
+                                Some(c) => (render_cell(c)),
+                                None => td { "-" },
+                            }
+                        }
+                    }
+                }
+            }
         }
-        t.push_str("</tr>\n");
-    }
-    t.push_str("</table></div>\n");
+    };
     page::section(
         "scorecard",
         "Safety scorecard",
         "For each backend and fault: how many fault windows were applied, the violations found in that backend's run (damage included: stale writes and writes after the lock was lost that the resource accepted), the same writes fencing stopped (not damage: the token doing its job), and whether every window was followed by a successful acquisition. Red: a violation; amber: did not stay available; grey: the fault could not be applied here.",
-        &t,
+        table,
     )
 }
 
-fn render_cell(c: &Value) -> String {
+fn render_cell(c: &Value) -> Markup {
     let n = |k: &str| c.get(k).and_then(Value::as_u64).unwrap_or(0);
     let (runs, not_applied) = (n("runs"), n("not_applied"));
     let tally = |field: &str| -> Vec<String> {
@@ -63,7 +71,7 @@ fn render_cell(c: &Value) -> String {
             .map(|o| {
                 o.iter()
                     .filter(|(_, v)| v.as_u64().unwrap_or(1) > 0)
-                    .map(|(k, v)| format!("{} {}", esc(&v.to_string()), esc(&k.replace('_', " "))))
+                    .map(|(k, v)| format!("{v} {}", k.replace('_', " ")))
                     .collect()
             })
             .unwrap_or_default()
@@ -77,11 +85,6 @@ fn render_cell(c: &Value) -> String {
     } else {
         ("ok", "safe".into())
     };
-    let avail = match available {
-        Some(true) => "stayed available",
-        Some(false) => "<b>became unavailable</b>",
-        None => "",
-    };
     let class = if class == "ok" && available == Some(false) {
         "unknown"
     } else {
@@ -94,5 +97,17 @@ fn render_cell(c: &Value) -> String {
     if !fenced.is_empty() {
         extra.push_str(&format!("; fencing stopped {}", fenced.join(", ")));
     }
-    format!("<td class=\"{class}\">{verdict}<br><small>{extra}; {avail}</small></td>")
+    html! {
+        td.(class) {
+            (verdict) br;
+            small {
+                (extra) "; "
+                @match available {
+                    Some(true) => "stayed available",
+                    Some(false) => b { "became unavailable" },
+                    None => {},
+                }
+            }
+        }
+    }
 }

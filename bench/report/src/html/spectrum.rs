@@ -8,12 +8,13 @@
 use super::chart::{self, Drawn};
 use super::load::Run;
 use hdrhistogram::Histogram;
+use maud::Markup;
 use plotters::prelude::*;
 
 /// The spectrum of `metric` (`acquire` | `handoff`) of every backend with samples, on one log
 /// scale, as an inline SVG `w` x `h`; `None` when no backend has a histogram for it. The legend
 /// is the page's (`chart::legend`), outside the plot.
-pub(crate) fn chart(run: &Run, metric: &str, title: &str, w: u32, h: u32) -> Option<String> {
+pub(crate) fn chart(run: &Run, metric: &str, title: &str, w: u32, h: u32) -> Option<Markup> {
     let series: Vec<(usize, &str, &Histogram<u64>)> = run
         .results
         .results

@@ -3,10 +3,11 @@
 
 use super::chart;
 use super::load::Run;
-use super::page::{self, esc, ms};
+use super::page::{self, ms};
 use lockbench_results::headline::{self, Headline, Verdict};
 use lockbench_results::model::{BackendResult, Percentiles};
 use lockbench_results::{Status, Validity};
+use maud::{Markup, html};
 
 /// `valid`, `invalid` or `unknown` for the whole run: the worst of its backends (`unknown`
 /// when there are none).
@@ -19,69 +20,59 @@ pub(crate) fn overall_verdict(verdicts: &[Validity]) -> Validity {
 /// violations the scenario expected and those it did not
 /// ([`lockbench_results::headline`]): a chaos run meant to break mutual exclusion reads as
 /// what it is, and a regression stands out in red.
-pub(crate) fn header(run: &Run) -> String {
+pub(crate) fn header(run: &Run) -> Markup {
     let r = &run.results;
-    let h = headline::of(r);
-    let mut s = format!(
-        "<h1>lockbench report: {}</h1>\n<p class=\"meta\"><b>seed</b> {} · <b>started</b> {} · <b>cluster</b> {} · {}</p>\n",
-        esc(&r.scenario),
-        r.seed,
-        esc(&r.started_at),
-        esc(&r.cluster),
-        if r.complete {
-            "complete"
-        } else {
-            "<b>incomplete</b> (interrupted or still running)"
+    let scorecard = run.raw.pointer("/scorecard/cells").is_some();
+    html! {
+        h1 { "lockbench report: " (r.scenario) }
+        p.meta {
+            b { "seed" } " " (r.seed) " · " b { "started" } " " (r.started_at)
+            " · " b { "cluster" } " " (r.cluster) " · "
+            @if r.complete {
+                "complete"
+            } @else {
+                b { "incomplete" } " (interrupted or still running)"
+            }
         }
-    );
-    s.push_str(&headline_html(&h));
-    let scorecard = if run.raw.pointer("/scorecard/cells").is_some() {
-        "<a href=\"#scorecard\">scorecard</a>"
-    } else {
-        ""
-    };
-    s.push_str(&format!("<nav class=\"toc\"><a href=\"#summary\">summary</a>{scorecard}<a href=\"#spectrum\">latency</a><a href=\"#timeline\">each backend over time</a><a href=\"#holders\">lock holders</a><a href=\"#fencing\">fencing</a><a href=\"#fairness\">fairness</a><a href=\"#environment\">environment</a></nav>\n"
-    ));
-    s
+        (headline_html(&headline::of(r)))
+        nav.toc {
+            a href="#summary" { "summary" }
+            @if scorecard {
+                a href="#scorecard" { "scorecard" }
+            }
+            a href="#spectrum" { "latency" }
+            a href="#timeline" { "each backend over time" }
+            a href="#holders" { "lock holders" }
+            a href="#fencing" { "fencing" }
+            a href="#fairness" { "fairness" }
+            a href="#environment" { "environment" }
+        }
+    }
 }
 
 /// The headline: the expectation verdict as a badge with its counts, the safety line, and
 /// one red line per unexpected violation and per expectation not met.
-fn headline_html(h: &Headline) -> String {
-    let mut s = format!(
-        "<p class=\"headline\"><span class=\"verdict {}\">{}</span> {}</p>\n",
-        h.verdict.name(),
-        h.verdict.title(),
-        esc(&h.detail())
-    );
-    let class = if h.unexpected.is_empty() {
-        ""
-    } else {
-        " class=\"bad\""
-    };
-    let line = capitalised(&h.safety_line());
-    s.push_str(&format!("<p{class}>{}</p>\n", esc(&line)));
-    let mut items = Vec::new();
-    for v in &h.unexpected {
-        items.push(format!(
-            "<li><b>UNEXPECTED</b> {}: {}</li>",
-            esc(&v.backend),
-            esc(&v.kinds.join(", "))
-        ));
+fn headline_html(h: &Headline) -> Markup {
+    let listed = !h.unexpected.is_empty() || !h.not_met.is_empty();
+    html! {
+        p.headline {
+            span.verdict.(h.verdict.name()) { (h.verdict.title()) } " " (h.detail())
+        }
+        p class=[(!h.unexpected.is_empty()).then_some("bad")] {
+            (capitalised(&h.safety_line()))
+        }
+        @if listed && h.verdict != Verdict::Met {
+            ul.bad {
+                @for v in &h.unexpected {
+                    li { b { "UNEXPECTED" } " " (v.backend) ": " (v.kinds.join(", ")) }
+                }
+                @for e in &h.not_met {
+                    li { (lockbench_results::expect::line(e)) }
+                }
+            }
+            p.meta { "Every expectation is in " a href="#expectations" { "Expectations" } "." }
+        }
     }
-    for e in &h.not_met {
-        items.push(format!(
-            "<li>{}</li>",
-            esc(&lockbench_results::expect::line(e))
-        ));
-    }
-    if !items.is_empty() && h.verdict != Verdict::Met {
-        s.push_str(&format!(
-            "<ul class=\"bad\">{}</ul>\n<p class=\"meta\">Every expectation is in <a href=\"#expectations\">Expectations</a>.</p>\n",
-            items.join("")
-        ));
-    }
-    s
 }
 
 /// `line` with its first letter upper case.
@@ -94,7 +85,7 @@ fn capitalised(line: &str) -> String {
 }
 
 /// The environment, the scenario TOML and links to the raw files.
-pub(crate) fn environment(run: &Run) -> String {
+pub(crate) fn environment(run: &Run) -> Markup {
     let e = &run.results.environment;
     let mut rows = vec![
         ("lockbench".to_string(), e.lockbench_version.clone()),
@@ -105,38 +96,32 @@ pub(crate) fn environment(run: &Run) -> String {
     for (k, v) in &e.servers {
         rows.push((k.clone(), v.clone()));
     }
-    let mut body = String::from("<table>");
-    for (k, v) in rows {
-        body.push_str(&format!(
-            "<tr><th>{}</th><td>{}</td></tr>",
-            esc(&k),
-            esc(&v)
-        ));
-    }
-    body.push_str("</table>\n");
-    if let Some(toml) = &run.scenario_toml {
-        body.push_str(&format!(
-            "<details><summary>The scenario as run (scenario.toml)</summary><pre>{}</pre></details>\n",
-            esc(toml)
-        ));
-    }
-    let links: Vec<String> = run
-        .files
-        .iter()
-        .map(|f| format!("<a href=\"{0}\">{0}</a>", esc(f)))
-        .collect();
-    body.push_str(&format!("<p>Raw files: {}</p>\n", links.join(" · ")));
-    if run.traces.skipped > 0 {
-        body.push_str(&page::note(&format!(
-            "{} history line(s) were neither ops nor fault events this report knows and were skipped.",
-            run.traces.skipped
-        )));
-    }
+    let links = run.files.iter().map(|f| html! { a href=(f) { (f) } });
+    let body = html! {
+        table {
+            @for (k, v) in &rows {
+                tr { th { (k) } td { (v) } }
+            }
+        }
+        @if let Some(toml) = &run.scenario_toml {
+            details {
+                summary { "The scenario as run (scenario.toml)" }
+                pre { (toml) }
+            }
+        }
+        p { "Raw files: " (page::join(links, " · ")) }
+        @if run.traces.skipped > 0 {
+            (page::note(format!(
+                "{} history line(s) were neither ops nor fault events this report knows and were skipped.",
+                run.traces.skipped
+            )))
+        }
+    };
     page::section(
         "environment",
         "Environment and raw files",
         "Server versions as the servers reported them; the machine lockbench ran on.",
-        &body,
+        body,
     )
 }
 
@@ -146,10 +131,10 @@ fn pct(p: &Option<Percentiles>, f: impl Fn(&Percentiles) -> u64) -> String {
 
 /// The servers' requests per acquisition, or `?` with the reason as its tooltip when the
 /// figure is unknown.
-fn server_requests_cell(r: &BackendResult) -> String {
+fn server_requests_cell(r: &BackendResult) -> Markup {
     match &r.requests.server_unknown {
-        Some(why) => format!("<span title=\"{}\">?</span>", esc(why)),
-        None => opt(r.requests.server_per_acquisition, 2),
+        Some(why) => html! { span title=(why) { "?" } },
+        None => html! { (opt(r.requests.server_per_acquisition, 2)) },
     }
 }
 
@@ -160,10 +145,10 @@ fn opt(x: Option<f64>, digits: usize) -> String {
 
 /// The safety verdict of `r`; `expected` when every kind it violated was one the scenario
 /// expected (amber, not red: the fault was meant to break it).
-fn safety_cell(r: &BackendResult, expected: bool) -> String {
+fn safety_cell(r: &BackendResult, expected: bool) -> Markup {
     let s = &r.safety;
     match s.verdict {
-        Validity::Valid => "<td class=\"safety ok\">ok</td>".into(),
+        Validity::Valid => html! { td class="safety ok" { "ok" } },
         Validity::Invalid => {
             // Counts on the first line, most severe first; how long and what fencing stopped on
             // a second, small one: the verdict stays two short lines.
@@ -187,26 +172,26 @@ fn safety_cell(r: &BackendResult, expected: bool) -> String {
             } else {
                 ("bad", "VIOLATED")
             };
-            format!(
-                "<td class=\"safety {class}\">{word}: {}<br><small>{}</small></td>",
-                found.join(", "),
-                detail.join("; ")
-            )
-        }
-        Validity::Unknown => format!(
-            "<td class=\"safety unknown\">unknown{}</td>",
-            if s.failed_checkers.is_empty() {
-                String::new()
-            } else {
-                format!(": {}", esc(&s.failed_checkers.join("; ")))
+            html! {
+                td.safety.(class) {
+                    (word) ": " (found.join(", ")) br; small { (detail.join("; ")) }
+                }
             }
-        ),
+        }
+        Validity::Unknown => html! {
+            td class="safety unknown" {
+                "unknown"
+                @if !s.failed_checkers.is_empty() {
+                    ": " (s.failed_checkers.join("; "))
+                }
+            }
+        },
     }
 }
 
 /// The fault windows of `backend`'s run: how many were applied (the kinds on hover), and how
 /// many could not be applied here.
-fn faults_cell(run: &Run, backend: &str) -> String {
+fn faults_cell(run: &Run, backend: &str) -> Markup {
     let mut kinds: Vec<&str> = Vec::new();
     let (mut applied, mut not) = (0, 0);
     for f in run.traces.faults_of(backend) {
@@ -220,22 +205,20 @@ fn faults_cell(run: &Run, backend: &str) -> String {
         }
     }
     if applied + not == 0 {
-        return "none".into();
+        return html! { "none" };
     }
     // The count only: the kinds label the comparison chart's bands and head the scorecard, and
     // a list here would push the verdicts below the first screen.
-    let mut s = format!(
-        "<span title=\"{}\">{applied}</span>",
-        esc(&kinds.join(", "))
-    );
-    if not > 0 {
-        s.push_str(&format!("<br><small><b>{not} not applied</b></small>"));
+    html! {
+        span title=(kinds.join(", ")) { (applied) }
+        @if not > 0 {
+            br; small { b { (not) " not applied" } }
+        }
     }
-    s
 }
 
 /// The summary table, one row per backend x workload.
-pub(crate) fn table(run: &Run) -> String {
+pub(crate) fn table(run: &Run) -> Markup {
     // One workload for every row (the usual run): said once above the table, and its column
     // dropped, so the safety verdicts get the width and the rows stay short.
     let shapes: Vec<String> = run
@@ -243,95 +226,22 @@ pub(crate) fn table(run: &Run) -> String {
         .results
         .iter()
         .filter(|r| r.failover.is_none())
-        .map(|r| format!("{} {}/{}", esc(&r.workload), r.clients, r.keys))
+        .map(|r| format!("{} {}/{}", r.workload, r.clients, r.keys))
         .collect();
     let one_shape = shapes.windows(2).all(|w| w[0] == w[1]);
-    let workload_cell = |r: &BackendResult| {
-        if one_shape {
-            String::new()
-        } else {
-            format!("<td>{} {}/{}</td>", esc(&r.workload), r.clients, r.keys)
-        }
-    };
     let h = headline::of(&run.results);
     let expected_only = |r: &BackendResult| {
         let named = |v: &[headline::Violations]| v.iter().any(|v| v.backend == r.backend);
         named(&h.expected) && !named(&h.unexpected)
     };
-    let mut t = String::new();
-    if let (true, Some(r)) = (
-        one_shape,
-        run.results.results.iter().find(|r| r.failover.is_none()),
-    ) {
-        t.push_str(&format!(
-            "<p class=\"note\">Every backend: workload <b>{}</b>, {} clients on {} key(s).</p>\n",
-            esc(&r.workload),
-            r.clients,
-            r.keys
-        ));
-    }
-    t.push_str(&format!(
-        "<div class=\"scroll\"><table class=\"summary\">\n<tr><th rowspan=\"2\">backend</th>{}<th rowspan=\"2\">acq/s</th>\
-         <th colspan=\"5\">acquire latency (ms)</th><th colspan=\"2\">hand-off ms</th><th rowspan=\"2\">fairness</th><th rowspan=\"2\">fail/info</th>\
-         <th rowspan=\"2\">req/acq<br><small>client | server</small></th><th rowspan=\"2\">faults</th><th rowspan=\"2\" class=\"safety\">safety</th></tr>\n\
-         <tr><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>max</th><th>p50</th><th>p99</th></tr>\n",
-        if one_shape {
-            ""
-        } else {
-            "<th rowspan=\"2\">workload<br>N/K</th>"
-        }
-    ));
-    for (i, r) in run.results.results.iter().enumerate() {
-        if r.failover.is_some() {
-            // Election recipes: the failover section.
-            continue;
-        }
-        if r.status == Status::Error {
-            t.push_str(&format!(
-                "<tr class=\"error\"><td>{}</td>{}<td colspan=\"12\">did not run: {}</td>{}</tr>\n",
-                chart::swatch(i, &r.backend),
-                workload_cell(r),
-                esc(r.error.as_deref().unwrap_or("error")),
-                safety_cell(r, false)
-            ));
-            continue;
-        }
-        let a = &r.acquire_latency_us;
-        let h = &r.handoff_latency_us;
-        let rate = match r.offered_rate_per_s {
-            Some(o) => format!("{:.0} <small>of {o:.0}</small>", r.throughput_per_s),
-            None => format!("{:.0}", r.throughput_per_s),
-        };
-        t.push_str(&format!(
-            "<tr{}><td>{}{}</td>{}<td class=\"num\">{rate}</td>\
-             <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
-             <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}/{}</td>\
-             <td class=\"num\">{} | {}</td><td class=\"faults\">{}</td>{}</tr>\n",
-            match (r.safety.verdict, expected_only(r)) {
-                (Validity::Invalid, true) => " class=\"expected\"",
-                (Validity::Invalid, false) => " class=\"bad\"",
-                _ => "",
-            },
-            chart::swatch(i, &r.backend),
-            if r.status == Status::Interrupted { " <small>(interrupted)</small>" } else { "" },
-            workload_cell(r),
-            pct(a, |p| p.p50),
-            pct(a, |p| p.p90),
-            pct(a, |p| p.p99),
-            pct(a, |p| p.p999),
-            pct(a, |p| p.max),
-            pct(h, |p| p.p50),
-            pct(h, |p| p.p99),
-            opt(r.fairness_jain, 2),
-            r.errors.fail,
-            r.errors.info,
-            opt(r.requests.client_per_acquisition, 2),
-            server_requests_cell(r),
-            faults_cell(run, &r.backend),
-            safety_cell(r, expected_only(r))
-        ));
-    }
-    t.push_str("</table></div>\n");
+    let first = run.results.results.iter().find(|r| r.failover.is_none());
+    let rows = run
+        .results
+        .results
+        .iter()
+        .enumerate()
+        // Election recipes: the failover section.
+        .filter(|(_, r)| r.failover.is_none());
     let errors: Vec<String> = run
         .results
         .results
@@ -341,59 +251,139 @@ pub(crate) fn table(run: &Run) -> String {
                 .by_kind
                 .iter()
                 .filter(|(_, n)| **n > 0)
-                .map(move |(k, n)| format!("{}: {} × {n}", esc(&r.backend), esc(k)))
+                .map(move |(k, n)| format!("{}: {k} × {n}", r.backend))
         })
         .collect();
-    if !errors.is_empty() {
-        t.push_str(&page::note(&format!(
-            "Failures and indeterminate outcomes by kind: {}.",
-            errors.join("; ")
-        )));
-    }
     let unknown: Vec<String> = run
         .results
         .results
         .iter()
         .filter_map(|r| {
             let why = r.requests.server_unknown.as_ref()?;
-            Some(format!("{}: {}", esc(&r.backend), esc(why)))
+            Some(format!("{}: {why}", r.backend))
         })
         .collect();
-    if !unknown.is_empty() {
-        t.push_str(&page::note(&format!(
-            "The servers' req/acq figure is unknown (?) for {}.",
-            unknown.join("; ")
-        )));
-    }
-    t.push_str(&page::note("Acquire latency is measured from the op's intended start (coordinated omission corrected); hand-off from a release completing to the next grant on the same key; fairness is Jain's index over per-client acquisitions (1 = equal); req/acq counts requests sent to the servers per acquisition, by lockbench and by the servers' own counters; faults are the fault windows applied to that backend's run."));
-    page::section("summary", "Summary", "", &t)
+    let body = html! {
+        @if let (true, Some(r)) = (one_shape, first) {
+            p.note {
+                "Every backend: workload " b { (r.workload) } ", " (r.clients) " clients on "
+                (r.keys) " key(s)."
+            }
+        }
+        div.scroll {
+            table.summary {
+                tr {
+                    th rowspan="2" { "backend" }
+                    @if !one_shape {
+                        th rowspan="2" { "workload" br; "N/K" }
+                    }
+                    th rowspan="2" { "acq/s" }
+                    th colspan="5" { "acquire latency (ms)" }
+                    th colspan="2" { "hand-off ms" }
+                    th rowspan="2" { "fairness" }
+                    th rowspan="2" { "fail/info" }
+                    th rowspan="2" { "req/acq" br; small { "client | server" } }
+                    th rowspan="2" { "faults" }
+                    th rowspan="2" class="safety" { "safety" }
+                }
+                tr {
+                    @for p in ["p50", "p90", "p99", "p99.9", "max", "p50", "p99"] {
+                        th { (p) }
+                    }
+                }
+                @for (i, r) in rows {
+                    @let workload = html! {
+                        @if !one_shape {
+                            td { (r.workload) " " (r.clients) "/" (r.keys) }
+                        }
+                    };
+                    @if r.status == Status::Error {
+                        tr.error {
+                            td { (chart::swatch(i, &r.backend)) }
+                            (workload)
+                            td colspan="12" {
+                                "did not run: " (r.error.as_deref().unwrap_or("error"))
+                            }
+                            (safety_cell(r, false))
+                        }
+                    } @else {
+                        @let a = &r.acquire_latency_us;
+                        @let h = &r.handoff_latency_us;
+                        @let class = match (r.safety.verdict, expected_only(r)) {
+                            (Validity::Invalid, true) => Some("expected"),
+                            (Validity::Invalid, false) => Some("bad"),
+                            _ => None,
+                        };
+                        tr class=[class] {
+                            td {
+                                (chart::swatch(i, &r.backend))
+                                @if r.status == Status::Interrupted {
+                                    " " small { "(interrupted)" }
+                                }
+                            }
+                            (workload)
+                            td.num {
+                                (format!("{:.0}", r.throughput_per_s))
+                                @if let Some(o) = r.offered_rate_per_s {
+                                    " " small { "of " (format!("{o:.0}")) }
+                                }
+                            }
+                            td.num { (pct(a, |p| p.p50)) }
+                            td.num { (pct(a, |p| p.p90)) }
+                            td.num { (pct(a, |p| p.p99)) }
+                            td.num { (pct(a, |p| p.p999)) }
+                            td.num { (pct(a, |p| p.max)) }
+                            td.num { (pct(h, |p| p.p50)) }
+                            td.num { (pct(h, |p| p.p99)) }
+                            td.num { (opt(r.fairness_jain, 2)) }
+                            td.num { (r.errors.fail) "/" (r.errors.info) }
+                            td.num {
+                                (opt(r.requests.client_per_acquisition, 2)) " | "
+                                (server_requests_cell(r))
+                            }
+                            td.faults { (faults_cell(run, &r.backend)) }
+                            (safety_cell(r, expected_only(r)))
+                        }
+                    }
+                }
+            }
+        }
+        @if !errors.is_empty() {
+            (page::note(format!(
+                "Failures and indeterminate outcomes by kind: {}.",
+                errors.join("; ")
+            )))
+        }
+        @if !unknown.is_empty() {
+            (page::note(format!(
+                "The servers' req/acq figure is unknown (?) for {}.",
+                unknown.join("; ")
+            )))
+        }
+        (page::note("Acquire latency is measured from the op's intended start (coordinated omission corrected); hand-off from a release completing to the next grant on the same key; fairness is Jain's index over per-client acquisitions (1 = equal); req/acq counts requests sent to the servers per acquisition, by lockbench and by the servers' own counters; faults are the fault windows applied to that backend's run."))
+    };
+    page::section("summary", "Summary", "", body)
 }
 
 /// How each recipe waits, where its token comes from, and its knobs.
-pub(crate) fn recipes(run: &Run) -> String {
-    let mut t = String::from(
-        "<table>\n<tr><th>backend</th><th>waits by</th><th>fencing token</th><th>knobs</th></tr>\n",
-    );
-    let mut any = false;
-    for r in &run.results.results {
-        let Some(info) = &r.recipe else { continue };
-        any = true;
-        let knobs: Vec<String> = info
-            .knobs
-            .iter()
-            .map(|(k, v)| format!("<code>{} = {}</code>", esc(k), esc(v)))
-            .collect();
-        t.push_str(&format!(
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
-            esc(&r.backend),
-            esc(&info.waits_by),
-            esc(&info.fencing),
-            knobs.join(" ")
-        ));
+pub(crate) fn recipes(run: &Run) -> Markup {
+    let rows = run.results_with(|r| r.recipe.as_ref());
+    if rows.is_empty() {
+        return html! {};
     }
-    t.push_str("</table>\n");
-    if !any {
-        return String::new();
-    }
-    page::section("recipes", "Recipes", "", &t)
+    let body = html! {
+        table {
+            tr { th { "backend" } th { "waits by" } th { "fencing token" } th { "knobs" } }
+            @for (r, info) in rows {
+                @let knobs = info.knobs.iter().map(|(k, v)| html! { code { (k) " = " (v) } });
+                tr {
+                    td { (r.backend) }
+                    td { (info.waits_by) }
+                    td { (info.fencing) }
+                    td { (page::join(knobs, " ")) }
+                }
+            }
+        }
+    };
+    page::section("recipes", "Recipes", "", body)
 }

@@ -9,8 +9,9 @@
 
 use super::chart::{self, Drawn, Shade};
 use super::load::Run;
-use super::page::{self, esc};
+use super::page;
 use super::trace::Trace;
+use maud::{Markup, html};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -75,14 +76,12 @@ pub(crate) fn folded_note(t: &Trace) -> String {
 }
 
 /// The section: one row of two charts per backend with a history.
-pub(crate) fn section(run: &Run) -> String {
-    let mut body = String::new();
-    let mut any = false;
+pub(crate) fn section(run: &Run) -> Markup {
+    let mut body = Vec::new();
     for (i, r) in run.results.results.iter().enumerate() {
         let Some(t) = run.traces.get(&r.backend).filter(|t| !t.grants.is_empty()) else {
             continue;
         };
-        any = true;
         let width = bucket_ns(t.last_t);
         let bs = buckets(t, width);
         let x_hi = (t.grants.last_t() as f64 / NS).max(0.001);
@@ -94,49 +93,66 @@ pub(crate) fn section(run: &Run) -> String {
             throughput(root, &bs, x_hi, warm, &shades, c)
         });
         let lat = chart::svg(680, 270, |root| latency(root, &bs, x_hi, warm, &shades, c));
-        body.push_str(&format!(
-            "<details><summary>{}</summary>\n<div class=\"pair\">",
-            chart::swatch(i, &r.backend)
-        ));
-        body.push_str(&page::figure(
-            &thr,
-            &format!("Acquisitions per second, {} ms buckets.", width / 1_000_000),
-        ));
-        body.push_str(&page::figure(
-            &lat,
-            &format!(
-                "Acquire latency per bucket: p50 (thick), p99 (thin), max (pale); log scale.{}",
-                folded_note(t)
-            ),
-        ));
-        body.push_str("</div>\n");
         let faults: Vec<_> = run.traces.faults_of(&r.backend).collect();
-        if !faults.is_empty() {
-            body.push_str("<table><tr><th>fault</th><th>targets</th><th>from (s)</th><th>to (s)</th><th>applied</th><th>note</th></tr>");
-            for f in faults {
-                body.push_str(&format!(
-                    "<tr><td>{}</td><td>{}</td><td class=\"num\">{:.3}</td><td class=\"num\">{}</td><td>{}</td><td>{}</td></tr>",
-                    esc(&f.label),
-                    esc(&f.targets),
-                    f.start as f64 / NS,
-                    f.end.map(|e| format!("{:.3}", e as f64 / NS)).unwrap_or_else(|| "never stopped".into()),
-                    if f.applied { "yes" } else { "<b>no</b>" },
-                    esc(&f.note)
-                ));
+        body.push(html! {
+            details {
+                summary { (chart::swatch(i, &r.backend)) }
+                div.pair {
+                    (page::figure(
+                        thr,
+                        format!("Acquisitions per second, {} ms buckets.", width / 1_000_000),
+                    ))
+                    (page::figure(
+                        lat,
+                        format!(
+                            "Acquire latency per bucket: p50 (thick), p99 (thin), max (pale); log scale.{}",
+                            folded_note(t)
+                        ),
+                    ))
+                }
+                @if !faults.is_empty() {
+                    table {
+                        tr {
+                            th { "fault" }
+                            th { "targets" }
+                            th { "from (s)" }
+                            th { "to (s)" }
+                            th { "applied" }
+                            th { "note" }
+                        }
+                        @for f in faults {
+                            tr {
+                                td { (f.label) }
+                                td { (f.targets) }
+                                td.num { (format!("{:.3}", f.start as f64 / NS)) }
+                                td.num {
+                                    (f.end
+                                        .map(|e| format!("{:.3}", e as f64 / NS))
+                                        .unwrap_or_else(|| "never stopped".into()))
+                                }
+                                td {
+                                    @if f.applied { "yes" } @else { b { "no" } }
+                                }
+                                td { (f.note) }
+                            }
+                        }
+                    }
+                }
             }
-            body.push_str("</table>\n");
-        }
-        body.push_str("</details>\n");
-    }
-    if !any {
-        body.push_str(&page::note("No acquisitions in the history."));
+        });
     }
     let intro = if run.traces.faults.is_empty() {
         "Per backend (open one), on its own clock; the grey band is the warm-up. This run injected no faults."
     } else {
         "Per backend (open one), on its own clock; the grey band is the warm-up, purple bands are fault windows (pale when the fault could not be applied here), listed below each pair."
     };
-    page::section("timeline", "Each backend over time", intro, &body)
+    let body = html! {
+        @for b in &body { (b) }
+        @if body.is_empty() {
+            (page::note("No acquisitions in the history."))
+        }
+    };
+    page::section("timeline", "Each backend over time", intro, body)
 }
 
 pub(crate) fn warmup_band<Y: plotters::coord::ranged1d::Ranged<ValueType = f64>>(
