@@ -7,6 +7,10 @@
 //! charts drawn by `plotters` and inline CSS: no JavaScript, no network, no external assets, so
 //! it can be attached to a CI run or mailed and still open years later.
 //!
+//! The markup is written with `maud`'s `html!`: it escapes every value it inserts (only
+//! plotters' SVG and the page's own stylesheet go in as `PreEscaped`), and it checks the markup
+//! at compile time, so a name or a note from `results.json` cannot become markup.
+//!
 //! The history is read leniently: lines that are neither ops nor fault events (or that a newer
 //! lockbench added with a shape this one does not know) are skipped and counted, never fatal,
 //! and fields of `results.json` this renderer has no special view for are shown as generic
