@@ -42,6 +42,13 @@ fn completions_are_generated_for_every_shell() {
     let bash = stdout(&["completions", "bash"]);
     assert!(bash.contains("run") && bash.contains("--set"), "{bash}");
     assert!(bash.contains("compose-secure-init"), "not every command");
+    // bash itself reads it without a syntax error.
+    let dir = common::scratch("conventions", "completions");
+    let file = dir.join("lockbench.bash");
+    std::fs::write(&file, &bash).unwrap();
+    let check = Command::new("bash").arg("-n").arg(&file).output().unwrap();
+    assert!(check.status.success(), "{}", common::text(&check));
+    std::fs::remove_dir_all(&dir).ok();
     for shell in ["zsh", "fish", "elvish", "powershell"] {
         let script = stdout(&["completions", shell]);
         assert!(
