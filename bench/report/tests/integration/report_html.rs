@@ -277,7 +277,7 @@ fn the_report_has_every_section_with_charts_and_no_external_reference() {
         &html[html.find("<h1>").unwrap()..]
     );
     assert!(
-        html.contains("Safety violated by 1 of 6 backends; NOT expected: redis-broken-nonx (1 overlap)")
+        html.contains("Safety violated by 1 of 6 backends; NOT expected: redis-broken-nonx (1 overlap, 1 stale write accepted)")
     );
     assert!(html.contains("<b>UNEXPECTED</b> redis-broken-nonx: 1 overlap"));
     assert!(section(&html, "summary").contains("class=\"safety bad\">VIOLATED: 1 overlap"));
@@ -302,7 +302,7 @@ fn an_expected_violation_heads_the_report_as_met() {
         &html[html.find("<h1>").unwrap()..]
     );
     assert!(html.contains(
-        "Safety violated by 1 of 6 backends; all as expected: redis-broken-nonx (1 overlap); none unexpected"
+        "Safety violated by 1 of 6 backends; all as expected: redis-broken-nonx (1 overlap, 1 stale write accepted); none unexpected"
     ));
     assert!(!html.contains("UNEXPECTED"));
     assert!(
