@@ -237,12 +237,16 @@ pub enum Command {
     /// roff, generated from this command line: `lockbench man | man -l -`, or `lockbench man
     /// --dir /usr/local/share/man/man1` for lockbench.1 and lockbench-run.1, ...
     Man(crate::commands::man::ManArgs),
-    /// Print the command reference (docs/commands.md) as Markdown.
+    /// Write the command reference (docs/commands.md, cluster-commands.md, scenario-files.md).
     ///
     /// Generated from this command line and the knob tables of every registered system:
-    /// `lockbench help-markdown > docs/commands.md`.
+    /// `lockbench help-markdown docs`.
     #[command(hide = true)]
-    HelpMarkdown,
+    HelpMarkdown {
+        /// The directory to write the pages into.
+        #[arg(default_value = "docs")]
+        dir: PathBuf,
+    },
 }
 
 /// Arguments of `lockbench report`.
@@ -417,7 +421,7 @@ pub struct RunArgs {
     /// Override a scenario field, e.g. `--set duration=8s`. Repeatable.
     ///
     /// For example `--set workload.clients=8 --set duration=8s --set
-    /// backends=zk-fair,etcd-lease`; docs/commands.md lists the fields and knobs.
+    /// backends=zk-fair,etcd-lease`; docs/scenario-files.md lists the fields and knobs.
     #[arg(long = "set", value_name = "PATH=VALUE")]
     pub sets: Vec<String>,
 

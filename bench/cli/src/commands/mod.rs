@@ -48,7 +48,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::K8sManifests(args) => k8s_manifests::run(args),
         Command::Completions(args) => completions::run(args),
         Command::Man(args) => man::run(args),
-        Command::HelpMarkdown => help_markdown::run(),
+        Command::HelpMarkdown { dir } => help_markdown::run(&dir),
     }
 }
 
