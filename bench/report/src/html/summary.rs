@@ -93,6 +93,15 @@ pub(crate) fn environment(run: &Run) -> Markup {
         ("OS".into(), e.os.clone()),
         ("CPUs".into(), e.cpus.to_string()),
     ];
+    if !e.cpu_model.is_empty() {
+        rows.push(("CPU model".into(), e.cpu_model.clone()));
+    }
+    if let Some([one, five, fifteen]) = e.load_average {
+        rows.push((
+            "load average at the start".into(),
+            format!("{one:.2} {five:.2} {fifteen:.2} (1, 5, 15 min)"),
+        ));
+    }
     for (k, v) in &e.servers {
         rows.push((k.clone(), v.clone()));
     }

@@ -138,7 +138,8 @@ pub(crate) fn synthetic_run(parent: &Path, name: &str, started: &str, overlap: b
         "schema_version": 1, "scenario": "synthetic", "seed": 7, "started_at": started,
         "complete": true, "cluster": "managed",
         "environment": {"lockbench_version": "0.1.0", "kernel": "6.1.0-test", "os": "Debian GNU/Linux 12 (bookworm)",
-                        "cpus": 2, "servers": {"redis": "7.0.15", "zookeeper": "3.8.0"}},
+                        "cpus": 2, "cpu_model": "Test CPU @ 2.20GHz", "load_average": [3.5, 2.25, 1.0],
+                        "servers": {"redis": "7.0.15", "zookeeper": "3.8.0"}},
         "results": [
             result(good, "valid", 0),
             result(bad, if overlap { "invalid" } else { "valid" }, overlap as u64),
@@ -201,6 +202,12 @@ fn the_report_has_every_section_with_charts_and_no_external_reference() {
     let path = write_report(&dir).unwrap();
     assert_eq!(path, dir.join("report.html"));
     let html = std::fs::read_to_string(&path).unwrap();
+    // What produced it: the machine's CPU model and its load when the run started.
+    assert!(html.contains("Test CPU @ 2.20GHz"), "no CPU model");
+    assert!(
+        html.contains("3.50 2.25 1.00 (1, 5, 15 min)"),
+        "no load average"
+    );
     for id in [
         "summary",
         "scorecard",
