@@ -207,6 +207,13 @@ async fn run_ends_within(stop: &mut watch::Receiver<bool>, grace: Duration) -> b
 }
 
 /// Applies the schedule's steps at their times, then heals everything.
+///
+/// A step that comes as the run ends is not a fault window: on a loaded machine the schedule
+/// can lag past the run's end, when a client container's worker has ended its run and its
+/// container is gone, so `iptables` in it fails. A step's faults that were not applied are
+/// therefore held for [`RUN_END_GRACE`]: the run's stop within it drops them (an info log
+/// line says so), anything else (the grace over, the next step due) records them as faults
+/// not applied. A step due after the stop flag is set is not applied at all.
 async fn run_schedule<N: Nemesis>(
     mut nemesis: N,
     steps: Vec<schedule::Step>,
@@ -215,17 +222,163 @@ async fn run_schedule<N: Nemesis>(
     events: mpsc::UnboundedSender<FaultEvent>,
     mut stop: watch::Receiver<bool>,
 ) {
-    for step in steps {
+    let mut held = Held::default();
+    'steps: for step in steps {
         let at = clock.instant_at(measure_start.after(step.at));
-        tokio::select! {
-            _ = tokio::time::sleep_until(at.into()) => {}
-            _ = stop.wait_for(|s| *s) => break,
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep_until(at.into()) => break,
+                _ = stop.wait_for(|s| *s) => break 'steps,
+                _ = tokio::time::sleep_until(held.until().into()), if held.any() => {
+                    held.record(&events);
+                }
+            }
+        }
+        held.record(&events);
+        if *stop.borrow() {
+            break;
         }
         for e in nemesis.apply(&step.fault, &clock).await {
-            let _ = events.send(e);
+            if e.applied {
+                let _ = events.send(e);
+            } else {
+                held.hold(e);
+            }
         }
+    }
+    if held.any() {
+        let left = held
+            .until()
+            .saturating_duration_since(std::time::Instant::now());
+        if run_ends_within(&mut stop, left).await {
+            held.drop_at_run_end();
+        }
+        held.record(&events);
     }
     for e in nemesis.heal_all(&clock).await {
         let _ = events.send(e);
+    }
+}
+
+/// A step's faults that were not applied, held until the run proves not to be ending.
+#[derive(Default)]
+struct Held {
+    events: Vec<FaultEvent>,
+    /// When the first of them failed.
+    since: Option<std::time::Instant>,
+}
+
+impl Held {
+    fn any(&self) -> bool {
+        !self.events.is_empty()
+    }
+
+    fn hold(&mut self, e: FaultEvent) {
+        self.since.get_or_insert_with(std::time::Instant::now);
+        self.events.push(e);
+    }
+
+    /// When the grace of the held faults ends.
+    fn until(&self) -> std::time::Instant {
+        self.since.unwrap_or_else(std::time::Instant::now) + RUN_END_GRACE
+    }
+
+    /// Records the held faults as not applied.
+    fn record(&mut self, events: &mpsc::UnboundedSender<FaultEvent>) {
+        for e in self.events.drain(..) {
+            let _ = events.send(e);
+        }
+        self.since = None;
+    }
+
+    /// The run ended within the grace: the held faults came as it ended.
+    fn drop_at_run_end(&mut self) {
+        for e in self.events.drain(..) {
+            tracing::info!(
+                fault = %e.fault,
+                note = %e.note,
+                "a scheduled fault came as the run ended and could not be applied: no fault window"
+            );
+        }
+        self.since = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lockbench_core::{Fault, PartitionSpec, Targets};
+
+    /// A nemesis of the harness's own tests: every fault fails to apply (as `iptables` in a
+    /// client container that has gone), each heal succeeds.
+    struct Failing;
+
+    impl lockbench_chaos::Nemesis for Failing {
+        async fn apply(&mut self, fault: &Fault, clock: &RunClock) -> Vec<FaultEvent> {
+            vec![FaultEvent::not_applied(
+                clock,
+                fault.verb(),
+                vec!["zk2".into()],
+                "iptables failed: exit status: 137".into(),
+            )]
+        }
+
+        async fn heal_all(&mut self, _clock: &RunClock) -> Vec<FaultEvent> {
+            Vec::new()
+        }
+    }
+
+    fn partition_at(at: Duration) -> schedule::Step {
+        schedule::Step {
+            at,
+            fault: Fault::Partition {
+                split: PartitionSpec::Isolate(Targets::Leader),
+            },
+            entry: Some(0),
+        }
+    }
+
+    /// Runs a schedule of one failing step at `at`, the run's stop set after `stop_after`;
+    /// returns the events recorded.
+    async fn recorded(at: Duration, stop_after: Duration) -> Vec<FaultEvent> {
+        let clock = RunClock::start();
+        let (events, mut received) = mpsc::unbounded_channel();
+        let (stop, stopped) = watch::channel(false);
+        let schedule = tokio::spawn(run_schedule(
+            Failing,
+            vec![partition_at(at)],
+            clock,
+            Nanos(0),
+            events,
+            stopped,
+        ));
+        tokio::time::sleep(stop_after).await;
+        let _ = stop.send(true);
+        schedule.await.unwrap();
+        let mut out = Vec::new();
+        while let Ok(e) = received.try_recv() {
+            out.push(e);
+        }
+        out
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_fault_that_fails_as_the_run_ends_is_no_window() {
+        let events = recorded(Duration::from_secs(10), Duration::from_millis(10_300)).await;
+        assert!(events.is_empty(), "{events:?}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_fault_that_fails_mid_run_is_recorded_not_applied() {
+        let events = recorded(Duration::from_secs(10), Duration::from_secs(16)).await;
+        assert_eq!(events.len(), 1, "{events:?}");
+        assert!(!events[0].applied);
+        assert!(events[0].note.starts_with("iptables failed"), "{events:?}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_step_due_after_the_stop_is_not_applied() {
+        let events = recorded(Duration::from_secs(10), Duration::from_secs(5)).await;
+        assert!(events.is_empty(), "{events:?}");
     }
 }
