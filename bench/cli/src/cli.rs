@@ -41,7 +41,7 @@ pub struct Cli {
     /// When to colour: auto, always or never.
     ///
     /// `auto` colours a stream only when it is a terminal and NO_COLOR is unset or empty
-    /// (https://no-color.org); `always` and `never` override NO_COLOR. Applies to the tables,
+    /// (no-color.org); `always` and `never` override NO_COLOR. Applies to the tables,
     /// the verdict lines, the progress bars, log lines and this help.
     #[arg(
         long,
@@ -472,7 +472,7 @@ pub struct WorkerArgs {
     /// Dial in to the coordinator at this address (`host:port`) instead of reading stdin.
     #[arg(long, value_name = "ADDR")]
     pub coordinator: Option<String>,
-    /// The name this worker gives the coordinator [default: `worker-<hostname>-<pid>`].
+    /// The name this worker gives the coordinator (default: `worker-<hostname>-<pid>`).
     #[arg(long, env = "LOCKBENCH_WORKER_NAME", requires = "coordinator")]
     pub name: Option<String>,
     /// How long to keep trying to reach the coordinator (it may not listen yet).

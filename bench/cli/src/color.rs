@@ -1,4 +1,4 @@
-//! Whether output is coloured: `--color auto|always|never` and NO_COLOR (https://no-color.org).
+//! Whether output is coloured: `--color auto|always|never` and NO_COLOR (<https://no-color.org>).
 //!
 //! One decision per stream, made once at start ([`init`]) and asked wherever colour is drawn:
 //! the tables (comfy-table), the verdict lines ([`paint`]), the progress bars (indicatif, through

@@ -136,8 +136,8 @@ fn section(out: &mut String, cmd: &mut clap::Command, name: &str, global: bool) 
     }
 }
 
-/// `- `--out <OUT>`: help` with the long help indented under it, and the defaults, values and
-/// environment variable clap would show.
+/// A list item: the option in bold (`--out <OUT>`), its help, the long help indented under it,
+/// and the defaults, values and environment variable clap would show.
 fn argument(arg: &clap::Arg) -> String {
     let names = match (arg.get_short(), arg.get_long()) {
         (Some(s), Some(l)) => format!("-{s}, --{l}"),
