@@ -105,17 +105,16 @@ pub enum Ink {
     Yellow,
 }
 
-/// `text` in `ink` when stdout is coloured, else as it is.
+/// `text` in `ink` when stdout is coloured, else as it is (console's styling, which [`init`]
+/// told whether stdout is coloured).
 pub fn paint(text: &str, ink: Ink) -> String {
-    if !stdout() {
-        return text.to_string();
+    let styled = console::style(text);
+    match ink {
+        Ink::Red => styled.red(),
+        Ink::Green => styled.green(),
+        Ink::Yellow => styled.yellow(),
     }
-    let code = match ink {
-        Ink::Red => 31,
-        Ink::Green => 32,
-        Ink::Yellow => 33,
-    };
-    format!("\x1b[{code}m{text}\x1b[0m")
+    .to_string()
 }
 
 #[cfg(test)]
