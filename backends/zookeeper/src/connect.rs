@@ -36,6 +36,15 @@ const CONNECTION_TIMEOUT: Duration = Duration::from_secs(1);
 /// the session timeout).
 const CONNECT_BUDGET: Duration = Duration::from_secs(4);
 
+/// Rounds over the whole address list before a connect gives up. One round gives each member
+/// one [`CONNECTION_TIMEOUT`] (less with a short session timeout); on a loaded machine a
+/// member's TLS handshake or session reply can miss that once and answer the next time. A
+/// refusing ensemble fails its rounds at once, so this costs an unreachable one only the pauses.
+const CONNECT_ROUNDS: u32 = 3;
+
+/// Pause between two rounds.
+const ROUND_PAUSE: Duration = Duration::from_millis(100);
+
 /// How long [`close`] and [`abandon`] wait for the session task to report that it is done.
 const SETTLE: Duration = Duration::from_secs(2);
 
@@ -166,13 +175,26 @@ impl Ensemble {
                 })
                 .await?;
         }
-        let connecting = self.open(self.connector()?.with_detached());
+        let connector = self.connector()?.with_detached();
+        let connecting = async {
+            let mut round = 1;
+            loop {
+                match self.open(connector.clone()).await {
+                    Err(e) if round < CONNECT_ROUNDS => {
+                        tracing::debug!(round, "zookeeper: no session yet ({e}); trying again");
+                        round += 1;
+                        tokio::time::sleep(ROUND_PAUSE).await;
+                    }
+                    answer => return answer,
+                }
+            }
+        };
         let failed = match tokio::time::timeout(CONNECT_BUDGET, connecting).await {
             Ok(Ok(client)) => return Ok(client),
             Ok(Err(e)) => format!(
-                "zookeeper: no session: no member answered the session request (each is given \
-                 {:?} from connecting; unreachable, refusing, or accepting connections without \
-                 answering): {e}",
+                "zookeeper: no session: no member answered the session request in \
+                 {CONNECT_ROUNDS} rounds (each member is given {:?} a round from connecting; \
+                 unreachable, refusing, or accepting connections without answering): {e}",
                 CONNECTION_TIMEOUT.min(self.session_timeout * 2 / 5)
             ),
             Err(_) => format!(
