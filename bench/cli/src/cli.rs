@@ -159,8 +159,9 @@ pub enum Command {
     /// Compare two runs: per backend and metric, improved, regressed or no change.
     ///
     /// The inputs are run directories or results.json files. For every shared (backend,
-    /// workload, metric) a verdict against per-metric noise thresholds (and Welch's t-test
-    /// when both runs used `--repeat`). Exit code 1 on any regression (a new safety violation
+    /// workload, metric) a verdict against per-metric noise thresholds (and, when both runs used
+    /// `--repeat`, Welch's t-test, its p-values adjusted over the whole comparison by
+    /// Benjamini–Hochberg, so the comparison, not each metric, keeps the false-alarm rate). Exit code 1 on any regression (a new safety violation
     /// always is one), 2 when an input cannot be read.
     Compare(CompareArgs),
     /// Read runs at several worker counts as a scaling curve per backend.
@@ -397,9 +398,10 @@ pub struct CompareArgs {
     /// acquire_p90, acquire_p99, handoff_p50, handoff_p99.
     #[arg(long = "threshold", value_name = "METRIC=FRACTION")]
     pub thresholds: Vec<String>,
-    /// Significance level of Welch's t-test [default: 0.05].
+    /// False-alarm rate of the whole comparison [default: 0.05].
     ///
-    /// Used when both runs have repetitions (`run --repeat`).
+    /// Used when both runs have repetitions (`run --repeat`): a change counts when its
+    /// Benjamini–Hochberg adjusted p-value (the table's `q`) is below this.
     #[arg(long)]
     pub significance: Option<f64>,
 }

@@ -52,6 +52,9 @@ pub struct Row {
     pub change: Option<f64>,
     /// Welch's two-sided p-value, when both sides have at least two samples.
     pub p_value: Option<f64>,
+    /// The p-value adjusted for every test of this comparison (Benjamini–Hochberg): the
+    /// figure the verdict compares with the significance level.
+    pub q_value: Option<f64>,
     /// The metric's noise threshold.
     pub threshold: f64,
     /// The outcome.
@@ -80,6 +83,9 @@ pub struct Comparison {
     pub new_label: String,
     /// One row per shared (backend, workload, metric).
     pub rows: Vec<Row>,
+    /// How many rows were tested for significance (both sides had repetitions): the family
+    /// the q-values are adjusted over.
+    pub tests: usize,
     /// Results on one side only.
     pub missing: Vec<Missing>,
     /// The configuration used.
@@ -149,10 +155,12 @@ pub fn compare(base: &RunResults, new: &RunResults, config: &Config) -> Comparis
             });
         }
     }
+    let tests = judge(&mut rows, config);
     Comparison {
         base_label: label(base),
         new_label: label(new),
         rows,
+        tests,
         missing,
         config: config.clone(),
     }
@@ -197,6 +205,7 @@ fn row(b: &BackendResult, metric: Metric, config: &Config) -> Row {
         new_n: 0,
         change: None,
         p_value: None,
+        q_value: None,
         threshold: config.threshold(metric),
         verdict: Verdict::NonSignificant,
         note: String::new(),
@@ -260,11 +269,38 @@ fn numeric_row(b: &BackendResult, metric: Metric, bv: &[f64], nv: &[f64], config
     };
     r.change = Some(change);
     r.p_value = stats::welch_p(bv, nv);
+    r
+}
+
+/// Adjusts the p-values of every tested row together ([`stats::benjamini_hochberg`]) and gives
+/// each numeric row its verdict; returns how many rows were tested.
+fn judge(rows: &mut [Row], config: &Config) -> usize {
+    let tested: Vec<usize> = (0..rows.len())
+        .filter(|&i| rows[i].p_value.is_some())
+        .collect();
+    let p: Vec<f64> = tested.iter().filter_map(|&i| rows[i].p_value).collect();
+    for (&i, q) in tested.iter().zip(stats::benjamini_hochberg(&p)) {
+        rows[i].q_value = Some(q);
+    }
+    for r in rows.iter_mut() {
+        if Metric::NUMERIC.contains(&r.metric) && r.change.is_some() {
+            decide(r, config);
+        }
+    }
+    tested.len()
+}
+
+/// A numeric row's verdict: beyond its noise threshold, beyond the latency floor, and (when
+/// tested) significant after the adjustment.
+fn decide(r: &mut Row, config: &Config) {
+    let (Some(base), Some(new), Some(change)) = (r.base, r.new, r.change) else {
+        return;
+    };
     let beyond_noise = change.abs() > r.threshold;
-    let beyond_floor = !metric.is_latency() || (new - base).abs() >= config.latency_floor_us;
-    let significant = r.p_value.is_none_or(|p| p < config.significance);
+    let beyond_floor = !r.metric.is_latency() || (new - base).abs() >= config.latency_floor_us;
+    let significant = r.q_value.is_none_or(|q| q < config.significance);
     if beyond_noise && beyond_floor && significant {
-        let better = (change > 0.0) == metric.higher_is_better();
+        let better = (change > 0.0) == r.metric.higher_is_better();
         r.verdict = if better {
             Verdict::Improved
         } else {
@@ -272,14 +308,14 @@ fn numeric_row(b: &BackendResult, metric: Metric, bv: &[f64], nv: &[f64], config
         };
     } else if beyond_noise && beyond_floor {
         r.note = format!(
-            "p = {:.3} >= {}",
-            r.p_value.unwrap_or(1.0),
-            config.significance
+            "q = {:.3} >= {} (p = {:.3})",
+            r.q_value.unwrap_or(1.0),
+            config.significance,
+            r.p_value.unwrap_or(1.0)
         );
     } else if beyond_noise {
         r.note = format!("below the {} µs latency floor", config.latency_floor_us);
     }
-    r
 }
 
 fn safety_row(

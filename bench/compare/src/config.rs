@@ -1,7 +1,8 @@
 //! Noise thresholds and the significance level, from defaults, a TOML file and flags.
 //!
 //! ```toml
-//! significance = 0.05      # Welch's t-test cut, used when both runs have repetitions
+//! significance = 0.05      # the comparison's false-alarm rate: the cut for Welch's test's
+//!                          # Benjamini–Hochberg adjusted p-values, with repetitions on both sides
 //! latency_floor_us = 50    # latency changes smaller than this (absolute) are noise
 //! [thresholds]             # relative change that counts, per metric
 //! throughput = 0.15
@@ -98,7 +99,8 @@ impl Metric {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
-    /// Significance level of Welch's t-test (when both sides have repetitions).
+    /// The false-alarm rate of a whole comparison: a tested change counts when its
+    /// Benjamini–Hochberg adjusted p-value is below it (when both sides have repetitions).
     pub significance: f64,
     /// Absolute latency change (µs) below which a latency change is noise.
     pub latency_floor_us: f64,

@@ -25,9 +25,9 @@ fn fmt_change(r: &Row) -> String {
     }
 }
 
-fn fmt_p(r: &Row) -> String {
-    r.p_value
-        .map(|p| format!("{p:.3}"))
+fn fmt_q(r: &Row) -> String {
+    r.q_value
+        .map(|q| format!("{q:.3}"))
         .unwrap_or_else(|| "-".into())
 }
 
@@ -43,7 +43,7 @@ fn fmt_n(r: &Row) -> String {
 }
 
 const HEADER: [&str; 10] = [
-    "backend", "workload", "metric", "base", "new", "change", "noise", "n", "p", "verdict",
+    "backend", "workload", "metric", "base", "new", "change", "noise", "n", "q", "verdict",
 ];
 
 fn cells(r: &Row) -> [String; 10] {
@@ -61,7 +61,7 @@ fn cells(r: &Row) -> [String; 10] {
         fmt_change(r),
         fmt_threshold(r),
         fmt_n(r),
-        fmt_p(r),
+        fmt_q(r),
         verdict,
     ]
 }
@@ -251,9 +251,10 @@ pub fn html(c: &Comparison) -> String {
     let _ = writeln!(
         out,
         "</tbody></table>\n<p>Noise thresholds are relative changes; with repetitions on both \
-         sides a change must also pass Welch's t-test at p &lt; {}; latency changes under {} µs \
+         sides a change must also pass Welch's t-test with q &lt; {} (q: the p-value adjusted by \
+         Benjamini–Hochberg over the {} tests of this comparison); latency changes under {} µs \
          are noise. New safety violations are always regressions.</p></body></html>",
-        c.config.significance, c.config.latency_floor_us
+        c.config.significance, c.tests, c.config.latency_floor_us
     );
     out
 }

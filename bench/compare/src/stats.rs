@@ -1,6 +1,9 @@
-//! Welch's unequal-variance t-test, self-contained (no statistics crate): Student's t CDF via
-//! the regularised incomplete beta function (Lentz's continued fraction, as in Numerical
-//! Recipes) and a Lanczos log-gamma. Accurate to ~1e-10, far beyond what a 0.05 cut needs.
+//! The statistics behind a verdict: Welch's unequal-variance t-test on the repetitions of one
+//! metric, and the Benjamini–Hochberg adjustment that turns the p-values of every test in one
+//! comparison into q-values, so the comparison as a whole, not each metric on its own, keeps its
+//! false-alarm rate. Student's t distribution comes from `statrs`.
+
+use statrs::distribution::{ContinuousCDF, StudentsT};
 
 /// Sample mean.
 pub fn mean(xs: &[f64]) -> f64 {
@@ -33,80 +36,28 @@ pub fn welch_p(a: &[f64], b: &[f64]) -> Option<f64> {
     let t = diff / se2.sqrt();
     // Welch–Satterthwaite degrees of freedom.
     let df = se2 * se2 / (va * va / (na - 1.0) + vb * vb / (nb - 1.0));
-    // P(|T| > |t|) = I_{df/(df+t^2)}(df/2, 1/2).
-    Some(beta_reg(df / 2.0, 0.5, df / (df + t * t)).clamp(0.0, 1.0))
+    let student = StudentsT::new(0.0, 1.0, df).ok()?;
+    Some((2.0 * student.sf(t.abs())).clamp(0.0, 1.0))
 }
 
-fn ln_gamma(x: f64) -> f64 {
-    const G: [f64; 6] = [
-        76.180_091_729_471_46,
-        -86.505_320_329_416_77,
-        24.014_098_240_830_91,
-        -1.231_739_572_450_155,
-        0.001_208_650_973_866_179,
-        -0.000_005_395_239_384_953,
-    ];
-    let tmp = x + 5.5;
-    let tmp = tmp - (x + 0.5) * tmp.ln();
-    let mut ser = 1.000_000_000_190_015;
-    let mut y = x;
-    for g in G {
-        y += 1.0;
-        ser += g / y;
+/// Benjamini–Hochberg adjusted p-values (q-values), in the order of `p`.
+///
+/// Flagging every test whose q-value is below `alpha` keeps the expected share of false flags
+/// among the flagged ones at most `alpha` (for independent or positively dependent tests, as
+/// the metrics of one backend are). When no metric changed at all, as in an A/A comparison of
+/// one build against itself, any flag is a false one, and the chance of one or more is then at
+/// most `alpha` for the whole comparison: the nightly gate's false-alarm rate.
+pub fn benjamini_hochberg(p: &[f64]) -> Vec<f64> {
+    let m = p.len();
+    let mut order: Vec<usize> = (0..m).collect();
+    order.sort_by(|&i, &j| p[i].total_cmp(&p[j]));
+    let mut q = vec![1.0; m];
+    let mut smallest_after = 1.0_f64;
+    for (rank, &i) in order.iter().enumerate().rev() {
+        smallest_after = smallest_after.min(p[i] * m as f64 / (rank + 1) as f64);
+        q[i] = smallest_after.clamp(0.0, 1.0);
     }
-    -tmp + (2.506_628_274_631_000_5 * ser / x).ln()
-}
-
-/// Regularised incomplete beta function I_x(a, b).
-fn beta_reg(a: f64, b: f64, x: f64) -> f64 {
-    if x <= 0.0 {
-        return 0.0;
-    }
-    if x >= 1.0 {
-        return 1.0;
-    }
-    let front =
-        (ln_gamma(a + b) - ln_gamma(a) - ln_gamma(b) + a * x.ln() + b * (1.0 - x).ln()).exp();
-    if x < (a + 1.0) / (a + b + 2.0) {
-        front * beta_cf(a, b, x) / a
-    } else {
-        1.0 - front * beta_cf(b, a, 1.0 - x) / b
-    }
-}
-
-fn beta_cf(a: f64, b: f64, x: f64) -> f64 {
-    const TINY: f64 = 1e-300;
-    let (qab, qap, qam) = (a + b, a + 1.0, a - 1.0);
-    let mut c = 1.0;
-    let mut d = 1.0 - qab * x / qap;
-    if d.abs() < TINY {
-        d = TINY;
-    }
-    d = 1.0 / d;
-    let mut h = d;
-    for m in 1..300 {
-        let m = m as f64;
-        let m2 = 2.0 * m;
-        let aa = m * (b - m) * x / ((qam + m2) * (a + m2));
-        d = 1.0 + aa * d;
-        d = if d.abs() < TINY { TINY } else { d };
-        c = 1.0 + aa / c;
-        c = if c.abs() < TINY { TINY } else { c };
-        d = 1.0 / d;
-        h *= d * c;
-        let aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2));
-        d = 1.0 + aa * d;
-        d = if d.abs() < TINY { TINY } else { d };
-        c = 1.0 + aa / c;
-        c = if c.abs() < TINY { TINY } else { c };
-        d = 1.0 / d;
-        let del = d * c;
-        h *= del;
-        if (del - 1.0).abs() < 1e-12 {
-            break;
-        }
-    }
-    h
+    q
 }
 
 #[cfg(test)]
@@ -132,6 +83,18 @@ mod tests {
         ];
         let p = welch_p(&a, &b).unwrap();
         assert!((p - 0.02106).abs() < 5e-4, "p = {p}");
+    }
+
+    /// R's `p.adjust(c(0.01, 0.04, 0.03, 0.005, 0.5), "BH")`: 0.025 0.05 0.05 0.025 0.5.
+    #[test]
+    fn benjamini_hochberg_matches_r() {
+        let q = benjamini_hochberg(&[0.01, 0.04, 0.03, 0.005, 0.5]);
+        let r = [0.025, 0.05, 0.05, 0.025, 0.5];
+        for (got, want) in q.iter().zip(r) {
+            assert!((got - want).abs() < 1e-12, "{q:?}");
+        }
+        assert!(benjamini_hochberg(&[]).is_empty());
+        assert_eq!(benjamini_hochberg(&[0.2]), [0.2]);
     }
 
     #[test]
