@@ -321,6 +321,9 @@ async fn client_loop<B: Backend>(
         let sent = clock.now();
         rec.push(Op::invoke(intended, id, f, key));
         let acquire = async {
+            if let Some(slowdown) = workload.slowdown {
+                tokio::time::sleep(slowdown).await;
+            }
             if shared_mode {
                 client.acquire_shared(key).await
             } else {

@@ -76,6 +76,30 @@ async fn a_count_limited_run_stops_at_its_count_and_records_every_op() {
     assert_eq!(out.acquire_latency().len(), n);
 }
 
+/// `workload.slowdown` is waited inside every acquire: no acquire, from its intended start to
+/// its grant, is faster than it, where the in-memory lock alone grants in microseconds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_injected_slowdown_is_waited_inside_every_acquire() {
+    let s = scenario("acquisitions = 40\nslowdown = '5ms'");
+    let (out, _, _) = run(&s, 0).await;
+    let latency = out.acquire_latency();
+    assert!(latency.len() >= 40, "{} acquisitions", latency.len());
+    assert!(
+        latency.min() >= 5_000,
+        "fastest acquire {} µs",
+        latency.min()
+    );
+    let plain = run(&scenario("acquisitions = 40"), 0)
+        .await
+        .0
+        .acquire_latency();
+    assert!(
+        plain.min() < 5_000,
+        "fastest plain acquire {} µs",
+        plain.min()
+    );
+}
+
 /// Acquires invoked but never completed (stopped mid-call at the end of the run) still sent a
 /// request.
 fn incomplete(ops: &[Op]) -> u64 {

@@ -74,6 +74,20 @@ pub struct Missing {
     pub only_in: &'static str,
 }
 
+/// A (backend, workload) that ran with a deliberate slowdown (`workload.slowdown`) on either
+/// side: its changes are (partly) made on purpose, as when the gate's power is measured.
+#[derive(Clone, Debug, Serialize)]
+pub struct Injected {
+    /// Recipe name.
+    pub backend: String,
+    /// Workload name.
+    pub workload: String,
+    /// The baseline's delay per acquire, ms.
+    pub base_ms: Option<f64>,
+    /// The new run's delay per acquire, ms.
+    pub new_ms: Option<f64>,
+}
+
 /// Everything `lockbench compare` reports.
 #[derive(Clone, Debug, Serialize)]
 pub struct Comparison {
@@ -88,6 +102,8 @@ pub struct Comparison {
     pub tests: usize,
     /// Results on one side only.
     pub missing: Vec<Missing>,
+    /// Results made with an injected slowdown, on either side.
+    pub injected: Vec<Injected>,
     /// The configuration used.
     pub config: Config,
 }
@@ -136,9 +152,20 @@ pub fn compare(base: &RunResults, new: &RunResults, config: &Config) -> Comparis
             .find(|r| r.backend == b.backend && r.workload == b.workload)
             .cloned()
     };
+    let mut injected = Vec::new();
     for b in &base.results {
         match find(new, b) {
-            Some(n) => compare_result(b, &n, config, &mut rows),
+            Some(n) => {
+                if b.injected_slowdown_ms.is_some() || n.injected_slowdown_ms.is_some() {
+                    injected.push(Injected {
+                        backend: b.backend.clone(),
+                        workload: b.workload.clone(),
+                        base_ms: b.injected_slowdown_ms,
+                        new_ms: n.injected_slowdown_ms,
+                    });
+                }
+                compare_result(b, &n, config, &mut rows)
+            }
             None => missing.push(Missing {
                 backend: b.backend.clone(),
                 workload: b.workload.clone(),
@@ -162,6 +189,7 @@ pub fn compare(base: &RunResults, new: &RunResults, config: &Config) -> Comparis
         rows,
         tests,
         missing,
+        injected,
         config: config.clone(),
     }
 }

@@ -35,6 +35,6 @@ pub mod render;
 pub mod scaling;
 pub mod stats;
 
-pub use compare::{Comparison, Missing, Row, Verdict, compare, load};
+pub use compare::{Comparison, Injected, Missing, Row, Verdict, compare, load};
 pub use config::{Config, Metric};
 pub use lockbench_results::RunResults;

@@ -78,6 +78,27 @@ pub fn summary(c: &Comparison) -> String {
     if !c.missing.is_empty() {
         let _ = write!(s, "; {} result(s) on one side only", c.missing.len());
     }
+    if !c.injected.is_empty() {
+        let ms = |v: Option<f64>| v.map_or("none".to_string(), |ms| format!("{ms} ms"));
+        let each: Vec<String> = c
+            .injected
+            .iter()
+            .map(|i| {
+                format!(
+                    "{}/{} {} -> {}",
+                    i.backend,
+                    i.workload,
+                    ms(i.base_ms),
+                    ms(i.new_ms)
+                )
+            })
+            .collect();
+        let _ = write!(
+            s,
+            "; INJECTED SLOWDOWN (workload.slowdown, per acquire): {}",
+            each.join(", ")
+        );
+    }
     s
 }
 

@@ -260,3 +260,20 @@ fn a_borderline_change_among_many_tests_is_not_flagged() {
     );
     assert_eq!(c.regressions(), 0);
 }
+
+/// A result made with `workload.slowdown` is named in the summary every format prints.
+#[test]
+fn an_injected_slowdown_is_named() {
+    let mut new = baseline();
+    new.results[1].injected_slowdown_ms = Some(2.0);
+    let c = compare(&baseline(), &new, &Config::default());
+    assert_eq!(c.injected.len(), 1);
+    let summary = render::summary(&c);
+    assert!(
+        summary.contains(
+            "INJECTED SLOWDOWN (workload.slowdown, per acquire): etcd-lease/contention none -> 2 ms"
+        ),
+        "{summary}"
+    );
+    assert!(render::markdown(&c).contains("INJECTED SLOWDOWN"));
+}

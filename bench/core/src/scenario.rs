@@ -227,6 +227,17 @@ pub struct Workload {
         with = "humantime_serde::option"
     )]
     pub renew_every: Option<Duration>,
+    /// A delay every client waits, inside its acquire, before it sends the request: a
+    /// slowdown injected on purpose, to measure what the regression gate catches
+    /// (`lockbench compare`). It counts in the acquire latency and lowers the throughput like
+    /// a slower server would. Every result made with it carries it (`injected_slowdown_ms`)
+    /// and every headline and comparison names it, so it is never left on unseen.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "humantime_serde::option"
+    )]
+    pub slowdown: Option<Duration>,
 }
 
 fn is_zero(x: &f64) -> bool {
@@ -478,6 +489,14 @@ impl Scenario {
         }
         if w.acquire_timeout.is_zero() {
             return Err(bad("workload.acquire_timeout", "must be above zero"));
+        }
+        if let Some(slowdown) = w.slowdown
+            && (slowdown.is_zero() || slowdown >= w.acquire_timeout)
+        {
+            return Err(bad(
+                "workload.slowdown",
+                "must be above zero and below workload.acquire_timeout (leave it out for none)",
+            ));
         }
         for (field, d) in [("workload.hold", &w.hold), ("workload.think", &w.think)] {
             if let Dist::Uniform { uniform: [lo, hi] } = d

@@ -206,6 +206,7 @@ fn workload(kind: WorkloadKind) -> BoxedStrategy<Workload> {
                 },
                 read_fraction,
                 renew_every: None,
+                slowdown: None,
             },
         )
         .boxed()

@@ -91,6 +91,9 @@ pub struct Headline {
     pub no_verdict: Vec<String>,
     /// The expectations that were not met, in the run's order.
     pub not_met: Vec<ExpectationResult>,
+    /// Backends whose clients waited inside every acquire on purpose (`workload.slowdown`),
+    /// with the delay in ms.
+    pub slowed: Vec<(String, f64)>,
 }
 
 /// The headline of `run`.
@@ -128,6 +131,11 @@ pub fn of(run: &RunResults) -> Headline {
             .iter()
             .filter(|e| e.outcome != Outcome::Met)
             .cloned()
+            .collect(),
+        slowed: run
+            .results
+            .iter()
+            .filter_map(|r| Some((r.backend.clone(), r.injected_slowdown_ms?)))
             .collect(),
     };
     for r in &run.results {
@@ -213,6 +221,23 @@ impl Headline {
         }
     }
 
+    /// `INJECTED SLOWDOWN: ...` when any backend ran with `workload.slowdown`.
+    pub fn slowdown_line(&self) -> Option<String> {
+        if self.slowed.is_empty() {
+            return None;
+        }
+        let each: Vec<String> = self
+            .slowed
+            .iter()
+            .map(|(backend, ms)| format!("{backend} {ms} ms"))
+            .collect();
+        Some(format!(
+            "INJECTED SLOWDOWN: {} before every acquire (workload.slowdown): these figures are \
+             slowed on purpose",
+            each.join(", ")
+        ))
+    }
+
     /// The safety line: how many backends kept mutual exclusion, and whether the violations
     /// were the expected ones, each backend with the kinds it showed (one backend may show an
     /// expected kind and an unexpected one). A run in which no fault was applied says what it
@@ -271,7 +296,9 @@ impl Headline {
     /// The terminal's last lines: the title, the safety line, then one line per unexpected
     /// violation and per expectation not met.
     pub fn lines(&self) -> Vec<String> {
-        let mut lines = vec![self.title_line(), self.safety_line()];
+        let mut lines = vec![self.title_line()];
+        lines.extend(self.slowdown_line());
+        lines.push(self.safety_line());
         for v in &self.unexpected {
             lines.push(format!("UNEXPECTED: {}: {}", v.backend, v.kinds.join(", ")));
         }
@@ -311,6 +338,25 @@ mod tests {
         let mut r = invalid(backend, &[]);
         r.safety.verdict = Validity::Valid;
         r
+    }
+
+    /// A backend run with `workload.slowdown` is named right under the title.
+    #[test]
+    fn an_injected_slowdown_is_the_second_line() {
+        let mut slowed = valid("etcd-lease");
+        slowed.injected_slowdown_ms = Some(2.5);
+        let h = of(&judged("", vec![valid("zk-fair"), slowed]));
+        let lines = h.lines();
+        assert_eq!(
+            lines[1],
+            "INJECTED SLOWDOWN: etcd-lease 2.5 ms before every acquire (workload.slowdown): \
+             these figures are slowed on purpose",
+            "{lines:?}"
+        );
+        assert_eq!(
+            of(&judged("", vec![valid("zk-fair")])).slowdown_line(),
+            None
+        );
     }
 
     #[test]

@@ -311,6 +311,10 @@ pub struct BackendResult {
     pub keys: u32,
     /// Offered rate for open loop, `null` for closed loop.
     pub offered_rate_per_s: Option<f64>,
+    /// The delay each client waited inside every acquire on purpose (`workload.slowdown`),
+    /// ms: these figures are slowed deliberately. Absent when none was injected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub injected_slowdown_ms: Option<f64>,
     /// Length of the measured window, seconds.
     pub measured_s: f64,
     /// Acquisitions in the measured window.
@@ -546,6 +550,11 @@ impl Percentiles {
     }
 }
 
+/// `workload.slowdown` in ms, as results carry it.
+pub fn slowdown_ms(workload: &Workload) -> Option<f64> {
+    workload.slowdown.map(|d| d.as_secs_f64() * 1e3)
+}
+
 impl BackendResult {
     /// A result for a backend that could not run at all: status `error`, verdict `unknown`.
     pub fn failed(backend: &str, workload: &Workload, error: String) -> BackendResult {
@@ -557,6 +566,7 @@ impl BackendResult {
             clients: workload.clients,
             keys: workload.keys,
             offered_rate_per_s: workload.rate,
+            injected_slowdown_ms: slowdown_ms(workload),
             measured_s: 0.0,
             acquisitions: 0,
             acquisitions_total: 0,

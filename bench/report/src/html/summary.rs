@@ -58,6 +58,9 @@ fn headline_html(h: &Headline) -> Markup {
         p.headline {
             span.verdict.(h.verdict.name()) { (h.verdict.title()) } " " (h.detail())
         }
+        @if let Some(line) = h.slowdown_line() {
+            p.bad { b { (line) } }
+        }
         p class=[(!h.unexpected.is_empty()).then_some("bad")] {
             (capitalised(&h.safety_line()))
         }
