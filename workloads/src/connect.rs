@@ -29,14 +29,16 @@ const PROBE_CLIENT: ClientId = ClientId(u32::MAX);
 
 /// Has the backend's servers answer ([`Backend::check_servers`]: a Redis `PING`), then
 /// connects one client and closes it again (a ZooKeeper session, an etcd lease), before the run
-/// waits on the servers in any other way. Fails within [`PROBE_BUDGET`] with the backend's own
-/// error, which names the address and what did not answer.
+/// waits on the servers in any other way. Fails within [`PROBE_BUDGET`] (plus the client's own
+/// [`Backend::start_time`], an adapter's start) with the backend's own error, which names the
+/// address and what did not answer.
 pub async fn probe<B: Backend>(backend: &B) -> Result<(), BackendError> {
     let checked = async {
         backend.check_servers().await?;
         backend.connect(PROBE_CLIENT).await
     };
-    match tokio::time::timeout(PROBE_BUDGET, checked).await {
+    let budget = PROBE_BUDGET + backend.start_time();
+    match tokio::time::timeout(budget, checked).await {
         Ok(Ok(client)) => {
             client.close().await;
             Ok(())
@@ -52,7 +54,7 @@ pub async fn probe<B: Backend>(backend: &B) -> Result<(), BackendError> {
                 .unwrap_or_else(|| format!("the {} servers", info.backend));
             Err(BackendError::Unreachable {
                 endpoint: servers,
-                reason: format!("no client could connect within {PROBE_BUDGET:?}"),
+                reason: format!("no client could connect within {budget:?}"),
             })
         }
     }

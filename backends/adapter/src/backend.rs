@@ -127,6 +127,10 @@ impl Backend for AdapterBackend {
         }
     }
 
+    fn start_time(&self) -> std::time::Duration {
+        self.manifest.start_timeout
+    }
+
     async fn connect(&self, client: ClientId) -> Result<AdapterClient, BackendError> {
         let env = ClientEnv {
             client: client.0,

@@ -14,6 +14,11 @@ fn backend(mode: &str) -> AdapterBackend {
 
 /// `mode`'s adapter, with more arguments (`garbage-after 7`: seven good answers first).
 fn backend_with(mode: &str, args: &[&str]) -> AdapterBackend {
+    backend_starting_within(mode, args, lockbench_adapter::process::PROMPT)
+}
+
+/// [`backend_with`], its manifest allowing `start_timeout` for the hello.
+fn backend_starting_within(mode: &str, args: &[&str], start_timeout: Duration) -> AdapterBackend {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests");
     let m = Manifest {
         library: format!("broken-{mode}"),
@@ -24,7 +29,7 @@ fn backend_with(mode: &str, args: &[&str]) -> AdapterBackend {
             .map(|a| a.to_string())
             .collect(),
         lock_life: None,
-        start_timeout: lockbench_adapter::process::PROMPT,
+        start_timeout,
         build: Vec::new(),
         env: Default::default(),
         observe: None,
@@ -109,6 +114,18 @@ async fn a_broken_hello_fails_the_connect_naming_the_library_and_the_line() {
         let broken = b.broken().expect("recorded");
         assert!(broken.contains(says), "{mode}: {broken}");
     }
+}
+
+/// The manifest's `start_timeout` holds before a run too: an adapter that says hello after
+/// 5.5 s, past the probe's own budget, passes the probe when its manifest allows 10 s.
+#[tokio::test]
+async fn a_slow_start_within_its_start_timeout_passes_the_probe() {
+    let b = backend_starting_within("slow-hello", &["5.5"], Duration::from_secs(10));
+    assert!(lockbench_workloads::connect::PROBE_BUDGET < Duration::from_millis(5500));
+    lockbench_workloads::connect::probe(&b)
+        .await
+        .expect("a hello within start_timeout is in time");
+    assert_eq!(b.broken(), None);
 }
 
 #[tokio::test]

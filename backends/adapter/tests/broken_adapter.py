@@ -4,14 +4,15 @@ lockbench names the break within seconds and never trusts the run.
 Usage: broken_adapter.py MODE [N], MODE one of: garbage-hello, no-hello, exit-before-hello,
 garbage-answer, unasked-answer, second-answer, hang-on-release, exit-on-acquire, good, and the
 adapters that go bad mid-run: garbage-after, exit-after, hang-after (answer N requests well,
-then print garbage, exit, or stop answering; N defaults to 20).
+then print garbage, exit, or stop answering; N defaults to 20). slow-hello SECONDS is a good
+adapter that says hello only after SECONDS.
 """
 import json
 import sys
 import time
 
 mode = sys.argv[1]
-after = int(sys.argv[2]) if len(sys.argv) > 2 else 20
+after = int(sys.argv[2]) if len(sys.argv) > 2 and mode.endswith("-after") else 20
 
 
 def say(obj):
@@ -26,6 +27,8 @@ if mode == "no-hello":
     time.sleep(30)
 if mode == "exit-before-hello":
     sys.exit(3)
+if mode == "slow-hello":
+    time.sleep(float(sys.argv[2]))
 say({"hello": 1, "library": "broken-" + mode, "version": "0", "fencing": None})
 held = set()
 answered = 0

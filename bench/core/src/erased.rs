@@ -64,6 +64,7 @@ trait DynBackend: Send + Sync + 'static {
     fn info(&self) -> BackendInfo;
     fn connect(&self, client: ClientId) -> BoxFuture<'_, Result<AnyClient, BackendError>>;
     fn check_servers(&self) -> BoxFuture<'_, Result<(), BackendError>>;
+    fn start_time(&self) -> std::time::Duration;
     fn server_counters(&self) -> BoxFuture<'_, Result<ServerCounters, String>>;
     fn wakeups(&self) -> Option<Wakeups>;
     fn broken(&self) -> Option<String>;
@@ -90,6 +91,10 @@ impl<B: Backend> DynBackend for B {
 
     fn check_servers(&self) -> BoxFuture<'_, Result<(), BackendError>> {
         Box::pin(Backend::check_servers(self))
+    }
+
+    fn start_time(&self) -> std::time::Duration {
+        Backend::start_time(self)
     }
 
     fn server_counters(&self) -> BoxFuture<'_, Result<ServerCounters, String>> {
@@ -131,6 +136,10 @@ impl Backend for AnyBackend {
 
     fn check_servers(&self) -> impl Future<Output = Result<(), BackendError>> + Send {
         self.0.check_servers()
+    }
+
+    fn start_time(&self) -> std::time::Duration {
+        self.0.start_time()
     }
 
     fn server_counters(&self) -> impl Future<Output = Result<ServerCounters, String>> + Send {

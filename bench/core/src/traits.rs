@@ -138,6 +138,14 @@ pub trait Backend: Send + Sync + 'static {
         async { Ok(()) }
     }
 
+    /// How long a client may take to start before its connect even begins (an adapter's
+    /// process and runtime: its manifest's `start_timeout`). The probe before a run waits this
+    /// much longer than its own budget, so a slow start is the adapter's error, named as such,
+    /// not the servers'. Zero (the default) for lockbench's own recipes.
+    fn start_time(&self) -> std::time::Duration {
+        std::time::Duration::ZERO
+    }
+
     /// Reads the servers' own request counters (ZooKeeper `mntr`, Redis `INFO commandstats`,
     /// etcd `/metrics`). Called before and after a run; the difference is compared with the
     /// sum of [`LockClient::requests_sent`].
