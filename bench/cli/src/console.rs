@@ -101,6 +101,9 @@ impl Observer for Console {
                 u.generator_notes.join("; ")
             );
         }
+        if let Some(why) = &r.requests.unseen {
+            eprintln!("WARNING: {}: {why}", r.backend);
+        }
         for stall in &r.stalls {
             eprintln!(
                 "ALARM: {}: no client acquired the lock for {:.1} s ({:.1} s to {:.1} s on the run clock; stall_alarm {})",

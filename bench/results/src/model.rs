@@ -287,6 +287,11 @@ pub struct Requests {
     /// stands.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_unknown: Option<String>,
+    /// Set when the servers counted fewer requests than the run had acquisitions (each sends
+    /// at least one): the requests did not reach the servers the backend names. The safety
+    /// verdict is then `unknown`, and the run says so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unseen: Option<String>,
     /// `server_counted / acquisitions_total`; `null` when `server_unknown` says why.
     pub server_per_acquisition: Option<f64>,
     /// `client_counted / acquisitions_total`.
@@ -610,6 +615,7 @@ impl BackendResult {
                 server_source: String::new(),
                 server_error: None,
                 server_unknown: None,
+                unseen: None,
                 server_per_acquisition: None,
                 client_per_acquisition: None,
             },

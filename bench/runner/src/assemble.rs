@@ -15,10 +15,10 @@ use lockbench_analysis::rwlock::{self, RwLockReport};
 use lockbench_analysis::{Safety, attribution, checker, fairness};
 use lockbench_core::scenario::Workload;
 use lockbench_core::{BackendInfo, OpType, ServerCounters, ServerFanout, Wakeups};
-use lockbench_results::Status;
 use lockbench_results::model::{
     BackendResult, CheckResult, Errors, Fanout, Percentiles, SafetyResult,
 };
+use lockbench_results::{Status, Validity};
 use lockbench_workloads::RunOutput;
 
 /// The servers' request counters read before and after a run.
@@ -88,6 +88,12 @@ pub fn backend_result(m: Measured<'_>) -> (BackendResult, Histogram<u64>) {
     safety.fenced_outside_fault_windows = fenced_outside;
 
     let requests = crate::cross_check::requests(out.requests_sent(), m.counters, total);
+    if let Some(why) = &requests.unseen {
+        safety.failed_checkers.push(format!("server count: {why}"));
+        if safety.verdict == Validity::Valid {
+            safety.verdict = Validity::Unknown;
+        }
+    }
     let server_ops_per_acquisition = requests
         .client_per_acquisition
         .or(requests.server_per_acquisition);

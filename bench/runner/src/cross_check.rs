@@ -39,10 +39,27 @@ use lockbench_results::model::Requests;
 /// before the servers' figure is reported unknown (see the module docs for the measurements).
 pub const TOLERANCE: f64 = 0.25;
 
+/// From this many acquisitions on, the servers' count must reach one request per acquisition.
+/// Every acquisition sends at least one request to a server (a create, a `SET`, a transaction),
+/// whatever else the recipe sends; a count below that means requests that never reached the
+/// servers the backend names (an adapter whose library answers without calling them, a
+/// cluster description that points somewhere else). Below this many acquisitions, the reads
+/// around the run are too coarse to tell.
+pub const UNSEEN_FROM: u64 = 20;
+
 /// The `requests` figures of a run: lockbench's count `client`, the servers' counters read
 /// around the run, and the run's `acquisitions` (warm-up included, the span both counts cover).
 pub fn requests(client: Option<u64>, counters: &CounterReadings, acquisitions: u64) -> Requests {
     let per = |n: u64| (acquisitions > 0).then(|| round3(n as f64 / acquisitions as f64));
+    let unseen = match (&counters.before, &counters.after) {
+        (Ok(b), Ok(a)) => a.since(b).ok().and_then(|delta| {
+            unseen(
+                delta.saturating_sub(counters.observer_requests),
+                acquisitions,
+            )
+        }),
+        _ => None,
+    };
     let (server, source, error, unknown) = match (&counters.before, &counters.after) {
         (Ok(b), Ok(a)) => match a.since(b) {
             Ok(delta) => {
@@ -66,6 +83,7 @@ pub fn requests(client: Option<u64>, counters: &CounterReadings, acquisitions: u
         server_error: error,
         server_per_acquisition: server.filter(|_| unknown.is_none()).and_then(per),
         server_unknown: unknown,
+        unseen,
         client_per_acquisition: client.and_then(per),
     }
 }
@@ -86,6 +104,18 @@ fn disagreement(client: u64, server: u64) -> Option<String> {
             "the servers counted {server} requests, lockbench {client} ({how}): beyond the \
              ±{:.0} % tolerance",
             TOLERANCE * 100.0
+        )
+    })
+}
+
+/// Why `server` requests cannot account for `acquisitions`, when they are fewer.
+fn unseen(server: u64, acquisitions: u64) -> Option<String> {
+    (acquisitions >= UNSEEN_FROM && server < acquisitions).then(|| {
+        format!(
+            "the servers counted {server} requests for {acquisitions} acquisitions, fewer than \
+             one each: the clients' requests did not reach the servers this backend names (an \
+             adapter's library answering without calling them, or endpoints that lead \
+             elsewhere), so its verdict is no verdict on those servers"
         )
     })
 }
@@ -136,6 +166,32 @@ mod tests {
         assert_eq!(q.server_per_acquisition, Some(3.2));
         assert_eq!(q.client_per_acquisition, Some(3.0));
         assert_eq!(q.server_unknown, None);
+    }
+
+    /// An adapter counts nothing itself; servers that saw fewer requests than the run had
+    /// acquisitions say its library never called them.
+    #[test]
+    fn fewer_server_requests_than_acquisitions_are_unseen() {
+        let r = readings(reading(&[("r1", 1000, "a")]), reading(&[("r1", 1003, "a")]));
+        let why = requests(None, &r, 500)
+            .unseen
+            .expect("3 requests for 500 grants");
+        assert!(
+            why.contains("counted 3 requests for 500 acquisitions"),
+            "{why}"
+        );
+        let r = readings(reading(&[("r1", 1000, "a")]), reading(&[("r1", 1500, "a")]));
+        assert_eq!(
+            requests(None, &r, 500).unseen,
+            None,
+            "one request each is enough"
+        );
+        let r = readings(reading(&[("r1", 1000, "a")]), reading(&[("r1", 1000, "a")]));
+        assert_eq!(
+            requests(None, &r, UNSEEN_FROM - 1).unseen,
+            None,
+            "too few to tell"
+        );
     }
 
     #[test]

@@ -105,6 +105,35 @@ fn a_broken_adapter_by_path_fails_the_run_naming_the_library_and_the_line() {
     assert_named_error(&out, &out_dir, "garbage-answer", "\"OK\"");
 }
 
+/// An adapter whose library answers without calling a server (`broken_adapter.py good` keeps
+/// its locks in memory) makes many acquisitions that the Redis server it names never counted:
+/// the run says so, naming the backend, and its verdict is no verdict.
+#[test]
+fn an_adapter_that_never_calls_its_servers_is_named() {
+    let dir = common::scratch("adapters", "unseen");
+    let manifest = broken_manifest(&dir, "good", &[]);
+    let backend = format!("backends={}", manifest.display());
+    let (out, out_dir) =
+        common::run_scenario(&dir, "quick", &[&backend, "duration=2s", "warmup=0s"]);
+    assert!(
+        !out.status.success(),
+        "no verdict is never a pass: {}",
+        text(&out)
+    );
+    let r = results(&out_dir);
+    let res = &r["results"][0];
+    assert!(res["acquisitions"].as_u64().unwrap() >= 100, "{res}");
+    let unseen = res["requests"]["unseen"].as_str().expect("unseen");
+    assert!(unseen.contains("fewer than one each"), "{unseen}");
+    assert_eq!(res["safety"]["verdict"], "unknown", "{res}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("WARNING: lib:broken-good: the servers counted"),
+        "{}",
+        text(&out)
+    );
+}
+
 /// A broken adapter where faults need it: clients in worker processes (on client hosts), whose
 /// adapters break at their hello or go bad mid-run (garbage, an exit, silence after 30 good
 /// answers). The worker tells the coordinator at once, the run stops and is an error naming

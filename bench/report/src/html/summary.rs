@@ -144,9 +144,12 @@ fn pct(p: &Option<Percentiles>, f: impl Fn(&Percentiles) -> u64) -> String {
 /// The servers' requests per acquisition, or `?` with the reason as its tooltip when the
 /// figure is unknown.
 fn server_requests_cell(r: &BackendResult) -> Markup {
-    match &r.requests.server_unknown {
-        Some(why) => html! { span title=(why) { "?" } },
-        None => html! { (opt(r.requests.server_per_acquisition, 2)) },
+    match (&r.requests.unseen, &r.requests.server_unknown) {
+        (Some(why), _) => html! {
+            span.bad title=(why) { (opt(r.requests.server_per_acquisition, 2)) " (unseen)" }
+        },
+        (None, Some(why)) => html! { span title=(why) { "?" } },
+        (None, None) => html! { (opt(r.requests.server_per_acquisition, 2)) },
     }
 }
 
