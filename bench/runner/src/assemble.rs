@@ -109,7 +109,7 @@ pub fn backend_result(m: Measured<'_>) -> (BackendResult, Histogram<u64>) {
         clients: m.workload.clients,
         keys: m.workload.keys,
         offered_rate_per_s: m.workload.rate,
-        injected_slowdown_ms: lockbench_results::model::slowdown_ms(&m.workload),
+        injected_slowdown_ms: lockbench_results::model::slowdown_ms(m.workload),
         measured_s: round3(measured_s),
         acquisitions,
         acquisitions_total: total,
