@@ -159,11 +159,27 @@ pub enum Command {
     /// Compare two runs: per backend and metric, improved, regressed or no change.
     ///
     /// The inputs are run directories or results.json files. For every shared (backend,
-    /// workload, metric) a verdict against per-metric noise thresholds (and, when both runs used
-    /// `--repeat`, Welch's t-test, its p-values adjusted over the whole comparison by
-    /// Benjamini–Hochberg, so the comparison, not each metric, keeps the false-alarm rate). Exit code 1 on any regression (a new safety violation
-    /// always is one), 2 when an input cannot be read.
+    /// workload, metric) a verdict against per-metric noise thresholds (and, when both runs
+    /// have repetitions, from `--repeat` or `lockbench merge`, Welch's t-test, its p-values
+    /// adjusted over the whole comparison by Benjamini–Hochberg, so the comparison, not each
+    /// metric, keeps the false-alarm rate). Exit code 1 on any regression (a new safety
+    /// violation always is one), 2 when an input cannot be read.
     Compare(CompareArgs),
+    /// Merge runs of one scenario into one whose repetitions are the runs.
+    ///
+    /// For a gate that runs the baseline and the candidate in turns (A B A B ...) on one
+    /// machine: merge the A runs, merge the B runs, and `lockbench compare` the two, so the
+    /// machine's drift falls on both sides alike. A run made with `--repeat N` gives its N
+    /// repetitions. Writes OUT/results.json. Exit code 2 when a run cannot be read or the
+    /// runs are of different scenarios.
+    Merge {
+        /// Run directories (or their results.json), in the order they ran.
+        #[arg(required = true)]
+        runs: Vec<PathBuf>,
+        /// Where to write the merged results.json (a directory, created if needed).
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+    },
     /// Read runs at several worker counts as a scaling curve per backend.
     ///
     /// Runs of the same workload at several worker counts (`--workers swarm:1`, `swarm:2`,

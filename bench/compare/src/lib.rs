@@ -23,6 +23,9 @@
 //!   baseline and failed now, and a safety verdict that became `unknown` (a checker failed).
 //! - **Nothing is dropped silently.** A backend present on only one side is listed in
 //!   [`Comparison::missing`], and a metric that exists on one side only is a row with a note.
+//! - **Both sides measured alike.** [`merge`] reads several runs of one scenario as one whose
+//!   repetitions are the runs, so a gate can run the baseline and the candidate in turns on one
+//!   machine and compare the two merged sides.
 //! - **Pure data in, data out.** [`compare`] is a function of two [`RunResults`] and a
 //!   [`Config`]; [`render`] turns its [`Comparison`] into a terminal table, Markdown (for a CI
 //!   comment), JSON or a self-contained HTML page. The command line only loads files and maps
@@ -31,6 +34,7 @@
 
 mod compare;
 pub mod config;
+pub mod merge;
 pub mod render;
 pub mod scaling;
 pub mod stats;
@@ -38,3 +42,4 @@ pub mod stats;
 pub use compare::{Comparison, Injected, Missing, Row, Verdict, compare, load};
 pub use config::{Config, Metric};
 pub use lockbench_results::RunResults;
+pub use merge::merge;

@@ -54,6 +54,38 @@ fn compare(args: &CompareArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// `lockbench merge RUN... --out DIR`: writes the merged run; exit code 2 when a run cannot be
+/// read or the runs do not merge.
+pub fn merge(runs: &[std::path::PathBuf], out: &std::path::Path) -> ExitCode {
+    let merged = runs
+        .iter()
+        .map(|path| {
+            lockbench_compare::load(path)
+                .map(|r| (path.display().to_string(), r))
+                .map_err(|e| format!("{e:#}"))
+        })
+        .collect::<Result<Vec<_>, String>>()
+        .and_then(|loaded| lockbench_compare::merge(&loaded));
+    let written = merged.and_then(|m| {
+        std::fs::create_dir_all(out)
+            .map_err(|e| format!("cannot create {}: {e}", out.display()))?;
+        let file = out.join("results.json");
+        let text = serde_json::to_string_pretty(&m).expect("results serialise");
+        std::fs::write(&file, text).map_err(|e| format!("cannot write {}: {e}", file.display()))?;
+        Ok(file)
+    });
+    match written {
+        Ok(file) => {
+            eprintln!("merged {} runs: {}", runs.len(), file.display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
 /// `lockbench scaling RUN...`: prints the curves as Markdown; exit code 2 when a run cannot be
 /// read.
 pub fn scaling(runs: &[std::path::PathBuf]) -> ExitCode {

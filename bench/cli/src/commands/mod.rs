@@ -36,6 +36,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Analyse { run_dirs } => analyse::run(run_dirs),
         Command::Compare(args) => compare::run(args),
         Command::Scaling { runs } => Ok(compare::scaling(&runs)),
+        Command::Merge { runs, out } => Ok(compare::merge(&runs, &out)),
         Command::Worker(args) => worker::run(args).await,
         Command::ServeAdapter {
             recipe,

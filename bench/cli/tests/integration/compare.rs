@@ -192,3 +192,78 @@ fn scaling_names_where_the_curve_flattens_and_what_ran_out() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Runs of each side, merged: each run a repetition, so compare tests the sides' runs against
+/// each other; a consistently doubled p99 over three runs a side is a regression, three runs
+/// of one build are not; runs of another scenario do not merge.
+#[test]
+fn merged_runs_in_turns_are_compared_as_repetitions() {
+    let tmp = std::env::temp_dir().join(format!("lockbench-merge-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    let merge = |out: &str, runs: &[PathBuf]| {
+        Command::new(env!("CARGO_BIN_EXE_lockbench"))
+            .arg("merge")
+            .args(runs)
+            .arg("--out")
+            .arg(tmp.join(out))
+            .output()
+            .unwrap()
+    };
+    let side = |name: &str, p99s: [u64; 3]| -> Vec<PathBuf> {
+        p99s.iter()
+            .enumerate()
+            .map(|(i, &p99)| {
+                write(
+                    &tmp,
+                    &format!("{name}-{i}"),
+                    vec![result("zk-fair", p99, 0)],
+                )
+            })
+            .collect()
+    };
+    assert!(
+        merge("base", &side("base", [10_000, 10_400, 9_800]))
+            .status
+            .success()
+    );
+    assert!(
+        merge("same", &side("same", [10_200, 9_900, 10_100]))
+            .status
+            .success()
+    );
+    assert!(
+        merge("slow", &side("slow", [20_000, 20_600, 19_700]))
+            .status
+            .success()
+    );
+    let merged: Value =
+        serde_json::from_slice(&std::fs::read(tmp.join("base").join("results.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        merged["results"][0]["repetitions"]
+            .as_array()
+            .unwrap()
+            .len(),
+        3
+    );
+    let (code, text) = compare(&tmp.join("base"), &tmp.join("same"), &[]);
+    assert_eq!(code, 0, "{text}");
+    let (code, text) = compare(&tmp.join("base"), &tmp.join("slow"), &[]);
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains("REGRESSED"), "{text}");
+    let other = tmp.join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    let mut run: Value =
+        serde_json::from_slice(&std::fs::read(tmp.join("base-0").join("results.json")).unwrap())
+            .unwrap();
+    run["scenario"] = "quick".into();
+    std::fs::write(other.join("results.json"), run.to_string()).unwrap();
+    let out = merge("mixed", &[tmp.join("base-0"), other]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("only runs of one scenario merge"),
+        "{stderr}"
+    );
+    let _ = std::fs::remove_dir_all(&tmp);
+}
