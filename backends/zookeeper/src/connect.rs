@@ -39,7 +39,9 @@ const CONNECT_BUDGET: Duration = Duration::from_secs(4);
 /// Rounds over the whole address list before a connect gives up. One round gives each member
 /// one [`CONNECTION_TIMEOUT`] (less with a short session timeout); on a loaded machine a
 /// member's TLS handshake or session reply can miss that once and answer the next time. A
-/// refusing ensemble fails its rounds at once, so this costs an unreachable one only the pauses.
+/// round starts only when a whole one still fits in [`CONNECT_BUDGET`], so an ensemble that
+/// accepts connections and never answers fails with its own error as fast as with one round,
+/// and a refusing one fails its rounds at once.
 const CONNECT_ROUNDS: u32 = 3;
 
 /// Pause between two rounds.
@@ -130,11 +132,17 @@ impl Ensemble {
         self.connection.user.as_deref()
     }
 
+    /// Each member's time to connect and answer in one round: [`CONNECTION_TIMEOUT`], but at
+    /// most 2/5 of the session timeout.
+    fn connection_timeout(&self) -> Duration {
+        CONNECTION_TIMEOUT.min(self.session_timeout * 2 / 5)
+    }
+
     /// A connector with the session settings and, with a user, its digest credentials
     /// (`addauth digest user:password`, sent with every session's (re)connect), the password
     /// read from its source now.
     fn connector(&self) -> Result<zk::Connector, BackendError> {
-        let connection_timeout = CONNECTION_TIMEOUT.min(self.session_timeout * 2 / 5);
+        let connection_timeout = self.connection_timeout();
         let mut connector = zk::Client::connector()
             .with_session_timeout(self.session_timeout)
             .with_connection_timeout(connection_timeout)
@@ -176,26 +184,32 @@ impl Ensemble {
                 .await?;
         }
         let connector = self.connector()?.with_detached();
+        let started = std::time::Instant::now();
+        let whole_round = self.connection_timeout() * self.members.len() as u32 + ROUND_PAUSE;
         let connecting = async {
             let mut round = 1;
             loop {
                 match self.open(connector.clone()).await {
-                    Err(e) if round < CONNECT_ROUNDS => {
+                    Err(e)
+                        if round < CONNECT_ROUNDS
+                            && started.elapsed() + whole_round <= CONNECT_BUDGET =>
+                    {
                         tracing::debug!(round, "zookeeper: no session yet ({e}); trying again");
                         round += 1;
                         tokio::time::sleep(ROUND_PAUSE).await;
                     }
-                    answer => return answer,
+                    answer => return (round, answer),
                 }
             }
         };
         let failed = match tokio::time::timeout(CONNECT_BUDGET, connecting).await {
-            Ok(Ok(client)) => return Ok(client),
-            Ok(Err(e)) => format!(
-                "zookeeper: no session: no member answered the session request in \
-                 {CONNECT_ROUNDS} rounds (each member is given {:?} a round from connecting; \
+            Ok((_, Ok(client))) => return Ok(client),
+            Ok((rounds, Err(e))) => format!(
+                "zookeeper: no session: no member answered the session request in {rounds} \
+                 round{} over the members (each is given {:?} a round from connecting; \
                  unreachable, refusing, or accepting connections without answering): {e}",
-                CONNECTION_TIMEOUT.min(self.session_timeout * 2 / 5)
+                if rounds == 1 { "" } else { "s" },
+                self.connection_timeout()
             ),
             Err(_) => format!(
                 "zookeeper: no session within {CONNECT_BUDGET:?} (the session request went unanswered)"
