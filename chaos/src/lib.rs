@@ -18,8 +18,13 @@
 //!   into `iptables -A INPUT -s <peer> -j DROP` inside the namespaces (Jepsen's grudge), and
 //!   heal flushes. The root namespace's firewall is never touched: the coordinator process
 //!   (root namespace, the bridge address) is cut off by rules on the *other* side.
-//! - **Probes run inside the target's host** (`probe.rs`): leader lookups and the Redis clock
-//!   emulation still reach a server that a partition has cut off from the coordinator.
+//! - **Probes run inside the target's host** (`probe.rs`): leader lookups and a system's
+//!   clock jump still reach a server that a partition has cut off from the coordinator.
+//! - **No system is named here.** What only one system's servers can take is the system's,
+//!   offered through its `System` (`lockbench_core::SystemFault`: `redis-failover`;
+//!   `lockbench_core::ClockJump`; a watched group's leader): this crate finds it by verb
+//!   (`offered.rs`, `clock.rs`) and lends it the mechanics (probes from inside the hosts, a
+//!   link cut, a kill, a restart) through `lockbench_core::FaultAccess`.
 //! - **Nothing in memory is needed to clean up.** Rules live in namespaces the project owns,
 //!   servers are found by pid files: [`cleanup`] and `Cluster::down` undo everything after a
 //!   `kill -9` of whatever applied the faults.
@@ -53,7 +58,6 @@ mod cleanup;
 mod client_nemesis;
 mod clock;
 mod composite;
-mod failover;
 mod firewall;
 pub mod grudge;
 mod link_nemesis;
@@ -61,6 +65,9 @@ mod link_proxies;
 mod link_proxy;
 mod link_toxic;
 mod loss;
+#[cfg(test)]
+mod nowhere;
+mod offered;
 mod probe;
 mod promote;
 mod server_nemesis;

@@ -14,12 +14,17 @@
 //! TLS probe ([`lockbench_cluster::secure_exchange`], what `up`'s health checks use), run on a
 //! small runtime on the thread inside the host. `docker exec`'s bash cannot speak TLS, so a
 //! container host is not probed that way (compose has no secure profile).
+//!
+//! A system's own probing logic (a watched group's leader lookup, a clock jump, a fault it
+//! offers) reaches servers the same way, through [`Probes`], this module as a
+//! [`ServerAccess`]; a request its logic marks [`Login::Admin`] logs in as the system's
+//! administrator ([`System::admin_user`]).
 
 use crate::Reach;
-use anyhow::{Context, bail};
+use anyhow::Context;
 use lockbench_cluster::{Host, SecureProbe, ServerSpec, System};
-use lockbench_core::Exchange;
-pub(crate) use lockbench_registry::redis::secure::ADMIN_USER as REDIS_ADMIN;
+use lockbench_core::{Exchange, Login, Pending, ServerAccess};
+use std::net::SocketAddr;
 use std::time::Duration;
 
 /// How long one probe may take (connect, then each read).
@@ -35,10 +40,53 @@ pub(crate) async fn exchange(
     exchange_as(reach, spec, request, done, None).await
 }
 
+/// [`exchange`], logged in on a secure cluster as `login`: lockbench's user, or the system's
+/// administrator ([`System::admin_user`], for requests that user may not send:
+/// [`SecureProbe::as_admin`]). `Err` is the failure as a note says it. The same as
+/// [`exchange`] on a plain cluster.
+async fn ask(
+    reach: &dyn Reach,
+    spec: &ServerSpec,
+    request: Vec<u8>,
+    done: fn(&[u8]) -> bool,
+    login: Login,
+) -> Result<Vec<u8>, String> {
+    let admin = match login {
+        Login::Client => None,
+        Login::Admin => spec.system.admin_user(),
+    };
+    let reply = exchange_as(reach, spec, request, done, admin).await;
+    reply.map_err(|e| format!("{e:#}"))
+}
+
+/// The servers as a system's own probing logic reaches them ([`ServerAccess`]: a watched
+/// group's leader lookup, a clock jump), through this module's probes of `reach`.
+pub(crate) struct Probes<'a>(pub(crate) &'a dyn Reach);
+
+impl ServerAccess for Probes<'_> {
+    fn endpoint(&self, spec: &ServerSpec) -> String {
+        self.0.topology().endpoint(spec)
+    }
+
+    fn client_addr(&self, spec: &ServerSpec) -> SocketAddr {
+        self.0.topology().client_addr(spec)
+    }
+
+    fn ask<'a>(
+        &'a self,
+        spec: &'static ServerSpec,
+        request: Vec<u8>,
+        complete: fn(&[u8]) -> bool,
+        login: Login,
+    ) -> Pending<'a, Result<Vec<u8>, String>> {
+        Box::pin(ask(self.0, spec, request, complete, login))
+    }
+}
+
 /// [`exchange`], logged in on a secure cluster as the system's administrator `admin` (when
 /// given) instead of lockbench's user: for requests that user may not send
 /// ([`SecureProbe::as_admin`]). The same as [`exchange`] on a plain cluster.
-pub(crate) async fn exchange_as(
+async fn exchange_as(
     reach: &dyn Reach,
     spec: &ServerSpec,
     request: Vec<u8>,
@@ -112,63 +160,4 @@ async fn secure_exchange(
         rt.block_on(lockbench_cluster::secure_exchange(&ex, &sec, system))
     };
     tokio::task::spawn_blocking(move || host.run_inside(inside).and_then(|r| r)).await?
-}
-
-/// Runs a Lua script with no keys and integer arguments on a Redis server (as its
-/// administrator on a secure cluster: lockbench's user may not `EVAL`, nor `SCAN` every key);
-/// returns the integers of its (array or integer) reply.
-pub(crate) async fn redis_eval(
-    reach: &dyn Reach,
-    spec: &ServerSpec,
-    script: &str,
-    args: &[String],
-) -> anyhow::Result<Vec<i64>> {
-    let mut parts: Vec<&[u8]> = vec![b"EVAL", script.as_bytes(), b"0"];
-    parts.extend(args.iter().map(|a| a.as_bytes()));
-    let mut request = format!("*{}\r\n", parts.len()).into_bytes();
-    for p in parts {
-        request.extend_from_slice(format!("${}\r\n", p.len()).as_bytes());
-        request.extend_from_slice(p);
-        request.extend_from_slice(b"\r\n");
-    }
-    let reply = exchange_as(reach, spec, request, resp_complete, Some(REDIS_ADMIN)).await?;
-    let text = String::from_utf8_lossy(&reply);
-    if let Some(err) = text.strip_prefix('-') {
-        bail!("redis: {}", err.trim());
-    }
-    Ok(text
-        .lines()
-        .filter_map(|l| l.strip_prefix(':'))
-        .filter_map(|n| n.trim().parse().ok())
-        .collect())
-}
-
-/// `true` once an integer, error, or flat array of integers has fully arrived.
-fn resp_complete(reply: &[u8]) -> bool {
-    let text = String::from_utf8_lossy(reply);
-    let lines: Vec<&str> = text.split("\r\n").collect();
-    if lines.len() < 2 {
-        return false; // no complete line yet
-    }
-    match lines[0].strip_prefix('*') {
-        Some(n) => {
-            let n: usize = n.parse().unwrap_or(0);
-            lines.len() > n + 1
-        }
-        None => true,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn resp_replies_complete() {
-        assert!(!resp_complete(b"*2\r\n:1\r\n"));
-        assert!(resp_complete(b"*2\r\n:1\r\n:0\r\n"));
-        assert!(resp_complete(b":5\r\n"));
-        assert!(resp_complete(b"-ERR x\r\n"));
-        assert!(!resp_complete(b":5"));
-    }
 }

@@ -11,16 +11,15 @@
 
 use crate::grudge::{self, COORDINATOR, Hosts};
 use crate::site::{Managed, Site};
-use crate::{Nemesis, clock, failover, firewall, targets};
+use crate::{Nemesis, firewall, targets};
 use lockbench_cluster::{Cluster, Group, Host, ServerSpec, Topology};
 use lockbench_core::{Fault, FaultEvent, FaultPhase, PartitionSpec, RunClock, Targets};
-use lockbench_registry::redis::system::FAILOVER as FAILOVER_PAIR;
 use rand::RngCore;
 use rand::seq::SliceRandom;
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::net::Ipv4Addr;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Applies faults to the servers of one system (ZooKeeper, etcd, the standalone Redis, the
 /// Redlock servers, the failover pair) of a [`Site`] and to its client hosts.
@@ -35,8 +34,10 @@ use std::time::{Duration, Instant};
 ///   `docker start`) with the same data directory (Redis has no persistence: it comes back
 ///   empty). `start` with any target other
 ///   than `Nodes` restarts everything this nemesis killed.
-/// - `clock-jump`: the Redis TTL emulation (`clock.rs`: every TTL shortened by the jump), on
-///   Redis servers only.
+/// - `clock-jump`: the jump the servers' system offers (`clock.rs`; Redis's emulation shortens
+///   every TTL by the jump); not applied to a system that offers none.
+/// - a fault the servers' system offers for their group (`redis-failover`): found by its verb
+///   and applied through the site (`offered.rs`); `heal` flushes its rules and then undoes it.
 /// - `promote`: SIGKILL of the leader, then the system's promote request to a replica,
 ///   verified; `heal` restarts the former leader, which rejoins as a replica (`promote.rs`).
 /// - `packet-loss`: iptables `statistic` DROP rules in the target servers' namespaces, both
@@ -58,7 +59,7 @@ pub struct ServerNemesis<S: Site = Managed> {
     pub(crate) demoted: Vec<String>,
     /// Client hosts the site does not know: the network namespaces of workers that dialled
     /// in from containers of their own (a Swarm task's), by worker name.
-    extra_clients: Vec<Host>,
+    pub(crate) extra_clients: Vec<Host>,
 }
 
 impl ServerNemesis<Managed> {
@@ -138,32 +139,16 @@ impl<S: Site> ServerNemesis<S> {
         hosts
     }
 
-    /// Where the rules go (the servers' and client hosts' namespaces that can be entered now:
-    /// a container that does not run has none) and every host's address, the coordinator's
-    /// included.
+    /// Where the rules go and every host's address: [`hosts_of`] this nemesis's servers.
     fn hosts(
         &self,
         coordinator: Ipv4Addr,
         clients: Vec<Host>,
     ) -> (BTreeMap<String, Host>, BTreeMap<String, Ipv4Addr>) {
-        let mut hosts = BTreeMap::new();
-        let mut addrs = BTreeMap::from([(COORDINATOR.to_string(), coordinator)]);
-        for s in &self.servers {
-            if let std::net::IpAddr::V4(ip) = self.site.topology().ip(s) {
-                addrs.insert(s.name.to_string(), ip);
-            }
-            if let Some(h) = self.site.server_host(s) {
-                hosts.insert(s.name.to_string(), h);
-            }
-        }
-        for h in clients {
-            addrs.insert(h.name.clone(), h.addr);
-            hosts.insert(h.name.clone(), h);
-        }
-        (hosts, addrs)
+        hosts_of(&self.site, &self.servers, coordinator, clients)
     }
 
-    fn spec(&self, name: &str) -> Option<&'static ServerSpec> {
+    pub(crate) fn spec(&self, name: &str) -> Option<&'static ServerSpec> {
         self.servers.iter().copied().find(|s| s.name == name)
     }
 
@@ -455,9 +440,7 @@ impl<S: Site> ServerNemesis<S> {
 
     /// Flushes every host's INPUT and OUTPUT chains; returns the hosts that had rules.
     pub(crate) async fn flush(&mut self) -> anyhow::Result<Vec<String>> {
-        let mut hosts = self.site.all_hosts();
-        hosts.extend(self.extra_clients.iter().cloned());
-        tokio::task::spawn_blocking(move || firewall::flush_all(hosts)).await?
+        flush(&self.site, &self.extra_clients).await
     }
 
     async fn heal(&mut self, clock: &RunClock) -> Vec<FaultEvent> {
@@ -495,9 +478,9 @@ impl<S: Site> ServerNemesis<S> {
         let windows = std::mem::take(&mut self.windows);
         let mut rejoined = BTreeMap::new();
         for (verb, targets) in &windows {
-            if *verb == FAILOVER {
+            if let Some(fault) = self.offered(verb) {
                 for name in targets {
-                    rejoined.insert(name.clone(), self.rejoin(name).await);
+                    rejoined.insert(name.clone(), self.heal_offered(fault, name).await);
                 }
             }
         }
@@ -531,194 +514,6 @@ impl<S: Site> ServerNemesis<S> {
                 FaultEvent::now(clock, v, FaultPhase::Stop, t, note, ok)
             })
             .collect()
-    }
-
-    /// Restarts the failover pair's old primary `name` (empty) and waits until Sentinel has
-    /// made it a replica of the new primary.
-    async fn rejoin(&mut self, name: &str) -> (bool, String) {
-        let Some(spec) = self.spec(name) else {
-            return (false, format!("{name}: not a server of this system"));
-        };
-        // Sentinel must have promoted the replica first: restarted before that, the old primary
-        // would simply be the primary again (down for less than down-after-milliseconds).
-        let promoted_in = Instant::now();
-        let mut promoted = None;
-        while promoted_in.elapsed() < Duration::from_secs(20) {
-            match failover::primary(&self.site, &self.servers).await {
-                Ok(p) if p != name => {
-                    promoted = Some(p);
-                    break;
-                }
-                _ => tokio::time::sleep(Duration::from_millis(100)).await,
-            }
-        }
-        let promoted_note = match &promoted {
-            Some(p) => format!("Sentinel had promoted {p}; "),
-            None => "Sentinel promoted NO replica within 20 s; ".to_string(),
-        };
-        if !self.site.is_running(name) {
-            if let Err(e) = self.site.start(name).await {
-                return (false, format!("{name}: restart FAILED: {e:#}"));
-            }
-            // Make it a replica at once: Sentinel would, but only ~10 s later, and until then
-            // the pair has two primaries. The start does not wait for the server to listen, so
-            // ask again until it answers (sent once, it reached no one: its log showed only
-            // Sentinel's REPLICAOF, 10 s later).
-            if let Some(new) = promoted.as_deref().and_then(|p| self.spec(p)) {
-                let asked = Instant::now();
-                while failover::replicate(&self.site, spec, new).await.is_err()
-                    && asked.elapsed() < Duration::from_secs(5)
-                {
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
-            }
-        }
-        let promoted = promoted_note;
-        self.killed.remove(name);
-        let start = Instant::now();
-        if failover::wait_replica(&self.site, spec, Duration::from_secs(20)).await {
-            (
-                true,
-                format!(
-                    "{promoted}{name} restarted empty and made a replica by Sentinel after {} ms",
-                    start.elapsed().as_millis()
-                ),
-            )
-        } else {
-            (
-                false,
-                format!(
-                    "{promoted}{name} restarted but Sentinel did not make it a replica within 20 s"
-                ),
-            )
-        }
-    }
-
-    /// `redis-failover`: cut the replica off from the primary, wait for the primary's next
-    /// grant, SIGKILL the primary (see `failover.rs`).
-    async fn redis_failover(&mut self, clock: &RunClock) -> FaultEvent {
-        if self.servers.first().map(|s| s.group) != Some(FAILOVER_PAIR) {
-            return FaultEvent::not_applied(
-                clock,
-                FAILOVER,
-                vec![],
-                "redis-failover acts on the failover pair (backend redis-sentinel: fo1/fo2 \
-                 under three Sentinels), not on this backend's servers"
-                    .into(),
-            );
-        }
-        let Some(coordinator) = self.site.coordinator_addr() else {
-            return FaultEvent::not_applied(clock, FAILOVER, vec![], unavailable("redis-failover"));
-        };
-        let primary = match failover::primary(&self.site, &self.servers).await {
-            Ok(p) => p,
-            Err(e) => return FaultEvent::not_applied(clock, FAILOVER, vec![], format!("{e:#}")),
-        };
-        let pspec = self.spec(&primary).expect("primary is of the pair");
-        let Some(replica) = self.servers.iter().find(|s| s.name != primary) else {
-            return FaultEvent::not_applied(clock, FAILOVER, vec![primary], "no replica".into());
-        };
-        let replica = replica.name.to_string();
-        let mut g = grudge::Grudge::new();
-        g.entry(replica.clone())
-            .or_default()
-            .insert(primary.clone());
-        let (hosts, addrs) = self.hosts(coordinator, Vec::new());
-        let rspec = self.spec(&replica).expect("replica is of the pair");
-        // Cut while the lock is free on both nodes (see failover.rs), retrying until then.
-        let started = Instant::now();
-        let mut free_at_cut = false;
-        let mut seen = 0;
-        while started.elapsed() < GRANT_BUDGET {
-            // Free on the primary (one round trip: the free moment may be short); the replica
-            // is checked once the cut is in place.
-            match failover::locks(&self.site, pspec).await {
-                Ok((0, grants)) => seen = grants,
-                _ => {
-                    tokio::time::sleep(Duration::from_millis(1)).await;
-                    continue;
-                }
-            }
-            let (hosts2, addrs2, g2) = (hosts.clone(), addrs.clone(), g.clone());
-            match tokio::task::spawn_blocking(move || firewall::apply(&hosts2, &addrs2, &g2)).await
-            {
-                Ok(Ok(_)) => {}
-                Ok(Err(e)) => {
-                    let _ = self.flush().await;
-                    return FaultEvent::not_applied(
-                        clock,
-                        FAILOVER,
-                        vec![primary],
-                        format!("iptables: {e:#}"),
-                    );
-                }
-                Err(e) => {
-                    return FaultEvent::not_applied(clock, FAILOVER, vec![primary], e.to_string());
-                }
-            }
-            if failover::locks(&self.site, rspec)
-                .await
-                .is_ok_and(|(n, _)| n == 0)
-            {
-                free_at_cut = true;
-                break;
-            }
-            // A grant replicated in between: undo the cut and wait for the next free moment.
-            let _ = self.flush().await;
-        }
-        if !free_at_cut {
-            let _ = self.flush().await;
-            return FaultEvent::not_applied(
-                clock,
-                FAILOVER,
-                vec![primary],
-                format!(
-                    "the lock was never free on both nodes within {GRANT_BUDGET:?} (a waiter \
-                     takes it at once): no moment to cut the replication link without leaving \
-                     a stale key on the replica"
-                ),
-            );
-        }
-        let waited = failover::next_grant(&self.site, pspec, seen, GRANT_BUDGET).await;
-        let killed = match self.site.kill(&primary).await {
-            Ok(note) => note,
-            Err(_) => {
-                return FaultEvent::not_applied(
-                    clock,
-                    FAILOVER,
-                    vec![primary],
-                    "the primary is not running".into(),
-                );
-            }
-        };
-        let killed_at = FaultEvent::now(
-            clock,
-            FAILOVER,
-            FaultPhase::Start,
-            vec![],
-            String::new(),
-            true,
-        );
-        self.killed.insert(primary.clone());
-        self.windows.push((FAILOVER, vec![primary.clone()]));
-        let when = match waited {
-            Some(d) => format!(
-                "right after its next grant (grant #{} seen {} ms after the cut, made while the \
-                 lock was free on both nodes)",
-                seen + 1,
-                d.as_millis()
-            ),
-            None => format!("after {GRANT_BUDGET:?} with NO new grant (no client was granted)"),
-        };
-        let note = format!(
-            "replication cut ({replica} drops {primary}), then {killed} (the primary) {when}, \
-             before the key could reach {replica}; Sentinel promotes {replica}"
-        );
-        FaultEvent {
-            targets: vec![primary],
-            note,
-            ..killed_at
-        }
     }
 
     /// SIGSTOP / SIGCONT (`docker pause` / `unpause`) of servers and client hosts.
@@ -838,40 +633,6 @@ impl<S: Site> ServerNemesis<S> {
             failed.is_empty(),
         )
     }
-
-    async fn clock_jump(&mut self, t: &Targets, by: Duration, clock: &RunClock) -> FaultEvent {
-        let names = match self.resolve(t).await {
-            Ok(n) => n,
-            Err(e) => {
-                return FaultEvent::not_applied(clock, "clock-jump", vec![], format!("{e:#}"));
-            }
-        };
-        let mut parts = Vec::new();
-        let mut ok = true;
-        for name in &names {
-            let Some(spec) = self.spec(name).filter(|s| s.system.name() == "redis") else {
-                return FaultEvent::not_applied(
-                    clock,
-                    "clock-jump",
-                    names.clone(),
-                    format!("{name}: the clock-jump emulation exists for Redis servers only"),
-                );
-            };
-            match clock::jump(&self.site, spec, by).await {
-                Ok((s, d)) => parts.push(format!("{name}: {s} keys' PTTL shortened, {d} expired")),
-                Err(e) => {
-                    ok = false;
-                    parts.push(format!("{name}: FAILED {e:#}"));
-                }
-            }
-        }
-        let note = format!(
-            "EMULATED forward clock jump of {by:?} (the server's clock is unchanged: every key \
-             with a TTL had its remaining TTL shortened by {by:?}, atomically): {}",
-            parts.join("; ")
-        );
-        FaultEvent::now(clock, "clock-jump", FaultPhase::Start, names, note, ok)
-    }
 }
 
 impl<S: Site> Nemesis for ServerNemesis<S> {
@@ -897,7 +658,7 @@ impl<S: Site> Nemesis for ServerNemesis<S> {
             Fault::Start { targets } => vec![self.start(targets, clock).await],
             Fault::ClockJump { targets, by } => vec![self.clock_jump(targets, *by, clock).await],
             Fault::LinkBlackhole { targets } => vec![self.blackhole(targets, clock).await],
-            Fault::RedisFailover => vec![self.redis_failover(clock).await],
+            Fault::RedisFailover => vec![self.system_fault(fault.verb(), clock).await],
             Fault::Promote => vec![self.promote(clock).await],
             Fault::PacketLoss {
                 targets,
@@ -963,10 +724,43 @@ async fn futures_join<T: Send + 'static>(
     }
     out
 }
-/// The verb of the Redis failover fault.
-const FAILOVER: &str = "redis-failover";
-/// How long `redis-failover` waits for the primary's next grant.
-const GRANT_BUDGET: Duration = Duration::from_secs(10);
+
+/// Where a fault's rules go (the namespaces of `servers` and of `clients` that can be entered
+/// now: a container that does not run has none) and every host's address, the coordinator's
+/// included.
+pub(crate) fn hosts_of<S: Site>(
+    site: &S,
+    servers: &[&'static ServerSpec],
+    coordinator: Ipv4Addr,
+    clients: Vec<Host>,
+) -> (BTreeMap<String, Host>, BTreeMap<String, Ipv4Addr>) {
+    let mut hosts = BTreeMap::new();
+    let mut addrs = BTreeMap::from([(COORDINATOR.to_string(), coordinator)]);
+    for s in servers {
+        if let std::net::IpAddr::V4(ip) = site.topology().ip(s) {
+            addrs.insert(s.name.to_string(), ip);
+        }
+        if let Some(h) = site.server_host(s) {
+            hosts.insert(s.name.to_string(), h);
+        }
+    }
+    for h in clients {
+        addrs.insert(h.name.clone(), h.addr);
+        hosts.insert(h.name.clone(), h);
+    }
+    (hosts, addrs)
+}
+
+/// Flushes the INPUT and OUTPUT chains of every host of `site` and of `extra_clients`;
+/// returns the hosts that had rules.
+pub(crate) async fn flush<S: Site>(
+    site: &S,
+    extra_clients: &[Host],
+) -> anyhow::Result<Vec<String>> {
+    let mut hosts = site.all_hosts();
+    hosts.extend(extra_clients.iter().cloned());
+    tokio::task::spawn_blocking(move || firewall::flush_all(hosts)).await?
+}
 
 pub(crate) fn unavailable(what: &str) -> String {
     format!(

@@ -15,8 +15,9 @@ use rand::seq::SliceRandom;
 /// The current leader among `servers` (one group), by its system's
 /// [`leadership`](lockbench_core::System::leadership): ZooKeeper's member in `Mode: leader`,
 /// etcd's member whose id is the leader id, the standalone Redis server (it is the primary),
-/// the failover pair's primary by its Sentinels. Errors for Redlock (independent servers have
-/// no leader) and when no single leader answers.
+/// the failover pair's primary as its system asks its Sentinels
+/// ([`System::watched_leader`](lockbench_core::System::watched_leader)). Errors for Redlock
+/// (independent servers have no leader) and when no single leader answers.
 pub async fn leader(reach: &dyn Reach, servers: &[&'static ServerSpec]) -> anyhow::Result<String> {
     let first = servers.first().ok_or_else(|| anyhow!("no servers"))?;
     let mut leaders = Vec::new();
@@ -38,7 +39,17 @@ pub async fn leader(reach: &dyn Reach, servers: &[&'static ServerSpec]) -> anyho
             first.group.name(),
             servers.len()
         ),
-        Leadership::Watched => return crate::failover::primary(reach, servers).await,
+        Leadership::Watched => {
+            let access = probe::Probes(reach);
+            let Some(asked) = first.system.watched_leader(servers, &access) else {
+                bail!(
+                    "{} names no watcher of {}",
+                    first.system.name(),
+                    first.group.name()
+                );
+            };
+            return asked.await.map_err(|e| anyhow!(e));
+        }
         Leadership::None(why) => bail!("{why}"),
     }
     match leaders.as_slice() {

@@ -31,6 +31,11 @@
 //!   script differs, by the missing `NX`, so what the checkers catch is exactly that.
 //! - **Leader election** (`election`, [`RedisLeaseElection`]) for the failover workload is a
 //!   lease on one key (`SET NX PX`), renewed by the leader and polled by followers.
+//! - **The faults only Redis takes are this crate's** (offered through
+//!   [`System`](lockbench_core::System)): the clock-jump emulation (`clock_jump`: every TTL
+//!   shortened) and `redis-failover` (`failover_fault`, asking the pair and its Sentinels
+//!   through `failover_probe`), written against the chaos controller's access in core; the
+//!   firewall, signals and namespaces stay the chaos crate's.
 #![deny(missing_docs)]
 
 /// The endpoint group of the standalone Redis server (`redis-setnx`, `redis-pubsub`).
@@ -40,10 +45,16 @@ pub const REDLOCK: &str = "redlock";
 /// The endpoint group of the Sentinels watching the failover pair (`redis-sentinel`).
 pub const SENTINEL: &str = "sentinel";
 
+mod admin_eval;
+#[cfg(test)]
+mod canned_access;
+mod clock_jump;
 mod commandstats;
 mod connect;
 pub mod election;
 mod errors;
+mod failover_fault;
+mod failover_probe;
 mod knobs;
 pub use knobs::{KNOBS, RedisKnobs, RedlockKnobs, separate_keys};
 mod observe;

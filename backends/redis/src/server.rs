@@ -166,7 +166,7 @@ pub(crate) fn version(reply: &[u8]) -> Option<String> {
 }
 
 /// `true` once a RESP bulk string (`$<len>\r\n<len bytes>\r\n`) has fully arrived.
-fn bulk_complete(reply: &[u8]) -> bool {
+pub(crate) fn bulk_complete(reply: &[u8]) -> bool {
     let Some(end) = reply.windows(2).position(|w| w == b"\r\n") else {
         return false;
     };

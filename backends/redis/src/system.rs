@@ -7,7 +7,8 @@ use crate::server;
 use lockbench_core::knobs::{KnobSchema, Knobs};
 use lockbench_core::launch::{Launch, Site};
 use lockbench_core::{
-    Exchange, Group, Leadership, Probe, SENTINEL_MASTER_NAME, ServerSpec, System,
+    Announced, ClockJump, Exchange, Group, Leadership, Pending, Probe, SENTINEL_MASTER_NAME,
+    ServerAccess, ServerSpec, System, SystemFault,
 };
 
 /// The standalone server's group (`redis = [...]`: `redis-setnx`, `redis-pubsub`).
@@ -169,6 +170,29 @@ impl System for Redis {
         }
     }
 
+    /// The failover pair's primary: whom its Sentinels name.
+    fn watched_leader<'a>(
+        &'a self,
+        members: &'a [&'static ServerSpec],
+        access: &'a dyn ServerAccess,
+    ) -> Option<Pending<'a, Result<String, String>>> {
+        let pair = members.first().is_some_and(|s| s.group == FAILOVER);
+        pair.then(|| {
+            Box::pin(crate::failover_probe::primary(access, members))
+                as Pending<'a, Result<String, String>>
+        })
+    }
+
+    /// `redis-failover`, on the failover pair.
+    fn faults(&self) -> &'static [&'static dyn SystemFault] {
+        &[&crate::failover_fault::SentinelFailover]
+    }
+
+    /// The TTL emulation: every key's remaining TTL shortened by the jump.
+    fn clock_jump(&self) -> Option<&'static dyn ClockJump> {
+        Some(&crate::clock_jump::TtlJump)
+    }
+
     fn launch(&self, spec: &ServerSpec, site: &Site) -> Launch {
         server::redis(spec, site)
     }
@@ -193,6 +217,12 @@ impl System for Redis {
     // (replicating over TLS as its own user, admitting the Sentinels' user; `crate::secure`).
     secured_like_redis!();
 
+    /// The managed secure cluster's administrator, whom the faults' scripts and `REPLICAOF`
+    /// are sent as ([`crate::secure::ADMIN_USER`]).
+    fn admin_user(&self) -> Option<&'static str> {
+        Some(crate::secure::ADMIN_USER)
+    }
+
     fn version_check(&self, endpoint: &str) -> Option<Exchange> {
         Some(server::info_server(endpoint))
     }
@@ -212,6 +242,15 @@ impl System for Redis {
 
     fn official_image(&self) -> &'static str {
         "redis:7.0.15"
+    }
+
+    /// The failover pair's clients ask its Sentinels for the primary, `fo1` at first.
+    fn announced(&self, group: Group) -> Option<Announced> {
+        (group == FAILOVER).then(|| Announced {
+            by: "their Sentinels",
+            member: "the primary",
+            first: initial_primary(),
+        })
     }
 
     fn compose_healthcheck(&self, port: u16) -> Vec<String> {

@@ -79,6 +79,18 @@ pub(crate) fn launch(spec: &ServerSpec, site: &Site) -> Launch {
     }
 }
 
+/// How a member starts on the official image, whose jars are elsewhere and which logs with
+/// logback: the same files, then the image's `zkServer.sh start-foreground` on the same
+/// `zoo.cfg` (the last argument of [`launch`]'s command line).
+pub(crate) fn on_official_image(launch: &Launch) -> Option<Launch> {
+    let cfg = launch.args.last()?;
+    Some(Launch {
+        program: "zkServer.sh",
+        args: vec!["start-foreground".into(), cfg.clone()],
+        ..launch.clone()
+    })
+}
+
 fn zoo_cfg(spec: &ServerSpec, site: &Site) -> String {
     let topo = site.topology;
     let mut cfg = format!(

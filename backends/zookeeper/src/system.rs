@@ -164,6 +164,11 @@ impl System for ZooKeeper {
         "zookeeper:3.8.0"
     }
 
+    /// The image's own start script on the same `zoo.cfg` (its jars are elsewhere).
+    fn official_image_launch(&self, launch: &Launch) -> Option<Launch> {
+        server::on_official_image(launch)
+    }
+
     fn compose_healthcheck(&self, port: u16) -> Vec<String> {
         let check = format!(
             "exec 3<>/dev/tcp/127.0.0.1/{port} && echo srvr >&3 && grep -qE 'Mode: (leader|follower)' <&3"

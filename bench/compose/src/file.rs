@@ -17,7 +17,6 @@
 use crate::route::published_port;
 use lockbench_cluster::{NetConfig, SERVERS, ServerSpec, Topology};
 use lockbench_core::Endpoints;
-use lockbench_core::System as _;
 use lockbench_core::launch::{File, Launch, Secure, Site};
 use std::fmt::Write as _;
 use std::net::{IpAddr, Ipv4Addr};
@@ -369,9 +368,10 @@ fn lockbench_service(out: &mut String) {
     );
 }
 
-/// `compose/official-images.yml`: the same services on the official images. Only ZooKeeper's
-/// command differs (the official image has its jars elsewhere and logs with logback): the same
-/// files, then `zkServer.sh start-foreground` on the same `zoo.cfg`.
+/// `compose/official-images.yml`: the same services on the official images. A service's
+/// command differs only where its system says the official image starts it otherwise
+/// ([`System::official_image_launch`](lockbench_core::System::official_image_launch):
+/// ZooKeeper's, whose jars are elsewhere): the same files, then that program.
 pub fn official_override() -> String {
     let mut out = String::from(
         "\
@@ -393,19 +393,33 @@ services:
             spec.name,
             spec.system.official_image()
         );
-        if spec.system.name() == "zookeeper" {
-            let launch = launch(spec);
-            let cfg = launch.args.last().expect("zoo.cfg is the last argument");
-            let exec = format!("exec zkServer.sh start-foreground {}", shell_word(cfg));
-            command(&mut out, &script(&launch, &exec));
+        if let Some(official) = spec.system.official_image_launch(&launch(spec)) {
+            command(&mut out, &script(&official, &exec_line(&official)));
         }
     }
-    let _ = writeln!(
-        out,
-        "  {READY}:\n    image: {}",
-        lockbench_registry::redis::system::Redis.official_image()
-    );
+    let _ = writeln!(out, "  {READY}:\n    image: {}", most_used_official_image());
     out
+}
+
+/// The official image most services use, which the ready service (it only sleeps) runs on:
+/// one the override pulls anyway. Any would do: every official image runs its services'
+/// `sh -c` scripts, so it has a shell and `sleep`. The first in server order on a tie.
+fn most_used_official_image() -> &'static str {
+    let mut counts: Vec<(&'static str, usize)> = Vec::new();
+    for spec in SERVERS.iter() {
+        let image = spec.system.official_image();
+        match counts.iter_mut().find(|(i, _)| *i == image) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((image, 1)),
+        }
+    }
+    let mut most = ("", 0);
+    for c in counts {
+        if c.1 > most.1 {
+            most = c;
+        }
+    }
+    most.0
 }
 
 /// `compose/endpoints.toml`.

@@ -28,8 +28,9 @@
 //!   ([`Containers`]), so compose runs use the managed [`ServerNemesis`] itself: the same
 //!   target resolution (leader and followers from the same probes, the same seeded choices),
 //!   the same grudge per split (iptables DROP rules inside each container's network
-//!   namespace, never in the root namespace), the same Redis failover and clock-jump
-//!   emulation; only pause, kill and start are Docker's, each checked against Docker's state.
+//!   namespace, never in the root namespace), the same faults the systems offer (Redis's
+//!   failover, its clock-jump emulation); only pause, kill and start are Docker's, each
+//!   checked against Docker's state.
 //! - **Link faults go through the coordinator's own proxies**, as in managed mode (the
 //!   runner's `links.rs`): the same in-process [`LinkProxy`](lockbench_chaos::LinkProxy) code
 //!   at the same place (the coordinator, on the bridge's address; client containers reach it
@@ -44,9 +45,9 @@
 //! | `kill` / `start` | `docker kill --signal KILL` / `docker start` |
 //! | `partition` (every split), `link-blackhole` without link proxies | iptables DROP in the containers' namespaces (`nsenter --net=/proc/<pid>/ns/net` as root, else `docker exec -u 0 <container> iptables`: [`mod@access`]), flushed on `heal` |
 //! | `link-delay`, `link-blackhole` with link proxies | toxics on the coordinator's in-process proxies |
-//! | `redis-failover` | the replica's namespace drops the primary, `docker kill` of the primary after its next grant; heal: `docker start`, `REPLICAOF` |
+//! | `redis-failover` (offered by Redis, applied through the site as in managed mode) | the replica's namespace drops the primary, `docker kill` of the primary after its next grant; heal: `docker start`, `REPLICAOF` |
 //! | `promote` | `docker kill` of the leader's container, the system's promote request to a replica (inside its namespace); heal: `docker start`, whose launch rejoins it as a replica, as in managed mode |
-//! | `clock-jump` | the Redis TTL emulation, as in managed mode |
+//! | `clock-jump` | the jump the servers' system offers (Redis's TTL emulation), as in managed mode |
 //! | `packet-loss` | iptables `statistic` DROP (random or nth) in the target containers' namespaces on their links with the coordinator (the compose bridge's gateway address) and the client containers, checked with a UDP probe against the rules' counters, flushed on `heal`, as in managed mode; refused on a client container when the schedule has a link fault (the proxies hide its address) |
 //! | faults on client hosts (`client<N>`, `isolate = "holder"`) | the worker's container `lockbench-client<N>` ([`clients`]): SIGSTOP/SIGKILL of its process by the coordinator (by pid as root, else `docker kill --signal`), iptables in its namespace (as above) |
 #![deny(missing_docs)]

@@ -147,20 +147,25 @@ impl Route {
     }
 
     /// Why the servers of `group` cannot be used this way (`None` when they can): through the
-    /// published ports, the failover pair's Sentinels name its primary at a container
-    /// address, which the host cannot reach.
+    /// published ports, a group whose member is announced to its clients by address
+    /// ([`System::announced`](lockbench_core::System::announced): the failover pair's
+    /// Sentinels name its primary) is announced at a container address, which the host cannot
+    /// reach.
     pub fn cannot_carry(&self, group: Group) -> Option<String> {
-        let sentinel = lockbench_registry::redis::system::SENTINEL;
-        (self.is_published() && group != sentinel && group.list() == sentinel.list()).then(|| {
-            format!(
-                "the {} servers are found through their Sentinels, which announce the primary's \
-                 container address ({}), and this host reaches the compose cluster only through \
-                 its published ports (it cannot route to {SUBNET}); to run it on compose, \
-                 {ON_THE_NETWORK}",
-                group.name(),
-                topology().client_addr(lockbench_registry::redis::system::initial_primary()),
-            )
-        })
+        if !self.is_published() {
+            return None;
+        }
+        let system = SERVERS.iter().find(|s| s.group == group)?.system;
+        let announced = system.announced(group)?;
+        Some(format!(
+            "the {} servers are found through {}, which announce {}'s container address ({}), \
+             and this host reaches the compose cluster only through its published ports (it \
+             cannot route to {SUBNET}); to run it on compose, {ON_THE_NETWORK}",
+            group.name(),
+            announced.by,
+            announced.member,
+            topology().client_addr(announced.first),
+        ))
     }
 }
 
@@ -236,17 +241,20 @@ mod tests {
 
     #[test]
     fn the_published_route_refuses_the_sentinel_pair_only() {
-        use lockbench_registry::redis::system::{FAILOVER, REDIS, REDLOCK, SENTINEL};
+        let group = |server| lockbench_cluster::by_name(server).expect("managed").group;
         let published = Route::Published { why: "x".into() };
-        let why = published.cannot_carry(FAILOVER).expect("refused");
+        let why = published.cannot_carry(group("fo1")).expect("refused");
         assert!(
             why.contains("10.78.0.40:6379") && why.contains(ON_THE_NETWORK),
             "{why}"
         );
-        for ok in [REDIS, REDLOCK, SENTINEL] {
-            assert_eq!(published.cannot_carry(ok), None);
+        let says = "the failover servers are found through their Sentinels, which announce the \
+                    primary's container address (10.78.0.40:6379), and this host";
+        assert!(why.starts_with(says), "{why}");
+        for ok in ["redis", "redlock1", "sen1", "zk1", "etcd1"] {
+            assert_eq!(published.cannot_carry(group(ok)), None);
         }
-        assert_eq!(Route::Containers.cannot_carry(FAILOVER), None);
+        assert_eq!(Route::Containers.cannot_carry(group("fo1")), None);
     }
 
     /// Real sockets: a listening port answers, a closed one is refused (both prove a route).

@@ -1,7 +1,8 @@
 //! [`Containers`]: docker-compose.yml's containers as a chaos [`Site`], so compose runs get the
 //! managed cluster's [`ServerNemesis`](lockbench_chaos::ServerNemesis) itself: the same
 //! target resolution (leader and followers from the same probes), the same grudges, the same
-//! Redis failover and clock-jump emulation, the same window bookkeeping and notes.
+//! faults the systems offer (Redis's failover and clock-jump emulation), the same window
+//! bookkeeping and notes.
 //!
 //! What differs, and why:
 //! - **A server's host is its container's network namespace**, `/proc/<pid>/ns/net` (pid

@@ -91,9 +91,10 @@ pub enum Fault {
         /// Whom.
         targets: Targets,
     },
-    /// Emulated forward clock jump on a Redis server: every lock key's remaining TTL is
-    /// shortened by `by` (what a jump of the server's clock does to its keys). Named as an
-    /// emulation in results.
+    /// Forward clock jump on the targets, as their system makes it
+    /// ([`System::clock_jump`](crate::System::clock_jump)): on a Redis server, emulated, every
+    /// lock key's remaining TTL shortened by `by` (what a jump of the server's clock does to
+    /// its keys), named as an emulation in results.
     ClockJump {
         /// Which Redis server(s).
         targets: Targets,
@@ -138,7 +139,9 @@ pub enum Fault {
     /// replica's replication link is cut, the primary's next lock grant is awaited, and the
     /// primary is SIGKILLed right after it, before the key can reach the replica; Sentinel then
     /// promotes the replica, which never saw the grant. The inverse (`heal`) restarts the old
-    /// primary, which Sentinel turns into a replica of the new one.
+    /// primary, which Sentinel turns into a replica of the new one. Offered by Redis
+    /// ([`System::faults`](crate::System::faults)), which applies it through the chaos
+    /// controller's [`FaultAccess`](crate::FaultAccess).
     RedisFailover,
     /// Failover by promotion, for a system that can promote a replica (PostgreSQL): the
     /// current leader is SIGKILLed (a crash), a replica is promoted through the system's own

@@ -27,7 +27,9 @@
 //! - [`system`]: the [`System`] trait each server system's crate implements (its servers,
 //!   ports, groups and rules, its launch and its probes as data), and the [`ServerSpec`] /
 //!   [`Group`] of the managed cluster; [`launch`]: how a server starts ([`launch::Launch`]),
-//!   the same in managed mode and in a container;
+//!   the same in managed mode and in a container; what a system offers to the chaos
+//!   controller: [`SystemFault`] (a fault only its servers take, applied through a
+//!   [`FaultAccess`]), [`ClockJump`], both reaching the servers through a [`ServerAccess`];
 //! - [`election`]: leader election for the `failover` workload: [`ElectionKind`], the
 //!   [`Elector`] / [`Candidate`] roles and the `[failover]` knobs.
 //!
@@ -35,6 +37,7 @@
 //! and change for their own reasons.
 #![deny(missing_docs)]
 
+pub mod clock_jump;
 pub mod connection;
 pub mod counters;
 pub mod crypto;
@@ -53,15 +56,18 @@ pub mod op;
 pub mod recipe;
 pub mod scenario;
 pub mod seed;
+pub mod server_access;
 pub mod server_view;
 pub mod signal;
 pub mod sweep;
 pub mod system;
+pub mod system_fault;
 pub mod time;
 pub mod tls_failure;
 pub mod traits;
 pub mod workers;
 
+pub use clock_jump::ClockJump;
 pub use connection::{Connection, ConnectionSummary, Tls};
 pub use counters::{Incarnation, ServerCount};
 pub use election::{Candidate, ElectionInfo, ElectionKind, Elector, Leader, Removal};
@@ -78,7 +84,9 @@ pub use op::{ErrorKind, Op, OpF, OpType, Outcome};
 pub use recipe::Recipe;
 pub use scenario::Scenario;
 pub use seed::{Seed, Stream};
+pub use server_access::{Login, Pending, ServerAccess};
 pub use server_view::{HolderRecorder, ServerObservation, ServerSink};
-pub use system::{Exchange, Group, Leadership, Probe, ServerSpec, System};
+pub use system::{Announced, Exchange, Group, Leadership, Probe, ServerSpec, System};
+pub use system_fault::{FaultAccess, SystemFault};
 pub use time::{Nanos, RunClock};
 pub use traits::{Backend, BackendInfo, Grant, LockClient, ServerCounters};

@@ -14,10 +14,19 @@
 //! pointing at the [`System`] that runs it; a [`Group`] is the servers clients use together
 //! (one endpoints list, or a group reached through another's list, as the failover pair is
 //! through its Sentinels). A system names its groups as consts of its crate.
+//!
+//! Faults only a system's servers can take are the system's too, offered through the trait
+//! ([`System::faults`], [`System::clock_jump`], [`System::watched_leader`]) and written
+//! against the chaos controller's narrow access ([`crate::ServerAccess`],
+//! [`crate::FaultAccess`]): the crates that inject faults and generate the compose files ask
+//! the system and never name one.
 
+use crate::clock_jump::ClockJump;
 use crate::connection::Connection;
 use crate::knobs::{KnobSchema, Knobs};
 use crate::launch::{Launch, Site};
+use crate::server_access::{Pending, ServerAccess};
+use crate::system_fault::SystemFault;
 use serde::{Serialize, Serializer};
 use std::net::SocketAddr;
 
@@ -136,10 +145,24 @@ pub enum Leadership {
     Elected,
     /// A group of one server: it is the leader (a standalone primary).
     Sole,
-    /// The primary a watcher names (the failover pair: whom its Sentinels name).
+    /// The primary a watcher names, asked by the system itself
+    /// ([`System::watched_leader`]; the failover pair: whom its Sentinels name).
     Watched,
     /// The group has no leader; why, for the error (independent Redlock servers).
     None(&'static str),
+}
+
+/// How the clients of a group reached through another's list ([`Group::through`]) find the
+/// member to use: someone announces it, by its address (Sentinels name the failover pair's
+/// primary). For what a place that cannot reach those addresses must refuse, saying why.
+#[derive(Clone, Copy, Debug)]
+pub struct Announced {
+    /// Who announces it, as a note says it ("their Sentinels").
+    pub by: &'static str,
+    /// What they announce, as a note says it ("the primary").
+    pub member: &'static str,
+    /// The member they announce when the cluster starts (the initial primary).
+    pub first: &'static ServerSpec,
 }
 
 /// Everything lockbench knows about one server system (ZooKeeper, etcd, Redis, ...),
@@ -199,6 +222,17 @@ pub trait System: Send + Sync + 'static {
         Leadership::None("its servers have no leader")
     }
 
+    /// For [`Leadership::Watched`]: asks the watchers of `members` (one of this system's
+    /// groups) which member leads, through `access`; its name. `None` (the default): no
+    /// group of this system is watched.
+    fn watched_leader<'a>(
+        &'a self,
+        _members: &'a [&'static ServerSpec],
+        _access: &'a dyn ServerAccess,
+    ) -> Option<Pending<'a, Result<String, String>>> {
+        None
+    }
+
     /// How to ask the server at `endpoint` whether it leads (for [`Leadership::Elected`]).
     fn leader_check(&self, _endpoint: &str) -> Option<Exchange> {
         None
@@ -219,6 +253,18 @@ pub trait System: Send + Sync + 'static {
     /// Whether a reply to [`promote`](Self::promote) accepted the request; `Err` says why not.
     fn promoted(&self, _reply: &[u8]) -> Result<(), String> {
         Err(format!("{} has no promotion", self.name()))
+    }
+
+    /// The faults only this system's servers take ([`SystemFault`]: `redis-failover`),
+    /// which the server nemesis finds by their verb; none by default.
+    fn faults(&self) -> &'static [&'static dyn SystemFault] {
+        &[]
+    }
+
+    /// How a server of this system takes the `clock-jump` fault; `None` (the default): it
+    /// cannot, and the fault is not applied to it.
+    fn clock_jump(&self) -> Option<&'static dyn ClockJump> {
+        None
     }
 
     /// `true` when a restarted server comes back with no data (Redis without persistence),
@@ -310,6 +356,15 @@ pub trait System: Send + Sync + 'static {
         None
     }
 
+    /// The administrator a probe logs in as on a secure cluster for requests lockbench's
+    /// user may not send ([`Login::Admin`](crate::Login::Admin): Redis's scripts over every
+    /// key, `REPLICAOF`); `None` (the default): such requests go as lockbench's user (a
+    /// system whose own probe logs in as its administrator does so in
+    /// [`secure_ask`](Self::secure_ask)).
+    fn admin_user(&self) -> Option<&'static str> {
+        None
+    }
+
     /// `true` when a reply to [`login`](Self::login) accepts the user.
     fn logged_in(&self, _reply: &[u8]) -> bool {
         true
@@ -329,6 +384,20 @@ pub trait System: Send + Sync + 'static {
 
     /// The official image of this system, for machines with a container registry.
     fn official_image(&self) -> &'static str;
+
+    /// How a server starts on its [`official_image`](Self::official_image) when that
+    /// differs from `launch` (its start on the servers' own image): ZooKeeper's image has its
+    /// jars elsewhere and its own start script. `None` (the default): the same launch.
+    fn official_image_launch(&self, _launch: &Launch) -> Option<Launch> {
+        None
+    }
+
+    /// For a group of this system reached through another's list ([`Group::through`]): who
+    /// announces the member its clients use ([`Announced`]); `None` (the default) for every
+    /// group whose clients read their own list.
+    fn announced(&self, _group: Group) -> Option<Announced> {
+        None
+    }
 
     /// The compose healthcheck of a server whose client port is `port` inside its container:
     /// what "a lock client can use it" means, asked inside the container.

@@ -22,10 +22,11 @@
 //! [`load_scenario`] checks a scenario's recipe names against the registered ones. Still
 //! per system here: the election recipes ([`with_elector!`], [`election_group_of`]), which
 //! no new system has needed yet. Still per system outside the backend crates: the Debian
-//! package names (`scripts/install-deps`, the image's `compose/servers/Dockerfile`), the
-//! clock-jump emulation and the `redis-failover` fault (Redis only, `chaos`), the
-//! official-images override's ZooKeeper command (`bench/compose/src/file.rs`). CONTRIBUTING's
-//! "Adding a system" lists the files a new system touches.
+//! package names (`scripts/install-deps`, the image's `compose/servers/Dockerfile`). The
+//! faults only one system takes (the clock-jump emulation, `redis-failover`) and the compose
+//! generator's special cases (a start on the official image, a group announced through
+//! another's list) are the systems' own, behind `System`. CONTRIBUTING's "Adding a system"
+//! lists the files a new system touches.
 #![deny(missing_docs)]
 
 mod adapter;
