@@ -30,7 +30,8 @@
 //! - **The broken recipe is the same code** with a mode flag ([`SetMode::BrokenNoNx`]): only the
 //!   script differs, by the missing `NX`, so what the checkers catch is exactly that.
 //! - **Leader election** (`election`, [`RedisLeaseElection`]) for the failover workload is a
-//!   lease on one key (`SET NX PX`), renewed by the leader and polled by followers.
+//!   lease on one key (`SET NX PX`), renewed by the leader and polled by followers;
+//!   registered, like the lock recipes, by [`elections`] (through `System::elections`).
 #![deny(missing_docs)]
 
 /// The endpoint group of the standalone Redis server (`redis-setnx`, `redis-pubsub`).
@@ -43,6 +44,7 @@ pub const SENTINEL: &str = "sentinel";
 mod commandstats;
 mod connect;
 pub mod election;
+pub mod elections;
 mod errors;
 mod knobs;
 pub use knobs::{KNOBS, RedisKnobs, RedlockKnobs, separate_keys};
