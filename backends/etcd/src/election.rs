@@ -134,7 +134,8 @@ impl EtcdElection {
         knobs: &EtcdKnobs,
         name: &str,
     ) -> Result<EtcdElection, BackendError> {
-        let config = EtcdElectionConfig::new(ElectionKind::EtcdElection, endpoints, knobs, name)?;
+        let config =
+            EtcdElectionConfig::new(crate::elections::ETCD_ELECTION, endpoints, knobs, name)?;
         Ok(EtcdElection { config })
     }
 }
@@ -144,7 +145,7 @@ impl Elector for EtcdElection {
 
     fn info(&self) -> ElectionInfo {
         ElectionInfo {
-            election: ElectionKind::EtcdElection,
+            election: crate::elections::ETCD_ELECTION,
             elects_by:
                 "server-side Campaign (blocks until the lowest create revision), Observe stream"
                     .into(),

@@ -19,8 +19,7 @@ use crate::errors::{CallError, timed};
 use etcd_client::{Compare, CompareOp, EventType, Txn, TxnOp, TxnOpResponse};
 use lockbench_core::traits::BackendError;
 use lockbench_core::{
-    Candidate, ClientId, ElectionInfo, ElectionKind, Elector, Endpoints, ErrorKind, FencingToken,
-    Leader, Outcome,
+    Candidate, ClientId, ElectionInfo, Elector, Endpoints, ErrorKind, FencingToken, Leader, Outcome,
 };
 
 /// The etcd-lease-election recipe bound to a cluster.
@@ -36,8 +35,12 @@ impl EtcdLeaseElection {
         knobs: &EtcdKnobs,
         name: &str,
     ) -> Result<EtcdLeaseElection, BackendError> {
-        let config =
-            EtcdElectionConfig::new(ElectionKind::EtcdLeaseElection, endpoints, knobs, name)?;
+        let config = EtcdElectionConfig::new(
+            crate::elections::ETCD_LEASE_ELECTION,
+            endpoints,
+            knobs,
+            name,
+        )?;
         Ok(EtcdLeaseElection { config })
     }
 }
@@ -47,7 +50,7 @@ impl Elector for EtcdLeaseElection {
 
     fn info(&self) -> ElectionInfo {
         ElectionInfo {
-            election: ElectionKind::EtcdLeaseElection,
+            election: crate::elections::ETCD_LEASE_ELECTION,
             elects_by:
                 "txn put-if-absent (create_revision == 0) under a lease; followers watch the key"
                     .into(),

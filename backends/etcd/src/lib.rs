@@ -53,13 +53,15 @@
 //! For the failover workload: **`etcd-election`** ([`election`]) is etcd's server-side
 //! election API (campaign / observe / resign); **`etcd-lease-election`** ([`lease_election`])
 //! the hand-made put-if-absent-under-a-lease recipe. Both run on the same per-candidate
-//! session and lease as the locks.
+//! session and lease as the locks, and are registered, like the lock recipes, by
+//! [`elections`] (through `System::elections`).
 #![deny(missing_docs)]
 
 mod access;
 mod client;
 mod diagnose;
 pub mod election;
+pub mod elections;
 mod errors;
 mod http;
 mod knobs;

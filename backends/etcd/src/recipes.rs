@@ -16,12 +16,12 @@ pub const ETCD_LOCKAPI: BackendKind = BackendKind::of("etcd-lockapi");
 /// wakes every waiter. Exists to measure fan-out against etcd-lease.
 pub const ETCD_HERD: BackendKind = BackendKind::of("etcd-herd");
 
-fn knobs(scenario: &Scenario) -> Result<EtcdKnobs, BackendError> {
+pub(crate) fn knobs(scenario: &Scenario) -> Result<EtcdKnobs, BackendError> {
     scenario.knobs.get().map_err(BackendError::Config)
 }
 
-/// A dead client's lock lives for its lease TTL.
-fn lease_ttl(scenario: &Scenario) -> Duration {
+/// A dead client's lock (and a dead leader's term) lives for its lease TTL.
+pub(crate) fn lease_ttl(scenario: &Scenario) -> Duration {
     let knobs = knobs(scenario);
     knobs
         .expect("knobs are checked when a scenario is loaded")

@@ -38,6 +38,10 @@ impl System for Etcd {
         crate::recipes::RECIPES
     }
 
+    fn elections(&self) -> &'static [lockbench_core::ElectionRecipe] {
+        crate::elections::ELECTIONS
+    }
+
     fn name(&self) -> &'static str {
         "etcd"
     }

@@ -24,8 +24,7 @@ use crate::RedisKnobs;
 use crate::scripts::{RELEASE, RENEW};
 use lockbench_core::traits::BackendError;
 use lockbench_core::{
-    Candidate, ClientId, ElectionInfo, ElectionKind, Elector, Endpoints, ErrorKind, FencingToken,
-    Leader, Outcome,
+    Candidate, ClientId, ElectionInfo, Elector, Endpoints, ErrorKind, FencingToken, Leader, Outcome,
 };
 use redis::Script;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
@@ -102,7 +101,7 @@ impl Elector for RedisLeaseElection {
 
     fn info(&self) -> ElectionInfo {
         ElectionInfo {
-            election: ElectionKind::RedisLeaseElection,
+            election: crate::elections::REDIS_LEASE_ELECTION,
             elects_by: format!(
                 "SET NX PX + INCR epoch in one script, renewed every ttl/3; followers poll GET every {:?}",
                 self.poll

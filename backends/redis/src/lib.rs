@@ -30,7 +30,8 @@
 //! - **The broken recipe is the same code** with a mode flag ([`SetMode::BrokenNoNx`]): only the
 //!   script differs, by the missing `NX`, so what the checkers catch is exactly that.
 //! - **Leader election** (`election`, [`RedisLeaseElection`]) for the failover workload is a
-//!   lease on one key (`SET NX PX`), renewed by the leader and polled by followers.
+//!   lease on one key (`SET NX PX`), renewed by the leader and polled by followers;
+//!   registered, like the lock recipes, by [`elections`] (through `System::elections`).
 //! - **The faults only Redis takes are this crate's** (offered through
 //!   [`System`](lockbench_core::System)): the clock-jump emulation (`clock_jump`: every TTL
 //!   shortened) and `redis-failover` (`failover_fault`, asking the pair and its Sentinels
@@ -52,6 +53,7 @@ mod clock_jump;
 mod commandstats;
 mod connect;
 pub mod election;
+pub mod elections;
 mod errors;
 mod failover_fault;
 mod failover_probe;

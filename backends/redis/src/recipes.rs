@@ -29,7 +29,7 @@ pub const REDIS_BROKEN_RELEASE: BackendKind = BackendKind::of("redis-broken-rele
 /// renew checker alive.
 pub const REDIS_BROKEN_RENEW: BackendKind = BackendKind::of("redis-broken-renew");
 
-fn knobs(scenario: &Scenario) -> Result<RedisKnobs, BackendError> {
+pub(crate) fn knobs(scenario: &Scenario) -> Result<RedisKnobs, BackendError> {
     scenario.knobs.get().map_err(BackendError::Config)
 }
 
@@ -39,8 +39,8 @@ fn redlock_knobs(scenario: &Scenario) -> Result<RedlockKnobs, BackendError> {
 
 const CHECKED: &str = "knobs are checked when a scenario is loaded";
 
-/// A dead client's lock lives for the key's TTL.
-fn ttl(scenario: &Scenario) -> Duration {
+/// A dead client's lock (and a dead leader's term) lives for the key's TTL.
+pub(crate) fn ttl(scenario: &Scenario) -> Duration {
     knobs(scenario).expect(CHECKED).ttl
 }
 

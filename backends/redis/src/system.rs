@@ -143,6 +143,10 @@ impl System for Redis {
         crate::recipes::RECIPES
     }
 
+    fn elections(&self) -> &'static [lockbench_core::ElectionRecipe] {
+        crate::elections::ELECTIONS
+    }
+
     /// The standalone server's and the Redlock servers' tables (the Sentinels have none).
     fn knobs(&self) -> &'static [KnobSchema] {
         crate::KNOBS

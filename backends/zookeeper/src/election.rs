@@ -27,8 +27,7 @@ use crate::fair::{ephemeral_sequential, make_parents};
 use crate::paths;
 use lockbench_core::traits::BackendError;
 use lockbench_core::{
-    Candidate, ClientId, ElectionInfo, ElectionKind, Elector, Endpoints, ErrorKind, FencingToken,
-    Leader, Outcome,
+    Candidate, ClientId, ElectionInfo, Elector, Endpoints, ErrorKind, FencingToken, Leader, Outcome,
 };
 use std::sync::{Arc, Mutex};
 use zookeeper_client as zk;
@@ -67,7 +66,7 @@ impl Elector for ZkElection {
 
     fn info(&self) -> ElectionInfo {
         ElectionInfo {
-            election: ElectionKind::ZkElection,
+            election: crate::elections::ZK_ELECTION,
             elects_by: "ephemeral-sequential node, lowest leads, getData watch on the predecessor; observers watch the children".into(),
             epoch: "sequence number of the leader's node".into(),
             expires_by: format!("session timeout ({:?})", self.ensemble.session_timeout),

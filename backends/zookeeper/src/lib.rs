@@ -53,6 +53,7 @@
 //!
 //! Leader election (`election.rs`, [`ZkElection`]): the recipes page's election, for the
 //! failover workload: the same ephemeral-sequential queue, where the first in line leads.
+//! Registered, like the lock recipes, by [`elections`] (through `System::elections`).
 //!
 //! Request counters for cross-checking (`counters.rs`): ZooKeeper's `mntr` four-letter word,
 //! `zk_packets_received`, summed over the ensemble members; watch notifications sent, from the
@@ -64,6 +65,7 @@ mod counters;
 mod curator;
 mod diagnose;
 mod election;
+pub mod elections;
 mod errors;
 mod fair;
 mod knobs;

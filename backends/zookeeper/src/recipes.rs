@@ -21,15 +21,15 @@ pub const ZK_RWLOCK: BackendKind = BackendKind::of("zk-rwlock");
 /// shared-lock checker catches it (with `workload.read_fraction` > 0).
 pub const ZK_BROKEN_RWLOCK: BackendKind = BackendKind::of("zk-broken-rwlock");
 
-/// A dead client's lock lives for its session timeout.
-fn session_timeout(scenario: &Scenario) -> Duration {
+/// A dead client's lock (and a dead leader's term) lives for its session timeout.
+pub(crate) fn session_timeout(scenario: &Scenario) -> Duration {
     let knobs = knobs(scenario);
     knobs
         .expect("knobs are checked when a scenario is loaded")
         .session_timeout
 }
 
-fn knobs(scenario: &Scenario) -> Result<ZookeeperKnobs, BackendError> {
+pub(crate) fn knobs(scenario: &Scenario) -> Result<ZookeeperKnobs, BackendError> {
     scenario.knobs.get().map_err(BackendError::Config)
 }
 

@@ -73,6 +73,10 @@ impl System for ZooKeeper {
         crate::recipes::RECIPES
     }
 
+    fn elections(&self) -> &'static [lockbench_core::ElectionRecipe] {
+        crate::elections::ELECTIONS
+    }
+
     fn standard_ports(&self) -> &'static [u16] {
         &[2181, 2888, 3888]
     }

@@ -10,8 +10,13 @@
 //! Why a separate trait and id ([`ElectionKind`]) rather than more [`BackendKind`]s: an
 //! election is not a lock workload. Its followers need the *identity* of the current leader
 //! (not just "the lock is free"), its leader needs to learn loss asynchronously, and none of
-//! the lock figures (acquisitions/s, hand-off, fairness) apply. Keeping the recipes out of
-//! [`BackendKind`] keeps every lock `match` (and the lock backends) untouched.
+//! the lock figures (acquisitions/s, hand-off, fairness) apply. Keeping the names apart keeps
+//! an election out of a scenario's `backends` and a lock out of its `elections`.
+//!
+//! The set of election recipes is open, as the lock recipes' is: a system's crate registers
+//! each one as an [`ElectionRecipe`](crate::recipe::ElectionRecipe) (through
+//! [`System::elections`](crate::System::elections)), built as an
+//! [`AnyElector`](crate::AnyElector) whose candidates are [`AnyCandidate`](crate::AnyCandidate)s.
 //!
 //! In the history an election is four op kinds on key 0, each carrying the leadership's
 //! *epoch* (a number the service hands out that only grows, usable as a fencing token) in the
@@ -23,73 +28,14 @@
 //!
 //! [`BackendKind`]: crate::BackendKind
 
+pub use crate::ids::ElectionKind;
 use crate::ids::{ClientId, FencingToken};
 use crate::op::{ErrorKind, Outcome};
 use crate::scenario::{Scenario, ScenarioError, bad};
 use crate::traits::BackendError;
 use serde::{Deserialize, Serialize};
-use std::fmt;
 use std::future::Future;
 use std::time::Duration;
-
-/// Every leader-election recipe lockbench can run. The serialized names are the ones users
-/// type (`elections = ["zk-election"]`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ElectionKind {
-    /// ZooKeeper recipe: ephemeral-sequential node, the lowest leads, each candidate watches
-    /// its predecessor; epoch = the node's sequence number.
-    ZkElection,
-    /// etcd's server-side election API (`Campaign` / `Observe` / `Resign`) on a lease;
-    /// epoch = the leader key's create revision.
-    EtcdElection,
-    /// etcd, by hand: put-if-absent of one key under a lease (a txn on `create_revision == 0`),
-    /// followers watch the key; epoch = its create revision.
-    EtcdLeaseElection,
-    /// Redis: `SET NX PX` of one key with an `INCR`ed epoch in the value, renewed by the
-    /// leader, polled by followers.
-    RedisLeaseElection,
-}
-
-impl ElectionKind {
-    /// Every recipe, in the order results print them.
-    pub const ALL: [ElectionKind; 4] = [
-        ElectionKind::ZkElection,
-        ElectionKind::EtcdElection,
-        ElectionKind::EtcdLeaseElection,
-        ElectionKind::RedisLeaseElection,
-    ];
-
-    /// The name users type and results print.
-    pub fn name(self) -> &'static str {
-        match self {
-            ElectionKind::ZkElection => "zk-election",
-            ElectionKind::EtcdElection => "etcd-election",
-            ElectionKind::EtcdLeaseElection => "etcd-lease-election",
-            ElectionKind::RedisLeaseElection => "redis-lease-election",
-        }
-    }
-
-    /// Parses a user-typed name; the error lists the valid names.
-    pub fn parse(name: &str) -> Result<ElectionKind, String> {
-        ElectionKind::ALL
-            .into_iter()
-            .find(|e| e.name() == name)
-            .ok_or_else(|| {
-                let valid: Vec<&str> = ElectionKind::ALL.iter().map(|e| e.name()).collect();
-                format!(
-                    "unknown election recipe `{name}`; expected one of: {}",
-                    valid.join(", ")
-                )
-            })
-    }
-}
-
-impl fmt::Display for ElectionKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
 
 /// A leadership: who leads, and the epoch the service gave this term.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -300,17 +246,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn serialized_names_are_the_names_users_type() {
-        for e in ElectionKind::ALL {
-            let json = serde_json::to_string(&e).unwrap();
-            assert_eq!(json, format!("\"{}\"", e.name()));
-            assert_eq!(ElectionKind::parse(e.name()), Ok(e));
-        }
-        assert!(
-            ElectionKind::parse("zk-fair")
-                .unwrap_err()
-                .contains("zk-election")
-        );
+    fn serialized_removals_are_the_names_users_type() {
         for r in [
             Removal::Resign,
             Removal::Kill,
@@ -346,7 +282,7 @@ rounds = 1
     fn a_failover_scenario_runs_elections_not_backends() {
         let s = Scenario::load("f", FAILOVER, &[]).unwrap();
         assert_eq!(s.workload.kind, WorkloadKind::Failover);
-        assert_eq!(s.elections[1], ElectionKind::RedisLeaseElection);
+        assert_eq!(s.elections[1], ElectionKind::of("redis-lease-election"));
         assert_eq!(s.failover.removals, vec![Removal::Kill, Removal::Resign]);
         assert_eq!(Scenario::load("again", &s.to_toml(), &[]).unwrap(), s);
         let err = Scenario::load("f", FAILOVER, &["backends=zk-fair".into()]).unwrap_err();
@@ -355,7 +291,5 @@ rounds = 1
         assert!(err.contains("workload.clients"), "{err}");
         let err = Scenario::load("f", &FAILOVER.replace("\"kill\"", "\"nuke\""), &[]).unwrap_err();
         assert!(err.contains("nuke"), "{err}");
-        let err = Scenario::load("f", FAILOVER, &["elections=zk-fair".into()]).unwrap_err();
-        assert!(err.contains("zk-fair"), "{err}");
     }
 }

@@ -26,7 +26,8 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 
-type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+/// A boxed future: what a call through a vtable returns.
+pub(crate) type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// A backend of any recipe.
 pub struct AnyBackend(Box<dyn DynBackend>);

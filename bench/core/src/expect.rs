@@ -56,7 +56,6 @@
 //! checked, and the run says so. The results side (what each expectation measured, met /
 //! failed / unknown, and the exit code) is `lockbench_results::expect`.
 
-use crate::election::ElectionKind;
 use crate::finding::FindingKind;
 use crate::scenario::{ScenarioError, bad};
 use serde::{Deserialize, Deserializer, Serialize};
@@ -355,17 +354,15 @@ impl Expectations {
             .chain(safe_in)
     }
 
-    /// Checks that every name the table uses is `"all"`, an election recipe, or a lock
-    /// recipe `known` accepts (the registry's: core knows no lock recipe), naming the field;
-    /// `valid` lists the lock recipes for the error.
+    /// Checks that every name the table uses is `"all"` or a recipe `known` accepts, lock or
+    /// election (the registry's: core knows no recipe), naming the field; `valid` lists the
+    /// lock recipes for the error.
     pub fn check_names(
         &self,
         known: impl Fn(&str) -> bool,
         valid: &[&str],
     ) -> Result<(), ScenarioError> {
-        let ok = |name: &str| {
-            name == ALL || known(name) || ElectionKind::ALL.iter().any(|e| e.name() == name)
-        };
+        let ok = |name: &str| name == ALL || known(name);
         match self.named().find(|(_, name)| !ok(name)) {
             Some((field, name)) => Err(bad(
                 &format!("expect.{field}"),
@@ -529,7 +526,7 @@ mod tests {
     #[test]
     fn a_bad_entry_names_its_field() {
         let r = run(&["zk-fair", "redlock"]);
-        let known = |n: &str| ["zk-fair", "redlock"].contains(&n);
+        let known = |n: &str| ["zk-fair", "redlock", "zk-election"].contains(&n);
         let err = parse("safe = [\"zk-fast\"]")
             .check_names(known, &["zk-fair", "redlock"])
             .unwrap_err();

@@ -31,7 +31,9 @@
 //!   controller: [`SystemFault`] (a fault only its servers take, applied through a
 //!   [`FaultAccess`]), [`ClockJump`], both reaching the servers through a [`ServerAccess`];
 //! - [`election`]: leader election for the `failover` workload: [`ElectionKind`], the
-//!   [`Elector`] / [`Candidate`] roles and the `[failover]` knobs.
+//!   [`Elector`] / [`Candidate`] roles and the `[failover]` knobs; an election recipe is
+//!   registered as an [`ElectionRecipe`] and built as an [`AnyElector`] ([`erased_election`]:
+//!   any elector behind one type, so the set of election recipes is open too).
 //!
 //! No runtime, no network clients and no rendering live here: those pull in heavy dependencies
 //! and change for their own reasons.
@@ -44,6 +46,7 @@ pub mod crypto;
 pub mod election;
 pub mod endpoints;
 pub mod erased;
+pub mod erased_election;
 pub mod expect;
 pub mod fanout;
 pub mod fault;
@@ -70,18 +73,19 @@ pub mod workers;
 pub use clock_jump::ClockJump;
 pub use connection::{Connection, ConnectionSummary, Tls};
 pub use counters::{Incarnation, ServerCount};
-pub use election::{Candidate, ElectionInfo, ElectionKind, Elector, Leader, Removal};
+pub use election::{Candidate, ElectionInfo, Elector, Leader, Removal};
 pub use endpoints::{Endpoints, SENTINEL_MASTER_NAME};
 pub use erased::{AnyBackend, AnyClient, AnyHandle};
+pub use erased_election::{AnyCandidate, AnyElector};
 pub use fanout::{ServerFanout, WakeupTally, Wakeups};
 pub use fault::{
     Fault, FaultEvent, FaultPhase, LossMode, PartitionSpec, Route, Targets, fault_kind, fault_label,
 };
 pub use finding::FindingKind;
 pub use history::History;
-pub use ids::{BackendKind, ClientId, FencingToken, KeyId};
+pub use ids::{BackendKind, ClientId, ElectionKind, FencingToken, KeyId};
 pub use op::{ErrorKind, Op, OpF, OpType, Outcome};
-pub use recipe::Recipe;
+pub use recipe::{ElectionRecipe, Recipe};
 pub use scenario::Scenario;
 pub use seed::{Seed, Stream};
 pub use server_access::{Login, Pending, ServerAccess};

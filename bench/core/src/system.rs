@@ -180,6 +180,12 @@ pub trait System: Send + Sync + 'static {
         &[]
     }
 
+    /// Its leader-election recipes, for the `failover` workload (none for a system that has
+    /// none).
+    fn elections(&self) -> &'static [crate::recipe::ElectionRecipe] {
+        &[]
+    }
+
     /// Its knob tables (connection settings and recipe knobs, with their defaults and
     /// validation), in the order a saved scenario lists them.
     fn knobs(&self) -> &'static [KnobSchema] {

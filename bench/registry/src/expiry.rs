@@ -1,23 +1,11 @@
 //! How long a dead client's lock (or a dead leader's term) lives on each recipe: the ZooKeeper
-//! session timeout, the etcd lease TTL, the Redis / Redlock key TTL. It reads the recipe's knob
-//! table, so it lives beside the recipe table rather than in core, which no longer knows any
-//! system's knobs.
+//! session timeout, the etcd lease TTL, the Redis / Redlock key TTL. Each recipe says, from its
+//! own knob table (its `expiry`); this looks the recipe up and derives the checks and pauses
+//! that depend on it.
 
-use lockbench_core::knobs::KnobTable;
 use lockbench_core::scenario::ScenarioError;
 use lockbench_core::{BackendKind, ElectionKind, Scenario};
-use lockbench_etcd::EtcdKnobs;
-use lockbench_redis::RedisKnobs;
-use lockbench_zookeeper::ZookeeperKnobs;
 use std::time::Duration;
-
-/// The table `K` of `scenario` (checked when the scenario was loaded).
-fn knobs<K: KnobTable>(scenario: &Scenario) -> K {
-    scenario
-        .knobs
-        .get::<K>()
-        .unwrap_or_else(|e| panic!("knobs are checked when a scenario is loaded: {e}"))
-}
 
 /// How long a dead client's lock lives on `backend` (its recipe says: a session timeout, a
 /// lease or key TTL, the time a server takes to notice a dead connection).
@@ -54,15 +42,10 @@ pub fn holder_pause(scenario: &Scenario, backend: BackendKind) -> Duration {
         .unwrap_or_else(|| expiry(scenario, backend) * 2)
 }
 
-/// How long a dead leader's term lives on `election`.
+/// How long a dead leader's term lives on `election` (its recipe says: a session timeout, a
+/// lease or key TTL).
 pub fn election_expiry(scenario: &Scenario, election: ElectionKind) -> Duration {
-    match election {
-        ElectionKind::ZkElection => knobs::<ZookeeperKnobs>(scenario).session_timeout,
-        ElectionKind::EtcdElection | ElectionKind::EtcdLeaseElection => {
-            knobs::<EtcdKnobs>(scenario).lease_ttl
-        }
-        ElectionKind::RedisLeaseElection => knobs::<RedisKnobs>(scenario).ttl,
-    }
+    (crate::election::registered_election(election).expiry)(scenario)
 }
 
 /// The `pause` and `partition` removals' length on `election`: `failover.pause`, or twice the
@@ -119,13 +102,18 @@ mod tests {
         assert_eq!(expiry(&s, kind("redlock")), Duration::from_secs(7));
         assert_eq!(expiry(&s, kind("redis-setnx")), Duration::from_secs(10));
         assert_eq!(holder_pause(&s, kind("zk-herd")), Duration::from_secs(6));
+        let election = |n: &str| crate::parse_election(n).unwrap();
         assert_eq!(
-            leader_pause(&s, ElectionKind::ZkElection),
+            leader_pause(&s, election("zk-election")),
             Duration::from_secs(6)
         );
-        assert_eq!(
-            election_expiry(&s, ElectionKind::EtcdElection),
-            Duration::from_secs(5)
-        );
+        for (name, life) in [
+            ("etcd-election", 5),
+            ("etcd-lease-election", 5),
+            ("redis-lease-election", 10),
+        ] {
+            let expiry = election_expiry(&s, election(name));
+            assert_eq!(expiry, Duration::from_secs(life), "{name}");
+        }
     }
 }

@@ -26,13 +26,17 @@ pub fn load_scenario(source: &str, text: &str, overrides: &[String]) -> Result<S
     Ok(scenario)
 }
 
-/// Every recipe the scenario names (`backends`, the `[expect]` table) is a registered one:
-/// core reads any name, only the registry knows which exist.
+/// Every recipe the scenario names (`backends`, `elections`, the `[expect]` table) is a
+/// registered one: core reads any name, only the registry knows which exist.
 fn check_names(scenario: &Scenario) -> Result<(), String> {
     for b in &scenario.backends {
         crate::parse_backend(b.name()).map_err(|e| format!("backends: {e}"))?;
     }
-    let known = |name: &str| crate::parse_backend(name).is_ok();
+    for e in &scenario.elections {
+        crate::parse_election(e.name()).map_err(|e| format!("elections: {e}"))?;
+    }
+    let known =
+        |name: &str| crate::parse_backend(name).is_ok() || crate::parse_election(name).is_ok();
     let valid = crate::backend_names();
     scenario
         .expect
@@ -58,5 +62,25 @@ mod tests {
             "{err}"
         );
         assert!(crate::load_scenario("t.toml", &text.replace("redlok", "redlock"), &[]).is_ok());
+    }
+
+    /// A misspelled or lock recipe in `elections` is named with the registered election
+    /// recipes; `[expect]` accepts an election recipe's name.
+    #[test]
+    fn an_unknown_election_recipe_is_named_with_the_registered_ones() {
+        let text = "name = \"f\"\nelections = [\"zk-election\"]\n[workload]\nkind = \"failover\"\n\
+                    clients = 3\nkeys = 1\n";
+        let s = crate::load_scenario("f.toml", text, &[]).unwrap();
+        assert_eq!(s.elections, [crate::parse_election("zk-election").unwrap()]);
+        let err = crate::load_scenario("f.toml", text, &["elections=zk-fair".into()]).unwrap_err();
+        assert!(
+            err.contains("elections")
+                && err.contains("`zk-fair`")
+                && err.contains("redis-lease-election")
+                && err.contains("f.toml"),
+            "{err}"
+        );
+        let expect = format!("{text}[expect]\nsafe = [\"zk-election\"]\n");
+        assert!(crate::load_scenario("f.toml", &expect, &[]).is_ok());
     }
 }

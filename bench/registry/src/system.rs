@@ -3,17 +3,16 @@
 //! resource sampler and the compose fault plan act on, and the addresses its clients connect
 //! to.
 
-use crate::{etcd, postgres, redis, zookeeper};
 use lockbench_core::{BackendKind, ElectionKind, Endpoints, Group, ServerSpec, System};
 
 /// Every registered system, in the order the managed cluster starts them (and endpoints files
 /// list their groups). Adding a system is one line here.
 pub static SYSTEMS: &[&dyn System] = &[
-    &zookeeper::system::ZooKeeper,
-    &etcd::system::Etcd,
-    &redis::system::Redis,
-    &redis::system::Sentinel,
-    &postgres::system::Postgres,
+    &lockbench_zookeeper::system::ZooKeeper,
+    &lockbench_etcd::system::Etcd,
+    &lockbench_redis::system::Redis,
+    &lockbench_redis::system::Sentinel,
+    &lockbench_postgres::system::Postgres,
 ];
 
 /// Every server of every registered system, in start order.
@@ -31,13 +30,9 @@ pub fn group_of(backend: BackendKind) -> Group {
     crate::backend::registered(backend).group
 }
 
-/// The servers an election recipe runs on.
+/// The servers an election recipe runs on (its recipe's group).
 pub fn election_group_of(election: ElectionKind) -> Group {
-    match election {
-        ElectionKind::ZkElection => zookeeper::system::ZOOKEEPER,
-        ElectionKind::EtcdElection | ElectionKind::EtcdLeaseElection => etcd::system::ETCD,
-        ElectionKind::RedisLeaseElection => redis::system::REDIS,
-    }
+    crate::election::registered_election(election).group
 }
 
 /// Every group with an endpoints list of its own, in the order endpoints files list them (the
@@ -171,14 +166,17 @@ mod tests {
         }
     }
 
-    /// Each recipe's system is the one its name says (`zk-*` on ZooKeeper, ...): a recipe put
-    /// in the wrong group would have its faults applied to servers it never talks to.
+    /// Each recipe's system, lock or election, is the one its name says (`zk-*` on ZooKeeper,
+    /// ...): a recipe put in the wrong group would have its faults applied to servers it never
+    /// talks to.
     #[test]
     fn every_recipe_runs_on_the_system_its_name_says() {
-        use {etcd::system::ETCD, redis::system::*, zookeeper::system::ZOOKEEPER};
-        for r in crate::recipes() {
-            let name = r.kind.name();
-            let expected = if name.starts_with("zk-") {
+        use lockbench_etcd::system::ETCD;
+        use lockbench_postgres::system::POSTGRES;
+        use lockbench_redis::system::*;
+        use lockbench_zookeeper::system::ZOOKEEPER;
+        let expected = |name: &str| {
+            if name.starts_with("zk-") {
                 ZOOKEEPER
             } else if name.starts_with("etcd-") {
                 ETCD
@@ -187,33 +185,33 @@ mod tests {
             } else if name == "redis-sentinel" {
                 FAILOVER
             } else if name.starts_with("pg-") {
-                postgres::system::POSTGRES
+                POSTGRES
             } else {
                 REDIS
-            };
-            assert_eq!(group_of(r.kind), expected, "{name}");
-            let system = servers().find(|s| s.group == r.group).unwrap().system;
-            assert!(
-                system.recipes().iter().any(|own| own.kind == r.kind),
-                "{name} is listed by the system whose servers it uses"
-            );
-        }
-        for e in ElectionKind::ALL {
-            let prefix = e.name().split('-').next().unwrap();
-            let expected = match prefix {
-                "zk" => ZOOKEEPER,
-                "etcd" => ETCD,
-                _ => REDIS,
-            };
-            assert_eq!(election_group_of(e), expected, "{}", e.name());
+            }
+        };
+        let system_of = |group: Group| servers().find(|s| s.group == group).unwrap().system;
+        for sys in SYSTEMS {
+            let locks = sys.recipes().iter();
+            let locks = locks.map(|r| (r.kind.name(), r.group, group_of(r.kind)));
+            let elections = sys.elections().iter();
+            let elections = elections.map(|e| (e.kind.name(), e.group, election_group_of(e.kind)));
+            for (name, group, found) in locks.chain(elections) {
+                assert_eq!(found, expected(name), "{name}");
+                let runs_on = system_of(group).name();
+                let why = "is listed by the system whose servers it uses";
+                assert_eq!(runs_on, sys.name(), "{name} {why}");
+            }
         }
     }
 
-    /// Recipe names are unique across systems, and the broken ones say so in their name (a
-    /// broken recipe is never part of a comparison).
+    /// Recipe names, lock and election (an `[expect]` table names both), are unique across
+    /// systems, and the broken ones say so in their name (a broken recipe is never part of a
+    /// comparison).
     #[test]
     fn recipe_names_are_unique_and_broken_ones_say_so() {
         let mut names = crate::backend_names();
+        names.extend(crate::election_names());
         let n = names.len();
         names.sort();
         names.dedup();

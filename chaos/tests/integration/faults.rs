@@ -9,9 +9,9 @@
 use lockbench_chaos::{Group, Nemesis, NetConfig, Network, ServerNemesis, Topology};
 use lockbench_cluster::Cluster;
 use lockbench_core::{Fault, FaultEvent, FaultPhase, PartitionSpec, RunClock, Targets};
-use lockbench_registry::etcd::system::ETCD;
-use lockbench_registry::redis::system::{REDIS, REDLOCK};
-use lockbench_registry::zookeeper::system::ZOOKEEPER;
+use lockbench_etcd::system::ETCD;
+use lockbench_redis::system::{REDIS, REDLOCK};
+use lockbench_zookeeper::system::ZOOKEEPER;
 use rand::SeedableRng;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};

@@ -5,7 +5,7 @@
 use crate::faults::test_cluster;
 use lockbench_chaos::{Host, Nemesis};
 use lockbench_core::{Fault, LossMode, PartitionSpec, RunClock, Targets};
-use lockbench_registry::redis::system::REDIS;
+use lockbench_redis::system::REDIS;
 use std::net::Ipv4Addr;
 
 const SENT: u32 = 2000;

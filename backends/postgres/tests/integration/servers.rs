@@ -328,7 +328,7 @@ async fn promote_is_refused_where_nothing_can_be_promoted() {
     let cluster = Cluster::new(std::env::temp_dir().join("lockbench-postgres-none"));
     let mut n = ServerNemesis::new(
         cluster,
-        lockbench_registry::redis::system::REDIS,
+        lockbench_redis::system::REDIS,
         rand_chacha::ChaCha8Rng::seed_from_u64(1),
     );
     let events = n.apply(&Fault::Promote, &clock).await;

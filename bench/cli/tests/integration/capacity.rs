@@ -12,7 +12,7 @@ use crate::common;
 use crate::common::{PrivateCluster, result_of, results, text};
 use lockbench_chaos::ServerNemesis;
 use lockbench_core::{Fault, RunClock, Targets};
-use lockbench_registry::redis::system::REDIS;
+use lockbench_redis::system::REDIS;
 use rand::SeedableRng;
 use serde_json::Value;
 use std::path::{Path, PathBuf};

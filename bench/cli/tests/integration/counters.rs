@@ -17,7 +17,7 @@ use crate::common;
 use crate::common::{PrivateCluster, result_of, results, text};
 use lockbench_chaos::{Nemesis, ServerNemesis};
 use lockbench_core::{Fault, PartitionSpec, RunClock, Targets};
-use lockbench_registry::zookeeper::system::ZOOKEEPER;
+use lockbench_zookeeper::system::ZOOKEEPER;
 use rand::SeedableRng;
 use std::io::{Read, Write};
 use std::net::TcpStream;

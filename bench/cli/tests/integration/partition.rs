@@ -410,7 +410,7 @@ fn a_sentinel_failover_after_an_unreplicated_grant_is_counted_as_a_double_grant(
     {
         assert!(s.healthy, "{} unhealthy after the heal", s.name);
     }
-    use lockbench_registry::redis::server;
+    use lockbench_redis::server;
     let ask = server::primary_query(&status.endpoints.get("sentinel")[0]);
     let reply = rt.block_on(lockbench_cluster::exchange(&ask));
     let primary = reply.ok().and_then(|r| server::primary(&r));

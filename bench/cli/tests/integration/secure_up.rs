@@ -18,10 +18,10 @@
 use crate::common::{self, PrivateCluster};
 use crate::secure::files_holding;
 use lockbench_chaos::{Reach, Site};
-use lockbench_registry::etcd::system::ETCD;
-use lockbench_registry::postgres::system::POSTGRES;
-use lockbench_registry::redis::system::{FAILOVER, REDIS, SENTINEL};
-use lockbench_registry::zookeeper::system::ZOOKEEPER;
+use lockbench_etcd::system::ETCD;
+use lockbench_postgres::system::POSTGRES;
+use lockbench_redis::system::{FAILOVER, REDIS, SENTINEL};
+use lockbench_zookeeper::system::ZOOKEEPER;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Command;

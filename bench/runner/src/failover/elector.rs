@@ -1,8 +1,7 @@
-//! Picks the election recipe once, at the top, for the coordinator and for a candidate worker
-//! process alike (as `dispatch.rs` does for lock backends), with the
-//! registry's constructor table (`lockbench_registry::with_elector!`).
+//! The candidate worker process's side of the failover workload: builds the election recipe
+//! the job names with the registry's constructor (`lockbench_registry::elector`), as the
+//! coordinator does, and serves the job with it.
 
-use lockbench_registry::with_elector;
 use lockbench_workloads::candidate::{self, CandidateJob};
 
 /// The worker side: serves one candidate job on stdin/stdout.
@@ -10,13 +9,8 @@ pub async fn run_candidate(
     job: CandidateJob,
     stdin: tokio::io::BufReader<tokio::io::Stdin>,
 ) -> anyhow::Result<()> {
-    let (scenario, endpoints, name) = (
-        job.scenario.clone(),
-        job.endpoints.clone(),
-        job.name.clone(),
-    );
-    with_elector!(job.election, &scenario, &endpoints, &name, |e| {
-        candidate::serve(e, job, stdin, tokio::io::stdout()).await?;
-        Ok(())
-    })
+    let elector =
+        lockbench_registry::elector(job.election, &job.scenario, &job.endpoints, &job.name)?;
+    candidate::serve(elector, job, stdin, tokio::io::stdout()).await?;
+    Ok(())
 }

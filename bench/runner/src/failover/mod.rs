@@ -34,7 +34,6 @@ use lockbench_core::election::FailoverKnobs;
 use lockbench_core::{
     ElectionKind, Elector, Endpoints, FaultPhase, Removal, RunClock, Scenario, Seed, Stream,
 };
-use lockbench_registry::with_elector;
 use lockbench_report::RunDir;
 use lockbench_results::model::FailoverResult;
 use lockbench_results::{BackendResult, Status, Validity};
@@ -67,7 +66,8 @@ pub async fn run_election(
         .unwrap_or_default()
         .as_nanos();
     let election_name = format!("{}-{stamp:x}", scenario.name.replace('/', "-"));
-    let info = with_elector!(kind, scenario, endpoints, &election_name, |e| e.info());
+    let elector = lockbench_registry::elector(kind, scenario, endpoints, &election_name)?;
+    let info = elector.info();
     let (history, writer) = run_dir.history_writer(name)?;
     let (events_tx, events_rx) = mpsc::unbounded_channel();
     let mut run = Run {
@@ -126,13 +126,7 @@ pub async fn run_election(
     for p in std::mem::take(&mut run.dead) {
         p.reap().await;
     }
-    let cleanup = with_elector!(kind, scenario, endpoints, &run.election_name, |e| {
-        e.cleanup().await;
-        Ok::<(), anyhow::Error>(())
-    });
-    if let Err(e) = cleanup {
-        tracing::warn!(error = %e, "cannot clean the election's state up");
-    }
+    elector.cleanup().await;
     let Run {
         mut events_rx,
         events_tx,

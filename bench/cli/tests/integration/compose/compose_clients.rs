@@ -7,7 +7,7 @@
 use crate::common;
 use lockbench_chaos::Nemesis;
 use lockbench_core::{Fault, PartitionSpec, RunClock, Targets};
-use lockbench_registry::redis::system::REDLOCK;
+use lockbench_redis::system::REDLOCK;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::collections::BTreeSet;

@@ -6,9 +6,9 @@
 use lockbench_chaos::{Group, Host, LinkNemesis, LinkProxies, Nemesis, Reach};
 use lockbench_compose::{ComposeNemesis, Containers};
 use lockbench_core::{Fault, FaultEvent, LossMode, PartitionSpec, RunClock, Targets};
-use lockbench_registry::etcd::system::ETCD;
-use lockbench_registry::redis::system::{FAILOVER, REDLOCK as REDLOCK_GROUP};
-use lockbench_registry::zookeeper::system::ZOOKEEPER;
+use lockbench_etcd::system::ETCD;
+use lockbench_redis::system::{FAILOVER, REDLOCK as REDLOCK_GROUP};
+use lockbench_zookeeper::system::ZOOKEEPER;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::sync::Arc;
