@@ -22,7 +22,10 @@ use std::path::PathBuf;
 #[command(
     name = "lockbench",
     version = crate::version::VERSION,
-    propagate_version = true
+    propagate_version = true,
+    // `-h` and `--help` on every command say it all; a `help` command would be one more line
+    // in a short help that must fit a screen.
+    disable_help_subcommand = true
 )]
 pub struct Cli {
     /// State directory of the managed cluster.
