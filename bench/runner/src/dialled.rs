@@ -9,11 +9,11 @@
 //! coordinator maps them onto its own timeline ([`lockbench_workloads::clock::ClockMap`]).
 
 use crate::coordinator::Ctx;
-use crate::launch::{Launched, worker_name};
 use crate::readmit::Readmit;
 use crate::run_worker::RunWorker;
 use anyhow::Context;
 use lockbench_core::workers::{DEFAULT_LISTEN, Launcher, WorkersSpec};
+use lockbench_launch::{Launched, worker_name};
 use lockbench_workloads::clock::DRIFT_ALLOWANCE_PPM;
 use lockbench_workloads::dial::{Arrival, Listener, RunSecret};
 use lockbench_workloads::remote::{RemoteWorker, WorkerClock};

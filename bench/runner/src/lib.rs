@@ -24,8 +24,6 @@ mod dialled;
 pub mod dispatch;
 pub mod failover;
 mod fault_loop;
-mod launch;
-pub use launch::remove_swarm_leftovers;
 pub mod links;
 pub mod observer;
 pub mod placement;

@@ -65,10 +65,7 @@ enum Place {
     Containers,
 }
 
-/// The name of the worker running slot `slot` (0-based), which is also its client host's name.
-pub fn worker_name(slot: u32) -> String {
-    format!("client{}", slot + 1)
-}
+pub use lockbench_launch::worker_name;
 
 /// `true` when the scenario starts worker processes (every client, the fencing holder, or
 /// the failover workload's candidates), or workers that dial in.

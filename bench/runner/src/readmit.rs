@@ -12,9 +12,9 @@
 //! process is a new clock). Arrivals under another name are turned away, as at the start.
 
 use crate::dialled::index_of;
-use crate::launch::{Launched, worker_name};
 use crate::run_worker::RunWorker;
 use lockbench_core::Nanos;
+use lockbench_launch::{Launched, worker_name};
 use lockbench_workloads::clock::DRIFT_ALLOWANCE_PPM;
 use lockbench_workloads::dial::Listener;
 use lockbench_workloads::remote::{RemoteWorker, WorkerClock};
