@@ -1,12 +1,16 @@
-//! Starting and reaching worker processes: the launchers of workers that dial in
-//! (`[workers] launcher = "dial" | "swarm"`, or external ones), and removing what a dead
-//! run's launcher left.
+//! Starting and reaching worker processes: worker processes the run starts itself, on this
+//! machine, in a client host or in a client container (`launcher = "local"`); the launchers
+//! of workers that dial in (`[workers] launcher = "dial" | "swarm"`, or external ones); and
+//! removing what a dead run's launcher left.
 //!
 //! Why a crate of its own: launching is about processes, containers and Docker, not about
 //! scenarios. The run engine (`lockbench-runner`) asks three things of it, and this crate
 //! offers those and nothing else:
-//! - **start N workers** of a launcher, each dialling the coordinator with the run's secret
-//!   ([`Launched::start`]), and remove them at the end ([`Launched::finish`]);
+//! - **start N workers** of a placement: the `lockbench worker` command of a slot where the
+//!   run puts its workers ([`WorkerPlace`], [`WorkerCommands`]), removing those client hosts
+//!   or containers at the end ([`WorkerPlace::remove`]); or N workers of a launcher, each
+//!   dialling the coordinator with the run's secret ([`Launched::start`]), removed at the end
+//!   ([`Launched::finish`]);
 //! - **reach them**: which process or container is which worker, so a client fault can pause
 //!   or kill it ([`Launched::process`], [`Launched::client_hosts`]), starting one again after a
 //!   kill ([`Launched::restart`]), and why a worker did not come ([`Launched::diagnose`]);
@@ -30,10 +34,12 @@
 mod dial;
 mod launched;
 mod leftovers;
+mod local;
 mod swarm;
 
 pub use launched::{Launched, Process};
 pub use leftovers::remove_swarm_leftovers;
+pub use local::{WorkerCommands, WorkerPlace};
 
 /// The name of worker `index` (0-based): `client<index+1>`, a worker process's name and its
 /// client host's, so fault targets (`client1`) mean the same worker whoever launched it.

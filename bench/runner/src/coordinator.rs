@@ -17,7 +17,7 @@
 
 use crate::assemble::{self, CounterReadings, Measured};
 use crate::observer::Observer;
-use crate::placement::{RunEnv, worker_name};
+use crate::placement::RunEnv;
 use crate::run_worker::RunWorker;
 use anyhow::Context;
 use lockbench_analysis::pass::{Analysed, Params, Pass};
@@ -26,6 +26,7 @@ use lockbench_core::{
     Backend, BackendKind, Endpoints, FaultEvent, History, Nanos, RunClock, Scenario,
     ServerObservation,
 };
+use lockbench_launch::worker_name;
 use lockbench_report::RunDir;
 use lockbench_report::run_dir::Written;
 use lockbench_results::BackendResult;

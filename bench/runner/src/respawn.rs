@@ -16,11 +16,11 @@
 //! [`lockbench_chaos::Respawn`] ([`Respawner::into_respawn`]) and sees workers only as
 //! [`ClientProcess`]es ([`client_process`]).
 
-use crate::placement::{WorkerCommands, worker_name};
 use crate::readmit::Readmit;
 use crate::run_worker::RunWorker;
 use lockbench_chaos::ClientProcess;
 use lockbench_core::Nanos;
+use lockbench_launch::{WorkerCommands, worker_name};
 use lockbench_workloads::WorkerProcess;
 use lockbench_workloads::worker::{Job, ToWorker, WorkerHandle, WorkerSinks};
 use std::collections::BTreeMap;
