@@ -9,11 +9,13 @@
 //! - **start N workers** of a placement: the `lockbench worker` command of a slot where the
 //!   run puts its workers ([`WorkerPlace`], [`WorkerCommands`]), removing those client hosts
 //!   or containers at the end ([`WorkerPlace::remove`]); or N workers of a launcher, each
-//!   dialling the coordinator with the run's secret ([`Launched::start`]), removed at the end
-//!   ([`Launched::finish`]);
-//! - **reach them**: which process or container is which worker, so a client fault can pause
-//!   or kill it ([`Launched::process`], [`Launched::client_hosts`]), starting one again after a
-//!   kill ([`Launched::restart`]), and why a worker did not come ([`Launched::diagnose`]);
+//!   dialling the coordinator with the run's secret, waited for and handed their jobs
+//!   ([`start_dialled`], over [`Launched::start`]), removed at the end ([`Readmit::finish`]);
+//! - **reach them**: one worker as the coordinator drives it, whoever started it
+//!   ([`RunWorker`]), which process or container is which worker, so a client fault can pause
+//!   or kill it ([`Launched::process`], [`Readmit::client_hosts`]), starting a killed one again
+//!   and admitting it ([`Readmit::restart`]), and why a worker did not come
+//!   ([`Launched::diagnose`]);
 //! - **sweep leftovers**: what a `kill -9`ed Swarm run left ([`remove_swarm_leftovers`]).
 //!
 //! Nothing here knows a scenario, a history or a checker, and nothing here depends on the
@@ -32,14 +34,20 @@
 #![deny(missing_docs)]
 
 mod dial;
+mod dialled;
 mod launched;
 mod leftovers;
 mod local;
+mod readmit;
+mod run_worker;
 mod swarm;
 
+pub use dialled::{DialIn, start as start_dialled};
 pub use launched::{Launched, Process};
 pub use leftovers::remove_swarm_leftovers;
 pub use local::{WorkerCommands, WorkerPlace};
+pub use readmit::Readmit;
+pub use run_worker::RunWorker;
 
 /// The name of worker `index` (0-based): `client<index+1>`, a worker process's name and its
 /// client host's, so fault targets (`client1`) mean the same worker whoever launched it.

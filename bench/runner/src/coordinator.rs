@@ -8,7 +8,7 @@
 //! connects first; the coordinator then fixes one start time on the run clock so that warm-up
 //! and the measured window are the same everywhere. Faults and holder pauses are recorded as
 //! fault events in the same `history.jsonl.zst` the moment they happen. Workers that dial in
-//! (`[workers] launcher = "dial" | "swarm"`, the `dialled` module) take the place of worker
+//! (`[workers] launcher = "dial" | "swarm"`, [`lockbench_launch::start_dialled`]) take the place of worker
 //! processes: every client slot (the fencing workload: its holder) runs in them, each on its
 //! own clock, and the result gets a `clocks` section (the `clock_report` module). The herd
 //! workload is the contention loop with the backend's wake-up and watch-notification counters
@@ -18,7 +18,6 @@
 use crate::assemble::{self, CounterReadings, Measured};
 use crate::observer::Observer;
 use crate::placement::RunEnv;
-use crate::run_worker::RunWorker;
 use anyhow::Context;
 use lockbench_analysis::pass::{Analysed, Params, Pass};
 use lockbench_core::scenario::{Processes, WorkloadKind};
@@ -26,7 +25,7 @@ use lockbench_core::{
     Backend, BackendKind, Endpoints, FaultEvent, History, Nanos, RunClock, Scenario,
     ServerObservation,
 };
-use lockbench_launch::worker_name;
+use lockbench_launch::{DialIn, Readmit, RunWorker, worker_name};
 use lockbench_report::RunDir;
 use lockbench_report::run_dir::Written;
 use lockbench_results::BackendResult;
@@ -112,7 +111,7 @@ pub(crate) struct Ctx<'a> {
 pub(crate) struct Workers {
     pub(crate) running: Vec<RunWorker>,
     /// What started workers that dialled in and restarts a killed one (finished at the end).
-    pub(crate) dialled: Option<Arc<crate::readmit::Readmit>>,
+    pub(crate) dialled: Option<Arc<Readmit>>,
     pub(crate) jobs: std::collections::BTreeMap<u32, Job>,
     /// Restarted workers (after a `kill` of a client), finished with the others at the end.
     pub(crate) respawned: Arc<std::sync::Mutex<Vec<RunWorker>>>,
@@ -480,7 +479,16 @@ async fn start_workers(
         && !plan.worker_slots.is_empty()
     {
         let job_for = |slots: Vec<u32>| job_of(slots, cx.endpoints.clone());
-        let (started, readmit) = crate::dialled::start(cx, &spec, job_for, &sinks).await?;
+        let warn = |w: &str| cx.observer.warning(w);
+        let dial = DialIn {
+            spec: &spec,
+            slots: &plan.worker_slots,
+            holder_paused: plan.fencing,
+            bind: cx.env.bind,
+            bridged: cx.env.servers_on_managed_bridge(),
+            warn: &warn,
+        };
+        let (started, readmit) = lockbench_launch::start_dialled(dial, job_for, &sinks).await?;
         running = started;
         dialled = Some(Arc::new(readmit));
     } else {

@@ -97,7 +97,7 @@ pub(crate) fn start(
         let links = links.and_then(|p| cx.env.cluster.link_nemesis(p, cx.kind, cx.scenario.seed));
         let mut server = cx.env.cluster.server_nemesis(cx.kind, cx.scenario.seed);
         if let Some(dialled) = &workers.dialled {
-            server.add_client_hosts(dialled.launched.client_hosts());
+            server.add_client_hosts(dialled.client_hosts());
         }
         let nemesis = Composite {
             client,

@@ -8,7 +8,7 @@
 //! continued by the new one.
 //!
 //! A worker that dialled in (`[workers] launcher = "dial" | "swarm"`) is restarted by its
-//! launcher and admitted again by the coordinator's listener (the `readmit` module).
+//! launcher and admitted again by the coordinator's listener ([`Readmit`]).
 //!
 //! The new worker goes into a shared list that the coordinator finishes (stop,
 //! collect stats) at the end with the others; the dead process's stats are lost (counted as
@@ -16,11 +16,9 @@
 //! [`lockbench_chaos::Respawn`] ([`Respawner::into_respawn`]) and sees workers only as
 //! [`ClientProcess`]es ([`client_process`]).
 
-use crate::readmit::Readmit;
-use crate::run_worker::RunWorker;
 use lockbench_chaos::ClientProcess;
 use lockbench_core::Nanos;
-use lockbench_launch::{WorkerCommands, worker_name};
+use lockbench_launch::{Readmit, RunWorker, WorkerCommands, worker_name};
 use lockbench_workloads::WorkerProcess;
 use lockbench_workloads::worker::{Job, ToWorker, WorkerHandle, WorkerSinks};
 use std::collections::BTreeMap;

@@ -1,5 +1,5 @@
 //! Restarting a killed worker that dialled in (`[workers] launcher = "dial" | "swarm"`), as a
-//! killed worker process is restarted ([`crate::respawn`]): a crash that a supervisor would
+//! killed worker process is restarted (the runner's respawner): a crash that a supervisor would
 //! answer with a fresh worker, so the run keeps the slot and later faults find a process.
 //!
 //! Why this shape: the launcher starts the successor (a child process again; for a Swarm task,
@@ -13,8 +13,8 @@
 
 use crate::dialled::index_of;
 use crate::run_worker::RunWorker;
+use crate::{Launched, worker_name};
 use lockbench_core::Nanos;
-use lockbench_launch::{Launched, worker_name};
 use lockbench_workloads::clock::DRIFT_ALLOWANCE_PPM;
 use lockbench_workloads::dial::Listener;
 use lockbench_workloads::remote::{RemoteWorker, WorkerClock};
@@ -27,13 +27,14 @@ use std::time::{Duration, Instant};
 const READY_BUDGET: Duration = Duration::from_secs(30);
 
 /// What restarts a killed worker that dialled in.
-pub(crate) struct Readmit {
+pub struct Readmit {
     /// What started the workers (finished at the end of the run).
     pub(crate) launched: Arc<Launched>,
     /// The run's listener, still open: successors dial in to it.
     pub(crate) listener: tokio::sync::Mutex<Listener>,
     /// Each worker's job, by worker index.
     pub(crate) jobs: BTreeMap<u32, Job>,
+    /// Where worker messages go.
     pub(crate) sinks: WorkerSinks,
 }
 
@@ -49,7 +50,7 @@ impl Readmit {
     /// Starts a successor for the killed worker running `slot`, admits it, gives it the dead
     /// one's job, waits until its clients are connected and starts it at `start`. Returns it
     /// and its handle (for signals).
-    pub(crate) async fn restart(
+    pub async fn restart(
         &self,
         slot: u32,
         start: Nanos,
@@ -130,8 +131,14 @@ impl Readmit {
         }
     }
 
+    /// The network namespaces of workers that have one of their own, as client hosts a
+    /// partition can cut ([`Launched::client_hosts`]).
+    pub fn client_hosts(&self) -> Vec<lockbench_cluster::Host> {
+        self.launched.client_hosts()
+    }
+
     /// Stops and removes what the launcher started, successors included.
-    pub(crate) async fn finish(&self) {
+    pub async fn finish(&self) {
         self.launched.finish().await;
     }
 }
