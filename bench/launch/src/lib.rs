@@ -14,7 +14,7 @@
 //! - **reach them**: one worker as the coordinator drives it, whoever started it
 //!   ([`RunWorker`]), which process or container is which worker, so a client fault can pause
 //!   or kill it ([`Launched::process`], [`Readmit::client_hosts`]), starting a killed one again
-//!   and admitting it ([`Readmit::restart`]), and why a worker did not come
+//!   ([`Respawner`]), and why a worker did not come
 //!   ([`Launched::diagnose`]);
 //! - **sweep leftovers**: what a `kill -9`ed Swarm run left ([`remove_swarm_leftovers`]).
 //!
@@ -39,6 +39,7 @@ mod launched;
 mod leftovers;
 mod local;
 mod readmit;
+mod respawn;
 mod run_worker;
 mod swarm;
 
@@ -47,6 +48,7 @@ pub use launched::{Launched, Process};
 pub use leftovers::remove_swarm_leftovers;
 pub use local::{WorkerCommands, WorkerPlace};
 pub use readmit::Readmit;
+pub use respawn::Respawner;
 pub use run_worker::RunWorker;
 
 /// The name of worker `index` (0-based): `client<index+1>`, a worker process's name and its

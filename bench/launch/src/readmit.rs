@@ -1,5 +1,5 @@
 //! Restarting a killed worker that dialled in (`[workers] launcher = "dial" | "swarm"`), as a
-//! killed worker process is restarted (the runner's respawner): a crash that a supervisor would
+//! killed worker process is restarted ([`crate::Respawner`]): a crash that a supervisor would
 //! answer with a fresh worker, so the run keeps the slot and later faults find a process.
 //!
 //! Why this shape: the launcher starts the successor (a child process again; for a Swarm task,
@@ -12,6 +12,7 @@
 //! process is a new clock). Arrivals under another name are turned away, as at the start.
 
 use crate::dialled::index_of;
+use crate::respawn::ready_after_restart;
 use crate::run_worker::RunWorker;
 use crate::{Launched, worker_name};
 use lockbench_core::Nanos;
@@ -21,10 +22,7 @@ use lockbench_workloads::remote::{RemoteWorker, WorkerClock};
 use lockbench_workloads::worker::{Job, ToWorker, WorkerHandle, WorkerSinks};
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
-
-/// How long a restarted worker gets to connect its clients once it dialled in.
-const READY_BUDGET: Duration = Duration::from_secs(30);
+use std::time::Instant;
 
 /// What restarts a killed worker that dialled in.
 pub struct Readmit {
@@ -86,15 +84,7 @@ impl Readmit {
             return Err(format!("restarted {name}: its process is unknown here"));
         };
         worker.set_process(pid, container, via_docker);
-        match tokio::time::timeout(READY_BUDGET, worker.ready()).await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => return Err(format!("restarted {name} failed: {e}")),
-            Err(_) => {
-                return Err(format!(
-                    "restarted {name} not ready within {READY_BUDGET:?}"
-                ));
-            }
-        }
+        ready_after_restart(&name, worker.ready()).await?;
         worker.send(ToWorker::Start { at: start });
         let handle = worker.handle().expect("its process was set");
         Ok((

@@ -83,17 +83,14 @@ pub(crate) fn start(
                 .collect(),
             workers.holding.clone(),
         )
-        .with_respawn(
-            crate::respawn::Respawner {
-                commands: cx.env.worker_commands(),
-                jobs: workers.jobs.clone(),
-                sinks: workers.sinks.clone(),
-                start: window.start,
-                started: workers.respawned.clone(),
-                dialled: workers.dialled.clone(),
-            }
-            .into_respawn(),
-        );
+        .with_respawn(crate::respawn::into_respawn(lockbench_launch::Respawner {
+            commands: cx.env.worker_commands(),
+            jobs: workers.jobs.clone(),
+            sinks: workers.sinks.clone(),
+            start: window.start,
+            started: workers.respawned.clone(),
+            dialled: workers.dialled.clone(),
+        }));
         let links = links.and_then(|p| cx.env.cluster.link_nemesis(p, cx.kind, cx.scenario.seed));
         let mut server = cx.env.cluster.server_nemesis(cx.kind, cx.scenario.seed);
         if let Some(dialled) = &workers.dialled {
