@@ -6,8 +6,8 @@
 //! Why a crate of its own: launching is about processes, containers and Docker, not about
 //! scenarios. The run engine (`lockbench-runner`) asks three things of it, and this crate
 //! offers those and nothing else:
-//! - **start N workers** of a placement: the `lockbench worker` command of a slot where the
-//!   run puts its workers ([`WorkerPlace`], [`WorkerCommands`]), removing those client hosts
+//! - **start N workers** of a placement: a slot's `lockbench worker` process where the run
+//!   puts its workers ([`WorkerPlace`], [`WorkerCommands::start`]), removing those client hosts
 //!   or containers at the end ([`WorkerPlace::remove`]); or N workers of a launcher, each
 //!   dialling the coordinator with the run's secret, waited for and handed their jobs
 //!   ([`start_dialled`], over [`Launched::start`]), removed at the end ([`Readmit::finish`]);

@@ -13,6 +13,8 @@
 use crate::worker_name;
 use anyhow::Context;
 use lockbench_cluster::Network;
+use lockbench_workloads::WorkerProcess;
+use lockbench_workloads::worker::{Job, WorkerSinks};
 use nix::unistd::Pid;
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -103,6 +105,24 @@ pub struct WorkerCommands {
 }
 
 impl WorkerCommands {
+    /// Starts the worker process of slot `slot` with `job`, its messages going to `sinks`,
+    /// and tells it the pid to signal and its container.
+    pub async fn start(
+        &self,
+        slot: u32,
+        job: &Job,
+        sinks: WorkerSinks,
+    ) -> anyhow::Result<WorkerProcess> {
+        let cmd = self.command(slot).await?;
+        let name = worker_name(slot);
+        let mut worker = WorkerProcess::spawn(name.clone(), cmd, job, sinks)
+            .await
+            .with_context(|| format!("cannot start worker process {name}"))?;
+        let pid = self.pid(slot, worker.handle().pid).await?;
+        worker.set_pid(pid, self.container(slot), self.via_docker());
+        Ok(worker)
+    }
+
     /// The `lockbench worker` command for slot `slot` (on compose: `docker run`, after
     /// removing a container of the same name, a killed worker's).
     pub async fn command(&self, slot: u32) -> anyhow::Result<Command> {

@@ -33,7 +33,7 @@ use lockbench_results::model::FencingRun;
 use lockbench_workloads::worker::{ToWorker, WorkerHandle, merge_outputs};
 use lockbench_workloads::{
     ContentionRun, FencedResource, Granted, Job, ResourceService, RunControl, SlotOptions,
-    WorkerProcess, WorkerSinks, run_slots,
+    WorkerSinks, run_slots,
 };
 use nix::sys::signal::Signal;
 use std::sync::Arc;
@@ -492,24 +492,14 @@ async fn start_workers(
         running = started;
         dialled = Some(Arc::new(readmit));
     } else {
+        let commands = cx.env.worker_commands();
         for &slot in &plan.worker_slots {
             let endpoints = match links.as_mut() {
                 Some(p) => p.endpoints_for(&worker_name(slot), cx.endpoints).await?,
                 None => cx.endpoints.clone(),
             };
             let job = job_of(vec![slot], endpoints);
-            let cmd = cx.env.worker_command(slot).await?;
-            let name = worker_name(slot);
-            let mut worker = WorkerProcess::spawn(name.clone(), cmd, &job, sinks.clone())
-                .await
-                .with_context(|| format!("cannot start worker process {name}"))?;
-            let pid = cx
-                .env
-                .worker_commands()
-                .pid(slot, worker.handle().pid)
-                .await?;
-            let commands = cx.env.worker_commands();
-            worker.set_pid(pid, commands.container(slot), commands.via_docker());
+            let worker = commands.start(slot, &job, sinks.clone()).await?;
             running.push(RunWorker::Process(Box::new(worker)));
             jobs.insert(slot, job);
         }
