@@ -8,8 +8,8 @@
 //! connects first; the coordinator then fixes one start time on the run clock so that warm-up
 //! and the measured window are the same everywhere. Faults and holder pauses are recorded as
 //! fault events in the same `history.jsonl.zst` the moment they happen. Workers that dial in
-//! (`[workers] launcher = "dial" | "swarm"`, [`lockbench_launch::start_dialled`]) take the place of worker
-//! processes: every client slot (the fencing workload: its holder) runs in them, each on its
+//! (`[workers] launcher = "dial" | "swarm"`, [`lockbench_launch::start_dialled`]) take the
+//! place of worker processes: every client slot (the fencing workload: its holder) runs in them, each on its
 //! own clock, and the result gets a `clocks` section (the `clock_report` module). The herd
 //! workload is the contention loop with the backend's wake-up and watch-notification counters
 //! read around it (and the servers' watch gauge sampled mid-run), turned into `fanout` per

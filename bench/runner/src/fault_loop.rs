@@ -55,7 +55,8 @@ pub(crate) fn start(
     events: &mpsc::UnboundedSender<FaultEvent>,
 ) -> Running {
     let granted = workers.granted.take();
-    // The holder is signalable: `dialled` refuses a fencing run on workers it cannot signal.
+    // The holder is signalable: `lockbench_launch::start_dialled` refuses a fencing run on
+    // workers it cannot signal.
     let holder = workers.running.first().and_then(|w| w.handle());
     let pauses = granted
         .filter(|_| cx.plan.fencing)
