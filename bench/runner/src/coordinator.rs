@@ -8,8 +8,8 @@
 //! connects first; the coordinator then fixes one start time on the run clock so that warm-up
 //! and the measured window are the same everywhere. Faults and holder pauses are recorded as
 //! fault events in the same `history.jsonl.zst` the moment they happen. Workers that dial in
-//! (`[workers] launcher = "dial" | "swarm"`, the `dialled` module) take the place of worker
-//! processes: every client slot (the fencing workload: its holder) runs in them, each on its
+//! (`[workers] launcher = "dial" | "swarm"`, [`lockbench_launch::start_dialled`]) take the
+//! place of worker processes: every client slot (the fencing workload: its holder) runs in them, each on its
 //! own clock, and the result gets a `clocks` section (the `clock_report` module). The herd
 //! workload is the contention loop with the backend's wake-up and watch-notification counters
 //! read around it (and the servers' watch gauge sampled mid-run), turned into `fanout` per
@@ -17,8 +17,7 @@
 
 use crate::assemble::{self, CounterReadings, Measured};
 use crate::observer::Observer;
-use crate::placement::{RunEnv, worker_name};
-use crate::run_worker::RunWorker;
+use crate::placement::RunEnv;
 use anyhow::Context;
 use lockbench_analysis::pass::{Analysed, Params, Pass};
 use lockbench_core::scenario::{Processes, WorkloadKind};
@@ -26,6 +25,7 @@ use lockbench_core::{
     Backend, BackendKind, Endpoints, FaultEvent, History, Nanos, RunClock, Scenario,
     ServerObservation,
 };
+use lockbench_launch::{DialIn, Readmit, RunWorker, worker_name};
 use lockbench_report::RunDir;
 use lockbench_report::run_dir::Written;
 use lockbench_results::BackendResult;
@@ -33,7 +33,7 @@ use lockbench_results::model::FencingRun;
 use lockbench_workloads::worker::{ToWorker, WorkerHandle, merge_outputs};
 use lockbench_workloads::{
     ContentionRun, FencedResource, Granted, Job, ResourceService, RunControl, SlotOptions,
-    WorkerProcess, WorkerSinks, run_slots,
+    WorkerSinks, run_slots,
 };
 use nix::sys::signal::Signal;
 use std::sync::Arc;
@@ -111,7 +111,7 @@ pub(crate) struct Ctx<'a> {
 pub(crate) struct Workers {
     pub(crate) running: Vec<RunWorker>,
     /// What started workers that dialled in and restarts a killed one (finished at the end).
-    pub(crate) dialled: Option<Arc<crate::readmit::Readmit>>,
+    pub(crate) dialled: Option<Arc<Readmit>>,
     pub(crate) jobs: std::collections::BTreeMap<u32, Job>,
     /// Restarted workers (after a `kill` of a client), finished with the others at the end.
     pub(crate) respawned: Arc<std::sync::Mutex<Vec<RunWorker>>>,
@@ -479,28 +479,27 @@ async fn start_workers(
         && !plan.worker_slots.is_empty()
     {
         let job_for = |slots: Vec<u32>| job_of(slots, cx.endpoints.clone());
-        let (started, readmit) = crate::dialled::start(cx, &spec, job_for, &sinks).await?;
+        let warn = |w: &str| cx.observer.warning(w);
+        let dial = DialIn {
+            spec: &spec,
+            slots: &plan.worker_slots,
+            holder_paused: plan.fencing,
+            bind: cx.env.bind,
+            bridged: cx.env.servers_on_managed_bridge(),
+            warn: &warn,
+        };
+        let (started, readmit) = lockbench_launch::start_dialled(dial, job_for, &sinks).await?;
         running = started;
         dialled = Some(Arc::new(readmit));
     } else {
+        let commands = cx.env.worker_commands();
         for &slot in &plan.worker_slots {
             let endpoints = match links.as_mut() {
                 Some(p) => p.endpoints_for(&worker_name(slot), cx.endpoints).await?,
                 None => cx.endpoints.clone(),
             };
             let job = job_of(vec![slot], endpoints);
-            let cmd = cx.env.worker_command(slot).await?;
-            let name = worker_name(slot);
-            let mut worker = WorkerProcess::spawn(name.clone(), cmd, &job, sinks.clone())
-                .await
-                .with_context(|| format!("cannot start worker process {name}"))?;
-            let pid = cx
-                .env
-                .worker_commands()
-                .pid(slot, worker.handle().pid)
-                .await?;
-            let commands = cx.env.worker_commands();
-            worker.set_pid(pid, commands.container(slot), commands.via_docker());
+            let worker = commands.start(slot, &job, sinks.clone()).await?;
             running.push(RunWorker::Process(Box::new(worker)));
             jobs.insert(slot, job);
         }

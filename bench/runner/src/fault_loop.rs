@@ -55,7 +55,8 @@ pub(crate) fn start(
     events: &mpsc::UnboundedSender<FaultEvent>,
 ) -> Running {
     let granted = workers.granted.take();
-    // The holder is signalable: `dialled` refuses a fencing run on workers it cannot signal.
+    // The holder is signalable: `lockbench_launch::start_dialled` refuses a fencing run on
+    // workers it cannot signal.
     let holder = workers.running.first().and_then(|w| w.handle());
     let pauses = granted
         .filter(|_| cx.plan.fencing)
@@ -83,21 +84,18 @@ pub(crate) fn start(
                 .collect(),
             workers.holding.clone(),
         )
-        .with_respawn(
-            crate::respawn::Respawner {
-                commands: cx.env.worker_commands(),
-                jobs: workers.jobs.clone(),
-                sinks: workers.sinks.clone(),
-                start: window.start,
-                started: workers.respawned.clone(),
-                dialled: workers.dialled.clone(),
-            }
-            .into_respawn(),
-        );
+        .with_respawn(crate::respawn::into_respawn(lockbench_launch::Respawner {
+            commands: cx.env.worker_commands(),
+            jobs: workers.jobs.clone(),
+            sinks: workers.sinks.clone(),
+            start: window.start,
+            started: workers.respawned.clone(),
+            dialled: workers.dialled.clone(),
+        }));
         let links = links.and_then(|p| cx.env.cluster.link_nemesis(p, cx.kind, cx.scenario.seed));
         let mut server = cx.env.cluster.server_nemesis(cx.kind, cx.scenario.seed);
         if let Some(dialled) = &workers.dialled {
-            server.add_client_hosts(dialled.launched.client_hosts());
+            server.add_client_hosts(dialled.client_hosts());
         }
         let nemesis = Composite {
             client,

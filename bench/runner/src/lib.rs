@@ -8,6 +8,10 @@
 //! becomes a result naming it. The servers are one value, [`ClusterChoice`] (managed, compose
 //! or external), which also hands out the server nemesis.
 //!
+//! Starting and reaching worker processes (this machine's, client hosts', client containers',
+//! dialled-in and Swarm workers, restarting a killed one) is `lockbench-launch`'s: the engine
+//! says where and with which job, and drives the workers it gets back.
+//!
 //! Why a crate of its own: the command line renders and parses, nothing else; a bench, a test
 //! or a future daemon runs a scenario with the same engine by implementing [`Observer`]. The
 //! engine spawns worker processes as `<this binary> worker`, so a binary that runs scenarios
@@ -20,20 +24,15 @@ mod clock_report;
 pub mod cluster_choice;
 pub mod coordinator;
 pub mod cross_check;
-mod dialled;
 pub mod dispatch;
 pub mod failover;
 mod fault_loop;
-mod launch;
-pub use launch::remove_swarm_leftovers;
 pub mod links;
 pub mod observer;
 pub mod placement;
-mod readmit;
 pub mod reanalysis;
 pub mod resources;
 pub mod respawn;
-mod run_worker;
 pub mod runner;
 pub mod scale;
 mod server_truth;

@@ -14,8 +14,8 @@
 //! on the compose network (`10.78.0.(100+N)`, [`lockbench_compose::clients`]), and the service
 //! binds the compose bridge's address (`10.78.0.1`). The coordinator signals the worker by its
 //! host pid (the container's only process), found once the container runs
-//! ([`WorkerCommands::pid`]). One such run at a time: a second one would take the first one's
-//! container names, so a compose run with workers or faults holds the compose lock throughout
+//! ([`WorkerCommands::pid`](lockbench_launch::WorkerCommands::pid)). One such run at a time:
+//! a second one would take the first one's container names, so a compose run with workers or faults holds the compose lock throughout
 //! (`lockbench_compose::clients::lock_file`, one per machine as Docker's names are), waiting
 //! for the run that has it and naming it. The client containers a dead run left (a `kill -9`
 //! while its worker was stopped, which then never sees its stdin close) are removed when the
@@ -35,7 +35,7 @@ use anyhow::Context;
 use lockbench_cluster::{Cluster, ClusterLock, Network, Topology};
 use lockbench_core::Scenario;
 use lockbench_core::scenario::{Processes, WorkloadKind};
-use nix::unistd::Pid;
+use lockbench_launch::{WorkerCommands, WorkerPlace};
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -48,26 +48,10 @@ pub struct RunEnv {
     /// The servers the run uses (the server nemesis acts on them).
     pub cluster: ClusterChoice,
     /// Where the workers run.
-    place: Place,
+    place: WorkerPlace,
     /// Held for the whole run when it applies faults or starts workers: the managed cluster's
     /// fault-run lock, or the compose lock.
     _fault_lock: Option<ClusterLock>,
-}
-
-/// Where worker processes run.
-#[derive(Clone)]
-enum Place {
-    /// Child processes in the root namespace.
-    Here,
-    /// In the client hosts of this managed network (`netns` topology).
-    Hosts(Network),
-    /// In client containers on the compose network.
-    Containers,
-}
-
-/// The name of the worker running slot `slot` (0-based), which is also its client host's name.
-pub fn worker_name(slot: u32) -> String {
-    format!("client{}", slot + 1)
 }
 
 /// `true` when the scenario starts worker processes (every client, the fencing holder, or
@@ -86,7 +70,7 @@ impl RunEnv {
         RunEnv {
             bind: IpAddr::from([127, 0, 0, 1]),
             cluster,
-            place: Place::Here,
+            place: WorkerPlace::Here,
             _fault_lock: None,
         }
     }
@@ -136,7 +120,7 @@ impl RunEnv {
             );
         } else if uses_workers(scenario) {
             env.bind = IpAddr::V4(lockbench_compose::clients::coordinator_address());
-            env.place = Place::Containers;
+            env.place = WorkerPlace::Containers;
         }
         Ok(env)
     }
@@ -164,7 +148,7 @@ impl RunEnv {
         env._fault_lock = Some(lock);
         if let Topology::Netns(cfg) = cluster.topology() {
             env.bind = IpAddr::V4(cfg.bridge_addr());
-            env.place = Place::Hosts(Network::new(cfg));
+            env.place = WorkerPlace::Hosts(Network::new(cfg));
         }
         Ok(env)
     }
@@ -178,26 +162,12 @@ impl RunEnv {
     /// which this host routes to from Docker's bridge networks too: a Swarm task on a bridge
     /// network of its own reaches them and the coordinator at the bridge's address.
     pub(crate) fn servers_on_managed_bridge(&self) -> bool {
-        matches!(self.place, Place::Hosts(_))
+        self.place.on_managed_bridge()
     }
 
     /// Where workers run, for the log: `client hosts on lb-br0` or `root namespace`.
     pub fn describe(&self) -> String {
-        match &self.place {
-            Place::Hosts(net) => format!(
-                "client hosts {}client<N> on {} ({}), resource service on {}",
-                net.config().prefix,
-                net.config().bridge(),
-                net.config().cidr(),
-                self.bind
-            ),
-            Place::Containers => format!(
-                "client containers lockbench-client<N> on the {} network, resource service on {}",
-                lockbench_compose::NETWORK,
-                self.bind
-            ),
-            Place::Here => format!("the root namespace, resource service on {}", self.bind),
-        }
+        self.place.describe(self.bind)
     }
 
     /// The `lockbench worker` command for slot `slot`: inside client host `client<slot+1>`
@@ -210,73 +180,7 @@ impl RunEnv {
     /// What makes worker commands, detached from the environment (for a task that restarts
     /// killed workers while the run goes on).
     pub fn worker_commands(&self) -> WorkerCommands {
-        WorkerCommands {
-            place: self.place.clone(),
-        }
-    }
-}
-
-/// Makes `lockbench worker` command lines (see [`RunEnv::worker_command`]).
-#[derive(Clone)]
-pub struct WorkerCommands {
-    place: Place,
-}
-
-impl WorkerCommands {
-    /// The `lockbench worker` command for slot `slot` (on compose: `docker run`, after
-    /// removing a container of the same name, a killed worker's).
-    pub async fn command(&self, slot: u32) -> anyhow::Result<Command> {
-        if let Place::Containers = self.place {
-            let exe = std::env::current_exe().context("cannot find the lockbench binary")?;
-            lockbench_compose::clients::remove(slot + 1).await;
-            let mut cmd = lockbench_compose::clients::command(slot + 1, &exe);
-            cmd.arg("worker");
-            return Ok(cmd);
-        }
-        // This very binary through /proc: still the right one if the file was replaced or
-        // deleted since the run started (a rebuild during a long run).
-        let exe = PathBuf::from(format!("/proc/{}/exe", std::process::id()));
-        if !exe.exists() {
-            anyhow::bail!("cannot find the lockbench binary at {}", exe.display());
-        }
-        let mut cmd = match &self.place {
-            Place::Hosts(net) => net
-                .client_host(slot + 1)
-                .with_context(|| format!("cannot create client host {}", worker_name(slot)))?
-                .command(exe),
-            _ => Command::new(exe),
-        };
-        cmd.arg("worker");
-        Ok(cmd)
-    }
-
-    /// The container the worker of `slot` runs in (compose), `None` elsewhere.
-    pub fn container(&self, slot: u32) -> Option<String> {
-        match self.place {
-            Place::Containers => Some(lockbench_compose::container(&worker_name(slot))),
-            _ => None,
-        }
-    }
-
-    /// `true` when the workers' signals go through Docker (`docker kill --signal`): client
-    /// containers, and this process cannot signal their processes itself (see
-    /// `lockbench_compose::access`).
-    pub fn via_docker(&self) -> bool {
-        matches!(self.place, Place::Containers)
-            && lockbench_compose::access() == lockbench_compose::Access::Exec
-    }
-
-    /// The pid to signal for the worker of `slot`, whose command was started as `spawned`:
-    /// `spawned` itself, except on compose, where that is the `docker` client and the worker
-    /// is its container's process (waited for until the container runs).
-    pub async fn pid(&self, slot: u32, spawned: Pid) -> anyhow::Result<Pid> {
-        match self.place {
-            Place::Containers => lockbench_compose::clients::host_pid(slot + 1)
-                .await
-                .map(|p| Pid::from_raw(p as i32))
-                .map_err(anyhow::Error::msg),
-            _ => Ok(spawned),
-        }
+        self.place.commands()
     }
 }
 
@@ -321,31 +225,7 @@ impl RunEnv {
     /// Removes the run's client hosts (and anything still running in them). Call once, at the
     /// end of the run; releases the fault-run lock.
     pub async fn finish(self) {
-        if let Place::Containers = self.place {
-            match lockbench_compose::clients::remove_all().await {
-                Ok(removed) if !removed.is_empty() => {
-                    tracing::info!(?removed, "client containers removed")
-                }
-                Ok(_) => {}
-                Err(e) => eprintln!(
-                    "warning: could not remove the client containers: {e} \
-                     (`docker rm -f $(docker ps -aq --filter label={})`)",
-                    lockbench_compose::clients::LABEL
-                ),
-            }
-        }
-        if let Place::Hosts(net) = self.place.clone() {
-            match tokio::task::spawn_blocking(move || net.remove_client_hosts()).await {
-                Ok(Ok(removed)) if !removed.is_empty() => {
-                    tracing::info!(?removed, "client hosts removed")
-                }
-                Ok(Ok(_)) => {}
-                Ok(Err(e)) => eprintln!(
-                    "warning: could not remove the client hosts: {e:#} (run `lockbench down`)"
-                ),
-                Err(e) => eprintln!("warning: could not remove the client hosts: {e}"),
-            }
-        }
+        self.place.remove().await;
     }
 }
 

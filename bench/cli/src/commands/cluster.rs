@@ -62,7 +62,7 @@ pub async fn down(state_dir: PathBuf) -> anyhow::Result<ExitCode> {
     Cluster::new(state_dir.clone()).down().await?;
     crate::say!("managed cluster in {} stopped", state_dir.display());
     // What killed Swarm runs left (nothing without a Docker Engine or a swarm).
-    let removed = tokio::task::spawn_blocking(lockbench_runner::remove_swarm_leftovers).await?;
+    let removed = tokio::task::spawn_blocking(lockbench_launch::remove_swarm_leftovers).await?;
     if !removed.is_empty() {
         eprintln!(
             "lockbench: removed what Swarm runs no longer alive left: {}",

@@ -4,13 +4,14 @@
 use super::READY_BUDGET;
 use super::tracker::Tracker;
 use crate::observer::Observer;
-use crate::placement::{RunEnv, worker_name};
+use crate::placement::RunEnv;
 use anyhow::Context;
 use lockbench_chaos::Nemesis;
 use lockbench_core::{
     ClientId, ElectionKind, Endpoints, Fault, FaultEvent, FaultPhase, PartitionSpec, Removal,
     RunClock, Scenario, Targets,
 };
+use lockbench_launch::worker_name;
 use lockbench_report::RunDir;
 use lockbench_workloads::candidate::{CandidateEvent, CandidateJob, CandidateProcess, ToCandidate};
 use nix::sys::signal::Signal;

@@ -1,5 +1,5 @@
 //! Restarting a killed worker that dialled in (`[workers] launcher = "dial" | "swarm"`), as a
-//! killed worker process is restarted ([`crate::respawn`]): a crash that a supervisor would
+//! killed worker process is restarted ([`crate::Respawner`]): a crash that a supervisor would
 //! answer with a fresh worker, so the run keeps the slot and later faults find a process.
 //!
 //! Why this shape: the launcher starts the successor (a child process again; for a Swarm task,
@@ -12,8 +12,9 @@
 //! process is a new clock). Arrivals under another name are turned away, as at the start.
 
 use crate::dialled::index_of;
-use crate::launch::{Launched, worker_name};
+use crate::respawn::ready_after_restart;
 use crate::run_worker::RunWorker;
+use crate::{Launched, worker_name};
 use lockbench_core::Nanos;
 use lockbench_workloads::clock::DRIFT_ALLOWANCE_PPM;
 use lockbench_workloads::dial::Listener;
@@ -21,19 +22,17 @@ use lockbench_workloads::remote::{RemoteWorker, WorkerClock};
 use lockbench_workloads::worker::{Job, ToWorker, WorkerHandle, WorkerSinks};
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
-
-/// How long a restarted worker gets to connect its clients once it dialled in.
-const READY_BUDGET: Duration = Duration::from_secs(30);
+use std::time::Instant;
 
 /// What restarts a killed worker that dialled in.
-pub(crate) struct Readmit {
+pub struct Readmit {
     /// What started the workers (finished at the end of the run).
     pub(crate) launched: Arc<Launched>,
     /// The run's listener, still open: successors dial in to it.
     pub(crate) listener: tokio::sync::Mutex<Listener>,
     /// Each worker's job, by worker index.
     pub(crate) jobs: BTreeMap<u32, Job>,
+    /// Where worker messages go.
     pub(crate) sinks: WorkerSinks,
 }
 
@@ -49,7 +48,7 @@ impl Readmit {
     /// Starts a successor for the killed worker running `slot`, admits it, gives it the dead
     /// one's job, waits until its clients are connected and starts it at `start`. Returns it
     /// and its handle (for signals).
-    pub(crate) async fn restart(
+    pub async fn restart(
         &self,
         slot: u32,
         start: Nanos,
@@ -85,15 +84,7 @@ impl Readmit {
             return Err(format!("restarted {name}: its process is unknown here"));
         };
         worker.set_process(pid, container, via_docker);
-        match tokio::time::timeout(READY_BUDGET, worker.ready()).await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => return Err(format!("restarted {name} failed: {e}")),
-            Err(_) => {
-                return Err(format!(
-                    "restarted {name} not ready within {READY_BUDGET:?}"
-                ));
-            }
-        }
+        ready_after_restart(&name, worker.ready()).await?;
         worker.send(ToWorker::Start { at: start });
         let handle = worker.handle().expect("its process was set");
         Ok((
@@ -130,8 +121,14 @@ impl Readmit {
         }
     }
 
+    /// The network namespaces of workers that have one of their own, as client hosts a
+    /// partition can cut ([`Launched::client_hosts`]).
+    pub fn client_hosts(&self) -> Vec<lockbench_cluster::Host> {
+        self.launched.client_hosts()
+    }
+
     /// Stops and removes what the launcher started, successors included.
-    pub(crate) async fn finish(&self) {
+    pub async fn finish(&self) {
         self.launched.finish().await;
     }
 }

@@ -10,7 +10,7 @@ use lockbench_workloads::worker::{ToWorker, WorkerHandle};
 use std::time::Duration;
 
 /// A worker of the run.
-pub(crate) enum RunWorker {
+pub enum RunWorker {
     /// A child process over pipes, on the coordinator's clock.
     Process(Box<WorkerProcess>),
     /// A worker that dialled in, on its own clock, with its process when its launcher knows
@@ -19,21 +19,24 @@ pub(crate) enum RunWorker {
 }
 
 impl RunWorker {
-    pub(crate) fn name(&self) -> &str {
+    /// Its name (`client<K>`).
+    pub fn name(&self) -> &str {
         match self {
             RunWorker::Process(w) => &w.name,
             RunWorker::Remote(w, _) => &w.name,
         }
     }
 
-    pub(crate) async fn ready(&mut self) -> Result<(), String> {
+    /// Waits until its clients are connected.
+    pub async fn ready(&mut self) -> Result<(), String> {
         match self {
             RunWorker::Process(w) => w.ready().await,
             RunWorker::Remote(w, _) => w.ready().await,
         }
     }
 
-    pub(crate) fn send(&self, msg: ToWorker) {
+    /// Sends it a message.
+    pub fn send(&self, msg: ToWorker) {
         match self {
             RunWorker::Process(w) => w.send(msg),
             RunWorker::Remote(w, _) => w.send(msg),
@@ -42,7 +45,7 @@ impl RunWorker {
 
     /// A handle for signals and commands; `None` for a worker whose process nobody here
     /// knows.
-    pub(crate) fn handle(&self) -> Option<WorkerHandle> {
+    pub fn handle(&self) -> Option<WorkerHandle> {
         match self {
             RunWorker::Process(w) => Some(w.handle()),
             RunWorker::Remote(_, h) => h.clone(),
@@ -50,7 +53,7 @@ impl RunWorker {
     }
 
     /// Its clock probes, for a worker on its own clock.
-    pub(crate) fn clock(&self) -> Option<(String, Vec<u32>, ClockTap)> {
+    pub fn clock(&self) -> Option<(String, Vec<u32>, ClockTap)> {
         match self {
             RunWorker::Process(_) => None,
             RunWorker::Remote(w, _) => Some((w.name.clone(), w.slots.clone(), w.clock_tap())),
@@ -58,7 +61,7 @@ impl RunWorker {
     }
 
     /// Stops it and collects its stats (a stopped process is resumed first).
-    pub(crate) async fn finish(self, budget: Duration) -> Result<Vec<WorkerStats>, String> {
+    pub async fn finish(self, budget: Duration) -> Result<Vec<WorkerStats>, String> {
         match self {
             RunWorker::Process(w) => w.finish(budget).await,
             RunWorker::Remote(w, h) => {

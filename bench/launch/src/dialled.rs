@@ -8,10 +8,9 @@
 //! Every worker stamps its ops with its own clock, started at the job's arrival; the
 //! coordinator maps them onto its own timeline ([`lockbench_workloads::clock::ClockMap`]).
 
-use crate::coordinator::Ctx;
-use crate::launch::{Launched, worker_name};
 use crate::readmit::Readmit;
 use crate::run_worker::RunWorker;
+use crate::{Launched, worker_name};
 use anyhow::Context;
 use lockbench_core::workers::{DEFAULT_LISTEN, Launcher, WorkersSpec};
 use lockbench_workloads::clock::DRIFT_ALLOWANCE_PPM;
@@ -19,7 +18,7 @@ use lockbench_workloads::dial::{Arrival, Listener, RunSecret};
 use lockbench_workloads::remote::{RemoteWorker, WorkerClock};
 use lockbench_workloads::worker::{Job, WorkerSinks};
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -28,7 +27,7 @@ const PROGRESS_EVERY: Duration = Duration::from_secs(2);
 
 /// `slots` spread over `count` workers: worker `k` runs every slot at an index `≡ k` mod
 /// `count` (never more workers than slots).
-pub(crate) fn spread(slots: &[u32], count: u32) -> Vec<Vec<u32>> {
+fn spread(slots: &[u32], count: u32) -> Vec<Vec<u32>> {
     let count = (count as usize).min(slots.len()).max(1);
     let mut out = vec![Vec::new(); count];
     for (i, &s) in slots.iter().enumerate() {
@@ -37,20 +36,38 @@ pub(crate) fn spread(slots: &[u32], count: u32) -> Vec<Vec<u32>> {
     out
 }
 
-/// Starts the workers of `spec` for `cx.plan.worker_slots`, waits for each to dial in, and
-/// hands it the job `job_of(its slots)`. Returns them in worker order, and what restarts a
-/// killed one: the launcher (finish it at the end), the listener, kept open, and the jobs.
-pub(crate) async fn start(
-    cx: &Ctx<'_>,
-    spec: &WorkersSpec,
+/// What a run asks of its workers that dial in.
+pub struct DialIn<'a> {
+    /// The launcher and how many workers.
+    pub spec: &'a WorkersSpec,
+    /// The client slots the workers share.
+    pub slots: &'a [u32],
+    /// `true` when a worker's process must be paused (the fencing workload's holder): refused
+    /// for external workers, which lockbench cannot signal.
+    pub holder_paused: bool,
+    /// The address the coordinator listens at (its port chosen freely), for launched workers.
+    pub bind: IpAddr,
+    /// `true` when the servers are on the managed cluster's bridge: Swarm tasks then get a
+    /// bridge network of their own ([`Launched::start`]).
+    pub bridged: bool,
+    /// Where a warning for the user goes.
+    pub warn: &'a dyn Fn(&str),
+}
+
+/// Starts the workers of `dial.spec` for `dial.slots`, waits for each to dial in, and hands it
+/// the job `job_of(its slots)`. Returns them in worker order, and what restarts a killed one:
+/// the launcher (finish it at the end), the listener, kept open, and the jobs.
+pub async fn start(
+    dial: DialIn<'_>,
     job_of: impl Fn(Vec<u32>) -> Job,
     sinks: &WorkerSinks,
 ) -> anyhow::Result<(Vec<RunWorker>, Readmit)> {
-    let shares = spread(&cx.plan.worker_slots, spec.count);
+    let spec = dial.spec;
+    let shares = spread(dial.slots, spec.count);
     if shares.len() < spec.count as usize {
-        cx.observer.warning(&format!(
+        (dial.warn)(&format!(
             "{} worker slot(s) for {} workers: starting {}",
-            cx.plan.worker_slots.len(),
+            dial.slots.len(),
             spec.count,
             shares.len()
         ));
@@ -60,7 +77,7 @@ pub(crate) async fn start(
         ..*spec
     };
     let external = spec.launcher == Launcher::External;
-    if external && cx.plan.fencing {
+    if external && dial.holder_paused {
         anyhow::bail!(
             "the fencing workload pauses its holder's process, which lockbench cannot do to a \
              worker someone else started: use --workers dial:1 or swarm:1"
@@ -75,7 +92,7 @@ pub(crate) async fn start(
         };
         (RunSecret::from_env().map_err(anyhow::Error::msg)?, at)
     } else {
-        (RunSecret::generate(), SocketAddr::new(cx.env.bind, 0))
+        (RunSecret::generate(), SocketAddr::new(dial.bind, 0))
     };
     let mut listener = Listener::bind(at, secret.clone())
         .await
@@ -89,8 +106,7 @@ pub(crate) async fn start(
         );
     }
     let addr = listener.local_addr();
-    let launched =
-        Arc::new(Launched::start(&spec, addr, &secret, cx.env.servers_on_managed_bridge()).await?);
+    let launched = Arc::new(Launched::start(&spec, addr, &secret, dial.bridged).await?);
     drop(secret);
     let arrivals = match wait_for_all(&mut listener, &launched, spec.count).await {
         Ok(a) => a,

@@ -12,7 +12,7 @@
 //! run's id takes it over (relabels it and leaves the swarm at its own end, as that run would
 //! have).
 
-use super::swarm::{LABEL, docker, remove_network};
+use crate::swarm::{LABEL, docker, remove_network};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -156,4 +156,25 @@ pub(crate) fn sweep() -> Swept {
         swept.orphan_swarm = Some(node);
     }
     swept
+}
+
+/// Removes what Swarm runs that are no longer alive left (a `kill -9`: their service, task and
+/// replacement containers, secret and `lockbench-net-*` network), and leaves a swarm such a
+/// run made when no run's workers are on it. Returns what it removed, for `lockbench down`.
+/// With no Docker Engine, or no swarm, it removes nothing.
+pub fn remove_swarm_leftovers() -> Vec<String> {
+    let swept = sweep();
+    let mut removed = swept.removed;
+    let busy = docker(&[
+        "service",
+        "ls",
+        "-q",
+        "--filter",
+        &format!("label={}", LABEL),
+    ])
+    .map_or(true, |s| !s.is_empty());
+    if swept.orphan_swarm.is_some() && !busy && docker(&["swarm", "leave", "--force"]).is_ok() {
+        removed.push("the swarm a dead run made (`docker swarm leave --force`)".into());
+    }
+    removed
 }

@@ -4,7 +4,7 @@
 //! A killed child is started again under its name ([`Children::restart`]), as a supervisor
 //! would: the coordinator's listener admits it like the first one.
 
-use super::{Process, worker_name};
+use crate::{Process, worker_name};
 use anyhow::Context;
 use lockbench_workloads::dial::{RunSecret, SECRET_ENV};
 use nix::unistd::Pid;

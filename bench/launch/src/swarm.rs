@@ -42,11 +42,11 @@
 //!   its secret, its network and the swarm (when lockbench made it) are removed at the end,
 //!   on an error and after Ctrl-C or SIGTERM (the run ends normally then); the partition
 //!   rules go with the task's namespace. A `kill -9` of lockbench leaves them; the next Swarm
-//!   run (and `lockbench down`) removes them (`super::leftovers`): they carry the label
+//!   run (and `lockbench down`) removes them (`crate::leftovers`): they carry the label
 //!   `lockbench.workers=<pid>-<random>` and the coordinator's pid namespace.
 
-use super::Process;
-use super::leftovers::{PIDNS_LABEL, SWARM_LABEL};
+use crate::Process;
+use crate::leftovers::{PIDNS_LABEL, SWARM_LABEL};
 use anyhow::Context;
 use lockbench_cluster::Host;
 use lockbench_workloads::dial::{RunSecret, SECRET_FILE_ENV};
@@ -224,7 +224,7 @@ impl Service {
         })?;
         let state = docker(&["info", "--format", "{{.Swarm.LocalNodeState}}"])?;
         let id = format!("{}-{:08x}", std::process::id(), rand::random::<u32>());
-        let ns = super::leftovers::pidns();
+        let ns = crate::leftovers::pidns();
         let owned = |node: &str| {
             docker(&[
                 "node",
@@ -258,7 +258,7 @@ impl Service {
                          manager; run lockbench where `docker service create` works"
                     );
                 }
-                let swept = super::leftovers::sweep();
+                let swept = crate::leftovers::sweep();
                 if !swept.removed.is_empty() {
                     eprintln!(
                         "lockbench: swarm: removed what runs no longer alive left: {}",
@@ -445,7 +445,7 @@ impl Service {
                 file.display()
             ),
             "--env",
-            &format!("LOCKBENCH_WORKER_NAME={}", super::worker_name(index)),
+            &format!("LOCKBENCH_WORKER_NAME={}", crate::worker_name(index)),
         ]
         .iter()
         .map(|s| s.to_string())
@@ -567,7 +567,7 @@ impl Service {
             .parse()
             .with_context(|| format!("container {container}: no address on {network}: {addr:?}"))?;
         Ok(Host {
-            name: super::worker_name(index),
+            name: crate::worker_name(index),
             netns: format!("/proc/{pid}/ns/net"),
             addr,
             exec: via_docker.then(|| container.to_string()),
