@@ -53,7 +53,7 @@ impl<S: Nemesis> Nemesis for Composite<S> {
                             .apply(&on_host.expect("has targets"), clock)
                             .await
                     }
-                    Err(why) => vec![FaultEvent::not_applied(clock, fault.verb(), vec![], why)],
+                    Err(why) => vec![FaultEvent::not_applied(clock, fault.kind(), vec![], why)],
                 }
             }
             Route::Proxies => match self.links.as_mut() {
@@ -113,7 +113,7 @@ impl Nemesis for Unreachable {
             | Fault::RedisFailover
             | Fault::Promote => vec![FaultEvent::not_applied(
                 clock,
-                fault.verb(),
+                fault.kind(),
                 vec![],
                 self.why.to_string(),
             )],
@@ -146,7 +146,7 @@ mod tests {
                 .collect();
             vec![FaultEvent::now(
                 clock,
-                fault.verb(),
+                fault.kind(),
                 FaultPhase::Start,
                 targets,
                 "",

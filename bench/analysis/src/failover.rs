@@ -20,7 +20,7 @@
 //! two candidates' terms are both open, reported with both epochs (fencing tokens). After a
 //! `server-kill` the leader often survives: then `leader_kept` is counted instead of a time.
 
-use lockbench_core::{FaultPhase, History, Nanos, OpF, OpType};
+use lockbench_core::{FaultKind, FaultPhase, History, Nanos, OpF, OpType};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -181,15 +181,12 @@ struct Removal<'a> {
     candidate: Option<u32>,
 }
 
-/// The fault event that marks the end of the rounds (teardown begins).
-pub const END: &str = "end";
-
 /// When the rounds ended: the `end` event, if any.
 fn rounds_end(history: &History) -> Option<Nanos> {
     history
         .faults()
         .iter()
-        .find(|f| f.fault == END)
+        .find(|f| f.fault == FaultKind::End)
         .map(|f| f.time)
 }
 
@@ -201,13 +198,26 @@ fn removals(history: &History, applied: bool) -> Vec<Removal<'_>> {
         .filter(|f| f.phase == FaultPhase::Start && f.applied == applied)
         .filter_map(|f| {
             let candidate = f.targets.first().and_then(|t| candidate_of(t));
-            let kind = match (f.fault.as_str(), candidate) {
-                ("resign", Some(_)) => "resign",
-                ("kill", Some(_)) => "kill",
-                ("pause", Some(_)) => "pause",
-                ("partition", Some(_)) => "partition",
-                ("kill", None) => "server-kill",
-                _ => return None,
+            let kind = match (f.fault, candidate) {
+                (FaultKind::Resign, Some(_)) => "resign",
+                (FaultKind::Kill, Some(_)) => "kill",
+                (FaultKind::Pause, Some(_)) => "pause",
+                (FaultKind::Partition, Some(_)) => "partition",
+                (FaultKind::Kill, None) => "server-kill",
+                (FaultKind::Resign | FaultKind::Pause | FaultKind::Partition, None)
+                | (
+                    FaultKind::Heal
+                    | FaultKind::Resume
+                    | FaultKind::Start
+                    | FaultKind::ClockJump
+                    | FaultKind::LinkDelay
+                    | FaultKind::LinkBlackhole
+                    | FaultKind::PacketLoss
+                    | FaultKind::RedisFailover
+                    | FaultKind::Promote
+                    | FaultKind::End,
+                    _,
+                ) => return None,
             };
             Some(Removal {
                 kind,
@@ -469,10 +479,10 @@ mod tests {
         op
     }
 
-    fn removal(t_ms: u64, fault: &str, target: &str) -> FaultEvent {
+    fn removal(t_ms: u64, fault: FaultKind, target: &str) -> FaultEvent {
         FaultEvent {
             time: Nanos(t_ms * MS),
-            fault: fault.into(),
+            fault,
             phase: FaultPhase::Start,
             targets: vec![target.into()],
             note: String::new(),
@@ -513,9 +523,9 @@ mod tests {
             op(7050, 1, Campaign, Ok, Some((1, 13))),
         ];
         let faults = vec![
-            removal(1000, "pause", "c1"),
-            removal(6000, "resign", "c2"),
-            removal(7000, END, "candidates"),
+            removal(1000, FaultKind::Pause, "c1"),
+            removal(6000, FaultKind::Resign, "c2"),
+            removal(7000, FaultKind::End, "candidates"),
         ];
         let f = check(&History::with_faults(ops, faults));
 
@@ -600,11 +610,11 @@ mod tests {
             op(4100, 2, Observe, Ok, Some((2, 3))),
             op(9000, 2, Observe, Ok, Some((2, 3))),
         ];
-        let mut impossible = removal(8000, "partition", "c2");
+        let mut impossible = removal(8000, FaultKind::Partition, "c2");
         impossible.applied = false;
         let faults = vec![
-            removal(1000, "kill", "c1"),
-            removal(6000, "kill", "zk2"),
+            removal(1000, FaultKind::Kill, "c1"),
+            removal(6000, FaultKind::Kill, "zk2"),
             impossible,
         ];
         let f = check(&History::with_faults(ops, faults));
