@@ -227,10 +227,7 @@ impl Nemesis for ClientNemesis {
     async fn apply(&mut self, fault: &Fault, clock: &RunClock) -> Vec<FaultEvent> {
         match fault {
             Fault::Pause { targets } => vec![self.pause(targets, clock)],
-            Fault::Resume { targets } => match targets {
-                Targets::Nodes(names) => self.resume(clock, Some(names)),
-                _ => self.resume(clock, None),
-            },
+            Fault::Resume { targets } => self.resume(clock, targets.named()),
             Fault::Kill { targets } => match self.resolve(targets) {
                 Ok(ws) => {
                     let names: Vec<String> = ws.iter().map(|w| w.name.clone()).collect();

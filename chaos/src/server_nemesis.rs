@@ -175,7 +175,11 @@ impl<S: Site> ServerNemesis<S> {
                     );
                 }
             },
-            _ => Vec::new(),
+            PartitionSpec::Halves
+            | PartitionSpec::MajoritiesRing
+            | PartitionSpec::Bridge
+            | PartitionSpec::ClientsOff
+            | PartitionSpec::RedlockOverlap => Vec::new(),
         };
         let servers = self.server_names();
         let mut shuffled = servers.clone();
@@ -194,7 +198,9 @@ impl<S: Site> ServerNemesis<S> {
                 c.push(COORDINATOR.into());
                 c
             }
-            _ => servers.clone(),
+            PartitionSpec::MajoritiesRing
+            | PartitionSpec::Bridge
+            | PartitionSpec::RedlockOverlap => servers.clone(),
         };
         let cut_clients = self.cut_clients(&g, &clients);
         let (by_name, addrs) = self.hosts(coordinator, clients);
@@ -617,9 +623,9 @@ impl<S: Site> ServerNemesis<S> {
     }
 
     async fn start(&mut self, t: &Targets, clock: &RunClock) -> FaultEvent {
-        let names: Vec<String> = match t {
-            Targets::Nodes(n) => n.clone(),
-            _ => self.killed.iter().cloned().collect(),
+        let names: Vec<String> = match t.named() {
+            Some(n) => n.to_vec(),
+            None => self.killed.iter().cloned().collect(),
         };
         let mut done = Vec::new();
         let mut failed = Vec::new();

@@ -187,6 +187,20 @@ pub enum Route {
 }
 
 impl Targets {
+    /// The host names when these name them (`Nodes`), `None` for a choice made at run time.
+    pub fn named(&self) -> Option<&[String]> {
+        match self {
+            Targets::Nodes(names) => Some(names),
+            Targets::One
+            | Targets::Leader
+            | Targets::Followers
+            | Targets::Minority
+            | Targets::Majority
+            | Targets::All
+            | Targets::Holder => None,
+        }
+    }
+
     /// `true` when these name client processes only (`holder`, `client3`), not servers.
     pub fn are_clients(&self) -> bool {
         match self {
