@@ -12,7 +12,7 @@
 //! sees each only as a [`ClientProcess`]: a name, its slots and a pid.
 
 use crate::Nemesis;
-use lockbench_core::{Fault, FaultEvent, FaultPhase, RunClock, Targets};
+use lockbench_core::{Fault, FaultEvent, FaultKind, FaultPhase, RunClock, Targets};
 use nix::sys::signal::Signal;
 use nix::unistd::Pid;
 use std::future::Future;
@@ -104,7 +104,7 @@ impl ClientNemesis {
         let procs: Vec<String> = victims.iter().map(|w| w.process()).collect();
         let mut out = vec![FaultEvent::now(
             clock,
-            "kill",
+            FaultKind::Kill,
             FaultPhase::Start,
             names.clone(),
             format!(
@@ -139,7 +139,7 @@ impl ClientNemesis {
             };
             out.push(FaultEvent::now(
                 clock,
-                "kill",
+                FaultKind::Kill,
                 FaultPhase::Stop,
                 vec![victim.name.clone()],
                 note,
@@ -189,7 +189,7 @@ impl ClientNemesis {
     fn pause(&mut self, targets: &Targets, clock: &RunClock) -> FaultEvent {
         let ws = match self.resolve(targets) {
             Ok(ws) => ws,
-            Err(why) => return not_mine(clock, "pause", why),
+            Err(why) => return not_mine(clock, FaultKind::Pause, why),
         };
         let names: Vec<String> = ws.iter().map(|w| w.name.clone()).collect();
         let stopped: Vec<ClientProcess> = ws.iter().map(|w| (*w).clone()).collect();
@@ -197,7 +197,7 @@ impl ClientNemesis {
         let procs: Vec<String> = ws.iter().map(|w| w.process()).collect();
         let note = format!("SIGSTOP of worker {}", procs.join(", "));
         self.paused.push((names.clone(), stopped));
-        FaultEvent::now(clock, "pause", FaultPhase::Start, names, note, ok)
+        FaultEvent::now(clock, FaultKind::Pause, FaultPhase::Start, names, note, ok)
     }
 
     fn resume(&mut self, clock: &RunClock, only: Option<&[String]>) -> Vec<FaultEvent> {
@@ -211,7 +211,7 @@ impl ClientNemesis {
             let ok = pids.iter().all(|p| p.signal(Signal::SIGCONT).is_ok());
             out.push(FaultEvent::now(
                 clock,
-                "pause",
+                FaultKind::Pause,
                 FaultPhase::Stop,
                 names,
                 "SIGCONT of the worker process",
@@ -227,16 +227,13 @@ impl Nemesis for ClientNemesis {
     async fn apply(&mut self, fault: &Fault, clock: &RunClock) -> Vec<FaultEvent> {
         match fault {
             Fault::Pause { targets } => vec![self.pause(targets, clock)],
-            Fault::Resume { targets } => match targets {
-                Targets::Nodes(names) => self.resume(clock, Some(names)),
-                _ => self.resume(clock, None),
-            },
+            Fault::Resume { targets } => self.resume(clock, targets.named()),
             Fault::Kill { targets } => match self.resolve(targets) {
                 Ok(ws) => {
                     let names: Vec<String> = ws.iter().map(|w| w.name.clone()).collect();
                     self.kill(names, clock).await
                 }
-                Err(why) => vec![not_mine(clock, "kill", why)],
+                Err(why) => vec![not_mine(clock, FaultKind::Kill, why)],
             },
             // A killed worker was restarted right after the kill: nothing left to start.
             Fault::Start { .. } => Vec::new(),
@@ -250,7 +247,7 @@ impl Nemesis for ClientNemesis {
             | Fault::RedisFailover
             | Fault::Promote => vec![not_mine(
                 clock,
-                fault.verb(),
+                fault.kind(),
                 "network and server faults are applied by the server nemesis or the link \
                  proxies, not to worker processes"
                     .into(),
@@ -263,6 +260,6 @@ impl Nemesis for ClientNemesis {
     }
 }
 
-fn not_mine(clock: &RunClock, verb: &str, why: String) -> FaultEvent {
-    FaultEvent::not_applied(clock, verb, vec![], why)
+fn not_mine(clock: &RunClock, kind: FaultKind, why: String) -> FaultEvent {
+    FaultEvent::not_applied(clock, kind, vec![], why)
 }

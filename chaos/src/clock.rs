@@ -7,11 +7,11 @@
 use crate::probe::Probes;
 use crate::server_nemesis::ServerNemesis;
 use crate::site::Site;
-use lockbench_core::{FaultEvent, FaultPhase, RunClock, Targets};
+use lockbench_core::{FaultEvent, FaultKind, FaultPhase, RunClock, Targets};
 use std::time::Duration;
 
-/// The verb.
-const CLOCK_JUMP: &str = "clock-jump";
+/// The kind its events are recorded as.
+const CLOCK_JUMP: FaultKind = FaultKind::ClockJump;
 
 impl<S: Site> ServerNemesis<S> {
     /// Jumps every target's clock forward by `by`: one `start` event (a jump is instantaneous).
@@ -93,7 +93,7 @@ mod tests {
             by: Duration::from_secs(1),
         };
         let ev = n.apply(&jump, &RunClock::start()).await;
-        assert!(!ev[0].applied && ev[0].fault == "clock-jump");
+        assert!(!ev[0].applied && ev[0].fault == lockbench_core::FaultKind::ClockJump);
         assert_eq!(ev[0].targets, ["zk2"]);
         assert_eq!(
             ev[0].note,

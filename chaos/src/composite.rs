@@ -53,7 +53,7 @@ impl<S: Nemesis> Nemesis for Composite<S> {
                             .apply(&on_host.expect("has targets"), clock)
                             .await
                     }
-                    Err(why) => vec![FaultEvent::not_applied(clock, fault.verb(), vec![], why)],
+                    Err(why) => vec![FaultEvent::not_applied(clock, fault.kind(), vec![], why)],
                 }
             }
             Route::Proxies => match self.links.as_mut() {
@@ -113,7 +113,7 @@ impl Nemesis for Unreachable {
             | Fault::RedisFailover
             | Fault::Promote => vec![FaultEvent::not_applied(
                 clock,
-                fault.verb(),
+                fault.kind(),
                 vec![],
                 self.why.to_string(),
             )],
@@ -128,17 +128,17 @@ impl Nemesis for Unreachable {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lockbench_core::{FaultPhase, PartitionSpec};
+    use lockbench_core::{FaultKind, FaultPhase, PartitionSpec};
     use std::sync::Arc;
     use std::sync::atomic::AtomicBool;
 
-    /// A server nemesis that records the verbs it was given (harness logic: no servers).
+    /// A server nemesis that records the kinds it was given (harness logic: no servers).
     #[derive(Default)]
-    struct Recorder(Vec<String>);
+    struct Recorder(Vec<FaultKind>);
 
     impl Nemesis for Recorder {
         async fn apply(&mut self, fault: &Fault, clock: &RunClock) -> Vec<FaultEvent> {
-            self.0.push(fault.verb().to_string());
+            self.0.push(fault.kind());
             let targets = fault
                 .targets()
                 .map(|t| format!("{t:?}"))
@@ -146,7 +146,7 @@ mod tests {
                 .collect();
             vec![FaultEvent::now(
                 clock,
-                fault.verb(),
+                fault.kind(),
                 FaultPhase::Start,
                 targets,
                 "",
@@ -201,6 +201,9 @@ mod tests {
         // No proxies in this run: the link fault goes to the server nemesis.
         assert!(n.apply(&delay, &clock).await[0].applied);
         n.apply(&Fault::Heal, &clock).await;
-        assert_eq!(n.server.0, ["pause", "link-delay", "heal"]);
+        assert_eq!(
+            n.server.0,
+            [FaultKind::Pause, FaultKind::LinkDelay, FaultKind::Heal]
+        );
     }
 }

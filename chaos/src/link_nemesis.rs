@@ -12,7 +12,7 @@
 
 use crate::{LinkProxies, Managed, Nemesis, Reach, targets};
 use lockbench_cluster::{Cluster, Group, ServerSpec};
-use lockbench_core::{Fault, FaultEvent, FaultPhase, RunClock, Targets};
+use lockbench_core::{Fault, FaultEvent, FaultKind, FaultPhase, RunClock, Targets};
 use rand::RngCore;
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,7 +24,7 @@ pub struct LinkNemesis {
     servers: Vec<&'static ServerSpec>,
     rng: Box<dyn RngCore + Send>,
     /// Open windows: (verb, targets).
-    windows: Vec<(&'static str, Vec<String>)>,
+    windows: Vec<(FaultKind, Vec<String>)>,
 }
 
 enum Toxic {
@@ -97,7 +97,7 @@ impl LinkNemesis {
 
     async fn start(
         &mut self,
-        verb: &'static str,
+        verb: FaultKind,
         t: &Targets,
         toxic: Toxic,
         clock: &RunClock,
@@ -193,11 +193,14 @@ impl Nemesis for LinkNemesis {
                 jitter,
             } => {
                 let toxic = Toxic::Latency(*latency, *jitter);
-                vec![self.start("link-delay", targets, toxic, clock).await]
+                vec![
+                    self.start(FaultKind::LinkDelay, targets, toxic, clock)
+                        .await,
+                ]
             }
             Fault::LinkBlackhole { targets } => {
                 vec![
-                    self.start("link-blackhole", targets, Toxic::Blackhole, clock)
+                    self.start(FaultKind::LinkBlackhole, targets, Toxic::Blackhole, clock)
                         .await,
                 ]
             }
@@ -212,7 +215,7 @@ impl Nemesis for LinkNemesis {
             | Fault::RedisFailover
             | Fault::Promote => vec![FaultEvent::not_applied(
                 clock,
-                fault.verb(),
+                fault.kind(),
                 vec![],
                 "the link nemesis applies link faults only".into(),
             )],

@@ -234,7 +234,7 @@ impl LinkView {
             .filter(|s| s.applies)
             .filter_map(|s| match s.kind {
                 ToxicKind::Timeout { timeout } if !timeout.is_zero() => Some(s.since + timeout),
-                _ => None,
+                ToxicKind::Timeout { .. } | ToxicKind::Latency { .. } => None,
             })
             .min()
     }

@@ -24,9 +24,11 @@ use crate::ServerNemesis;
 use crate::server_nemesis::unavailable;
 use crate::site::Site;
 use lockbench_cluster::{Host, ServerSpec};
-use lockbench_core::{FaultEvent, FaultPhase, LossMode, RunClock, Targets};
+use lockbench_core::{FaultEvent, FaultKind, FaultPhase, LossMode, RunClock, Targets};
 use std::net::Ipv4Addr;
 
+/// The kind its events are recorded as.
+const KIND: FaultKind = FaultKind::PacketLoss;
 /// Datagrams sent each way on each link to check the rules right after they are added.
 pub(crate) const PROBE: u64 = 400;
 /// The comment every rule of this fault carries (how counters are found and rules removed).
@@ -206,13 +208,12 @@ impl<S: Site> ServerNemesis<S> {
         mode: LossMode,
         clock: &RunClock,
     ) -> FaultEvent {
-        const VERB: &str = "packet-loss";
         let Some(coordinator) = self.site.coordinator_addr() else {
-            return FaultEvent::not_applied(clock, VERB, vec![], unavailable("packet faults"));
+            return FaultEvent::not_applied(clock, KIND, vec![], unavailable("packet faults"));
         };
         let targets = match self.resolve(t).await {
             Ok(t) => t,
-            Err(e) => return FaultEvent::not_applied(clock, VERB, vec![], format!("{e:#}")),
+            Err(e) => return FaultEvent::not_applied(clock, KIND, vec![], format!("{e:#}")),
         };
         let clients = self.client_hosts();
         let named_clients: Vec<Host> = clients
@@ -264,7 +265,7 @@ impl<S: Site> ServerNemesis<S> {
         if hosts.is_empty() {
             return FaultEvent::not_applied(
                 clock,
-                VERB,
+                KIND,
                 targets,
                 format!("no target server runs: {}", missing.join(", ")),
             );
@@ -324,12 +325,12 @@ impl<S: Site> ServerNemesis<S> {
                 self.remove_loss(&hosts, &lines).await;
                 return FaultEvent::not_applied(
                     clock,
-                    VERB,
+                    KIND,
                     targets,
                     format!("iptables failed: {e:#}"),
                 );
             }
-            Err(e) => return FaultEvent::not_applied(clock, VERB, targets, e.to_string()),
+            Err(e) => return FaultEvent::not_applied(clock, KIND, targets, e.to_string()),
         };
         let tol = tolerance(rate, probed.total, drop_rules);
         let measured = probed.share();
@@ -347,7 +348,7 @@ impl<S: Site> ServerNemesis<S> {
             self.remove_loss(&hosts, &lines).await;
             return FaultEvent::not_applied(
                 clock,
-                VERB,
+                KIND,
                 targets,
                 format!("NOT APPLIED: the rules were added, yet {check} (rules removed): {links}"),
             );
@@ -361,7 +362,7 @@ impl<S: Site> ServerNemesis<S> {
             Ok(Ok(c)) => c,
             _ => Counts::default(),
         };
-        self.windows.push((VERB, targets.clone()));
+        self.windows.push((KIND, targets.clone()));
         self.losses.push(Window {
             targets: targets.clone(),
             hosts,
@@ -369,7 +370,7 @@ impl<S: Site> ServerNemesis<S> {
         });
         FaultEvent::now(
             clock,
-            VERB,
+            KIND,
             FaultPhase::Start,
             targets,
             format!("{links}{not_running}; {check}"),
@@ -390,7 +391,7 @@ impl<S: Site> ServerNemesis<S> {
 
     /// For each open `packet-loss` window (verb, targets, note): the share its rules dropped
     /// of the window's own traffic, the probe's taken off. Read before a heal flushes them.
-    pub(crate) async fn measure_losses(&mut self) -> Vec<(&'static str, Vec<String>, String)> {
+    pub(crate) async fn measure_losses(&mut self) -> Vec<(FaultKind, Vec<String>, String)> {
         let windows = std::mem::take(&mut self.losses);
         let mut out = Vec::new();
         for w in windows {
@@ -404,7 +405,7 @@ impl<S: Site> ServerNemesis<S> {
                 Ok(Err(e)) => format!("counters unreadable: {e:#}"),
                 Err(e) => format!("counters unreadable: {e}"),
             };
-            out.push(("packet-loss", w.targets, note));
+            out.push((KIND, w.targets, note));
         }
         out
     }

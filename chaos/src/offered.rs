@@ -19,35 +19,31 @@ use crate::server_nemesis::{ServerNemesis, unavailable};
 use crate::site::Site;
 use lockbench_cluster::{Host, ServerSpec};
 use lockbench_core::{
-    FaultAccess, FaultEvent, FaultPhase, Pending, RunClock, ServerAccess, SystemFault,
+    FaultAccess, FaultEvent, FaultKind, FaultPhase, Pending, RunClock, ServerAccess, SystemFault,
 };
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 use std::sync::{Mutex, OnceLock};
 
 impl<S: Site> ServerNemesis<S> {
-    /// The fault named `verb` that the servers' system offers for their group.
-    pub(crate) fn offered(&self, verb: &str) -> Option<&'static dyn SystemFault> {
+    /// The fault of `kind` that the servers' system offers for their group.
+    pub(crate) fn offered(&self, kind: FaultKind) -> Option<&'static dyn SystemFault> {
         let first = self.servers.first()?;
         let faults = first.system.faults().iter().copied();
         faults
-            .filter(|f| f.verb() == verb)
+            .filter(|f| f.kind() == kind)
             .find(|f| f.acts_on(first.group))
     }
 
-    /// Applies the offered fault named `verb`, or records why not (the servers' system does
+    /// Applies the offered fault of `kind`, or records why not (the servers' system does
     /// not offer it for their group; it cuts links and this site has no hosts to cut in).
-    pub(crate) async fn system_fault(
-        &mut self,
-        verb: &'static str,
-        clock: &RunClock,
-    ) -> FaultEvent {
-        let Some(fault) = self.offered(verb) else {
-            return FaultEvent::not_applied(clock, verb, vec![], offered_elsewhere(verb));
+    pub(crate) async fn system_fault(&mut self, kind: FaultKind, clock: &RunClock) -> FaultEvent {
+        let Some(fault) = self.offered(kind) else {
+            return FaultEvent::not_applied(clock, kind, vec![], offered_elsewhere(kind));
         };
         let coordinator = self.site.coordinator_addr();
         if fault.cuts_links() && coordinator.is_none() {
-            return FaultEvent::not_applied(clock, verb, vec![], unavailable(verb));
+            return FaultEvent::not_applied(clock, kind, vec![], unavailable(kind.name()));
         }
         let access = self.access(coordinator);
         if fault.cuts_links() {
@@ -58,7 +54,7 @@ impl<S: Site> ServerNemesis<S> {
         let event = fault.apply(&access, &self.servers, clock).await;
         self.absorb(access.into_records());
         if event.applied && event.phase == FaultPhase::Start {
-            self.windows.push((fault.verb(), event.targets.clone()));
+            self.windows.push((fault.kind(), event.targets.clone()));
         }
         event
     }
@@ -98,15 +94,15 @@ impl<S: Site> ServerNemesis<S> {
 }
 
 /// What the offering systems say of servers their fault does not act on.
-fn offered_elsewhere(verb: &str) -> String {
+fn offered_elsewhere(kind: FaultKind) -> String {
     let offers: Vec<&str> = lockbench_registry::SYSTEMS
         .iter()
         .flat_map(|s| s.faults())
-        .filter(|f| f.verb() == verb)
+        .filter(|f| f.kind() == kind)
         .map(|f| f.elsewhere())
         .collect();
     if offers.is_empty() {
-        format!("no system offers {verb}")
+        format!("no system offers {kind}")
     } else {
         offers.join("; ")
     }
@@ -240,7 +236,7 @@ mod tests {
         let mut zk = nemesis("zookeeper");
         let ev = zk.apply(&Fault::RedisFailover, &clock).await;
         assert_eq!(ev.len(), 1);
-        assert!(!ev[0].applied && ev[0].fault == "redis-failover");
+        assert!(!ev[0].applied && ev[0].fault == lockbench_core::FaultKind::RedisFailover);
         assert_eq!(
             ev[0].note,
             "redis-failover acts on the failover pair (backend redis-sentinel: fo1/fo2 under \
@@ -258,8 +254,8 @@ mod tests {
         );
         assert!(zk.windows.is_empty() && pair.windows.is_empty());
         assert_eq!(
-            super::offered_elsewhere("no-such"),
-            "no system offers no-such"
+            super::offered_elsewhere(lockbench_core::FaultKind::Resign),
+            "no system offers resign"
         );
     }
 }

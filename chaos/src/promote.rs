@@ -25,11 +25,11 @@ use crate::server_nemesis::ServerNemesis;
 use crate::site::Site;
 use crate::{probe, targets};
 use lockbench_cluster::ServerSpec;
-use lockbench_core::{FaultEvent, FaultPhase, RunClock};
+use lockbench_core::{FaultEvent, FaultKind, FaultPhase, RunClock};
 use std::time::{Duration, Instant};
 
-/// The verb.
-pub(crate) const PROMOTE: &str = "promote";
+/// The kind its events are recorded as.
+pub(crate) const PROMOTE: FaultKind = FaultKind::Promote;
 /// How long the promoted member has to report that it leads.
 const PROMOTE_BUDGET: Duration = Duration::from_secs(30);
 /// How long a restarted former leader has to become healthy again (PostgreSQL re-clones
@@ -112,7 +112,7 @@ impl<S: Site> ServerNemesis<S> {
     /// Closes every `promote` window: restarts the former leaders and waits until each is
     /// healthy again. One stop event per window.
     pub(crate) async fn heal_promotions(&mut self, clock: &RunClock) -> Vec<FaultEvent> {
-        let windows: Vec<(&'static str, Vec<String>)> = self
+        let windows: Vec<(FaultKind, Vec<String>)> = self
             .windows
             .iter()
             .filter(|(v, _)| *v == PROMOTE)

@@ -13,7 +13,7 @@ use crate::grudge::{self, COORDINATOR, Hosts};
 use crate::site::{Managed, Site};
 use crate::{Nemesis, firewall, targets};
 use lockbench_cluster::{Cluster, Group, Host, ServerSpec, Topology};
-use lockbench_core::{Fault, FaultEvent, FaultPhase, PartitionSpec, RunClock, Targets};
+use lockbench_core::{Fault, FaultEvent, FaultKind, FaultPhase, PartitionSpec, RunClock, Targets};
 use rand::RngCore;
 use rand::seq::SliceRandom;
 use std::collections::{BTreeMap, BTreeSet};
@@ -50,7 +50,7 @@ pub struct ServerNemesis<S: Site = Managed> {
     pub(crate) servers: Vec<&'static ServerSpec>,
     rng: Box<dyn RngCore + Send>,
     /// Open partition-like windows: (verb, targets).
-    pub(crate) windows: Vec<(&'static str, Vec<String>)>,
+    pub(crate) windows: Vec<(FaultKind, Vec<String>)>,
     /// Open `packet-loss` windows, for their measured share at heal.
     pub(crate) losses: Vec<crate::loss::Window>,
     pub(crate) paused: BTreeSet<String>,
@@ -154,7 +154,12 @@ impl<S: Site> ServerNemesis<S> {
 
     async fn partition(&mut self, split: &PartitionSpec, clock: &RunClock) -> FaultEvent {
         let Some(coordinator) = self.site.coordinator_addr() else {
-            return FaultEvent::not_applied(clock, "partition", vec![], unavailable("partitions"));
+            return FaultEvent::not_applied(
+                clock,
+                FaultKind::Partition,
+                vec![],
+                unavailable("partitions"),
+            );
         };
         let clients = self.client_hosts();
         let client_names: Vec<String> = clients.iter().map(|h| h.name.clone()).collect();
@@ -162,10 +167,19 @@ impl<S: Site> ServerNemesis<S> {
             PartitionSpec::Isolate(t) => match self.resolve(t).await {
                 Ok(t) => t,
                 Err(e) => {
-                    return FaultEvent::not_applied(clock, "partition", vec![], format!("{e:#}"));
+                    return FaultEvent::not_applied(
+                        clock,
+                        FaultKind::Partition,
+                        vec![],
+                        format!("{e:#}"),
+                    );
                 }
             },
-            _ => Vec::new(),
+            PartitionSpec::Halves
+            | PartitionSpec::MajoritiesRing
+            | PartitionSpec::Bridge
+            | PartitionSpec::ClientsOff
+            | PartitionSpec::RedlockOverlap => Vec::new(),
         };
         let servers = self.server_names();
         let mut shuffled = servers.clone();
@@ -184,7 +198,9 @@ impl<S: Site> ServerNemesis<S> {
                 c.push(COORDINATOR.into());
                 c
             }
-            _ => servers.clone(),
+            PartitionSpec::MajoritiesRing
+            | PartitionSpec::Bridge
+            | PartitionSpec::RedlockOverlap => servers.clone(),
         };
         let cut_clients = self.cut_clients(&g, &clients);
         let (by_name, addrs) = self.hosts(coordinator, clients);
@@ -212,13 +228,13 @@ impl<S: Site> ServerNemesis<S> {
                 note = format!("{note} ({rules} rules; coordinator = {coordinator}){missing}");
                 let event = FaultEvent::now(
                     clock,
-                    "partition",
+                    FaultKind::Partition,
                     FaultPhase::Start,
                     targets.clone(),
                     note,
                     true,
                 );
-                self.windows.push(("partition", targets));
+                self.windows.push((FaultKind::Partition, targets));
                 let event = self.verify_cut(event, lost).await;
                 self.verify_clients_cut(event, cut_clients).await
             }
@@ -226,12 +242,12 @@ impl<S: Site> ServerNemesis<S> {
                 let _ = self.flush().await;
                 FaultEvent::not_applied(
                     clock,
-                    "partition",
+                    FaultKind::Partition,
                     targets,
                     format!("iptables failed: {e:#}"),
                 )
             }
-            Err(e) => FaultEvent::not_applied(clock, "partition", targets, format!("{e}")),
+            Err(e) => FaultEvent::not_applied(clock, FaultKind::Partition, targets, format!("{e}")),
         }
     }
 
@@ -239,7 +255,7 @@ impl<S: Site> ServerNemesis<S> {
         let Some(coordinator) = self.site.coordinator_addr() else {
             return FaultEvent::not_applied(
                 clock,
-                "link-blackhole",
+                FaultKind::LinkBlackhole,
                 vec![],
                 unavailable("link faults"),
             );
@@ -247,7 +263,12 @@ impl<S: Site> ServerNemesis<S> {
         let targets = match self.resolve(t).await {
             Ok(t) => t,
             Err(e) => {
-                return FaultEvent::not_applied(clock, "link-blackhole", vec![], format!("{e:#}"));
+                return FaultEvent::not_applied(
+                    clock,
+                    FaultKind::LinkBlackhole,
+                    vec![],
+                    format!("{e:#}"),
+                );
             }
         };
         let clients = self.client_hosts();
@@ -270,7 +291,8 @@ impl<S: Site> ServerNemesis<S> {
         let lost = self.cut_from_coordinator(&g);
         match tokio::task::spawn_blocking(move || firewall::apply(&hosts, &addrs, &g)).await {
             Ok(Ok(rules)) => {
-                self.windows.push(("link-blackhole", targets.clone()));
+                self.windows
+                    .push((FaultKind::LinkBlackhole, targets.clone()));
                 let note = format!(
                     "iptables DROP inside the targets' namespaces ({inside}; {rules} rules): a \
                      server target drops every client's packets (client hosts and the \
@@ -279,7 +301,7 @@ impl<S: Site> ServerNemesis<S> {
                 );
                 let event = FaultEvent::now(
                     clock,
-                    "link-blackhole",
+                    FaultKind::LinkBlackhole,
                     FaultPhase::Start,
                     targets,
                     note,
@@ -292,12 +314,14 @@ impl<S: Site> ServerNemesis<S> {
                 let _ = self.flush().await;
                 FaultEvent::not_applied(
                     clock,
-                    "link-blackhole",
+                    FaultKind::LinkBlackhole,
                     targets,
                     format!("iptables failed: {e:#}"),
                 )
             }
-            Err(e) => FaultEvent::not_applied(clock, "link-blackhole", targets, format!("{e}")),
+            Err(e) => {
+                FaultEvent::not_applied(clock, FaultKind::LinkBlackhole, targets, format!("{e}"))
+            }
         }
     }
 
@@ -459,7 +483,7 @@ impl<S: Site> ServerNemesis<S> {
             if windows.is_empty() {
                 return vec![FaultEvent::not_applied(
                     clock,
-                    "partition",
+                    FaultKind::Partition,
                     vec![],
                     unavailable("partitions"),
                 )];
@@ -477,8 +501,8 @@ impl<S: Site> ServerNemesis<S> {
         };
         let windows = std::mem::take(&mut self.windows);
         let mut rejoined = BTreeMap::new();
-        for (verb, targets) in &windows {
-            if let Some(fault) = self.offered(verb) {
+        for (kind, targets) in &windows {
+            if let Some(fault) = self.offered(*kind) {
                 for name in targets {
                     rejoined.insert(name.clone(), self.heal_offered(fault, name).await);
                 }
@@ -490,7 +514,7 @@ impl<S: Site> ServerNemesis<S> {
         if windows.is_empty() {
             return vec![FaultEvent::now(
                 clock,
-                "partition",
+                FaultKind::Partition,
                 FaultPhase::Stop,
                 vec![],
                 note,
@@ -519,7 +543,7 @@ impl<S: Site> ServerNemesis<S> {
     /// SIGSTOP / SIGCONT (`docker pause` / `unpause`) of servers and client hosts.
     async fn signal(&mut self, t: &Targets, stop: bool, clock: &RunClock) -> FaultEvent {
         let (verb, phase) = (
-            "pause",
+            FaultKind::Pause,
             if stop {
                 FaultPhase::Start
             } else {
@@ -567,12 +591,14 @@ impl<S: Site> ServerNemesis<S> {
     async fn kill(&mut self, t: &Targets, clock: &RunClock) -> FaultEvent {
         let names = match self.resolve(t).await {
             Ok(n) => n,
-            Err(e) => return FaultEvent::not_applied(clock, "kill", vec![], format!("{e:#}")),
+            Err(e) => {
+                return FaultEvent::not_applied(clock, FaultKind::Kill, vec![], format!("{e:#}"));
+            }
         };
         if let Some(c) = names.iter().find(|n| self.spec(n).is_none()) {
             return FaultEvent::not_applied(
                 clock,
-                "kill",
+                FaultKind::Kill,
                 names.clone(),
                 format!("{c} is not a server: client processes are killed by the coordinator"),
             );
@@ -588,7 +614,7 @@ impl<S: Site> ServerNemesis<S> {
         let note = done.join(", ");
         FaultEvent::now(
             clock,
-            "kill",
+            FaultKind::Kill,
             FaultPhase::Start,
             names,
             note,
@@ -597,9 +623,9 @@ impl<S: Site> ServerNemesis<S> {
     }
 
     async fn start(&mut self, t: &Targets, clock: &RunClock) -> FaultEvent {
-        let names: Vec<String> = match t {
-            Targets::Nodes(n) => n.clone(),
-            _ => self.killed.iter().cloned().collect(),
+        let names: Vec<String> = match t.named() {
+            Some(n) => n.to_vec(),
+            None => self.killed.iter().cloned().collect(),
         };
         let mut done = Vec::new();
         let mut failed = Vec::new();
@@ -626,7 +652,7 @@ impl<S: Site> ServerNemesis<S> {
         }
         FaultEvent::now(
             clock,
-            "kill",
+            FaultKind::Kill,
             FaultPhase::Stop,
             names,
             note,
@@ -658,7 +684,7 @@ impl<S: Site> Nemesis for ServerNemesis<S> {
             Fault::Start { targets } => vec![self.start(targets, clock).await],
             Fault::ClockJump { targets, by } => vec![self.clock_jump(targets, *by, clock).await],
             Fault::LinkBlackhole { targets } => vec![self.blackhole(targets, clock).await],
-            Fault::RedisFailover => vec![self.system_fault(fault.verb(), clock).await],
+            Fault::RedisFailover => vec![self.system_fault(fault.kind(), clock).await],
             Fault::Promote => vec![self.promote(clock).await],
             Fault::PacketLoss {
                 targets,
@@ -667,7 +693,7 @@ impl<S: Site> Nemesis for ServerNemesis<S> {
             } => vec![self.packet_loss(targets, *rate, *mode, clock).await],
             Fault::LinkDelay { .. } => vec![FaultEvent::not_applied(
                 clock,
-                "link-delay",
+                FaultKind::LinkDelay,
                 vec![],
                 "link delay is a latency toxic on the run's link proxies, and none stand \
                  between the clients and these servers (tc netem is unavailable on this \

@@ -91,7 +91,7 @@ pub fn plan(specs: &[FaultSpec], seed: u64, phase: Duration) -> Vec<Step> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lockbench_core::Scenario;
+    use lockbench_core::{FaultKind, Scenario};
 
     fn scenario(seed: u64) -> Scenario {
         let text = r#"
@@ -158,7 +158,7 @@ duration = "5s"
             let s = Scenario::load("t", text, &[format!("seed={seed}")]).unwrap();
             let starts: Vec<Duration> = plan(&s.faults, s.seed, s.duration)
                 .into_iter()
-                .filter(|st| st.fault.verb() == "link-delay")
+                .filter(|st| st.fault.kind() == FaultKind::LinkDelay)
                 .map(|st| st.at)
                 .collect();
             assert_eq!(
@@ -176,7 +176,7 @@ duration = "5s"
         let steps = plan(&s.faults, s.seed, s.duration);
         let partitions: Vec<_> = steps
             .iter()
-            .filter(|st| st.entry == Some(0) && st.fault.verb() == "partition")
+            .filter(|st| st.entry == Some(0) && st.fault.kind() == FaultKind::Partition)
             .collect();
         assert_eq!(partitions.len(), 6, "one per 10 s period over 60 s");
         for (k, p) in partitions.iter().enumerate() {
@@ -186,18 +186,21 @@ duration = "5s"
                 "{p:?}"
             );
         }
-        let kill = steps.iter().find(|st| st.fault.verb() == "kill").unwrap();
+        let kill = steps
+            .iter()
+            .find(|st| st.fault.kind() == FaultKind::Kill)
+            .unwrap();
         assert_eq!(kill.at, Duration::from_secs(20));
         assert!(
             steps
                 .iter()
-                .any(|st| st.fault.verb() == "start" && st.at == Duration::from_secs(25))
+                .any(|st| st.fault.kind() == FaultKind::Start && st.at == Duration::from_secs(25))
         );
         let tail: Vec<_> = steps[steps.len() - 3..]
             .iter()
-            .map(|s| s.fault.verb())
+            .map(|s| s.fault.kind())
             .collect();
-        assert_eq!(tail, ["heal", "resume", "start"]);
+        assert_eq!(tail, [FaultKind::Heal, FaultKind::Resume, FaultKind::Start]);
         assert!(steps.windows(2).all(|w| w[0].at <= w[1].at));
     }
 }

@@ -71,6 +71,7 @@ mod metrics;
 pub mod mutex;
 mod observe;
 pub mod prefix_watch;
+mod recipe_kind;
 pub mod recipes;
 pub mod secure;
 mod server;
@@ -97,6 +98,7 @@ use lockbench_core::{
     WakeupTally, Wakeups,
 };
 use mutex::LeaseKey;
+use recipe_kind::RecipeKind;
 use session::Session;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -106,6 +108,8 @@ use wait::DeletionWaiter;
 #[derive(Clone, Debug)]
 pub struct EtcdBackend {
     kind: BackendKind,
+    /// Which of the etcd recipes `kind` is.
+    recipe: RecipeKind,
     /// The members and how to connect to them (TLS, user; never the password).
     access: Access,
     ttl_secs: i64,
@@ -123,7 +127,7 @@ impl EtcdBackend {
     /// cluster's etcd members, for lock keys `0..keys`. The lease TTL is rounded up to whole
     /// seconds. `seed` is accepted for a uniform constructor: neither recipe makes a random
     /// choice. Fails with [`BackendError::Config`] when `endpoints.etcd` is empty or `kind` is
-    /// not an etcd recipe.
+    /// not an etcd recipe (the error names them).
     pub fn new(
         kind: BackendKind,
         endpoints: &Endpoints,
@@ -132,11 +136,7 @@ impl EtcdBackend {
         seed: u64,
     ) -> Result<EtcdBackend, BackendError> {
         let _ = seed;
-        if !matches!(kind, ETCD_LEASE | ETCD_LOCKAPI | ETCD_HERD) {
-            return Err(BackendError::Config(format!(
-                "{kind} is not an etcd recipe"
-            )));
-        }
+        let recipe = RecipeKind::of(kind).map_err(BackendError::Config)?;
         if endpoints.get(GROUP).is_empty() {
             return Err(BackendError::Config(format!(
                 "{kind} needs etcd members, but the cluster's `etcd` endpoint list is empty"
@@ -146,6 +146,7 @@ impl EtcdBackend {
         let ttl_secs = (ttl.as_secs() + u64::from(ttl.subsec_nanos() > 0)).max(1) as i64;
         Ok(EtcdBackend {
             kind,
+            recipe,
             access: Access::new(endpoints)?,
             ttl_secs,
             prefix: knobs.prefix.trim_end_matches('/').to_string(),
@@ -179,8 +180,8 @@ impl Backend for EtcdBackend {
             ("lease_ttl".to_string(), format!("{}s", self.ttl_secs)),
             ("prefix".to_string(), self.prefix.clone()),
         ];
-        let (waits_by, fencing) = match self.kind {
-            ETCD_LEASE => {
+        let (waits_by, fencing) = match self.recipe {
+            RecipeKind::Lease => {
                 knobs.push((
                     "watch_start".to_string(),
                     self.watch_start.name().to_string(),
@@ -198,12 +199,12 @@ impl Backend for EtcdBackend {
                 };
                 (waits_by, "create revision of the client's lock entry")
             }
-            ETCD_HERD => (
+            RecipeKind::Herd => (
                 "watch on the whole lock prefix, re-check the oldest entry on any event (a \
                  release wakes every waiter)",
                 "create revision of the client's lock entry",
             ),
-            _ => (
+            RecipeKind::LockApi => (
                 "server-side Lock API (the server runs Go concurrency.Mutex: unsynced watch, 100 ms \
                  sync period)",
                 "header revision of the Lock response",
@@ -219,21 +220,22 @@ impl Backend for EtcdBackend {
 
     async fn connect(&self, client: ClientId) -> Result<EtcdClient, BackendError> {
         let session = Session::open(&self.access, self.ttl_secs, Some(client)).await?;
-        let recipe = match self.kind {
-            ETCD_LEASE => Recipe::Lease {
+        let dir = self.recipe.dir();
+        let recipe = match self.recipe {
+            RecipeKind::Lease => Recipe::Lease {
                 keys: (0..self.keys)
-                    .map(|k| LeaseKey::new(&self.prefix, "lease", k, session.lease))
+                    .map(|k| LeaseKey::new(&self.prefix, dir, k, session.lease))
                     .collect(),
                 waiter: DeletionWaiter::new(self.watch_start, self.unproven.clone()),
             },
-            ETCD_HERD => Recipe::Herd {
+            RecipeKind::Herd => Recipe::Herd {
                 keys: (0..self.keys)
-                    .map(|k| LeaseKey::new(&self.prefix, "herd", k, session.lease))
+                    .map(|k| LeaseKey::new(&self.prefix, dir, k, session.lease))
                     .collect(),
             },
-            _ => Recipe::LockApi {
+            RecipeKind::LockApi => Recipe::LockApi {
                 names: (0..self.keys)
-                    .map(|k| format!("{}/lockapi/k{k}", self.prefix).into_bytes())
+                    .map(|k| format!("{}/{dir}/k{k}", self.prefix).into_bytes())
                     .collect(),
             },
         };
@@ -262,19 +264,18 @@ impl Backend for EtcdBackend {
         keys: u32,
         sink: lockbench_core::ServerSink,
     ) -> Result<(), String> {
-        let (recipe, tokens) = match self.kind {
-            ETCD_LEASE => ("lease", true),
-            ETCD_HERD => ("herd", true),
-            _ => ("lockapi", false),
+        let tokens = match self.recipe {
+            RecipeKind::Lease | RecipeKind::Herd => true,
+            RecipeKind::LockApi => false,
         };
-        let dir = format!("{}/{recipe}/", self.prefix);
+        let dir = format!("{}/{}/", self.prefix, self.recipe.dir());
         observe::observe(self.access.clone(), dir, keys, tokens, clock, sink).await
     }
 
     fn wakeups(&self) -> Option<Wakeups> {
-        match self.kind {
-            ETCD_LEASE | ETCD_HERD => Some(self.tally.read()),
-            _ => None,
+        match self.recipe {
+            RecipeKind::Lease | RecipeKind::Herd => Some(self.tally.read()),
+            RecipeKind::LockApi => None,
         }
     }
 

@@ -31,12 +31,13 @@
 use crate::failover_probe::{locks, next_grant, primary, replicate, wait_replica};
 use crate::system::FAILOVER;
 use lockbench_core::{
-    FaultAccess, FaultEvent, FaultPhase, Group, Pending, RunClock, ServerSpec, SystemFault,
+    FaultAccess, FaultEvent, FaultKind, FaultPhase, Group, Pending, RunClock, ServerSpec,
+    SystemFault,
 };
 use std::time::{Duration, Instant};
 
-/// The verb.
-const VERB: &str = "redis-failover";
+/// The kind its events are recorded as.
+const KIND: FaultKind = FaultKind::RedisFailover;
 /// How long the fault waits for the primary's next grant (and for a free moment to cut).
 const GRANT_BUDGET: Duration = Duration::from_secs(10);
 /// How long heal waits for Sentinel to promote the replica, and then to make the restarted
@@ -47,8 +48,8 @@ const SENTINEL_BUDGET: Duration = Duration::from_secs(20);
 pub(crate) struct SentinelFailover;
 
 impl SystemFault for SentinelFailover {
-    fn verb(&self) -> &'static str {
-        VERB
+    fn kind(&self) -> FaultKind {
+        KIND
     }
 
     fn acts_on(&self, group: Group) -> bool {
@@ -96,7 +97,7 @@ async fn lose_a_grant(
     clock: &RunClock,
 ) -> FaultEvent {
     let not_applied =
-        |targets: Vec<String>, why: String| FaultEvent::not_applied(clock, VERB, targets, why);
+        |targets: Vec<String>, why: String| FaultEvent::not_applied(clock, KIND, targets, why);
     let probes = access.probes();
     let primary = match primary(probes, servers).await {
         Ok(p) => p,
@@ -146,7 +147,7 @@ async fn lose_a_grant(
     let Ok(killed) = access.kill(&primary).await else {
         return not_applied(vec![primary], "the primary is not running".into());
     };
-    let killed_at = FaultEvent::now(clock, VERB, FaultPhase::Start, vec![], String::new(), true);
+    let killed_at = FaultEvent::now(clock, KIND, FaultPhase::Start, vec![], String::new(), true);
     let when = match waited {
         Some(d) => format!(
             "right after its next grant (grant #{} seen {} ms after the cut, made while the \

@@ -12,7 +12,7 @@
 
 use crate::availability::Window;
 use crate::safety::Safety;
-use lockbench_core::Nanos;
+use lockbench_core::{FaultKind, Nanos};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -57,10 +57,10 @@ pub fn attribute(
         let t = t.as_duration().as_secs_f64();
         // Per fault, the latest window that contains it: a grace period reaching into the next
         // window of the same fault (repeated holder pauses) must not count it twice.
-        let mut latest: BTreeMap<&str, usize> = BTreeMap::new();
+        let mut latest: BTreeMap<FaultKind, usize> = BTreeMap::new();
         for (i, w) in windows.iter().enumerate().filter(|(_, w)| w.applied) {
             if t >= w.start_s && t <= w.end_s + grace {
-                let slot = latest.entry(w.fault.as_str()).or_insert(i);
+                let slot = latest.entry(w.fault).or_insert(i);
                 if windows[*slot].start_s < w.start_s {
                     *slot = i;
                 }
@@ -87,9 +87,9 @@ mod tests {
     use super::*;
     use crate::availability::Span;
 
-    fn window(fault: &str, start_s: f64, end_s: f64, applied: bool) -> Window {
+    fn window(fault: FaultKind, start_s: f64, end_s: f64, applied: bool) -> Window {
         Window {
-            fault: fault.into(),
+            fault,
             targets: vec![],
             applied,
             note: String::new(),
@@ -112,9 +112,9 @@ mod tests {
     #[test]
     fn a_violation_in_the_grace_of_one_window_and_the_next_counts_once_per_fault() {
         let mut ws = vec![
-            window("pause-client", 0.0, 1.0, true),
-            window("pause-client", 2.0, 3.0, true),
-            window("partition", 1.5, 4.0, true),
+            window(FaultKind::Pause, 0.0, 1.0, true),
+            window(FaultKind::Pause, 2.0, 3.0, true),
+            window(FaultKind::Partition, 1.5, 4.0, true),
         ];
         let outside = attribute(
             &mut ws,
@@ -133,9 +133,9 @@ mod tests {
     #[test]
     fn each_violation_goes_to_the_window_it_happened_in() {
         let mut ws = vec![
-            window("pause", 1.0, 3.0, true),
-            window("partition", 10.0, 14.0, true),
-            window("kill", 20.0, 22.0, false),
+            window(FaultKind::Pause, 1.0, 3.0, true),
+            window(FaultKind::Partition, 10.0, 14.0, true),
+            window(FaultKind::Kill, 20.0, 22.0, false),
         ];
         let v = [
             ("mutex", at(2.0)),

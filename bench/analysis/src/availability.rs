@@ -9,7 +9,9 @@
 //! window's end to the first successful acquisition after it. A stall is a gap of at least
 //! `stall_alarm` in which no client completed an acquisition, anywhere in the run.
 
-use lockbench_core::{ClientId, FaultEvent, FaultPhase, History, KeyId, Nanos, Op, OpF, OpType};
+use lockbench_core::{
+    ClientId, FaultEvent, FaultKind, FaultPhase, History, KeyId, Nanos, Op, OpF, OpType,
+};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::time::Duration;
@@ -32,8 +34,8 @@ pub struct Span {
 /// One fault window and the acquisitions around it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Window {
-    /// The verb.
-    pub fault: String,
+    /// The fault's kind.
+    pub fault: FaultKind,
     /// The resolved targets.
     pub targets: Vec<String>,
     /// `false` when the nemesis could not apply it (the note says why).
@@ -368,7 +370,7 @@ mod tests {
     fn event(t_ms: u64, phase: FaultPhase) -> FaultEvent {
         FaultEvent {
             time: Nanos(t_ms * MS),
-            fault: "pause".into(),
+            fault: FaultKind::Pause,
             phase,
             targets: vec!["zk1".into()],
             note: format!("{phase:?} note"),

@@ -20,7 +20,7 @@
 //! two candidates' terms are both open, reported with both epochs (fencing tokens). After a
 //! `server-kill` the leader often survives: then `leader_kept` is counted instead of a time.
 
-use lockbench_core::{FaultPhase, History, Nanos, OpF, OpType};
+use lockbench_core::{FaultKind, FaultPhase, History, Nanos, OpF, OpType, Removal};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -58,7 +58,7 @@ pub struct SplitBrain {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Failure {
     /// `resign`, `kill`, `pause`, `partition` or `server-kill`.
-    pub removal: String,
+    pub removal: Removal,
     /// When it was applied, seconds on the run clock.
     pub at_s: f64,
     /// What it targeted (`c3`, or server names).
@@ -174,42 +174,53 @@ fn candidate_of(target: &str) -> Option<u32> {
     target.strip_prefix('c')?.parse().ok()
 }
 
-struct Removal<'a> {
-    kind: &'static str,
+/// A removal as the history records it.
+struct Removed<'a> {
+    kind: Removal,
     at: Nanos,
     targets: &'a [String],
     candidate: Option<u32>,
 }
-
-/// The fault event that marks the end of the rounds (teardown begins).
-pub const END: &str = "end";
 
 /// When the rounds ended: the `end` event, if any.
 fn rounds_end(history: &History) -> Option<Nanos> {
     history
         .faults()
         .iter()
-        .find(|f| f.fault == END)
+        .find(|f| f.fault == FaultKind::End)
         .map(|f| f.time)
 }
 
 /// The removals applied (`applied`) or reported as impossible here (`!applied`).
-fn removals(history: &History, applied: bool) -> Vec<Removal<'_>> {
+fn removals(history: &History, applied: bool) -> Vec<Removed<'_>> {
     history
         .faults()
         .iter()
         .filter(|f| f.phase == FaultPhase::Start && f.applied == applied)
         .filter_map(|f| {
             let candidate = f.targets.first().and_then(|t| candidate_of(t));
-            let kind = match (f.fault.as_str(), candidate) {
-                ("resign", Some(_)) => "resign",
-                ("kill", Some(_)) => "kill",
-                ("pause", Some(_)) => "pause",
-                ("partition", Some(_)) => "partition",
-                ("kill", None) => "server-kill",
-                _ => return None,
+            let kind = match (f.fault, candidate) {
+                (FaultKind::Resign, Some(_)) => Removal::Resign,
+                (FaultKind::Kill, Some(_)) => Removal::Kill,
+                (FaultKind::Pause, Some(_)) => Removal::Pause,
+                (FaultKind::Partition, Some(_)) => Removal::Partition,
+                (FaultKind::Kill, None) => Removal::ServerKill,
+                (FaultKind::Resign | FaultKind::Pause | FaultKind::Partition, None)
+                | (
+                    FaultKind::Heal
+                    | FaultKind::Resume
+                    | FaultKind::Start
+                    | FaultKind::ClockJump
+                    | FaultKind::LinkDelay
+                    | FaultKind::LinkBlackhole
+                    | FaultKind::PacketLoss
+                    | FaultKind::RedisFailover
+                    | FaultKind::Promote
+                    | FaultKind::End,
+                    _,
+                ) => return None,
             };
-            Some(Removal {
+            Some(Removed {
                 kind,
                 at: f.time,
                 targets: &f.targets,
@@ -220,10 +231,10 @@ fn removals(history: &History, applied: bool) -> Vec<Removal<'_>> {
 }
 
 /// Terms, in order of their start, and when each candidate was killed.
-fn terms(history: &History, removals: &[Removal], end: Nanos) -> Vec<Term> {
+fn terms(history: &History, removals: &[Removed], end: Nanos) -> Vec<Term> {
     let kills: Vec<(Nanos, u32)> = removals
         .iter()
-        .filter(|r| r.kind == "kill")
+        .filter(|r| r.kind == Removal::Kill)
         .filter_map(|r| Some((r.at, r.candidate?)))
         .collect();
     let mut open: BTreeMap<u32, (TermId, Nanos)> = BTreeMap::new();
@@ -321,7 +332,7 @@ pub fn check(history: &History) -> FailoverFigures {
     }
     let mut killed: BTreeMap<u32, Nanos> = BTreeMap::new();
     for r in &removals {
-        if let ("kill", Some(c)) = (r.kind, r.candidate) {
+        if let (Removal::Kill, Some(c)) = (r.kind, r.candidate) {
             killed.insert(c, r.at);
         }
     }
@@ -354,7 +365,11 @@ pub fn check(history: &History) -> FailoverFigures {
                 .map(|(&c, _)| c)
                 .filter(|c| killed.get(c).is_none_or(|&k| k > n.start))
                 .filter(|&c| {
-                    !(matches!(r.kind, "kill" | "pause" | "partition") && r.candidate == Some(c))
+                    let removed = match r.kind {
+                        Removal::Kill | Removal::Pause | Removal::Partition => true,
+                        Removal::Resign | Removal::ServerKill => false,
+                    };
+                    !(removed && r.candidate == Some(c))
                 })
                 .collect();
             let mut last = n.start;
@@ -383,7 +398,7 @@ pub fn check(history: &History) -> FailoverFigures {
             .filter(|e| e.at_s >= secs(r.at) && e.at_s < secs(next))
             .fold(0.0, |sum, e| sum + e.ms);
         rounds.push(Failure {
-            removal: r.kind.to_string(),
+            removal: r.kind,
             at_s: secs(r.at),
             targets: r.targets.to_vec(),
             old_leader: old,
@@ -397,16 +412,18 @@ pub fn check(history: &History) -> FailoverFigures {
     }
 
     let mut by_removal = BTreeMap::new();
-    let kinds: BTreeSet<&str> = rounds
+    // By name, the order results list them in.
+    let kinds: BTreeMap<&str, Removal> = rounds
         .iter()
-        .map(|f| f.removal.as_str())
+        .map(|f| f.removal)
         .chain(not_applied.iter().map(|r| r.kind))
+        .map(|k| (k.name(), k))
         .collect();
-    for kind in kinds {
+    for (name, kind) in kinds {
         let of_kind: Vec<&Failure> = rounds.iter().filter(|f| f.removal == kind).collect();
         let mut summary = summarize(&of_kind);
         summary.not_applied = not_applied.iter().filter(|r| r.kind == kind).count() as u64;
-        by_removal.insert(kind.to_string(), summary);
+        by_removal.insert(name.to_string(), summary);
     }
     let mut overall = summarize(&rounds.iter().collect::<Vec<_>>());
     overall.not_applied = not_applied.len() as u64;
@@ -469,10 +486,10 @@ mod tests {
         op
     }
 
-    fn removal(t_ms: u64, fault: &str, target: &str) -> FaultEvent {
+    fn removal(t_ms: u64, fault: FaultKind, target: &str) -> FaultEvent {
         FaultEvent {
             time: Nanos(t_ms * MS),
-            fault: fault.into(),
+            fault,
             phase: FaultPhase::Start,
             targets: vec![target.into()],
             note: String::new(),
@@ -513,9 +530,9 @@ mod tests {
             op(7050, 1, Campaign, Ok, Some((1, 13))),
         ];
         let faults = vec![
-            removal(1000, "pause", "c1"),
-            removal(6000, "resign", "c2"),
-            removal(7000, END, "candidates"),
+            removal(1000, FaultKind::Pause, "c1"),
+            removal(6000, FaultKind::Resign, "c2"),
+            removal(7000, FaultKind::End, "candidates"),
         ];
         let f = check(&History::with_faults(ops, faults));
 
@@ -539,7 +556,7 @@ mod tests {
         assert!((sb.at_s - 3.0).abs() < 1e-9);
 
         let pause = &f.rounds[0];
-        assert_eq!(pause.removal, "pause");
+        assert_eq!(pause.removal, Removal::Pause);
         assert_eq!(
             pause.old_leader,
             Some(TermId {
@@ -600,11 +617,11 @@ mod tests {
             op(4100, 2, Observe, Ok, Some((2, 3))),
             op(9000, 2, Observe, Ok, Some((2, 3))),
         ];
-        let mut impossible = removal(8000, "partition", "c2");
+        let mut impossible = removal(8000, FaultKind::Partition, "c2");
         impossible.applied = false;
         let faults = vec![
-            removal(1000, "kill", "c1"),
-            removal(6000, "kill", "zk2"),
+            removal(1000, FaultKind::Kill, "c1"),
+            removal(6000, FaultKind::Kill, "zk2"),
             impossible,
         ];
         let f = check(&History::with_faults(ops, faults));
@@ -612,7 +629,7 @@ mod tests {
         assert!(near(f.rounds[0].time_to_new_leader_ms, 3000.0));
         // The only live candidate is the new leader itself: it knows from its grant.
         assert!(near(f.rounds[0].time_to_all_observed_ms, 3000.0));
-        assert_eq!(f.rounds[1].removal, "server-kill");
+        assert_eq!(f.rounds[1].removal, Removal::ServerKill);
         assert!(f.rounds[1].leader_kept);
         assert_eq!(f.rounds[1].elections, 0);
         assert_eq!(f.overall.no_new_leader, 1);

@@ -26,8 +26,8 @@ use crate::attribution::GRACE;
 use crate::availability::{self, Window};
 use crate::checker::{Checker, CheckerOutcome, Validity, run_on_history};
 use lockbench_core::{
-    ClientId, ErrorKind, FaultEvent, FencingToken, History, KeyId, Nanos, Op, OpF, OpType,
-    ServerObservation, fault_kind,
+    ClientId, ErrorKind, FaultCell, FaultEvent, FencingToken, History, KeyId, Nanos, Op, OpF,
+    OpType, ServerObservation,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
@@ -58,8 +58,8 @@ pub struct Episode {
 /// The figures of one fault window (or of the time outside every window).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct TruthWindow {
-    /// The fault kind (`pause`, `pause-client`, ...; `none` outside every window).
-    pub fault: String,
+    /// The fault cell (`pause`, `pause-client`, ...; `none` outside every window).
+    pub fault: FaultCell,
     /// Start, seconds on the run clock (`null` for `none`).
     pub start_s: Option<f64>,
     /// End, seconds (`null` for `none`).
@@ -416,14 +416,14 @@ fn totals(report: &mut TruthReport, windows: &[Window]) {
         .iter()
         .filter(|w| w.applied)
         .map(|w| TruthWindow {
-            fault: fault_kind(&w.fault, &w.targets),
+            fault: FaultCell::of(w.fault, &w.targets),
             start_s: Some(w.start_s),
             end_s: Some(w.end_s),
             ..TruthWindow::default()
         })
         .collect();
     let mut outside = TruthWindow {
-        fault: "none".into(),
+        fault: FaultCell::NoFault,
         ..TruthWindow::default()
     };
     let mut detections = Vec::new();
@@ -437,11 +437,11 @@ fn totals(report: &mut TruthReport, windows: &[Window]) {
             }
             None => report.undetected += 1,
         }
-        let mut latest: BTreeMap<&str, usize> = BTreeMap::new();
+        let mut latest: BTreeMap<FaultCell, usize> = BTreeMap::new();
         for (i, w) in per.iter().enumerate() {
             let (start, end) = (w.start_s.unwrap_or(0.0), w.end_s.unwrap_or(0.0));
             if e.start_s >= start && e.start_s <= end + grace {
-                let slot = latest.entry(w.fault.as_str()).or_insert(i);
+                let slot = latest.entry(w.fault).or_insert(i);
                 if per[*slot].start_s < w.start_s {
                     *slot = i;
                 }
@@ -624,10 +624,10 @@ mod tests {
 
     #[test]
     fn episodes_are_charged_to_the_window_they_start_in() {
-        use lockbench_core::{FaultEvent, FaultPhase};
+        use lockbench_core::{FaultEvent, FaultKind, FaultPhase};
         let pause = |ms, phase| FaultEvent {
             time: t(ms),
-            fault: "pause".into(),
+            fault: FaultKind::Pause,
             phase,
             targets: vec!["client1".into()],
             note: String::new(),
@@ -640,10 +640,10 @@ mod tests {
         )
         .with_server(base.server().to_vec());
         let r = check(&h).unwrap();
-        assert_eq!(r.windows[0].fault, "pause-client");
+        assert_eq!(r.windows[0].fault, FaultCell::Clients(FaultKind::Pause));
         assert_eq!(r.windows[0].lost_while_held, 1);
         assert_eq!(r.windows[0].detection_ms, vec![11.0]);
-        assert_eq!(r.windows[1].fault, "none");
+        assert_eq!(r.windows[1].fault, FaultCell::NoFault);
         assert_eq!(r.windows[1].lost_while_held, 0);
     }
 }

@@ -115,8 +115,8 @@ pub struct Expectations {
 /// A fault window as `safe_in` names it: the `n`-th (from 1) window of scorecard cell `cell`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WindowName {
-    /// The scorecard cell: the verb, `<verb>-client` for client hosts only.
-    pub cell: String,
+    /// The scorecard cell: the kind, `<kind>-client` for client hosts only.
+    pub cell: crate::FaultCell,
     /// Its place among the cell's windows, from 1.
     pub n: usize,
 }
@@ -132,13 +132,11 @@ impl WindowName {
         };
         let (cell, n) = name.rsplit_once('#').ok_or_else(bad)?;
         let n: usize = n.parse().map_err(|_| bad())?;
-        if cell.is_empty() || n == 0 {
+        if n == 0 {
             return Err(bad());
         }
-        Ok(WindowName {
-            cell: cell.to_string(),
-            n,
-        })
+        let cell = cell.parse().map_err(|_| bad())?;
+        Ok(WindowName { cell, n })
     }
 }
 
@@ -640,7 +638,7 @@ mod tests {
         );
         e.validate(&r).unwrap();
         let window = WindowName {
-            cell: "pause-client".into(),
+            cell: crate::FaultCell::Clients(crate::FaultKind::Pause),
             n: 1,
         };
         assert_eq!(window.to_string(), "pause-client#1");

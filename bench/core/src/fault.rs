@@ -7,6 +7,7 @@
 //! every start and stop of a fault is recorded as a [`FaultEvent`] in the same history as the
 //! clients' ops, on the same clock, so checkers and plots know the fault windows exactly.
 
+use crate::fault_kind::FaultKind;
 use crate::time::{Nanos, RunClock};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -186,6 +187,20 @@ pub enum Route {
 }
 
 impl Targets {
+    /// The host names when these name them (`Nodes`), `None` for a choice made at run time.
+    pub fn named(&self) -> Option<&[String]> {
+        match self {
+            Targets::Nodes(names) => Some(names),
+            Targets::One
+            | Targets::Leader
+            | Targets::Followers
+            | Targets::Minority
+            | Targets::Majority
+            | Targets::All
+            | Targets::Holder => None,
+        }
+    }
+
     /// `true` when these name client processes only (`holder`, `client3`), not servers.
     pub fn are_clients(&self) -> bool {
         match self {
@@ -207,21 +222,26 @@ impl Targets {
 // until it has its name, its targets, its inverse and its route (CONTRIBUTING, "Adding a
 // fault").
 impl Fault {
-    /// The verb, as results name it.
+    /// The verb, as scenarios and results name it ([`FaultKind::name`]).
     pub fn verb(&self) -> &'static str {
+        self.kind().name()
+    }
+
+    /// The kind its events are recorded as.
+    pub fn kind(&self) -> FaultKind {
         match self {
-            Fault::Partition { .. } => "partition",
-            Fault::Heal => "heal",
-            Fault::Pause { .. } => "pause",
-            Fault::Resume { .. } => "resume",
-            Fault::Kill { .. } => "kill",
-            Fault::Start { .. } => "start",
-            Fault::ClockJump { .. } => "clock-jump",
-            Fault::LinkDelay { .. } => "link-delay",
-            Fault::LinkBlackhole { .. } => "link-blackhole",
-            Fault::PacketLoss { .. } => "packet-loss",
-            Fault::RedisFailover => "redis-failover",
-            Fault::Promote => "promote",
+            Fault::Partition { .. } => FaultKind::Partition,
+            Fault::Heal => FaultKind::Heal,
+            Fault::Pause { .. } => FaultKind::Pause,
+            Fault::Resume { .. } => FaultKind::Resume,
+            Fault::Kill { .. } => FaultKind::Kill,
+            Fault::Start { .. } => FaultKind::Start,
+            Fault::ClockJump { .. } => FaultKind::ClockJump,
+            Fault::LinkDelay { .. } => FaultKind::LinkDelay,
+            Fault::LinkBlackhole { .. } => FaultKind::LinkBlackhole,
+            Fault::PacketLoss { .. } => FaultKind::PacketLoss,
+            Fault::RedisFailover => FaultKind::RedisFailover,
+            Fault::Promote => FaultKind::Promote,
         }
     }
 
@@ -361,29 +381,6 @@ impl Fault {
     }
 }
 
-/// The kind of a fault window, as every result names it (scorecard cells, chart labels, the
-/// report's fault tables): the verb, with `-client` appended when every target is a client
-/// host (`pause-client`: a worker process stopped, e.g. the fencing workload's holder) so it
-/// never reads like the same verb on a server (`pause`: a server stopped).
-pub fn fault_kind(verb: &str, targets: &[String]) -> String {
-    if !targets.is_empty() && targets.iter().all(|t| t.starts_with("client")) {
-        format!("{verb}-client")
-    } else {
-        verb.to_string()
-    }
-}
-
-/// A fault window's label for charts: its [`fault_kind`] and its targets (`pause zk3`,
-/// `pause-client client1`).
-pub fn fault_label(verb: &str, targets: &[String]) -> String {
-    let kind = fault_kind(verb, targets);
-    if targets.is_empty() {
-        kind
-    } else {
-        format!("{kind} {}", targets.join(","))
-    }
-}
-
 /// Whether a fault event opens or closes a fault window.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -400,8 +397,8 @@ pub struct FaultEvent {
     /// When it took effect, on the run's clock.
     #[serde(rename = "t")]
     pub time: Nanos,
-    /// The verb (`partition`, `pause`, ...).
-    pub fault: String,
+    /// What was applied or undone (`partition`, `pause`, ...).
+    pub fault: FaultKind,
     /// Start or stop of the fault window.
     pub phase: FaultPhase,
     /// The resolved targets (server or client host names).
@@ -420,7 +417,7 @@ impl FaultEvent {
     /// records when it applies or undoes a fault.
     pub fn now(
         clock: &RunClock,
-        fault: &str,
+        fault: FaultKind,
         phase: FaultPhase,
         targets: Vec<String>,
         note: impl Into<String>,
@@ -428,7 +425,7 @@ impl FaultEvent {
     ) -> FaultEvent {
         FaultEvent {
             time: clock.now(),
-            fault: fault.to_string(),
+            fault,
             phase,
             targets,
             note: note.into(),
@@ -441,7 +438,7 @@ impl FaultEvent {
     /// real, so the window is reported as unavailable instead of skipped.
     pub fn not_applied(
         clock: &RunClock,
-        fault: &str,
+        fault: FaultKind,
         targets: Vec<String>,
         why: String,
     ) -> FaultEvent {
@@ -452,17 +449,6 @@ impl FaultEvent {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn client_and_server_faults_have_different_kinds_and_labels() {
-        let c = vec!["client1".to_string()];
-        let s = vec!["zk3".to_string()];
-        assert_eq!(fault_kind("pause", &c), "pause-client");
-        assert_eq!(fault_kind("pause", &s), "pause");
-        assert_eq!(fault_label("pause", &c), "pause-client client1");
-        assert_eq!(fault_label("pause", &s), "pause zk3");
-        assert_eq!(fault_label("heal", &[]), "heal");
-    }
 
     /// Each kind's route: client processes, servers, the firewall, the proxies, or everyone
     /// for the undo steps.

@@ -50,6 +50,8 @@ pub mod erased_election;
 pub mod expect;
 pub mod fanout;
 pub mod fault;
+pub mod fault_cell;
+pub mod fault_kind;
 pub mod finding;
 pub mod history;
 pub mod ids;
@@ -78,9 +80,9 @@ pub use endpoints::{Endpoints, SENTINEL_MASTER_NAME};
 pub use erased::{AnyBackend, AnyClient, AnyHandle};
 pub use erased_election::{AnyCandidate, AnyElector};
 pub use fanout::{ServerFanout, WakeupTally, Wakeups};
-pub use fault::{
-    Fault, FaultEvent, FaultPhase, LossMode, PartitionSpec, Route, Targets, fault_kind, fault_label,
-};
+pub use fault::{Fault, FaultEvent, FaultPhase, LossMode, PartitionSpec, Route, Targets};
+pub use fault_cell::{FaultCell, fault_label};
+pub use fault_kind::FaultKind;
 pub use finding::FindingKind;
 pub use history::History;
 pub use ids::{BackendKind, ClientId, ElectionKind, FencingToken, KeyId};

@@ -6,7 +6,7 @@
 //! grant, kill the primary, heal by re-attaching it as a replica) is mostly the system's
 //! protocol (which Sentinel names the primary, what counts a grant, `REPLICAOF`), and a little
 //! generic mechanics (a firewall rule, a SIGKILL, a restart). The protocol stays in the
-//! system's crate; the mechanics stay in `lockbench-chaos`, which finds the fault by its verb
+//! system's crate; the mechanics stay in `lockbench-chaos`, which finds the fault by its kind
 //! among the servers' system's offers, so a second system offers its own (a MariaDB failover,
 //! say) from its crate, with no system named in the chaos crate.
 //!
@@ -43,11 +43,11 @@ pub trait FaultAccess: Send + Sync {
     fn restart<'a>(&'a self, name: &'a str) -> Pending<'a, Result<Option<String>, String>>;
 }
 
-/// A fault a system offers for some of its groups, found by its [`verb`](Self::verb) (the
-/// fault's name in scenarios and results, `Fault::verb`).
+/// A fault a system offers for some of its groups, found by its [`kind`](Self::kind) (the
+/// fault's kind in scenarios and results, `Fault::kind`).
 pub trait SystemFault: Send + Sync {
-    /// Its verb (`redis-failover`).
-    fn verb(&self) -> &'static str;
+    /// Its kind (`redis-failover`).
+    fn kind(&self) -> crate::FaultKind;
 
     /// `true` when it acts on the servers of `group`.
     fn acts_on(&self, group: Group) -> bool;

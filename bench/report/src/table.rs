@@ -278,7 +278,7 @@ pub fn render_scorecard(card: &lockbench_results::model::Scorecard) -> String {
     for c in &card.cells {
         t.add_row(vec![
             Cell::new(&c.backend),
-            Cell::new(&c.fault),
+            Cell::new(c.fault),
             Cell::new(c.runs).set_alignment(CellAlignment::Right),
             Cell::new(c.not_applied).set_alignment(CellAlignment::Right),
             Cell::new(list(&c.violations)),
@@ -393,7 +393,7 @@ mod tests {
         let cell = |violations: &[(&str, u64)], fenced: &[(&str, u64)]| {
             lockbench_results::model::ScoreCell {
                 backend: "zk-fair".into(),
-                fault: "pause-client".into(),
+                fault: "pause-client".parse().unwrap(),
                 runs: 2,
                 not_applied: 0,
                 violations: violations

@@ -6,6 +6,7 @@
 use crate::table::titled;
 use comfy_table::{Cell, CellAlignment};
 use lockbench_analysis::truth::TruthWindow;
+use lockbench_core::FaultCell;
 use lockbench_results::model::RunResults;
 use std::collections::BTreeMap;
 
@@ -65,7 +66,7 @@ pub fn render(results: &RunResults) -> Option<String> {
             };
             t.add_row(vec![
                 Cell::new(&r.backend),
-                Cell::new(&fault),
+                Cell::new(fault),
                 right(w.lost_while_held.to_string()),
                 right(format!("{:.0}", w.lost_ms)),
                 right(detection),
@@ -81,14 +82,14 @@ pub fn render(results: &RunResults) -> Option<String> {
 
 /// Windows merged by fault kind (every pause of the holder is a window of its own), in the
 /// order the kinds first appear, `none` last.
-fn by_fault(windows: &[TruthWindow]) -> Vec<(String, TruthWindow)> {
-    let mut order: Vec<String> = Vec::new();
-    let mut merged: BTreeMap<String, TruthWindow> = BTreeMap::new();
+fn by_fault(windows: &[TruthWindow]) -> Vec<(FaultCell, TruthWindow)> {
+    let mut order: Vec<FaultCell> = Vec::new();
+    let mut merged: BTreeMap<FaultCell, TruthWindow> = BTreeMap::new();
     for w in windows {
         if !order.contains(&w.fault) {
-            order.push(w.fault.clone());
+            order.push(w.fault);
         }
-        let m = merged.entry(w.fault.clone()).or_default();
+        let m = merged.entry(w.fault).or_default();
         m.lost_while_held += w.lost_while_held;
         m.lost_ms += w.lost_ms;
         m.undetected += w.undetected;
@@ -110,7 +111,7 @@ mod tests {
     #[test]
     fn windows_of_one_fault_kind_merge() {
         let w = |fault: &str, n: u64, d: Vec<f64>| TruthWindow {
-            fault: fault.into(),
+            fault: fault.parse().unwrap(),
             lost_while_held: n,
             lost_ms: 10.0 * n as f64,
             detection_ms: d,
@@ -122,7 +123,7 @@ mod tests {
             w("pause-client", 2, vec![7.0, 9.0]),
             w("none", 0, vec![]),
         ]);
-        let kinds: Vec<&str> = merged.iter().map(|(f, _)| f.as_str()).collect();
+        let kinds: Vec<String> = merged.iter().map(|(f, _)| f.to_string()).collect();
         assert_eq!(kinds, ["pause-client", "pause", "none"]);
         assert_eq!(merged[0].1.lost_while_held, 3);
         assert_eq!(merged[0].1.detection_ms, vec![5.0, 7.0, 9.0]);

@@ -14,8 +14,8 @@
 use crate::model::{BackendResult, ExpectationResult};
 use crate::{Status, Validity};
 use lockbench_analysis::availability::Window;
-use lockbench_core::FindingKind;
 use lockbench_core::expect::{Expect, Expectations, Kinds, WindowName};
+use lockbench_core::{FaultCell, FindingKind};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -179,15 +179,15 @@ fn judge(e: &Expect, r: &BackendResult) -> (Outcome, String) {
 fn window<'a>(r: &'a BackendResult, name: &WindowName) -> Option<&'a Window> {
     r.fault_windows
         .iter()
-        .filter(|w| lockbench_core::fault_kind(&w.fault, &w.targets) == name.cell)
+        .filter(|w| FaultCell::of(w.fault, &w.targets) == name.cell)
         .nth(name.n - 1)
 }
 
 /// `pause-client#1, pause-client#2`: the windows `r` had, as `safe_in` names them.
 fn windows_seen(r: &BackendResult) -> String {
-    let mut seen: Vec<(String, usize)> = Vec::new();
+    let mut seen: Vec<(FaultCell, usize)> = Vec::new();
     for w in &r.fault_windows {
-        let cell = lockbench_core::fault_kind(&w.fault, &w.targets);
+        let cell = FaultCell::of(w.fault, &w.targets);
         let n = seen.iter().filter(|(c, _)| *c == cell).count() + 1;
         seen.push((cell, n));
     }
@@ -300,7 +300,7 @@ pub fn line(r: &ExpectationResult) -> String {
 pub(crate) mod tests {
     use super::*;
     use crate::model::Repetition;
-    use lockbench_core::Scenario;
+    use lockbench_core::{FaultKind, Scenario};
 
     /// A scenario of redis-setnx with `expect` as its `[expect]` table.
     pub(crate) fn scenario(expect: &str) -> Scenario {
@@ -379,16 +379,16 @@ pub(crate) mod tests {
         assert_eq!(judged(may, &repeated).0, Outcome::Failed);
     }
 
-    /// A window of `verb` on `targets` from `start_s` for `length_s`, with `violations`.
+    /// A window of `fault` on `targets` from `start_s` for `length_s`, with `violations`.
     fn window(
-        verb: &str,
+        fault: FaultKind,
         targets: &str,
         start_s: f64,
         length_s: f64,
         violations: &[(&str, u64)],
     ) -> Window {
         Window {
-            fault: verb.into(),
+            fault,
             targets: vec![targets.into()],
             applied: true,
             note: String::new(),
@@ -411,9 +411,9 @@ pub(crate) mod tests {
     fn safe_in_judges_one_window_of_a_cell_by_its_place() {
         let mut r = invalid("redis-setnx", &[("mutex", 1)]);
         r.fault_windows = vec![
-            window("pause", "client1", 1.0, 0.8, &[]),
-            window("partition", "redis", 2.0, 1.0, &[]),
-            window("pause", "client2", 3.0, 5.0, &[("mutex", 1)]),
+            window(FaultKind::Pause, "client1", 1.0, 0.8, &[]),
+            window(FaultKind::Partition, "redis", 2.0, 1.0, &[]),
+            window(FaultKind::Pause, "client2", 3.0, 5.0, &[("mutex", 1)]),
         ];
         let short = "violated = { all = [\"mutex\"] }\nsafe_in = { all = \"pause-client#1\" }";
         let e = evaluate(&scenario(short).expect, std::slice::from_ref(&r));

@@ -466,7 +466,7 @@ mod tests {
         let span = lockbench_analysis::availability::Span::default();
         r.fault_windows
             .push(lockbench_analysis::availability::Window {
-                fault: "pause".into(),
+                fault: lockbench_core::FaultKind::Pause,
                 targets: vec!["zk1".into()],
                 applied: true,
                 note: String::new(),

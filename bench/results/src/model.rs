@@ -85,9 +85,10 @@ pub struct Scorecard {
 pub struct ScoreCell {
     /// Recipe name.
     pub backend: String,
-    /// Fault verb (`pause`, `partition`, ...); `<verb>-client` when only client hosts were
-    /// targeted (`pause-client` is the fencing workload's pause of the lock holder).
-    pub fault: String,
+    /// Fault kind (`pause`, `partition`, ...); `<kind>-client` when only client hosts were
+    /// targeted (`pause-client` is the fencing workload's pause of the lock holder); `none`
+    /// outside every fault window.
+    pub fault: lockbench_core::FaultCell,
     /// Fault windows of this kind that were applied.
     pub runs: u64,
     /// Windows that could not be applied here (e.g. partitions without namespaces).

@@ -20,23 +20,23 @@ fn stalled(r: &BackendResult, from_s: f64, to_s: f64) -> bool {
 /// no window go to the backend's `none` cell.
 pub fn of(results: &[BackendResult]) -> Option<crate::model::Scorecard> {
     use crate::model::{ScoreCell, Scorecard};
+    use lockbench_core::FaultCell;
     use std::collections::BTreeMap;
     let mut cells = Vec::new();
     for r in results {
-        let mut verbs: Vec<String> = Vec::new();
-        let cell_name = |w: &lockbench_analysis::availability::Window| {
-            lockbench_core::fault_kind(&w.fault, &w.targets)
-        };
+        let mut seen: Vec<FaultCell> = Vec::new();
+        let cell_of =
+            |w: &lockbench_analysis::availability::Window| FaultCell::of(w.fault, &w.targets);
         for w in &r.fault_windows {
-            if !verbs.contains(&cell_name(w)) {
-                verbs.push(cell_name(w));
+            if !seen.contains(&cell_of(w)) {
+                seen.push(cell_of(w));
             }
         }
-        for verb in verbs {
+        for cell in seen {
             let ws: Vec<_> = r
                 .fault_windows
                 .iter()
-                .filter(|w| cell_name(w) == verb)
+                .filter(|w| cell_of(w) == cell)
                 .collect();
             let (mut violations, mut fenced) = (BTreeMap::new(), BTreeMap::new());
             for w in &ws {
@@ -49,7 +49,7 @@ pub fn of(results: &[BackendResult]) -> Option<crate::model::Scorecard> {
             }
             cells.push(ScoreCell {
                 backend: r.backend.clone(),
-                fault: verb,
+                fault: cell,
                 runs: ws.iter().filter(|w| w.applied).count() as u64,
                 not_applied: ws.iter().filter(|w| !w.applied).count() as u64,
                 violations,
@@ -72,7 +72,7 @@ pub fn of(results: &[BackendResult]) -> Option<crate::model::Scorecard> {
             });
             cells.push(ScoreCell {
                 backend: r.backend.clone(),
-                fault: "none".into(),
+                fault: FaultCell::NoFault,
                 runs: 0,
                 not_applied: 0,
                 violations: r.safety.outside_fault_windows.clone(),

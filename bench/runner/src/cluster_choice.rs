@@ -60,7 +60,7 @@ impl ClusterChoice {
     pub fn managed_state(&self) -> Option<&Path> {
         match self {
             ClusterChoice::Managed(dir) => Some(dir),
-            _ => None,
+            ClusterChoice::Compose | ClusterChoice::External(_) => None,
         }
     }
 

@@ -6,7 +6,7 @@
 use crate::coordinator::{Ctx, Window, Workers};
 use crate::respawn::client_process;
 use lockbench_chaos::{ClientNemesis, Composite, Nemesis};
-use lockbench_core::{FaultEvent, FaultPhase, Nanos, RunClock};
+use lockbench_core::{FaultEvent, FaultKind, FaultPhase, Nanos, RunClock};
 use lockbench_workloads::Granted;
 use lockbench_workloads::schedule;
 use lockbench_workloads::worker::{ToWorker, WorkerHandle};
@@ -151,7 +151,7 @@ async fn pause_holder(
             .unwrap_or_else(|| "none".into());
         let _ = events.send(FaultEvent::now(
             &clock,
-            "pause",
+            FaultKind::Pause,
             FaultPhase::Start,
             vec![holder.name.clone()],
             match &stopped {
@@ -176,7 +176,7 @@ async fn pause_holder(
         let resumed = holder.signal(Signal::SIGCONT);
         let _ = events.send(FaultEvent::now(
             &clock,
-            "pause",
+            FaultKind::Pause,
             FaultPhase::Stop,
             vec![holder.name.clone()],
             format!(
@@ -315,7 +315,7 @@ mod tests {
         async fn apply(&mut self, fault: &Fault, clock: &RunClock) -> Vec<FaultEvent> {
             vec![FaultEvent::not_applied(
                 clock,
-                fault.verb(),
+                fault.kind(),
                 vec!["zk2".into()],
                 "iptables failed: exit status: 137".into(),
             )]

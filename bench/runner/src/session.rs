@@ -35,7 +35,7 @@ impl Servers {
                 refuse_unreachable(scenario)?;
                 RunEnv::compose(scenario).await?
             }
-            _ => RunEnv::loopback(cluster),
+            ClusterChoice::External(_) => RunEnv::loopback(cluster),
         };
         Ok(Servers {
             endpoints,

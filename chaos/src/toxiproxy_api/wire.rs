@@ -354,7 +354,7 @@ fn kind_from(
         ("latency", base) => {
             let (l, j) = match base {
                 Some(ToxicKind::Latency { latency, jitter }) => (latency, jitter),
-                _ => (Duration::ZERO, Duration::ZERO),
+                Some(ToxicKind::Timeout { .. }) | None => (Duration::ZERO, Duration::ZERO),
             };
             ToxicKind::Latency {
                 latency: ms("latency", l)?,
@@ -364,7 +364,7 @@ fn kind_from(
         (_, base) => {
             let t = match base {
                 Some(ToxicKind::Timeout { timeout }) => timeout,
-                _ => Duration::ZERO,
+                Some(ToxicKind::Latency { .. }) | None => Duration::ZERO,
             };
             ToxicKind::Timeout {
                 timeout: ms("timeout", t)?,

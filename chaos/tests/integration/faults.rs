@@ -435,7 +435,11 @@ async fn kill_and_start_restart_a_redis_server_empty() {
     assert_eq!(redis_async(addr, &["EXISTS", "k"]).await.unwrap(), ":0");
     // Nothing left to undo: heal_all only flushes (no rules) and restarts nothing.
     let ev = nemesis.heal_all(&clock).await;
-    assert!(ev.iter().all(|e| e.fault == "partition"), "{ev:?}");
+    assert!(
+        ev.iter()
+            .all(|e| e.fault == lockbench_core::FaultKind::Partition),
+        "{ev:?}"
+    );
     tc.finish().await;
 }
 

@@ -44,7 +44,10 @@ async fn packet_loss_drops_its_share_both_ways_and_heal_restores_the_link() {
     assert!(ev[0].note.contains("every 4th packet"), "{}", ev[0].note);
     assert_eq!(both(&redis), (SENT * 3 / 4, SENT * 3 / 4));
     let ev = nemesis.apply(&Fault::Heal, &clock).await;
-    let stop = ev.iter().find(|e| e.fault == "packet-loss").unwrap();
+    let stop = ev
+        .iter()
+        .find(|e| e.fault == lockbench_core::FaultKind::PacketLoss)
+        .unwrap();
     assert!(stop.applied, "{ev:?}");
     assert!(
         stop.note.contains("measured over the window's traffic") && stop.note.contains("(25.0%)"),

@@ -12,7 +12,7 @@
 
 use lockbench_chaos::{Nemesis, NetConfig, ServerNemesis, Topology};
 use lockbench_cluster::{Cluster, ClusterStatus};
-use lockbench_core::{Fault, FaultEvent, FaultPhase, RunClock, Targets};
+use lockbench_core::{Fault, FaultEvent, FaultKind, FaultPhase, RunClock, Targets};
 use lockbench_postgres::system::POSTGRES;
 use rand::SeedableRng;
 use std::path::PathBuf;
@@ -167,11 +167,11 @@ fn roles(status: &ClusterStatus) -> Vec<String> {
     roles
 }
 
-fn applied(events: &[FaultEvent], verb: &str, phase: FaultPhase) -> FaultEvent {
+fn applied(events: &[FaultEvent], kind: FaultKind, phase: FaultPhase) -> FaultEvent {
     let e = events
         .iter()
-        .find(|e| e.fault == verb && e.phase == phase)
-        .unwrap_or_else(|| panic!("no {verb} {phase:?} event in {events:#?}"));
+        .find(|e| e.fault == kind && e.phase == phase)
+        .unwrap_or_else(|| panic!("no {kind} {phase:?} event in {events:#?}"));
     assert!(e.applied, "{e:#?}");
     e.clone()
 }
@@ -228,7 +228,7 @@ async fn a_killed_primary_and_a_killed_replica_come_back_whole() {
     let mut n = p.nemesis();
     for (targets, name) in [(Targets::Leader, "pg1"), (Targets::Followers, "pg2")] {
         let kill = n.apply(&Fault::Kill { targets }, &clock).await;
-        let e = applied(&kill, "kill", FaultPhase::Start);
+        let e = applied(&kill, FaultKind::Kill, FaultPhase::Start);
         assert_eq!(e.targets, [name]);
         assert!(p.cluster.server_pid(name).is_none(), "{name} still runs");
         let start = n
@@ -239,7 +239,7 @@ async fn a_killed_primary_and_a_killed_replica_come_back_whole() {
                 &clock,
             )
             .await;
-        applied(&start, "kill", FaultPhase::Stop);
+        applied(&start, FaultKind::Kill, FaultPhase::Stop);
         let back = Instant::now();
         p.whole("pg1", "pg2").await;
         eprintln!(
@@ -266,7 +266,7 @@ async fn a_paused_primary_stops_its_open_sessions_too() {
             &clock,
         )
         .await;
-    let e = applied(&pause, "pause", FaultPhase::Start);
+    let e = applied(&pause, FaultKind::Pause, FaultPhase::Start);
     assert_eq!(e.targets, ["pg1"]);
     // The session's backend is a child of the postmaster: paused with it, it cannot answer.
     let during = tokio::time::timeout(Duration::from_secs(2), session.simple_query("SELECT 1"));
@@ -283,7 +283,7 @@ async fn a_paused_primary_stops_its_open_sessions_too() {
             &clock,
         )
         .await;
-    applied(&resume, "pause", FaultPhase::Stop);
+    applied(&resume, FaultKind::Pause, FaultPhase::Stop);
     tokio::time::timeout(Duration::from_secs(10), session.simple_query("SELECT 1"))
         .await
         .expect("the session answers after resume")
@@ -301,7 +301,7 @@ async fn promote_fails_over_and_heal_rebuilds_the_pair() {
     // Twice: pg2 takes over, then pg1 again, each time with the former primary rejoining.
     for (old, new) in [("pg1", "pg2"), ("pg2", "pg1")] {
         let events = n.apply(&Fault::Promote, &clock).await;
-        let e = applied(&events, "promote", FaultPhase::Start);
+        let e = applied(&events, FaultKind::Promote, FaultPhase::Start);
         assert_eq!(e.targets, [new], "{e:#?}");
         assert!(p.cluster.server_pid(old).is_none(), "{old} still runs");
         // The promoted server says it is no longer in recovery.
@@ -314,7 +314,7 @@ async fn promote_fails_over_and_heal_rebuilds_the_pair() {
         assert!(!recovery, "{new} is still in recovery after: {}", e.note);
         assert_eq!(p.roles().await, [format!("{new}=primary")]);
         let heal = n.apply(&Fault::Heal, &clock).await;
-        let h = applied(&heal, "promote", FaultPhase::Stop);
+        let h = applied(&heal, FaultKind::Promote, FaultPhase::Stop);
         assert_eq!(h.targets, [new]);
         eprintln!("promote: {}\nheal: {}", e.note, h.note);
         p.whole(new, old).await;

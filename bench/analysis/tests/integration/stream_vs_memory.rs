@@ -19,8 +19,8 @@ use lockbench_core::history::file::{FrameWriter, append_frame};
 use lockbench_core::history::{self, End, NemesisLine, NemesisTag};
 use lockbench_core::scenario::Workload;
 use lockbench_core::{
-    ClientId, ErrorKind, FaultEvent, FaultPhase, FencingToken, History, KeyId, Nanos, Op, OpF,
-    OpType,
+    ClientId, ErrorKind, FaultEvent, FaultKind, FaultPhase, FencingToken, History, KeyId, Nanos,
+    Op, OpF, OpType,
 };
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -156,10 +156,10 @@ fn client_ops(c: u32, t0: u64, period: u64, n: u64, shared: bool) -> Vec<Op> {
     out
 }
 
-fn fault(t: u64, fault: &str, phase: FaultPhase, target: &str) -> FaultEvent {
+fn fault(t: u64, fault: FaultKind, phase: FaultPhase, target: &str) -> FaultEvent {
     FaultEvent {
         time: Nanos(t),
-        fault: fault.into(),
+        fault,
         phase,
         targets: vec![target.into()],
         note: String::new(),
@@ -226,11 +226,11 @@ fn write_arrival_order(
 fn hand_written_histories_arriving_out_of_order_agree() {
     let dir = tempfile::tempdir().unwrap();
     let faults = vec![
-        fault(2_000, "pause", FaultPhase::Start, "client1"),
-        fault(9_000, "partition", FaultPhase::Start, "redis"),
-        fault(6_000, "pause", FaultPhase::Stop, "client1"),
-        fault(14_000, "partition", FaultPhase::Stop, "redis"),
-        fault(30_000, "kill", FaultPhase::Start, "redis"), // never stopped
+        fault(2_000, FaultKind::Pause, FaultPhase::Start, "client1"),
+        fault(9_000, FaultKind::Partition, FaultPhase::Start, "redis"),
+        fault(6_000, FaultKind::Pause, FaultPhase::Stop, "client1"),
+        fault(14_000, FaultKind::Partition, FaultPhase::Stop, "redis"),
+        fault(30_000, FaultKind::Kill, FaultPhase::Start, "redis"), // never stopped
     ];
     let runs = [
         (false, 3, true),

@@ -334,7 +334,7 @@ mod tests {
         use crate::{FaultEvent, FaultPhase};
         let ev = FaultEvent {
             time: Nanos(5),
-            fault: "pause".into(),
+            fault: crate::FaultKind::Pause,
             phase: FaultPhase::Start,
             targets: vec!["client0".into()],
             note: "SIGSTOP pid 7".into(),

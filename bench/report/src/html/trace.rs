@@ -12,6 +12,7 @@
 //! clock, so series are kept per backend and never compared on one time axis.
 
 use super::grants::Grants;
+use lockbench_core::FaultKind;
 use lockbench_core::history::End;
 use lockbench_core::history::compact::{self, Chain};
 use serde::Deserialize;
@@ -228,7 +229,7 @@ impl Traces {
             None => Vec::new(),
         };
         let targets = list.join(", ");
-        let label = lockbench_core::fault_label(&fault, &list);
+        let label = label_of(&fault, &list);
         match l.phase {
             Some("stop") => {
                 let open = self.faults.iter_mut().rev().find(|w| {
@@ -347,6 +348,16 @@ impl Trace {
         self.grants.finish();
         self.holds.sort_by_key(|h| (h.start, h.client));
         self.writes.sort_by_key(|w| w.t);
+    }
+}
+
+/// The chart label of a fault window read from a trace line: its cell and targets when the
+/// line names a known fault kind (as every history does), else the name as written.
+fn label_of(fault: &str, targets: &[String]) -> String {
+    match serde_json::from_value::<FaultKind>(Value::String(fault.to_string())) {
+        Ok(kind) => lockbench_core::fault_label(kind, targets),
+        Err(_) if targets.is_empty() => fault.to_string(),
+        Err(_) => format!("{fault} {}", targets.join(",")),
     }
 }
 

@@ -32,7 +32,8 @@ use crate::placement::RunEnv;
 use lockbench_chaos::Nemesis;
 use lockbench_core::election::FailoverKnobs;
 use lockbench_core::{
-    ElectionKind, Elector, Endpoints, FaultPhase, Removal, RunClock, Scenario, Seed, Stream,
+    ElectionKind, Elector, Endpoints, FaultKind, FaultPhase, Removal, RunClock, Scenario, Seed,
+    Stream,
 };
 use lockbench_report::RunDir;
 use lockbench_results::model::FailoverResult;
@@ -108,7 +109,7 @@ pub async fn run_election(
     // Teardown, whatever happened: mark the end of the rounds (the checker's last window
     // ends here), heal servers, stop every candidate, drain their ops.
     run.record_fault(
-        lockbench_analysis::failover::END,
+        FaultKind::End,
         FaultPhase::Start,
         vec!["candidates".into()],
         "rounds over: every candidate told to stop".into(),

@@ -8,8 +8,8 @@ use crate::placement::RunEnv;
 use anyhow::Context;
 use lockbench_chaos::Nemesis;
 use lockbench_core::{
-    ClientId, ElectionKind, Endpoints, Fault, FaultEvent, FaultPhase, PartitionSpec, Removal,
-    RunClock, Scenario, Targets,
+    ClientId, ElectionKind, Endpoints, Fault, FaultEvent, FaultKind, FaultPhase, PartitionSpec,
+    Removal, RunClock, Scenario, Targets,
 };
 use lockbench_launch::worker_name;
 use lockbench_report::RunDir;
@@ -61,7 +61,7 @@ impl Run<'_> {
 
     pub(super) fn record_fault(
         &mut self,
-        fault: &str,
+        fault: FaultKind,
         phase: FaultPhase,
         targets: Vec<String>,
         note: String,
@@ -205,7 +205,7 @@ impl Run<'_> {
             Removal::Resign => {
                 self.slots[&slot].send(ToCandidate::Resign);
                 self.record_fault(
-                    "resign",
+                    FaultKind::Resign,
                     FaultPhase::Start,
                     vec![target],
                     format!("leader c{leader} (epoch {epoch}) told to resign"),
@@ -217,7 +217,7 @@ impl Run<'_> {
                 let p = self.slots.remove(&slot).expect("slot of the leader");
                 let killed = p.signal(Signal::SIGKILL);
                 self.record_fault(
-                    "kill",
+                    FaultKind::Kill,
                     FaultPhase::Start,
                     vec![target],
                     match &killed {
@@ -252,7 +252,7 @@ impl Run<'_> {
         let stopped = self.slots[&slot].signal(Signal::SIGSTOP);
         let pid = self.slots[&slot].pid;
         self.record_fault(
-            "pause",
+            FaultKind::Pause,
             FaultPhase::Start,
             vec![target.clone()],
             match &stopped {
@@ -271,7 +271,7 @@ impl Run<'_> {
         let resumed = self.slots[&slot].signal(Signal::SIGCONT);
         self.paused.remove(&leader);
         self.record_fault(
-            "pause",
+            FaultKind::Pause,
             FaultPhase::Stop,
             vec![target],
             format!("SIGCONT pid {pid}"),
@@ -291,7 +291,7 @@ impl Run<'_> {
         let target = format!("c{leader}");
         let Some(nemesis) = server.as_mut() else {
             self.record_fault(
-                "partition",
+                FaultKind::Partition,
                 FaultPhase::Start,
                 vec![target],
                 "partitions need the managed cluster".into(),
@@ -336,7 +336,7 @@ impl Run<'_> {
     ) {
         let Some(nemesis) = server.as_mut() else {
             self.record_fault(
-                "kill",
+                FaultKind::Kill,
                 FaultPhase::Start,
                 vec!["leader-server".into()],
                 "server faults need the managed cluster".into(),

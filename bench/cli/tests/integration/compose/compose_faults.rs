@@ -348,7 +348,10 @@ async fn packet_loss(n: &mut ComposeNemesis, clock: &RunClock) {
         "nth 0.25 must drop exactly one datagram in four each way"
     );
     let healed = apply(n, Fault::Heal, clock).await;
-    let stop = healed.iter().find(|e| e.fault == "packet-loss").unwrap();
+    let stop = healed
+        .iter()
+        .find(|e| e.fault == lockbench_core::FaultKind::PacketLoss)
+        .unwrap();
     assert!(
         stop.note.contains("measured over the window's traffic") && stop.note.contains("(25.0%)"),
         "{}",
