@@ -23,7 +23,7 @@
 //!   baseline and failed now, and a safety verdict that became `unknown` (a checker failed).
 //! - **Nothing is dropped silently.** A backend present on only one side is listed in
 //!   [`Comparison::missing`], and a metric that exists on one side only is a row with a note.
-//! - **Both sides measured alike.** [`merge`] reads several runs of one scenario as one whose
+//! - **Both sides measured alike.** [`merge()`] reads several runs of one scenario as one whose
 //!   repetitions are the runs, so a gate can run the baseline and the candidate in turns on one
 //!   machine and compare the two merged sides.
 //! - **Pure data in, data out.** [`compare`] is a function of two [`RunResults`] and a
