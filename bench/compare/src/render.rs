@@ -170,7 +170,7 @@ pub fn markdown(c: &Comparison) -> String {
         md_escape(&c.new_label)
     );
     let header = format!(
-        "| {} |\n|{}|\n",
+        "| {} |\n|{}\n",
         HEADER.join(" | "),
         "---|".repeat(HEADER.len())
     );

@@ -68,6 +68,9 @@ fn identical_runs_are_all_non_significant() {
     );
     assert_eq!(c.regressions(), 0);
     assert!(c.missing.is_empty());
+    let markdown = render::markdown(&c);
+    let separator = markdown.lines().find(|l| l.starts_with("|---")).unwrap();
+    assert_eq!(separator, "|---".repeat(10) + "|", "one cell per column");
 }
 
 #[test]
