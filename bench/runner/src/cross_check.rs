@@ -51,15 +51,6 @@ pub const UNSEEN_FROM: u64 = 20;
 /// around the run, and the run's `acquisitions` (warm-up included, the span both counts cover).
 pub fn requests(client: Option<u64>, counters: &CounterReadings, acquisitions: u64) -> Requests {
     let per = |n: u64| (acquisitions > 0).then(|| round3(n as f64 / acquisitions as f64));
-    let unseen = match (&counters.before, &counters.after) {
-        (Ok(b), Ok(a)) => a.since(b).ok().and_then(|delta| {
-            unseen(
-                delta.saturating_sub(counters.observer_requests),
-                acquisitions,
-            )
-        }),
-        _ => None,
-    };
     let (server, source, error, unknown) = match (&counters.before, &counters.after) {
         (Ok(b), Ok(a)) => match a.since(b) {
             Ok(delta) => {
@@ -83,7 +74,7 @@ pub fn requests(client: Option<u64>, counters: &CounterReadings, acquisitions: u
         server_error: error,
         server_per_acquisition: server.filter(|_| unknown.is_none()).and_then(per),
         server_unknown: unknown,
-        unseen,
+        unseen: server.and_then(|n| unseen(n, acquisitions)),
         client_per_acquisition: client.and_then(per),
     }
 }
