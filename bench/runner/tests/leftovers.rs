@@ -11,7 +11,7 @@
 //! (which used to leave them).
 //!
 //! A machine without a Docker Engine fails it; it never skips. `#[ignore]`d because it needs
-//! the image (minutes to build cold): scripts/test runs it in its first phase, one at a time
+//! the image (minutes to build cold): scripts/test runs it first, alone, one at a time
 //! with the compose end-to-end test (the `compose-containers` group in .config/nextest.toml).
 
 use lockbench_compose::clients::{LABEL, host_pid};
@@ -101,7 +101,7 @@ impl Drop for Cleanup {
 }
 
 #[tokio::test]
-#[ignore = "needs a Docker Engine and the servers' image; scripts/test runs it in its first phase"]
+#[ignore = "needs a Docker Engine and the servers' image; scripts/test runs it first, alone"]
 async fn a_stopped_or_paused_leftover_client_container_is_removed() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     // The servers' image only: its containers run `cat`, never lockbench (whose image would

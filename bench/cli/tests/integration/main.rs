@@ -4,9 +4,9 @@
 //! Most run the built binary (`CARGO_BIN_EXE_lockbench`) against the shared managed cluster as
 //! an external cluster; those that need servers of their own start a private cluster (own state
 //! directory, namespace prefix and subnet). Two are `#[ignore]`d as heavy, `compose` (the Docker
-//! flow) and `swarm` (workers as Swarm tasks); scripts/test runs them in its first phase
-//! (`--run-ignored only`) with the workspace's two others: the cluster's lifecycle test (lockbench-cluster) and the compose leftovers test
-//! (lockbench-runner).
+//! flow) and `swarm` (workers as Swarm tasks). scripts/test runs `swarm` first, alone, with the
+//! workspace's two others (the cluster's lifecycle test in lockbench-cluster, the leftover
+//! containers' test in lockbench-runner), then `compose` beside every other test.
 
 mod adapters;
 mod capacity;
