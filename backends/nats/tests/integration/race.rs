@@ -1,0 +1,116 @@
+//! Concurrent creates on one key of a replicated (R3) stream, the way the recipe makes them:
+//! every round 8 connections, spread over the 3 servers, write the same key at once, each
+//! expecting the key to have no message (`Nats-Expected-Last-Subject-Sequence: 0`), after the
+//! key's last message was deleted by sequence (a release). Exactly one must win each round.
+//!
+//! The same rounds with each writer expecting a delete marker's sequence (what the KV API's
+//! `create` does after a `delete`) are counted too and printed, not asserted: on 2.9 the
+//! stream leader checks an expected sequence above 0 only before proposing the write, and
+//! more than one writer can win (see `lockbench_nats::client`).
+
+use crate::endpoints;
+use async_nats::jetstream::Context;
+use async_nats::jetstream::kv::Store;
+use async_nats::jetstream::stream::{Config, DiscardPolicy};
+use lockbench_nats::NATS;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+const WRITERS: usize = 8;
+
+/// `WRITERS` handles on a new R3 bucket, their connections spread over the servers.
+async fn bucket(name: &str, deny_delete: bool) -> (Context, Vec<Store>) {
+    let e = endpoints().await;
+    let addrs = e.get(NATS).to_vec();
+    let mut stores = Vec::new();
+    let mut first = None;
+    for i in 0..WRITERS {
+        let url = format!("nats://{}", addrs[i % addrs.len()]);
+        let c = async_nats::ConnectOptions::new()
+            .ignore_discovered_servers()
+            .connect(url)
+            .await
+            .unwrap();
+        let js = async_nats::jetstream::new(c);
+        let config = Config {
+            name: format!("KV_{name}"),
+            subjects: vec![format!("$KV.{name}.>")],
+            max_messages_per_subject: 1,
+            num_replicas: 3,
+            allow_rollup: true,
+            deny_delete,
+            allow_direct: true,
+            discard: DiscardPolicy::New,
+            ..Config::default()
+        };
+        js.get_or_create_stream(config).await.unwrap();
+        stores.push(js.get_key_value(name).await.unwrap());
+        first.get_or_insert(js);
+    }
+    (first.unwrap(), stores)
+}
+
+/// How many of the writers' `update(key, _, expected)` succeeded.
+async fn round(stores: &[Store], key: &str, expected: u64) -> u64 {
+    let wins = Arc::new(AtomicU64::new(0));
+    let mut tasks = Vec::new();
+    for s in stores {
+        let (s, key, wins) = (s.clone(), key.to_string(), wins.clone());
+        tasks.push(tokio::spawn(async move {
+            if s.update(&key, "x".into(), expected).await.is_ok() {
+                wins.fetch_add(1, Ordering::Relaxed);
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    wins.load(Ordering::Relaxed)
+}
+
+async fn drop_bucket(js: &Context, s: &Store) {
+    js.delete_stream(&s.stream_name).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn race_creates_on_an_emptied_key_have_one_winner() {
+    let pid = std::process::id();
+    let (js, stores) = bucket(&format!("race-empty-{pid}"), false).await;
+    for i in 0..100 {
+        let key = format!("k{i}");
+        let first = stores[0].update(&key, "x".into(), 0).await.unwrap();
+        assert!(stores[0].stream.delete_message(first).await.unwrap());
+        let wins = round(&stores, &key, 0).await;
+        assert_eq!(
+            wins, 1,
+            "round {i}: {wins} writers expecting an empty key won"
+        );
+    }
+    drop_bucket(&js, &stores[0]).await;
+
+    let (js, stores) = bucket(&format!("race-marker-{pid}"), true).await;
+    let (mut doubled, mut grants) = (0, 0);
+    for i in 0..50 {
+        let key = format!("k{i}");
+        let first = stores[0].update(&key, "x".into(), 0).await.unwrap();
+        stores[0]
+            .delete_expect_revision(&key, Some(first))
+            .await
+            .unwrap();
+        let subject = format!("{}{key}", stores[0].prefix);
+        let marker = stores[0]
+            .stream
+            .get_last_raw_message_by_subject(&subject)
+            .await
+            .unwrap()
+            .sequence;
+        let wins = round(&stores, &key, marker).await;
+        grants += wins;
+        doubled += u64::from(wins > 1);
+    }
+    eprintln!(
+        "expecting a delete marker: {doubled} of 50 rounds had more than one winner \
+         ({grants} grants)"
+    );
+    drop_bucket(&js, &stores[0]).await;
+}

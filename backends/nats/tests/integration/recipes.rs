@@ -1,0 +1,136 @@
+//! `nats-kv` against the conformance contract, and what the bucket's max age means for a
+//! holder that stops renewing.
+
+use crate::{backend, knobs};
+use lockbench_conformance as conformance;
+use lockbench_core::{Backend, ClientId, ErrorKind, KeyId, LockClient, Outcome};
+use lockbench_nats::NatsBackend;
+use std::time::{Duration, Instant};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recipes_acquire_release_and_tokens_grow() {
+    let b = backend(&knobs("grow", Duration::from_secs(10))).await;
+    conformance::acquire_release_and_tokens_grow(&b).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recipes_mutual_exclusion() {
+    let b = backend(&knobs("mutex", Duration::from_secs(10))).await;
+    conformance::mutual_exclusion(&b, 8, 25).await;
+}
+
+/// An abandoned holder's entry ages out `ttl` after its write, with no event: the waiter's
+/// timer, not a watch, gets it the lock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recipes_dead_holders_lock_is_taken_over() {
+    let ttl = Duration::from_secs(2);
+    let b = backend(&knobs("dead", ttl)).await;
+    conformance::dead_holders_lock_is_taken_over(&b, ttl, Duration::from_secs(3)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recipes_unreachable_fails_fast() {
+    let endpoints = lockbench_core::Endpoints::from_iter([(
+        lockbench_nats::NATS,
+        vec!["127.0.0.1:1".to_string()],
+    )]);
+    let b = NatsBackend::new(&endpoints, &knobs("unreachable", Duration::from_secs(10))).unwrap();
+    conformance::unreachable_fails_fast(&b, "127.0.0.1:1", Duration::from_secs(3)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recipes_release_after_expiry_reports_lock_lost() {
+    let ttl = Duration::from_secs(1);
+    let b = backend(&knobs("expired", ttl)).await;
+    conformance::release_after_expiry_reports_lock_lost(&b, ttl * 3).await;
+}
+
+/// Renewals rewrite the entry, so a holder that renews more often than `ttl` keeps the lock
+/// well past `ttl` (a waiter gets nothing meanwhile), and its token stays the acquiring
+/// revision; once it stops, the waiter gets the lock about `ttl` after the last renewal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recipes_renewal_keeps_the_lock_past_its_max_age() {
+    let ttl = Duration::from_secs(1);
+    let b = backend(&knobs("renew", ttl)).await;
+    let mut holder = b.connect(ClientId(0)).await.unwrap();
+    let mut waiter = b.connect(ClientId(1)).await.unwrap();
+    let Outcome::Ok(grant) = holder.acquire(KeyId(0)).await else {
+        panic!("holder acquire")
+    };
+    let first = grant.handle.revision();
+    let wait = tokio::spawn(async move {
+        let started = Instant::now();
+        let got = waiter.acquire(KeyId(0)).await;
+        (started.elapsed(), got, waiter)
+    });
+    for _ in 0..10 {
+        tokio::time::sleep(ttl / 4).await;
+        let renewed = holder.renew(&grant).await;
+        assert!(renewed.is_ok(), "renew: {renewed:?}");
+        assert!(!wait.is_finished(), "the waiter got a renewed lock");
+    }
+    assert!(
+        grant.handle.revision() > first,
+        "renewal wrote a new revision"
+    );
+    let last_renewal = Instant::now();
+    let (waited, got, mut waiter) = wait.await.unwrap();
+    let since = last_renewal.elapsed();
+    let Outcome::Ok(taken) = got else {
+        panic!("waiter: {got:?}")
+    };
+    assert!(waited >= ttl * 2, "waited only {waited:?}");
+    assert!(
+        since >= ttl / 2 && since < ttl + Duration::from_secs(2),
+        "granted {since:?} after the last renewal (ttl {ttl:?})"
+    );
+    assert!(
+        taken.token > grant.token,
+        "{:?} after {:?}",
+        taken.token,
+        grant.token
+    );
+    let renewed = holder.renew(&grant).await;
+    assert!(
+        matches!(renewed, Outcome::Fail(ErrorKind::LockLost)),
+        "renew of an aged-out lock: {renewed:?}"
+    );
+    let released = holder.release(grant).await;
+    assert!(
+        matches!(released, Outcome::Fail(ErrorKind::LockLost)),
+        "release of a taken-over lock: {released:?}"
+    );
+    assert!(waiter.release(taken).await.is_ok());
+    holder.close().await;
+    waiter.close().await;
+}
+
+/// A release wakes a waiter through its watch, at once (not at the holder's max age).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recipes_a_release_wakes_the_waiter_through_its_watch() {
+    let b = backend(&knobs("wake", Duration::from_secs(30))).await;
+    let mut holder = b.connect(ClientId(0)).await.unwrap();
+    let mut waiter = b.connect(ClientId(1)).await.unwrap();
+    let Outcome::Ok(grant) = holder.acquire(KeyId(1)).await else {
+        panic!("holder acquire")
+    };
+    let before = b.wakeups().unwrap();
+    let wait = tokio::spawn(async move { (waiter.acquire(KeyId(1)).await, waiter) });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!wait.is_finished(), "the waiter got a held lock");
+    let released_at = Instant::now();
+    assert!(holder.release(grant).await.is_ok());
+    let (got, mut waiter) = tokio::time::timeout(Duration::from_secs(2), wait)
+        .await
+        .expect("the waiter was not woken by the release")
+        .unwrap();
+    assert!(released_at.elapsed() < Duration::from_secs(2));
+    let Outcome::Ok(g) = got else {
+        panic!("waiter: {got:?}")
+    };
+    let woke = b.wakeups().unwrap().since(before);
+    assert!(woke.notifications >= 1, "{woke:?}");
+    assert!(waiter.release(g).await.is_ok());
+    holder.close().await;
+    waiter.close().await;
+}
