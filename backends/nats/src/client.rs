@@ -30,7 +30,8 @@
 //! **Waiting.** A waiter subscribes to the key's wake subject before its first create on that
 //! key (so no release after that create is missed). A refused create reads the key's last
 //! message from the stream leader (`STREAM.MSG.GET`, consistent): none, and it retries at
-//! once; otherwise it waits for a wake-up, or until that message is `ttl` old: an entry that
+//! once; otherwise it waits for a wake-up, or until that message is `ttl` old (a create
+//! refused right after a wake-up reads nothing: another waiter's entry was just written): an entry that
 //! ages out (the bucket's `max_age`) is removed without any message to anyone, so the waiter
 //! retries then, and every `expiry_poll` after while the server has not removed it yet. A
 //! renewal moves the entry's age, which the waiter learns at its next read.
@@ -47,9 +48,10 @@
 //!
 //! Outcomes: a refusal by revision or "no message found" is definite (`fail lock-lost`); a
 //! reply that does not come within `response_timeout`, or a publish error, is indeterminate
-//! (`info`): the write may have been stored. After an indeterminate acquire,
-//! [`LockClient::close`] reads the key and deletes its message if it holds this client's
-//! value.
+//! (`info`): the write may have been stored. After an indeterminate acquire, or one cancelled
+//! while its create was in flight (a run that ends), [`LockClient::close`] reads the key and
+//! deletes its message if it holds this client's value, so the next run does not wait `ttl`
+//! for it.
 
 use crate::NatsKnobs;
 use crate::bucket::{key_name, wake_subject};
@@ -105,7 +107,8 @@ pub struct NatsClient {
     value: String,
     /// Each key's wake-up subscription, made before the first create on it.
     wakes: HashMap<KeyId, async_nats::Subscriber>,
-    /// Keys whose create had an indeterminate outcome: `close` cleans them up.
+    /// Keys whose create had no definite answer (indeterminate, or cancelled with the
+    /// acquire): `close` cleans them up.
     unsure: Vec<KeyId>,
     tally: WakeupTally,
 }
@@ -226,17 +229,36 @@ impl NatsClient {
         }
     }
 
-    /// Deletes `key`'s message if it holds this client's value (after an indeterminate
-    /// create), by its sequence, so nobody else's entry is touched.
+    /// Removes this client's entry of `key` if a create whose answer it never saw landed
+    /// (an indeterminate or cancelled acquire), deleting by sequence so nobody else's entry is
+    /// touched.
+    ///
+    /// A read alone cannot tell: the leader answers reads from what it has applied, and a
+    /// create still being replicated is not there yet (seen at the end of runs: the read found
+    /// nothing, the create landed after it, and the next run waited `ttl`). So it first sends
+    /// another create on the same connection: the leader takes a connection's writes in order,
+    /// so once that one is answered the earlier one has been applied or refused. It either
+    /// lands (the key was free: its own entry is deleted at once) or is refused, and then the
+    /// read shows the key as it is.
     async fn clean_up(&mut self, key: KeyId) {
         let name = self.name(key);
         let budget = self.knobs.response_timeout;
-        if let Ok(Last::Held {
-            sequence, value, ..
-        }) = last(&self.kv, &name, budget).await
-            && value == self.value.as_bytes()
-        {
-            let _ = within(budget, self.kv.stream.delete_message(sequence)).await;
+        let fence = self.kv.update(&name, self.value.clone().into(), 0);
+        let sequence = match within(budget, fence).await {
+            Some(Ok(revision)) => revision,
+            Some(Err(e)) if e.kind() == UpdateErrorKind::WrongLastRevision => {
+                match last(&self.kv, &name, budget).await {
+                    Ok(Last::Held {
+                        sequence, value, ..
+                    }) if value == self.value.as_bytes() => sequence,
+                    _ => return,
+                }
+            }
+            _ => return,
+        };
+        if let Some(Ok(true)) = within(budget, self.kv.stream.delete_message(sequence)).await {
+            let wake = wake_subject(&self.kv.name, &name);
+            let _ = self.client.publish(wake, "".into()).await;
         }
     }
 }
@@ -253,8 +275,19 @@ impl LockClient for NatsClient {
         let mut woken = false;
         loop {
             self.drain(key);
+            // Until the create's answer arrives the key may hold this client's entry: if the
+            // acquire is cancelled or indeterminate, `close` removes it.
+            if !self.unsure.contains(&key) {
+                self.unsure.push(key);
+            }
             let create = self.kv.update(&name, self.value.clone().into(), 0);
-            match within(budget, create).await {
+            let answer = within(budget, create).await;
+            if matches!(answer, Some(Ok(_)))
+                || matches!(&answer, Some(Err(e)) if e.kind() == UpdateErrorKind::WrongLastRevision)
+            {
+                self.unsure.retain(|k| *k != key);
+            }
+            match answer {
                 Some(Ok(revision)) => {
                     return Outcome::Ok(Grant {
                         key,
@@ -272,24 +305,21 @@ impl LockClient for NatsClient {
                 }
                 Some(Err(e)) => {
                     tracing::debug!("nats: create {name}: {e}");
-                    self.unsure.push(key);
                     return Outcome::Info(ErrorKind::Unavailable);
                 }
-                None => {
-                    self.unsure.push(key);
-                    return Outcome::Info(ErrorKind::Timeout);
-                }
+                None => return Outcome::Info(ErrorKind::Timeout),
             }
-            if woken {
+            // Refused right after a wake-up: another waiter's create just landed, so the
+            // entry is no older than now; no read needed.
+            let written_ns = if woken {
                 self.tally.wasted();
-            }
-            let written_ns = match last(&self.kv, &name, budget).await {
-                Ok(Last::Free) => {
-                    woken = false;
-                    continue;
+                now_ns()
+            } else {
+                match last(&self.kv, &name, budget).await {
+                    Ok(Last::Free) => continue,
+                    Ok(Last::Held { written_ns, .. }) => written_ns,
+                    Err(e) => return Outcome::Fail(e),
                 }
-                Ok(Last::Held { written_ns, .. }) => written_ns,
-                Err(e) => return Outcome::Fail(e),
             };
             if let Err(e) = self.ensure_wake(key).await {
                 return Outcome::Fail(e);
