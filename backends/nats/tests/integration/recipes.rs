@@ -134,3 +134,30 @@ async fn recipes_a_release_wakes_the_waiter_through_its_watch() {
     holder.close().await;
     waiter.close().await;
 }
+
+/// An acquire dropped while its create is in flight (a run that ends) leaves no entry once
+/// its client is closed: the next client gets the key at once, not `ttl` later. Each round
+/// cancels after a different delay, so some rounds cancel before the create is sent, some
+/// while it is being replicated (some finish: their grant is released).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recipes_an_acquire_cancelled_in_flight_leaves_no_entry() {
+    let b = backend(&knobs("cancelled", Duration::from_secs(30))).await;
+    let mut next = b.connect(ClientId(99)).await.unwrap();
+    for round in 0..20u64 {
+        let mut c = b.connect(ClientId(round as u32)).await.unwrap();
+        let cut = Duration::from_micros(200 * round);
+        // An acquire that finished within the cut is released, as the client loop does.
+        if let Ok(Outcome::Ok(g)) = tokio::time::timeout(cut, c.acquire(KeyId(4))).await {
+            assert!(c.release(g).await.is_ok());
+        }
+        c.close().await;
+        let started = Instant::now();
+        let got = tokio::time::timeout(Duration::from_secs(5), next.acquire(KeyId(4))).await;
+        let Ok(Outcome::Ok(g)) = got else {
+            panic!("round {round} (cut after {cut:?}): the key stayed held: {got:?}")
+        };
+        assert!(started.elapsed() < Duration::from_secs(2), "round {round}");
+        assert!(next.release(g).await.is_ok());
+    }
+    next.close().await;
+}
