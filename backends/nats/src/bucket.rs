@@ -24,9 +24,9 @@ use async_nats::jetstream::stream::{Config, DiscardPolicy, StorageType};
 use lockbench_core::KeyId;
 use lockbench_core::traits::BackendError;
 
-/// The bucket `knobs` use: `<bucket>-<ttl in ms>ms`.
+/// The bucket `knobs` use.
 pub fn bucket_name(knobs: &NatsKnobs) -> String {
-    format!("{}-{}ms", knobs.bucket, knobs.ttl.as_millis())
+    knobs.bucket.clone()
 }
 
 /// The KV key of lock `key` under `prefix`.
@@ -112,10 +112,20 @@ pub(crate) async fn open(
         endpoint: format!("bucket {name}"),
         reason: format!("{what}: {e}"),
     };
-    if js.get_key_value(&name).await.is_err() {
-        js.get_or_create_stream(config(knobs))
-            .await
-            .map_err(|e| unavailable("making the bucket", &e))?;
+    match js.get_key_value(&name).await {
+        Err(_) => {
+            js.get_or_create_stream(config(knobs))
+                .await
+                .map_err(|e| unavailable("making the bucket", &e))?;
+        }
+        Ok(store) => {
+            let now = &store.stream.cached_info().config;
+            if now.max_age != knobs.ttl || now.num_replicas != usize::from(knobs.replicas) {
+                js.update_stream(config(knobs))
+                    .await
+                    .map_err(|e| unavailable("setting the bucket's max_age", &e))?;
+            }
+        }
     }
     let store = js
         .get_key_value(&name)

@@ -9,20 +9,27 @@
 //! or not it is still working: the lease failure Kleppmann describes, which only the fencing
 //! token (the revision) guards against.
 //!
-//! `max_age` belongs to the bucket, not to a key, so two scenarios with different `ttl`s
-//! cannot share one: the bucket's name carries the age (`lockbench-2000ms`, [`crate::bucket`]).
-//! Runs on the same bucket are kept apart by a key prefix of their own ([`separate_keys`]).
+//! `max_age` belongs to the bucket, not to a key: a run sets the bucket's `max_age` to its own
+//! `ttl` when it opens it ([`crate::bucket`]), which changes it for every entry in it. Runs
+//! one after another share the bucket `lockbench` (the one whose leader the `leader` fault
+//! target names); runs at the same time with different `ttl`s need different buckets (the
+//! tests each use their own). Runs on the same bucket are kept apart by a key prefix of their
+//! own ([`separate_keys`]).
 
 use lockbench_core::knobs::{KnobSchema, KnobTable, Knobs, schema};
 use lockbench_core::scenario::ScenarioError;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
+/// The bucket runs use unless a scenario names another: the one the `leader` fault target
+/// asks about.
+pub const DEFAULT_BUCKET: &str = "lockbench";
+
 /// The `nats-kv` recipe's knobs.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct NatsKnobs {
-    /// The bucket's base name; the bucket used is `<bucket>-<ttl in ms>ms`.
+    /// The bucket (its stream is `KV_<bucket>`).
     pub bucket: String,
     /// The bucket's `max_age`: how long an entry (a held lock) lives after its last write.
     #[serde(with = "humantime_serde")]
@@ -52,7 +59,7 @@ pub struct NatsKnobs {
 impl Default for NatsKnobs {
     fn default() -> Self {
         NatsKnobs {
-            bucket: "lockbench".into(),
+            bucket: DEFAULT_BUCKET.into(),
             ttl: Duration::from_secs(10),
             replicas: 3,
             prefix: "locks".into(),

@@ -9,6 +9,10 @@
 //! from a client endpoint alone ([`crate::monitor_address`]). An external cluster whose
 //! monitoring ports do not follow that rule has no health, counters or version here.
 //!
+//! The leader check is the exception: the fault nemesis asks a server on its client port, so
+//! it speaks the client protocol there (`leader_check`), and the leader it finds is the one
+//! that matters to the locks, the Raft leader of the default bucket's stream.
+//!
 //! JetStream clustering needs a `server_name` per server, a cluster `name` and the routes to
 //! every member; its state (the meta group and each stream's Raft log and messages) lives
 //! under the server's data directory, so a restarted server rejoins with its data.
@@ -100,15 +104,48 @@ pub(crate) fn version(reply: &[u8]) -> Option<String> {
     Some(body(reply)?.get("version")?.as_str()?.to_string())
 }
 
-/// `/varz`'s `jetstream.meta.leader` is this server's own name (`server_name`): it leads the
-/// JetStream meta group (stream and consumer placement). Each stream, the bucket's too, has
-/// its own Raft leader, which may be another server.
+/// The reply subject of [`leader_check`]'s request.
+const LEADER_INBOX: &str = "_LOCKBENCH.leader";
+
+/// Asks the server at `endpoint` (its client port) for the default bucket's stream info, in
+/// the client protocol: `CONNECT`, a subscription for the reply, the request. The reply starts
+/// with the server's `INFO` line (its `server_name`), then the stream info as a `MSG`, whose
+/// `cluster.leader` names the stream's Raft leader.
+pub(crate) fn leader_check(endpoint: &str) -> Exchange {
+    let stream = format!("KV_{}", crate::knobs::DEFAULT_BUCKET);
+    let request = format!(
+        "CONNECT {{\"verbose\":false,\"pedantic\":false,\"name\":\"lockbench-probe\"}}\r\n\
+         SUB {LEADER_INBOX} 1\r\nPUB $JS.API.STREAM.INFO.{stream} {LEADER_INBOX} 0\r\n\r\n"
+    );
+    Exchange {
+        addr: endpoint.to_string(),
+        request: request.into_bytes(),
+        complete: |reply| stream_info(reply).is_some(),
+    }
+}
+
+/// The `INFO` line's JSON and the reply message's payload, once both are whole.
+fn stream_info(reply: &[u8]) -> Option<(serde_json::Value, serde_json::Value)> {
+    let text = std::str::from_utf8(reply).ok()?;
+    let (info, rest) = text.strip_prefix("INFO ")?.split_once("\r\n")?;
+    let at = rest.find(&format!("MSG {LEADER_INBOX} "))?;
+    let (head, payload) = rest[at..].split_once("\r\n")?;
+    let size: usize = head.split_whitespace().last()?.parse().ok()?;
+    let payload = payload.get(..size)?;
+    Some((
+        serde_json::from_str(info).ok()?,
+        serde_json::from_str(payload).ok()?,
+    ))
+}
+
+/// The default bucket's stream leader is this server (`cluster.leader` is its `server_name`).
+/// Each stream has its own leader, and the JetStream meta group (placement) another.
 pub(crate) fn is_leader(reply: &[u8]) -> bool {
-    let Some(v) = body(reply) else {
+    let Some((info, stream)) = stream_info(reply) else {
         return false;
     };
-    let leader = v.pointer("/jetstream/meta/leader").and_then(|l| l.as_str());
-    let name = v.get("server_name").and_then(|n| n.as_str());
+    let leader = stream.pointer("/cluster/leader").and_then(|l| l.as_str());
+    let name = info.get("server_name").and_then(|n| n.as_str());
     matches!((leader, name), (Some(l), Some(n)) if l == n)
 }
 
@@ -150,9 +187,21 @@ mod tests {
         assert!(!healthy(bad));
         let varz = b"HTTP/1.0 200 OK\r\n\r\n{\"server_name\":\"nats1\",\"version\":\"2.9.10\"}";
         assert_eq!(version(varz).as_deref(), Some("2.9.10"));
-        let varz = b"HTTP/1.0 200 OK\r\n\r\n{\"server_name\":\"nats2\",\"jetstream\":{\"meta\":{\"leader\":\"nats2\"}}}";
-        assert!(is_leader(varz));
-        let varz = b"HTTP/1.0 200 OK\r\n\r\n{\"server_name\":\"nats1\",\"jetstream\":{\"meta\":{\"leader\":\"nats2\"}}}";
-        assert!(!is_leader(varz));
+        let payload = r#"{"config":{"name":"KV_lockbench"},"cluster":{"leader":"nats2"}}"#;
+        let reply = |me: &str, cut: usize| {
+            let text = format!(
+                "INFO {{\"server_name\":\"{me}\"}}\r\nMSG {LEADER_INBOX} 1 {}\r\n{payload}\r\n",
+                payload.len()
+            );
+            text.as_bytes()[..text.len() - cut].to_vec()
+        };
+        assert!(is_leader(&reply("nats2", 0)));
+        assert!(!is_leader(&reply("nats1", 0)));
+        let complete = leader_check("127.0.0.1:14222").complete;
+        assert!(complete(&reply("nats1", 0)));
+        assert!(
+            !complete(&reply("nats2", 5)),
+            "a payload cut short is not whole"
+        );
     }
 }

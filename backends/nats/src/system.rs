@@ -5,7 +5,8 @@
 //! keeps working with one member down, as etcd's and ZooKeeper's three members do; the
 //! comparison is then like for like. JetStream has two kinds of leader: the meta group's
 //! (placement of streams and consumers) and each stream's. The `leader` fault target is the
-//! meta leader (`/varz`); the bucket's own leader may be another server.
+//! leader of the default bucket's stream (`lockbench`), the Raft group every lock write goes
+//! through.
 
 use crate::server;
 use lockbench_core::knobs::{KnobSchema, Knobs};
@@ -68,13 +69,13 @@ impl System for Nats {
         &[4222, 6222, 8222]
     }
 
-    /// The JetStream meta group's leader (`/varz`).
+    /// The default bucket's stream leader (`server.rs`).
     fn leadership(&self, _group: Group) -> Leadership {
         Leadership::Elected
     }
 
     fn leader_check(&self, endpoint: &str) -> Option<Exchange> {
-        Some(server::get(endpoint, "/varz"))
+        Some(server::leader_check(endpoint))
     }
 
     fn is_leader(&self, reply: &[u8]) -> bool {

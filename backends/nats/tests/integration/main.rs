@@ -24,12 +24,14 @@ pub async fn endpoints() -> Endpoints {
     lockbench_cluster::for_tests().await
 }
 
-/// Knobs with a key prefix of the test's own (unique per process, so a test run again does
-/// not meet the entries its last run left in the bucket) and `ttl`.
+/// Knobs with a bucket of the test's own (tests run at the same time with different `ttl`s,
+/// the bucket's `max_age`), a key prefix unique per process (a test run again does not meet
+/// the entries its last run left) and `ttl`.
 pub fn knobs(test: &str, ttl: Duration) -> NatsKnobs {
     let pid = std::process::id();
     NatsKnobs {
-        prefix: format!("test.p{pid}.{test}"),
+        bucket: format!("test-{test}"),
+        prefix: format!("p{pid}"),
         ttl,
         ..NatsKnobs::default()
     }

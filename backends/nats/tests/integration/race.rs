@@ -31,7 +31,9 @@ async fn bucket(name: &str, deny_delete: bool) -> (Context, Vec<Store>) {
             .connect(url)
             .await
             .unwrap();
-        let js = async_nats::jetstream::new(c);
+        let mut js = async_nats::jetstream::new(c);
+        // Making R3 streams on a loaded 2-core machine can take seconds.
+        js.set_timeout(std::time::Duration::from_secs(10));
         let config = Config {
             name: format!("KV_{name}"),
             subjects: vec![format!("$KV.{name}.>")],
