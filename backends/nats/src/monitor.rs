@@ -1,6 +1,11 @@
 //! The monitoring port's HTTP, from async code: `GET path` and its JSON body, for the counters
 //! (`/connz`) and the tests. The cluster's own probes are `Exchange`s (`server.rs`); this is
 //! the same request, sent on the caller's runtime.
+//!
+//! A client endpoint may be a link proxy in front of the server (runs with link faults): the
+//! monitoring port is then not beside it. So the server is first asked where it listens: the
+//! `INFO` line it sends to every new client connection names its `host` and `port`
+//! ([`listen_address`]), and the monitoring port is beside that.
 
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -14,6 +19,37 @@ pub fn monitor_address(endpoint: &str) -> Option<String> {
     let port: u16 = port.parse().ok()?;
     let monitor = port.checked_add(crate::server::MONITOR_OFFSET)?;
     Some(format!("{host}:{monitor}"))
+}
+
+/// Where the server behind `endpoint` (itself, or a proxy in front of it) listens for
+/// clients, from the `INFO` line it sends first; a wildcard `host` (`0.0.0.0` in a container)
+/// is replaced by `endpoint`'s. `None` when it does not say within `budget`.
+pub(crate) async fn listen_address(endpoint: &str, budget: Duration) -> Option<String> {
+    let hostport = endpoint.strip_prefix("nats://").unwrap_or(endpoint);
+    let read = async {
+        let mut s = tokio::net::TcpStream::connect(hostport).await.ok()?;
+        let mut line = Vec::new();
+        let mut buf = [0u8; 2048];
+        while !line.ends_with(b"\r\n") {
+            let n = s.read(&mut buf).await.ok()?;
+            if n == 0 || line.len() > 65536 {
+                return None;
+            }
+            line.extend_from_slice(&buf[..n]);
+        }
+        Some(line)
+    };
+    let line = tokio::time::timeout(budget, read).await.ok()??;
+    let text = std::str::from_utf8(&line).ok()?;
+    let info: serde_json::Value =
+        serde_json::from_str(text.strip_prefix("INFO ")?.lines().next()?).ok()?;
+    let port = info.get("port")?.as_u64()?;
+    let host = info.get("host").and_then(|h| h.as_str()).unwrap_or("");
+    let host = match host {
+        "" | "0.0.0.0" | "::" => hostport.rsplit_once(':')?.0,
+        h => h,
+    };
+    Some(format!("{host}:{port}"))
 }
 
 /// `GET path` on the monitoring port of `endpoint`'s server, within `budget`: its JSON body.

@@ -39,3 +39,51 @@ async fn server_side_observer_names_the_holder() {
     let b = backend(&knobs("observer", Duration::from_secs(10))).await;
     conformance::observer_names_the_holder(&b).await;
 }
+
+/// A TCP forwarder in front of `server` (what a link proxy is to the clients): its address.
+async fn forwarder(server: String) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    tokio::spawn(async move {
+        while let Ok((mut inbound, _)) = listener.accept().await {
+            let server = server.clone();
+            tokio::spawn(async move {
+                if let Ok(mut outbound) = tokio::net::TcpStream::connect(&server).await {
+                    let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                }
+            });
+        }
+    });
+    addr
+}
+
+/// Through proxies (runs with link faults), where the monitoring port is not beside the client
+/// endpoint, the counters still read every server and agree with the client.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_side_counters_are_read_through_proxies() {
+    let mut proxied = Vec::new();
+    for a in crate::addresses().await {
+        proxied.push(forwarder(a).await);
+    }
+    let endpoints = lockbench_core::Endpoints::from_iter([(lockbench_nats::NATS, proxied)]);
+    let k = knobs("proxied", Duration::from_secs(10));
+    let b = lockbench_nats::NatsBackend::new(&endpoints, &k).unwrap();
+    let before = b.server_counters().await.unwrap();
+    assert_eq!(before.servers.len(), 3, "{before:?}");
+    let mut c = b.connect(ClientId(0)).await.unwrap();
+    for _ in 0..10 {
+        let Outcome::Ok(g) = c.acquire(KeyId(0)).await else {
+            panic!("acquire")
+        };
+        assert!(c.release(g).await.is_ok());
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let sent = c.requests_sent().unwrap();
+    c.close().await;
+    let counted = b.server_counters().await.unwrap().since(&before).unwrap();
+    assert!(sent >= 30, "client counted {sent}");
+    assert_eq!(
+        counted, sent,
+        "servers counted {counted}, client sent {sent}"
+    );
+}
