@@ -100,7 +100,7 @@ pub(crate) async fn connect(
     }
 }
 
-/// The bucket on `client`, made when missing.
+/// The bucket on `client`, made when missing, once its stream has a leader.
 pub(crate) async fn open(
     client: &async_nats::Client,
     knobs: &NatsKnobs,
@@ -131,6 +131,9 @@ pub(crate) async fn open(
         .get_key_value(&name)
         .await
         .map_err(|e| unavailable("opening the bucket", &e))?;
+    leader_elected(&store, knobs)
+        .await
+        .map_err(|e| unavailable("waiting", &e))?;
     if store.stream.cached_info().config.deny_delete {
         return Err(BackendError::Config(format!(
             "bucket {name} denies deleting messages (made by the KV API?); the nats-kv recipe \
@@ -138,4 +141,31 @@ pub(crate) async fn open(
         )));
     }
     Ok(store)
+}
+
+/// Waits until the bucket's stream has a Raft leader (a stream just made may have none for a
+/// moment, and requests to it then go unanswered until they time out), within five
+/// `response_timeout`s.
+async fn leader_elected(store: &Store, knobs: &NatsKnobs) -> Result<(), String> {
+    let has_leader = |info: &async_nats::jetstream::stream::Info| {
+        info.cluster.as_ref().is_some_and(|c| c.leader.is_some())
+    };
+    if has_leader(store.stream.cached_info()) {
+        return Ok(());
+    }
+    let deadline = tokio::time::Instant::now() + knobs.response_timeout * 5;
+    loop {
+        if let Ok(info) = store.stream.get_info().await
+            && has_leader(&info)
+        {
+            return Ok(());
+        }
+        if tokio::time::Instant::now() > deadline {
+            return Err(format!(
+                "the bucket's stream has no leader after {:?}",
+                knobs.response_timeout * 5
+            ));
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
 }

@@ -273,6 +273,7 @@ impl LockClient for NatsClient {
             return Outcome::Fail(e);
         }
         let mut woken = false;
+        let mut refused_free = 0;
         loop {
             self.drain(key);
             // Until the create's answer arrives the key may hold this client's entry: if the
@@ -316,7 +317,16 @@ impl LockClient for NatsClient {
                 now_ns()
             } else {
                 match last(&self.kv, &name, budget).await {
-                    Ok(Last::Free) => continue,
+                    // Refused, yet the leader has no message for the key: a create raced
+                    // with a release or an age-out. Retry at once, but not in a tight loop
+                    // should the two answers keep disagreeing.
+                    Ok(Last::Free) => {
+                        refused_free += 1;
+                        if refused_free > 3 {
+                            tokio::time::sleep(self.knobs.expiry_poll).await;
+                        }
+                        continue;
+                    }
                     Ok(Last::Held { written_ns, .. }) => written_ns,
                     Err(e) => return Outcome::Fail(e),
                 }
