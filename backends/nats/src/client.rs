@@ -11,10 +11,10 @@
 //! last-subject sequence above 0 is checked by the stream leader against its stored messages
 //! *before* the write is proposed to the Raft group, and not again when it is applied; two
 //! writes expecting the same marker, both proposed before either is applied, are both
-//! stored. Measured on this cluster (R3): 8 concurrent writers expecting the marker of a
-//! just-released key had more than one winner in 8 of 50 rounds (82 grants for 50 locks);
-//! expecting 0 on a key without messages, which is checked again when applied, one winner in
-//! each of 200 rounds (`race::` in the tests). The client library's `create` falls back to
+//! stored. Measured on the managed cluster (R3): 8 concurrent writers expecting the marker of
+//! a just-released key had more than one winner in 7 to 44 of 50 rounds (six runs); expecting
+//! 0 on a key without messages, which is checked again when applied, never more than one
+//! (`race::` in the tests). The client library's `create` falls back to
 //! expecting the marker after a refusal, and reads the key by direct get, which a follower
 //! may answer from the past: neither is used here.
 //!
