@@ -7,14 +7,15 @@
 //! sequence: every later write to the bucket, by anyone, has a larger one).
 //!
 //! Why always 0, and why a release removes the message instead of writing a delete marker (as
-//! the KV API's `delete` does): on nats-server 2.9 with a replicated stream, an expected
-//! last-subject sequence above 0 is checked by the stream leader against its stored messages
-//! *before* the write is proposed to the Raft group, and not again when it is applied; two
-//! writes expecting the same marker, both proposed before either is applied, are both
-//! stored. Measured on the managed cluster (R3): 8 concurrent writers expecting the marker of
-//! a just-released key had more than one winner in 7 to 44 of 50 rounds (six runs); expecting
-//! 0 on a key without messages, which is checked again when applied, never more than one
-//! (`race::` in the tests). The client library's `create` falls back to
+//! the KV API's `delete` does): on nats-server 2.9 with a replicated stream, two writes
+//! expecting the same marker's sequence can both be stored. Measured on the managed cluster
+//! (R3): 8 concurrent writers expecting the marker of a just-released key had more than one
+//! winner in 7 to 44 of 50 rounds (six runs); expecting 0 on a key without messages, never
+//! more than one (`race::` in the tests). What the measurement fits: the stream leader checks
+//! the expected sequence against what it has stored before it proposes the write, blind to
+//! writes still in flight (later nats-server releases refuse a second in-flight write to a
+//! subject, `expectedPerSubjectInProcess` in `server/stream.go`); why 0 holds was measured,
+//! not read in the 2.9 source. The client library's `create` falls back to
 //! expecting the marker after a refusal, and reads the key by direct get, which a follower
 //! may answer from the past: neither is used here.
 //!
@@ -39,10 +40,11 @@
 //! **Renew** is `update(key, "c<id>", held)`: it writes a new message (a new revision, which
 //! the handle keeps) only while the key's last message is the holder's own, and that
 //! message's age starts at zero: the lock lives `ttl` from the last renewal. The fencing
-//! token stays the acquiring revision. Its precondition is the leader's pre-check described
-//! above, so one window remains: a renewal pre-checked just before the entry ages out on the
-//! leader, and stored after another client's create landed on the emptied key, replaces that
-//! client's entry (history 1); that client's release then finds its message gone and reports
+//! token stays the acquiring revision. Its precondition is a revision above 0, the kind shown
+//! above not to hold against a write in flight, so one window is likely to remain (not
+//! measured): a renewal checked just before the entry ages out on the leader, and stored after
+//! another client's create landed on the emptied key, would replace that client's entry
+//! (history 1); that client's release would then find its message gone and report
 //! `lock-lost`. It needs a renewal at the instant of expiry, which a holder that renews well
 //! within `ttl` never sends.
 //!

@@ -6,10 +6,10 @@
 //! revision matches) is all a lock needs. The revision is the stream's sequence, monotonic per
 //! bucket: a fencing token for free. What 2.9 lacks is a per-key TTL (it arrived in 2.11): a
 //! lock's life is the bucket's `max_age`, renewed by rewriting the entry, and an entry that
-//! ages out sends no event to a watcher. And on 2.9 a replicated stream checks an expected
-//! revision above 0 only before the write is replicated, so two writers expecting the same
-//! delete marker can both win: the recipe creates only on an empty key and releases by
-//! deleting its message (see [`client`] for the measurement and what a waiter does).
+//! ages out sends no event to a watcher. And on 2.9 two writers expecting the same delete
+//! marker's revision of a replicated bucket can both win (measured): the recipe creates only on
+//! an empty key and releases by deleting its message (see [`client`] for the measurement and
+//! what a waiter does).
 //!
 //! This crate is the whole system, behind `lockbench_core::System`: nothing outside it names
 //! NATS but the registry's line, the install lists and the docs.
