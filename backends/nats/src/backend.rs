@@ -93,7 +93,14 @@ impl Backend for NatsBackend {
 
     async fn connect(&self, client: ClientId) -> Result<NatsClient, BackendError> {
         let name = connection_name(&self.knobs.prefix, &format!("c{}", client.0));
-        let conn = crate::bucket::connect(&self.addresses, &name, &self.knobs).await?;
+        let reconnected = Arc::new(tokio::sync::Notify::new());
+        let conn = crate::bucket::connect(
+            &self.addresses,
+            &name,
+            &self.knobs,
+            Some(reconnected.clone()),
+        )
+        .await?;
         let kv = open(&conn, &self.knobs).await?;
         self.bucket_ready.get_or_init(|| async {}).await;
         Ok(NatsClient::new(
@@ -102,6 +109,7 @@ impl Backend for NatsBackend {
             self.knobs.clone(),
             client,
             self.tally.clone(),
+            reconnected,
         ))
     }
 

@@ -23,6 +23,8 @@ use async_nats::jetstream::kv::Store;
 use async_nats::jetstream::stream::{Config, DiscardPolicy, StorageType};
 use lockbench_core::KeyId;
 use lockbench_core::traits::BackendError;
+use std::sync::Arc;
+use tokio::sync::Notify;
 
 /// The bucket `knobs` use.
 pub fn bucket_name(knobs: &NatsKnobs) -> String {
@@ -69,10 +71,13 @@ fn config(knobs: &NatsKnobs) -> Config {
 
 /// A connection to `addresses` named `name` (only those addresses: servers the cluster
 /// announces are ignored, so a link proxy in front of the given ones is never bypassed).
+/// `reconnected`, when given, is notified at every (re)connect: wake-ups published while a
+/// client was disconnected are lost, so a waiter retries then.
 pub(crate) async fn connect(
     addresses: &[String],
     name: &str,
     knobs: &NatsKnobs,
+    reconnected: Option<Arc<Notify>>,
 ) -> Result<async_nats::Client, BackendError> {
     let urls: Vec<String> = addresses
         .iter()
@@ -81,11 +86,21 @@ pub(crate) async fn connect(
             false => format!("nats://{a}"),
         })
         .collect();
-    let options = async_nats::ConnectOptions::new()
+    let mut options = async_nats::ConnectOptions::new()
         .name(name)
         .connection_timeout(knobs.connect_timeout)
         .request_timeout(Some(knobs.response_timeout))
         .ignore_discovered_servers();
+    if let Some(notify) = reconnected {
+        options = options.event_callback(move |event| {
+            let notify = notify.clone();
+            async move {
+                if matches!(event, async_nats::Event::Connected) {
+                    notify.notify_one();
+                }
+            }
+        });
+    }
     let connect = options.connect(urls.as_slice());
     match tokio::time::timeout(knobs.connect_timeout * 2, connect).await {
         Ok(Ok(client)) => Ok(client),

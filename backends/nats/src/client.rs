@@ -35,7 +35,8 @@
 //! refused right after a wake-up reads nothing: another waiter's entry was just written): an entry that
 //! ages out (the bucket's `max_age`) is removed without any message to anyone, so the waiter
 //! retries then, and every `expiry_poll` after while the server has not removed it yet. A
-//! renewal moves the entry's age, which the waiter learns at its next read.
+//! renewal moves the entry's age, which the waiter learns at its next read. Wake-ups published
+//! while a waiter's connection was down are lost: a reconnect makes it look again.
 //!
 //! **Renew** is `update(key, "c<id>", held)`: it writes a new message (a new revision, which
 //! the handle keeps) only while the key's last message is the holder's own, and that
@@ -113,6 +114,8 @@ pub struct NatsClient {
     /// acquire): `close` cleans them up.
     unsure: Vec<KeyId>,
     tally: WakeupTally,
+    /// Notified at every (re)connect of the client's connection.
+    reconnected: Arc<tokio::sync::Notify>,
 }
 
 impl std::fmt::Debug for NatsClient {
@@ -166,7 +169,10 @@ impl NatsClient {
         knobs: Arc<NatsKnobs>,
         id: ClientId,
         tally: WakeupTally,
+        reconnected: Arc<tokio::sync::Notify>,
     ) -> NatsClient {
+        // The first connect's notice is no reconnect.
+        let _ = reconnected.notified().now_or_never();
         NatsClient {
             client,
             kv,
@@ -175,6 +181,7 @@ impl NatsClient {
             wakes: HashMap::new(),
             unsure: Vec::new(),
             tally,
+            reconnected,
         }
     }
 
@@ -208,8 +215,8 @@ impl NatsClient {
         }
     }
 
-    /// Waits for a wake-up (`true`) or until a message written at `written_ns` is `ttl` old
-    /// (`false`).
+    /// Waits for a wake-up (`true`), a reconnect, or until a message written at `written_ns`
+    /// is `ttl` old (`false`).
     async fn wait(&mut self, key: KeyId, written_ns: i128) -> bool {
         let ttl = self.knobs.ttl.as_nanos() as i128;
         let left = (written_ns + ttl - now_ns()).max(0) as u64;
@@ -217,7 +224,12 @@ impl NatsClient {
         let Some(sub) = self.wakes.get_mut(&key) else {
             return false;
         };
-        match tokio::time::timeout_at(until, sub.next()).await {
+        let woken = tokio::select! {
+            woken = tokio::time::timeout_at(until, sub.next()) => woken,
+            // Wake-ups published while the connection was down are lost: look again.
+            _ = self.reconnected.notified() => return false,
+        };
+        match woken {
             Ok(Some(_)) => {
                 self.tally.notification();
                 self.tally.request();

@@ -33,7 +33,7 @@ pub(crate) async fn observe(
         .map(|k| key_name(&knobs.prefix, KeyId(k)))
         .collect();
     loop {
-        let conn = match crate::bucket::connect(addresses, &name, knobs).await {
+        let conn = match crate::bucket::connect(addresses, &name, knobs, None).await {
             Ok(c) => c,
             Err(e) => {
                 tracing::debug!("nats observer: {e}");

@@ -161,3 +161,85 @@ async fn recipes_an_acquire_cancelled_in_flight_leaves_no_entry() {
     }
     next.close().await;
 }
+
+/// A TCP forwarder to `server` that can be cut: while cut it closes every connection it has
+/// and refuses new ones (accepts and closes them).
+struct Cuttable {
+    addr: String,
+    cut: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    links: std::sync::Arc<std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>>,
+}
+
+impl Cuttable {
+    async fn to(server: String) -> Cuttable {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let cut = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let links = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (c, l) = (cut.clone(), links.clone());
+        tokio::spawn(async move {
+            while let Ok((mut inbound, _)) = listener.accept().await {
+                if c.load(std::sync::atomic::Ordering::SeqCst) {
+                    continue;
+                }
+                let server = server.clone();
+                l.lock().unwrap().push(tokio::spawn(async move {
+                    if let Ok(mut outbound) = tokio::net::TcpStream::connect(&server).await {
+                        let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                    }
+                }));
+            }
+        });
+        Cuttable { addr, cut, links }
+    }
+
+    fn set_cut(&self, cut: bool) {
+        self.cut.store(cut, std::sync::atomic::Ordering::SeqCst);
+        if cut {
+            for link in self.links.lock().unwrap().drain(..) {
+                link.abort();
+            }
+        }
+    }
+}
+
+/// A release published while the waiter's connection is down never reaches it; its
+/// reconnect makes it look again, so it gets the lock at once, not `ttl` (30 s) later.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recipes_a_waiter_that_reconnects_looks_again() {
+    let k = knobs("reconnect", Duration::from_secs(30));
+    let direct = backend(&k).await;
+    let server = crate::addresses().await[0].clone();
+    let link = Cuttable::to(server).await;
+    let endpoints =
+        lockbench_core::Endpoints::from_iter([(lockbench_nats::NATS, vec![link.addr.clone()])]);
+    let through = NatsBackend::new(&endpoints, &k).unwrap();
+    let mut holder = direct.connect(ClientId(0)).await.unwrap();
+    let mut waiter = through.connect(ClientId(1)).await.unwrap();
+    let Outcome::Ok(grant) = holder.acquire(KeyId(0)).await else {
+        panic!("holder acquire")
+    };
+    let wait = tokio::spawn(async move { (waiter.acquire(KeyId(0)).await, waiter) });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    link.set_cut(true);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(holder.release(grant).await.is_ok());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !wait.is_finished(),
+        "the waiter got the lock with its link cut"
+    );
+    let reopened = Instant::now();
+    link.set_cut(false);
+    let (got, mut waiter) = tokio::time::timeout(Duration::from_secs(10), wait)
+        .await
+        .expect("the waiter did not look again after its reconnect")
+        .unwrap();
+    let Outcome::Ok(g) = got else {
+        panic!("waiter: {got:?}")
+    };
+    assert!(reopened.elapsed() < Duration::from_secs(10));
+    assert!(waiter.release(g).await.is_ok());
+    holder.close().await;
+    waiter.close().await;
+}
