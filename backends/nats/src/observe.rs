@@ -10,7 +10,8 @@
 //! creates.
 //!
 //! It runs on a connection of its own (`lockbench/<prefix>/observer`), which the counters do
-//! not sum, and counts its reads to the sink. While it has no connection or a read fails or
+//! not sum, so it reports no requests to the sink: the run subtracts what an observer reports
+//! from the servers' count, and these reads are not in it. While it has no connection or a read fails or
 //! does not answer within `response_timeout`, the key is `blind` until a read succeeds.
 
 use crate::NatsKnobs;
@@ -59,7 +60,6 @@ pub(crate) async fn observe(
             for (key, subject) in subjects.iter().enumerate() {
                 let read = kv.stream.get_last_raw_message_by_subject(subject);
                 let answer = tokio::time::timeout(knobs.response_timeout, read).await;
-                seen.sent(1);
                 let holder = match answer {
                     Ok(Ok(m)) if m.headers.get("KV-Operation").is_some() => None,
                     Ok(Ok(m)) => match holder_of(&m.payload) {
