@@ -87,3 +87,26 @@ async fn server_side_counters_are_read_through_proxies() {
         "servers counted {counted}, client sent {sent}"
     );
 }
+
+/// The observer's reads are neither in the servers' count nor reported to the run (which
+/// subtracts what an observer reports from that count).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_side_observer_reads_are_not_counted() {
+    let b = backend(&knobs("observer-count", Duration::from_secs(10))).await;
+    let before = b.server_counters().await.unwrap();
+    let seen = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let s = seen.clone();
+    let sink = lockbench_core::ServerSink::new(move |_| {
+        s.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    });
+    let observer = b.observe_server(lockbench_core::RunClock::start(), 4, sink.clone());
+    let _ = tokio::time::timeout(Duration::from_secs(1), observer).await;
+    // It read: every key's first state was recorded.
+    assert!(seen.load(std::sync::atomic::Ordering::Relaxed) >= 4);
+    let counted = b.server_counters().await.unwrap().since(&before).unwrap();
+    assert_eq!(
+        (counted, sink.requests()),
+        (0, 0),
+        "(servers' count, reported) of the observer's reads"
+    );
+}
