@@ -10,11 +10,10 @@
 //! which is what the clients count themselves ([`lockbench_core::LockClient::requests_sent`]).
 //!
 //! Closed connections are counted from the server's list of recently closed ones (10,000 by
-//! default); a run that closes more than that on one server undercounts. So does a partition
-//! between a client and its server: what the client wrote into the connection before it gave
-//! up on it counts as sent on its side and never arrives (measured in `chaos-quick`: the
-//! servers counted 32 % fewer than the clients, and the run reports their figure unknown).
-//! Through link proxies the counters find each server's monitoring port from the address the
+//! default); a run that closes more than that on one server undercounts. A partition between a
+//! client and its server can too: what the client wrote into a connection it then gave up on
+//! counts as sent on its side and may never arrive (in `chaos-quick`, with its leader pause and
+//! partition, the two agreed within 1 %). Through link proxies the counters find each server's monitoring port from the address the
 //! server says it listens on (`monitor.rs`). A server's
 //! incarnation is its `server_id`, drawn anew at each start.
 
