@@ -2,7 +2,8 @@
 //! test binary (`servers`: the cluster the managed cluster starts, its probes; `recipes`: the
 //! conformance contract and what the bucket's max age means for a holder; `server_side`: the
 //! servers' counters and the observer; `race`: which compare-and-set of nats-server 2.9 holds
-//! under concurrent writers, the one the recipe is built on).
+//! under concurrent writers, the one the recipe is built on; `faults`: a private cluster of
+//! three whose bucket leader is paused and killed by the server nemesis).
 //!
 //! Servers come from the managed cluster (`lockbench_cluster::for_tests`, its `nats` group).
 //!
@@ -10,6 +11,7 @@
 //! each uses a key prefix of its own, which keeps their locks, their observers' views and
 //! their connections' counters apart.
 
+mod faults;
 mod race;
 mod recipes;
 mod server_side;
