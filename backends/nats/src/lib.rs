@@ -20,14 +20,16 @@
 //! - `bucket`: the bucket's name and settings, its keys, and opening it on a connection;
 //! - [`client`]: [`NatsClient`], acquire / renew / release and what each outcome means;
 //! - `backend`: [`NatsBackend`], the recipe bound to the servers;
-//! - `monitor`: the monitoring port's HTTP (`/connz`, `/varz`, `/healthz`), from async code;
+//! - `monitor`: the monitoring port's HTTP (`/connz`), from async code, and where a server
+//!   behind a proxy listens (its `INFO` line);
 //! - `counters`: the servers' count of the clients' messages (`/connz` `in_msgs`);
 //! - `observe`: who the stream leader says holds each lock (the key's last message).
 //!
 //! The system's parts (the servers lockbench runs and faults):
 //! - `system`: [`system::Nats`], `nats1`..`nats3` behind `lockbench_core::System`;
-//! - `server`: the config file a server starts with, and its probes as `Exchange`s on the
-//!   monitoring port.
+//! - `server`: the config file a server starts with, and its probes as `Exchange`s: health
+//!   and version on the monitoring port, the leader check (the default bucket's stream
+//!   leader) in the client protocol on the client port, where the fault nemesis asks.
 #![deny(missing_docs)]
 
 /// The endpoint group of the NATS servers (`nats = [...]`).
