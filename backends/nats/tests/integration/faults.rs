@@ -204,8 +204,9 @@ async fn faults_the_bucket_leader_paused_or_killed_the_locks_go_on() {
         .await;
     let e = applied(&kill, FaultKind::Kill, FaultPhase::Start);
     assert!(t.cluster.server_pid(&e.targets[0]).is_none(), "{e:#?}");
-    // Not asserted: in 1 of 14 runs no lock worked for 60 s with the killed leader's two peers
-    // up (in the other 13, after 4-12 s); the cause is not known yet.
+    // Not asserted: in 2 of 20 runs no lock worked for 60 s with the killed leader's two peers
+    // up (in the other 18, after 4-17 s); in one, they logged "stream 'KV_lockbench' has NO
+    // quorum, stalled" with both up and healthy, the earlier pause having hit one of them.
     match t.try_locks(Duration::from_secs(60)).await {
         Some(took) => eprintln!("{} killed: a lock worked after {took:?}", e.targets[0]),
         None => eprintln!(
