@@ -105,9 +105,9 @@ async fn recipes_renewal_keeps_the_lock_past_its_max_age() {
     waiter.close().await;
 }
 
-/// A release wakes a waiter through its watch, at once (not at the holder's max age).
+/// A release wakes a waiter through its wake-up subject, at once (not at the holder's max age).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn recipes_a_release_wakes_the_waiter_through_its_watch() {
+async fn recipes_a_release_wakes_the_waiter_at_once() {
     let b = backend(&knobs("wake", Duration::from_secs(30))).await;
     let mut holder = b.connect(ClientId(0)).await.unwrap();
     let mut waiter = b.connect(ClientId(1)).await.unwrap();
