@@ -42,6 +42,7 @@ fn compose_file_has_the_managed_settings() {
         "condition: service_healthy",
         "container_name: lockbench-sen3",
         "shared_preload_libraries = 'pg_stat_statements'",
+        "nats-route://10.78.0.62:6222",
     ] {
         assert!(yml.contains(needle), "docker-compose.yml lacks {needle:?}");
     }
@@ -55,7 +56,8 @@ fn compose_file_has_the_managed_settings() {
             ("redis", 1),
             ("redlock", 5),
             ("sentinel", 3),
-            ("postgres", 2)
+            ("postgres", 2),
+            ("nats", 3)
         ]
     );
     assert_eq!(e.get("zookeeper")[0], "10.78.0.11:2181");

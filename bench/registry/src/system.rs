@@ -13,6 +13,7 @@ pub static SYSTEMS: &[&dyn System] = &[
     &lockbench_redis::system::Redis,
     &lockbench_redis::system::Sentinel,
     &lockbench_postgres::system::Postgres,
+    &lockbench_nats::system::Nats,
 ];
 
 /// Every server of every registered system, in start order.
@@ -100,7 +101,8 @@ mod tests {
                 "redis",
                 "redlock",
                 "sentinel",
-                "postgres"
+                "postgres",
+                "nats"
             ]
         );
         let mut e = Endpoints::default();
@@ -172,6 +174,7 @@ mod tests {
     #[test]
     fn every_recipe_runs_on_the_system_its_name_says() {
         use lockbench_etcd::system::ETCD;
+        use lockbench_nats::system::NATS;
         use lockbench_postgres::system::POSTGRES;
         use lockbench_redis::system::*;
         use lockbench_zookeeper::system::ZOOKEEPER;
@@ -186,6 +189,8 @@ mod tests {
                 FAILOVER
             } else if name.starts_with("pg-") {
                 POSTGRES
+            } else if name.starts_with("nats-") {
+                NATS
             } else {
                 REDIS
             }

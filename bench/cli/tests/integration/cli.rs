@@ -22,6 +22,8 @@ fn every_backend_excludes_with_8_clients_on_one_key_and_the_results_are_complete
     // PostgreSQL's counters are this run's statements, tagged with its namespace: its own, so
     // a quick run in another test (logging) is not counted with it.
     let namespace = format!("postgres.namespace={}", std::process::id());
+    // NATS's counters are the connections named after the run's key prefix: its own too.
+    let prefix = format!("nats.prefix=cli{}", std::process::id());
     let (out, out_dir) = common::run_scenario(
         &dir,
         "quick",
@@ -30,20 +32,21 @@ fn every_backend_excludes_with_8_clients_on_one_key_and_the_results_are_complete
             "warmup=500ms",
             "workload.hold=200us",
             &namespace,
+            &prefix,
         ],
     );
     assert!(out.status.success(), "{}", text(&out));
     let r = results(&out_dir);
     assert_eq!(r["schema_version"], 2);
     assert_eq!(r["complete"], true);
-    for system in ["zookeeper", "etcd", "redis", "postgres"] {
+    for system in ["zookeeper", "etcd", "redis", "postgres", "nats"] {
         assert!(
             r["environment"]["servers"][system].is_string(),
             "{system} version missing"
         );
     }
     let all = r["results"].as_array().unwrap();
-    assert_eq!(all.len(), 9, "{}", text(&out));
+    assert_eq!(all.len(), 10, "{}", text(&out));
     for res in all {
         let name = res["backend"].as_str().unwrap();
         assert_eq!(res["status"], "ok", "{name}: {res}");

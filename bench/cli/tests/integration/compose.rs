@@ -2,7 +2,7 @@
 //! with one build, one `up` and one `down -v` for all of it: build the server image (cached)
 //! both ways, scripts/build-images and `compose build`, and check that both hold the versions
 //! managed mode runs; bring docker-compose.yml up (it returns once every server is healthy),
-//! run the quick suite on all nine lock backends against it, apply one fault of every kind
+//! run the quick suite on all ten lock backends against it, apply one fault of every kind
 //! compose mode applies and check that it took effect (`compose_faults`), run client workers as
 //! containers and fault them (`compose_clients`), run chaos-quick (half its backends) and a
 //! packet loss as a user who is not root, only in the `docker` group, with every fault applied
@@ -278,6 +278,7 @@ fn compose_cluster_runs_the_quick_suite_and_faults_and_leaves_nothing() {
         "pg-advisory",
         "pg-try-advisory",
         "pg-advisory-xact",
+        "nats-kv",
     ] {
         let x = ran_well(&r, backend);
         eprintln!(

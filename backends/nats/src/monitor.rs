@@ -1,0 +1,99 @@
+//! The monitoring port's HTTP, from async code: `GET path` and its JSON body, for the counters
+//! (`/connz`) and the tests. The cluster's own probes are `Exchange`s (`server.rs`); this is
+//! the same request, sent on the caller's runtime.
+//!
+//! A client endpoint may be a link proxy in front of the server (runs with link faults): the
+//! monitoring port is then not beside it. So the server is first asked where it listens: the
+//! `INFO` line it sends to every new client connection names its `host` and `port`
+//! ([`listen_address`]), and the monitoring port is beside that.
+
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// The monitoring address (`host:port`) of the server whose client endpoint is `endpoint`
+/// (`host:port`, or a `nats://` URL): the client port plus
+/// [`MONITOR_OFFSET`](crate::server::MONITOR_OFFSET). `None` for an endpoint without a port.
+pub fn monitor_address(endpoint: &str) -> Option<String> {
+    let hostport = endpoint.strip_prefix("nats://").unwrap_or(endpoint);
+    let (host, port) = hostport.trim_end_matches('/').rsplit_once(':')?;
+    let port: u16 = port.parse().ok()?;
+    let monitor = port.checked_add(crate::server::MONITOR_OFFSET)?;
+    Some(format!("{host}:{monitor}"))
+}
+
+/// Where the server behind `endpoint` (itself, or a proxy in front of it) listens for
+/// clients, from the `INFO` line it sends first; a wildcard `host` (`0.0.0.0` in a container)
+/// is replaced by `endpoint`'s. `None` when it does not say within `budget`.
+pub(crate) async fn listen_address(endpoint: &str, budget: Duration) -> Option<String> {
+    let hostport = endpoint.strip_prefix("nats://").unwrap_or(endpoint);
+    let read = async {
+        let mut s = tokio::net::TcpStream::connect(hostport).await.ok()?;
+        let mut line = Vec::new();
+        let mut buf = [0u8; 2048];
+        while !line.ends_with(b"\r\n") {
+            let n = s.read(&mut buf).await.ok()?;
+            if n == 0 || line.len() > 65536 {
+                return None;
+            }
+            line.extend_from_slice(&buf[..n]);
+        }
+        Some(line)
+    };
+    let line = tokio::time::timeout(budget, read).await.ok()??;
+    let text = std::str::from_utf8(&line).ok()?;
+    let info: serde_json::Value =
+        serde_json::from_str(text.strip_prefix("INFO ")?.lines().next()?).ok()?;
+    let port = info.get("port")?.as_u64()?;
+    let host = info.get("host").and_then(|h| h.as_str()).unwrap_or("");
+    let host = match host {
+        "" | "0.0.0.0" | "::" => hostport.rsplit_once(':')?.0,
+        h => h,
+    };
+    Some(format!("{host}:{port}"))
+}
+
+/// `GET path` on the monitoring port of `endpoint`'s server, within `budget`: its JSON body.
+pub(crate) async fn get(
+    endpoint: &str,
+    path: &str,
+    budget: Duration,
+) -> Result<serde_json::Value, String> {
+    let addr = monitor_address(endpoint)
+        .ok_or_else(|| format!("{endpoint}: no port to find the monitoring port from"))?;
+    let ask = async {
+        let mut s = tokio::net::TcpStream::connect(&addr)
+            .await
+            .map_err(|e| format!("{addr}: {e}"))?;
+        let request = format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n");
+        s.write_all(request.as_bytes())
+            .await
+            .map_err(|e| format!("{addr}: {e}"))?;
+        let mut reply = Vec::new();
+        s.read_to_end(&mut reply)
+            .await
+            .map_err(|e| format!("{addr}: {e}"))?;
+        crate::server::body(&reply)
+            .ok_or_else(|| format!("{addr}{path}: no JSON body in a 200 reply"))
+    };
+    tokio::time::timeout(budget, ask)
+        .await
+        .map_err(|_| format!("{addr}{path}: no reply within {budget:?}"))?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_monitoring_port_is_beside_the_client_port() {
+        assert_eq!(
+            monitor_address("127.0.0.1:14222").as_deref(),
+            Some("127.0.0.1:18222")
+        );
+        assert_eq!(
+            monitor_address("nats://10.77.0.61:4222").as_deref(),
+            Some("10.77.0.61:8222")
+        );
+        assert_eq!(monitor_address("nats1"), None);
+    }
+}
