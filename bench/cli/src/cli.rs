@@ -12,8 +12,8 @@ use std::path::PathBuf;
 /// Compare distributed-lock backends under contention and faults, against real servers.
 ///
 /// The backends: ZooKeeper recipes, etcd leases and its Lock API, Redis SET NX, Redlock,
-/// PostgreSQL advisory locks, and lock libraries behind adapters (`lib:NAME`). Every run's
-/// history is checked for safety.
+/// PostgreSQL advisory locks, NATS JetStream key-value, and lock libraries behind adapters
+/// (`lib:NAME`). Every run's history is checked for safety.
 ///
 /// Quick start: `lockbench run quick` starts a local cluster from the OS packages (installing
 /// them if needed), runs every backend under contention and prints a comparison table; the full
@@ -103,7 +103,8 @@ pub enum Command {
     /// Start the managed cluster and leave it running.
     ///
     /// The cluster: 3 ZooKeeper, 3 etcd, a standalone Redis, 5 Redis servers for Redlock, a
-    /// Redis primary and replica watched by 3 Sentinels, and a PostgreSQL primary and replica.
+    /// Redis primary and replica watched by 3 Sentinels, a PostgreSQL primary and replica, and
+    /// 3 NATS servers with JetStream.
     /// Installs missing server packages first. Idempotent.
     Up {
         /// The secure profile: every server over mutual TLS, with users.
@@ -111,7 +112,8 @@ pub enum Command {
         /// ZooKeeper, etcd, Redis, Redlock, the Sentinels and PostgreSQL speak only TLS with
         /// client certificates and admit lockbench's users (certificates and generated
         /// passwords in the state directory; docs/secure-clusters.md); `lockbench run` then
-        /// connects that way by itself. A cluster running the other way is restarted; `up` without it makes a
+        /// connects that way by itself. NATS is not secured in this profile: it stays
+        /// plaintext. A cluster running the other way is restarted; `up` without it makes a
         /// secure cluster plain again.
         #[arg(long)]
         secure: bool,
