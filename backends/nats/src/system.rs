@@ -69,6 +69,12 @@ impl System for Nats {
         &[4222, 6222, 8222]
     }
 
+    /// The monitoring port (health, version, the counters), published beside the client
+    /// port in compose.
+    fn probe_port_offsets(&self) -> &'static [u16] {
+        &[crate::server::MONITOR_OFFSET]
+    }
+
     /// The default bucket's stream leader (`server.rs`).
     fn leadership(&self, _group: Group) -> Leadership {
         Leadership::Elected

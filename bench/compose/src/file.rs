@@ -229,7 +229,8 @@ pub fn compose_file() -> String {
 # Debian packages managed mode runs). Every container has its managed host's address on the
 # compose network (subnet {SUBNET}, same last octet, standard ports), which the host reaches
 # directly on Linux: these are the endpoints of `--cluster compose` (compose/endpoints.toml).
-# Every server's client port is also published on 127.0.0.1 at its managed loopback port
+# Every server's client port (with any port lockbench's probes reach, such as a monitoring
+# port, at the same offset) is also published on 127.0.0.1 at its managed loopback port
 # ({published}):
 # where the host cannot route to the subnet (Docker Desktop), lockbench uses those and says so
 # on its first line; through them there is no redis-sentinel, no client container and no
@@ -282,6 +283,14 @@ services:
             published_port(spec),
             topology().client_port(spec)
         );
+        for offset in spec.system.probe_port_offsets() {
+            let _ = writeln!(
+                out,
+                "      - \"127.0.0.1:{}:{}\"",
+                published_port(spec) + offset,
+                topology().client_port(spec) + offset
+            );
+        }
         let deps = depends_on(spec);
         if !deps.is_empty() {
             out.push_str("    depends_on:\n");

@@ -211,6 +211,14 @@ pub trait System: Send + Sync + 'static {
     /// its own host (the `netns` topology, a container).
     fn standard_ports(&self) -> &'static [u16];
 
+    /// Ports besides the client port that lockbench's own probes reach (a monitoring port
+    /// for health, version or counters), as offsets from the client port, in a server's own
+    /// host and on loopback alike. The compose file publishes each beside the client port,
+    /// so the probes work through the published ports too. None by default.
+    fn probe_port_offsets(&self) -> &'static [u16] {
+        &[]
+    }
+
     /// The address clients write for a server listening on `addr` (`host:port`; etcd's is a
     /// URL).
     fn endpoint(&self, addr: SocketAddr) -> String {
