@@ -6,7 +6,7 @@
 //! namespace of its own (it runs in the root namespace, whose firewall is never touched): a
 //! grudge *against* it is a rule on the other side dropping the address its packets come from
 //! (the bridge's). Heal = `iptables -F INPUT` (and `OUTPUT`, where `packet-loss` has rules) in
-//! every host.
+//! every host the rules can be in (the nemesis's servers' and the client hosts).
 
 use crate::grudge::Grudge;
 use anyhow::Context;
@@ -37,20 +37,36 @@ pub(crate) fn apply(
 }
 
 /// Flushes the INPUT and OUTPUT chains (`packet-loss` has rules in both) of each of `hosts`
-/// that has rules; returns those hosts' names.
+/// that has rules; returns those hosts' names. The hosts are listed and flushed in parallel: on
+/// the compose cluster each `iptables` is a `docker exec`, which a loaded machine makes slow.
 pub(crate) fn flush_all(hosts: Vec<Host>) -> anyhow::Result<Vec<String>> {
+    let outcomes: Vec<anyhow::Result<Option<String>>> = std::thread::scope(|scope| {
+        let flushing: Vec<_> = hosts
+            .iter()
+            .map(|h| scope.spawn(move || flush_host(h)))
+            .collect();
+        flushing
+            .into_iter()
+            .map(|t| {
+                t.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a flush panicked")))
+            })
+            .collect()
+    });
     let mut flushed = Vec::new();
-    for h in hosts {
-        let mut any = false;
-        for chain in ["INPUT", "OUTPUT"] {
-            if h.has_firewall_rules(Some(chain)) {
-                h.iptables(&["-F", chain])?;
-                any = true;
-            }
-        }
-        if any {
-            flushed.push(h.name);
-        }
+    for outcome in outcomes {
+        flushed.extend(outcome?);
     }
     Ok(flushed)
+}
+
+/// Flushes `h`'s INPUT and OUTPUT chains when it has rules; its name if it had.
+fn flush_host(h: &Host) -> anyhow::Result<Option<String>> {
+    if !h.has_firewall_rules(None) {
+        return Ok(None);
+    }
+    for chain in ["INPUT", "OUTPUT"] {
+        h.iptables(&["-F", chain])?;
+    }
+    Ok(Some(h.name.clone()))
 }

@@ -31,10 +31,6 @@ impl Site for Nowhere {
         Vec::new()
     }
 
-    fn all_hosts(&self) -> Vec<Host> {
-        Vec::new()
-    }
-
     fn is_running(&self, _name: &str) -> bool {
         false
     }

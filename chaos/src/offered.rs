@@ -173,7 +173,9 @@ impl<S: Site> FaultAccess for SiteAccess<'_, S> {
             match tokio::task::spawn_blocking(move || firewall::apply(&hosts, &addrs, &g)).await {
                 Ok(Ok(_)) => Ok(()),
                 Ok(Err(e)) => {
-                    let _ = crate::server_nemesis::flush(self.site, self.extra_clients).await;
+                    let _ =
+                        crate::server_nemesis::flush(self.site, self.servers, self.extra_clients)
+                            .await;
                     Err(format!("iptables: {e:#}"))
                 }
                 Err(e) => Err(e.to_string()),
@@ -183,7 +185,7 @@ impl<S: Site> FaultAccess for SiteAccess<'_, S> {
 
     fn heal_cuts(&self) -> Pending<'_, ()> {
         Box::pin(async move {
-            let _ = crate::server_nemesis::flush(self.site, self.extra_clients).await;
+            let _ = crate::server_nemesis::flush(self.site, self.servers, self.extra_clients).await;
         })
     }
 

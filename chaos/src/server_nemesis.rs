@@ -464,7 +464,7 @@ impl<S: Site> ServerNemesis<S> {
 
     /// Flushes every host's INPUT and OUTPUT chains; returns the hosts that had rules.
     pub(crate) async fn flush(&mut self) -> anyhow::Result<Vec<String>> {
-        flush(&self.site, &self.extra_clients).await
+        flush(&self.site, &self.servers, &self.extra_clients).await
     }
 
     async fn heal(&mut self, clock: &RunClock) -> Vec<FaultEvent> {
@@ -777,14 +777,27 @@ pub(crate) fn hosts_of<S: Site>(
     (hosts, addrs)
 }
 
-/// Flushes the INPUT and OUTPUT chains of every host of `site` and of `extra_clients`;
-/// returns the hosts that had rules.
+/// Flushes the INPUT and OUTPUT chains of the hosts rules can be in: those of `servers` (the
+/// nemesis's own, where every rule it adds goes) and the client hosts, `extra_clients`
+/// included; returns the hosts that had rules. Not every host of the site: on the compose
+/// cluster each host is a `docker exec`, and a heal that listed the firewall of all 22
+/// containers took seconds on a loaded machine, which delayed every later fault of the
+/// schedule by as much.
 pub(crate) async fn flush<S: Site>(
     site: &S,
+    servers: &[&'static ServerSpec],
     extra_clients: &[Host],
 ) -> anyhow::Result<Vec<String>> {
-    let mut hosts = site.all_hosts();
-    hosts.extend(extra_clients.iter().cloned());
+    let mut hosts: Vec<Host> = servers.iter().filter_map(|s| site.server_host(s)).collect();
+    for h in site
+        .client_hosts()
+        .into_iter()
+        .chain(extra_clients.iter().cloned())
+    {
+        if hosts.iter().all(|k| k.name != h.name) {
+            hosts.push(h);
+        }
+    }
     tokio::task::spawn_blocking(move || firewall::flush_all(hosts)).await?
 }
 

@@ -50,9 +50,6 @@ pub trait Site: Reach + 'static {
     /// The client hosts (their own namespaces) that exist now.
     fn client_hosts(&self) -> Vec<Host>;
 
-    /// Every host whose firewall a heal must flush (every server's, every client host's).
-    fn all_hosts(&self) -> Vec<Host>;
-
     /// `true` while server `name` runs (paused or not).
     fn is_running(&self, name: &str) -> bool;
 
@@ -142,12 +139,6 @@ impl Site for Managed {
 
     fn client_hosts(&self) -> Vec<Host> {
         self.network().map(|n| n.client_hosts()).unwrap_or_default()
-    }
-
-    fn all_hosts(&self) -> Vec<Host> {
-        self.network()
-            .map(|n| n.existing_hosts())
-            .unwrap_or_default()
     }
 
     fn is_running(&self, name: &str) -> bool {

@@ -177,12 +177,6 @@ impl Site for Containers {
         crate::clients::hosts()
     }
 
-    fn all_hosts(&self) -> Vec<Host> {
-        let mut hosts: Vec<Host> = SERVERS.iter().filter_map(|s| self.server_host(s)).collect();
-        hosts.extend(crate::clients::hosts());
-        hosts
-    }
-
     fn is_running(&self, name: &str) -> bool {
         self.state(name).is_some_and(|(running, _)| running)
     }

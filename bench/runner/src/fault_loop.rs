@@ -6,7 +6,7 @@
 use crate::coordinator::{Ctx, Window, Workers};
 use crate::respawn::client_process;
 use lockbench_chaos::{ClientNemesis, Composite, Nemesis};
-use lockbench_core::{FaultEvent, FaultKind, FaultPhase, Nanos, RunClock};
+use lockbench_core::{Fault, FaultEvent, FaultKind, FaultPhase, Nanos, RunClock};
 use lockbench_workloads::Granted;
 use lockbench_workloads::schedule;
 use lockbench_workloads::worker::{ToWorker, WorkerHandle};
@@ -211,7 +211,10 @@ async fn run_ends_within(stop: &mut watch::Receiver<bool>, grace: Duration) -> b
 /// container is gone, so `iptables` in it fails. A step's faults that were not applied are
 /// therefore held for [`RUN_END_GRACE`]: the run's stop within it drops them (an info log
 /// line says so), anything else (the grace over, the next step due) records them as faults
-/// not applied. A step due after the stop flag is set is not applied at all.
+/// not applied. A step due after the stop flag is set is not applied at all; one that was due
+/// earlier than [`RUN_END_GRACE`] before it, but never reached because the steps before took
+/// that long, is recorded as not applied, with how far the schedule lagged ([`missed`]). A
+/// step applied [`LATE`] or more after its time says so in its note.
 async fn run_schedule<N: Nemesis>(
     mut nemesis: N,
     steps: Vec<schedule::Step>,
@@ -221,12 +224,16 @@ async fn run_schedule<N: Nemesis>(
     mut stop: watch::Receiver<bool>,
 ) {
     let mut held = Held::default();
-    'steps: for step in steps {
-        let at = clock.instant_at(measure_start.after(step.at));
+    let due = |step: &schedule::Step| clock.instant_at(measure_start.after(step.at));
+    'steps: for (i, step) in steps.iter().enumerate() {
+        let at = due(step);
         loop {
             tokio::select! {
                 _ = tokio::time::sleep_until(at.into()) => break,
-                _ = stop.wait_for(|s| *s) => break 'steps,
+                _ = stop.wait_for(|s| *s) => {
+                    missed(&steps[i..], due, &clock, &events);
+                    break 'steps;
+                }
                 _ = tokio::time::sleep_until(held.until().into()), if held.any() => {
                     held.record(&events);
                 }
@@ -234,9 +241,20 @@ async fn run_schedule<N: Nemesis>(
         }
         held.record(&events);
         if *stop.borrow() {
+            missed(&steps[i..], due, &clock, &events);
             break;
         }
-        for e in nemesis.apply(&step.fault, &clock).await {
+        let late = tokio::time::Instant::now()
+            .into_std()
+            .saturating_duration_since(at);
+        for mut e in nemesis.apply(&step.fault, &clock).await {
+            if late >= LATE {
+                e.note.push_str(&format!(
+                    "; applied {} after its time: the schedule lagged (the steps before it took \
+                     that long to apply)",
+                    seconds(late)
+                ));
+            }
             if e.applied {
                 let _ = events.send(e);
             } else {
@@ -256,6 +274,49 @@ async fn run_schedule<N: Nemesis>(
     for e in nemesis.heal_all(&clock).await {
         let _ = events.send(e);
     }
+}
+
+/// How late a step may be applied before its note says so.
+const LATE: Duration = Duration::from_millis(500);
+
+/// Records, as not applied, the steps of `left` that open a fault and were due at least
+/// [`RUN_END_GRACE`] before now (the run's stop): the schedule never reached them because the
+/// steps before took that long. Without this a lagging schedule lost a fault silently.
+fn missed(
+    left: &[schedule::Step],
+    due: impl Fn(&schedule::Step) -> std::time::Instant,
+    clock: &RunClock,
+    events: &mpsc::UnboundedSender<FaultEvent>,
+) {
+    let now = tokio::time::Instant::now().into_std();
+    for step in left {
+        let lag = now.saturating_duration_since(due(step));
+        if lag < RUN_END_GRACE || !opens_a_window(&step.fault) {
+            continue;
+        }
+        let _ = events.send(FaultEvent::not_applied(
+            clock,
+            step.fault.kind(),
+            Vec::new(),
+            format!(
+                "NOT APPLIED: due {} before the run ended, the schedule never reached it (the \
+                 steps before it took that long to apply or heal)",
+                seconds(lag)
+            ),
+        ));
+    }
+}
+
+/// Whether `fault` starts something (not an undo step: `heal`, `resume`, `start`).
+fn opens_a_window(fault: &Fault) -> bool {
+    !matches!(
+        fault,
+        Fault::Heal | Fault::Resume { .. } | Fault::Start { .. }
+    )
+}
+
+fn seconds(d: Duration) -> String {
+    format!("{:.1} s", d.as_secs_f64())
 }
 
 /// A step's faults that were not applied, held until the run proves not to be ending.
@@ -305,7 +366,7 @@ impl Held {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lockbench_core::{Fault, PartitionSpec, Targets};
+    use lockbench_core::{PartitionSpec, Targets};
 
     /// A nemesis of the harness's own tests: every fault fails to apply (as `iptables` in a
     /// client container that has gone), each heal succeeds.
@@ -339,12 +400,22 @@ mod tests {
     /// Runs a schedule of one failing step at `at`, the run's stop set after `stop_after`;
     /// returns the events recorded.
     async fn recorded(at: Duration, stop_after: Duration) -> Vec<FaultEvent> {
+        recorded_with(Failing, vec![partition_at(at)], stop_after).await
+    }
+
+    /// Runs `steps` on `nemesis`, the run's stop set after `stop_after`; returns the events
+    /// recorded.
+    async fn recorded_with<N: lockbench_chaos::Nemesis + Send + 'static>(
+        nemesis: N,
+        steps: Vec<schedule::Step>,
+        stop_after: Duration,
+    ) -> Vec<FaultEvent> {
         let clock = RunClock::start();
         let (events, mut received) = mpsc::unbounded_channel();
         let (stop, stopped) = watch::channel(false);
         let schedule = tokio::spawn(run_schedule(
-            Failing,
-            vec![partition_at(at)],
+            nemesis,
+            steps,
             clock,
             Nanos(0),
             events,
@@ -358,6 +429,64 @@ mod tests {
             out.push(e);
         }
         out
+    }
+
+    /// A nemesis of the harness's own tests: every fault applies, each after a wait of `.0`.
+    struct Slow(Duration);
+
+    impl lockbench_chaos::Nemesis for Slow {
+        async fn apply(&mut self, fault: &Fault, clock: &RunClock) -> Vec<FaultEvent> {
+            tokio::time::sleep(self.0).await;
+            vec![FaultEvent::now(
+                clock,
+                fault.kind(),
+                FaultPhase::Start,
+                vec!["zk2".into()],
+                "applied",
+                true,
+            )]
+        }
+
+        async fn heal_all(&mut self, _clock: &RunClock) -> Vec<FaultEvent> {
+            Vec::new()
+        }
+    }
+
+    /// Runs `steps` (at their offsets) on a nemesis that takes `apply` for each, the run's
+    /// stop set after `stop_after`; returns the events recorded.
+    async fn recorded_slow(
+        steps: &[Duration],
+        apply: Duration,
+        stop_after: Duration,
+    ) -> Vec<FaultEvent> {
+        let steps = steps.iter().map(|at| partition_at(*at)).collect();
+        recorded_with(Slow(apply), steps, stop_after).await
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_step_the_lagging_schedule_never_reached_is_recorded_not_applied() {
+        let secs = Duration::from_secs;
+        let events = recorded_slow(&[secs(1), secs(3)], secs(8), secs(6)).await;
+        assert_eq!(events.len(), 2, "{events:?}");
+        assert!(events[0].applied, "{events:?}");
+        let missed = &events[1];
+        assert!(!missed.applied, "{events:?}");
+        assert!(missed.note.contains("never reached it"), "{}", missed.note);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_step_applied_late_says_so() {
+        let secs = Duration::from_secs;
+        let events = recorded_slow(&[secs(1), secs(2)], secs(3), secs(20)).await;
+        assert_eq!(events.len(), 2, "{events:?}");
+        assert!(!events[0].note.contains("lagged"), "{}", events[0].note);
+        assert!(
+            events[1]
+                .note
+                .contains("after its time: the schedule lagged"),
+            "{}",
+            events[1].note
+        );
     }
 
     #[tokio::test(start_paused = true)]

@@ -74,6 +74,7 @@ pub fn chaos_quick_runs_in_the_lockbench_service(compose: fn(&[&str]) -> Command
     assert_eq!(r["cluster"], "compose");
     assert_eq!(r["complete"], true, "{text}");
     let mut kinds = std::collections::BTreeSet::new();
+    let mut seen = Vec::new();
     for backend in SERVICE_BACKENDS {
         let x = common::result_of(&r, backend);
         assert_eq!(x["status"], "ok", "{backend}: {x}");
@@ -85,6 +86,10 @@ pub fn chaos_quick_runs_in_the_lockbench_service(compose: fn(&[&str]) -> Command
         // cluster), the holder's pauses in its client container.
         for w in x["fault_windows"].as_array().cloned().unwrap_or_default() {
             let note = w["note"].as_str().unwrap_or_default();
+            seen.push(format!(
+                "{backend} {} at {} s: {note}",
+                w["fault"], w["start_s"]
+            ));
             if backend == "redlock" && note.contains("have no leader") {
                 continue;
             }
@@ -93,7 +98,11 @@ pub fn chaos_quick_runs_in_the_lockbench_service(compose: fn(&[&str]) -> Command
         }
     }
     for kind in ["pause", "partition", "link-delay"] {
-        assert!(kinds.contains(kind), "no {kind} applied: {kinds:?}");
+        assert!(
+            kinds.contains(kind),
+            "no {kind} applied: {kinds:?}; the windows:\n{}",
+            seen.join("\n")
+        );
     }
     assert!(
         host_dir.join("report.html").exists(),
