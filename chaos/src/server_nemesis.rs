@@ -494,6 +494,10 @@ impl<S: Site> ServerNemesis<S> {
                 .collect();
         };
         let measured = self.measure_losses().await;
+        // The windows end when the flush begins: from then on a host may be reached again
+        // (the hosts are flushed in parallel), so stamping after it would let a client's
+        // grant through a healed host fall inside its window.
+        let began = clock.now();
         let (ok, note) = match self.flush().await {
             Ok(hosts) if hosts.is_empty() => (true, NO_RULES.to_string()),
             Ok(hosts) => (true, format!("iptables -F INPUT in {}", hosts.join(","))),
@@ -512,14 +516,17 @@ impl<S: Site> ServerNemesis<S> {
             return Vec::new(); // nothing was in effect: nothing to record
         }
         if windows.is_empty() {
-            return vec![FaultEvent::now(
-                clock,
-                FaultKind::Partition,
-                FaultPhase::Stop,
-                vec![],
-                note,
-                ok,
-            )];
+            return vec![
+                FaultEvent::now(
+                    clock,
+                    FaultKind::Partition,
+                    FaultPhase::Stop,
+                    vec![],
+                    note,
+                    ok,
+                )
+                .at(began),
+            ];
         }
         windows
             .into_iter()
@@ -535,7 +542,7 @@ impl<S: Site> ServerNemesis<S> {
                     note.push_str("; ");
                     note.push_str(how);
                 }
-                FaultEvent::now(clock, v, FaultPhase::Stop, t, note, ok)
+                FaultEvent::now(clock, v, FaultPhase::Stop, t, note, ok).at(began)
             })
             .collect()
     }
@@ -558,6 +565,9 @@ impl<S: Site> ServerNemesis<S> {
                 Err(e) => return FaultEvent::not_applied(clock, verb, vec![], format!("{e:#}")),
             }
         };
+        // A resume's window ends when the first server may run again; a pause's starts once
+        // every target is stopped.
+        let began = clock.now();
         let mut done = Vec::new();
         let mut missing = Vec::new();
         for name in &names {
@@ -578,14 +588,15 @@ impl<S: Site> ServerNemesis<S> {
         if !missing.is_empty() {
             note.push_str(&format!("; not running: {}", missing.join(", ")));
         }
-        FaultEvent::now(
+        let event = FaultEvent::now(
             clock,
             verb,
             phase,
             names,
             note,
             !done.is_empty() || missing.is_empty(),
-        )
+        );
+        if stop { event } else { event.at(began) }
     }
 
     async fn kill(&mut self, t: &Targets, clock: &RunClock) -> FaultEvent {

@@ -433,6 +433,12 @@ impl FaultEvent {
         }
     }
 
+    /// The same event stamped at `time` instead: an undo's event is stamped when the undo
+    /// began, since the fault may stop acting at any moment of it.
+    pub fn at(self, time: Nanos) -> FaultEvent {
+        FaultEvent { time, ..self }
+    }
+
     /// The start of a window of `fault` that was NOT applied (`applied = false`), with `why`:
     /// what every nemesis records for a fault that is not its own or that it could not make
     /// real, so the window is reported as unavailable instead of skipped.
