@@ -6,8 +6,8 @@
 //! These tests need root (network namespaces, iptables). CI runs as root, so they never skip
 //! there: without root they FAIL saying why, unless `LOCKBENCH_ALLOW_NO_ROOT=1`.
 
-use lockbench_chaos::{Group, Nemesis, NetConfig, Network, ServerNemesis, Topology};
-use lockbench_cluster::Cluster;
+use lockbench_chaos::{Group, Nemesis, ServerNemesis};
+use lockbench_cluster::{Cluster, PrivateCluster};
 use lockbench_core::{Fault, FaultEvent, FaultPhase, PartitionSpec, RunClock, Targets};
 use lockbench_etcd::system::ETCD;
 use lockbench_redis::system::{REDIS, REDLOCK};
@@ -15,94 +15,26 @@ use lockbench_zookeeper::system::ZOOKEEPER;
 use rand::SeedableRng;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-pub(crate) struct TestCluster {
-    pub(crate) cluster: Cluster,
-    pub(crate) net: Network,
-    dir: PathBuf,
-    done: bool,
+/// A cluster of `groups` of its own, on `10.77.<octet>.0/24`.
+pub(crate) async fn test_cluster(tag: &str, octet: u8, groups: &[Group]) -> Option<PrivateCluster> {
+    PrivateCluster::start(tag, &format!("10.77.{octet}.0/24"), groups).await
 }
 
-/// `None` only when not root and `LOCKBENCH_ALLOW_NO_ROOT=1`.
-pub(crate) async fn test_cluster(tag: &str, octet: u8, groups: &[Group]) -> Option<TestCluster> {
-    if !nix::unistd::geteuid().is_root() {
-        if std::env::var("LOCKBENCH_ALLOW_NO_ROOT").as_deref() == Ok("1") {
-            eprintln!("SKIPPED: not root (LOCKBENCH_ALLOW_NO_ROOT=1)");
-            return None;
-        }
-        panic!(
-            "chaos tests need root (network namespaces and iptables) and CI runs them as root; \
-             set LOCKBENCH_ALLOW_NO_ROOT=1 to skip them on a developer machine"
-        );
-    }
-    let cfg = NetConfig::new(&format!("lb-{tag}-"), &format!("10.77.{octet}.0/24")).unwrap();
-    let dir = std::env::temp_dir().join(format!("lockbench-chaos-{tag}"));
-    let cluster = Cluster::new(dir.clone())
-        .with_groups(groups)
-        .with_topology(Topology::Netns(cfg.clone()));
-    cluster.down().await.unwrap(); // leftovers of an earlier, crashed run of this test
-    let report = cluster.up().await.unwrap();
-    assert!(report.status.all_healthy(), "{:?}", report.status);
-    Some(TestCluster {
-        cluster,
-        net: Network::new(cfg),
-        dir,
-        done: false,
-    })
+/// The server nemesis of `group` on `tc`, its choices seeded.
+pub(crate) fn nemesis_of(tc: &PrivateCluster, group: Group) -> ServerNemesis {
+    ServerNemesis::new(
+        tc.cluster.clone(),
+        group,
+        rand_chacha::ChaCha8Rng::seed_from_u64(7),
+    )
 }
 
-impl TestCluster {
-    pub(crate) fn nemesis(&self, group: Group) -> ServerNemesis {
-        ServerNemesis::new(
-            self.cluster.clone(),
-            group,
-            rand_chacha::ChaCha8Rng::seed_from_u64(7),
-        )
-    }
-
-    fn addr(&self, name: &str) -> SocketAddr {
-        let spec = lockbench_cluster::by_name(name).unwrap();
-        self.cluster.topology().client_addr(spec)
-    }
-
-    /// Tears the cluster down and checks that nothing of its network is left.
-    pub(crate) async fn finish(mut self) {
-        self.cluster.down().await.unwrap();
-        assert_eq!(self.net.leftovers(), Vec::<String>::new());
-        let prefix = &self.net.config().prefix;
-        let netns = std::process::Command::new("ip")
-            .args(["netns", "list"])
-            .output()
-            .unwrap();
-        let netns = String::from_utf8_lossy(&netns.stdout);
-        assert!(
-            !netns.lines().any(|l| l.starts_with(prefix.as_str())),
-            "namespaces left: {netns}"
-        );
-        let links = std::fs::read_dir("/sys/class/net").unwrap();
-        for l in links.flatten() {
-            let name = l.file_name().into_string().unwrap();
-            assert!(!name.starts_with(prefix.as_str()), "link {name} left");
-        }
-        let _ = std::fs::remove_dir_all(&self.dir);
-        self.done = true;
-    }
-}
-
-impl Drop for TestCluster {
-    fn drop(&mut self) {
-        if !self.done {
-            // A failed test: still leave nothing behind.
-            let cluster = self.cluster.clone();
-            let _ = std::thread::spawn(move || {
-                let rt = tokio::runtime::Runtime::new().unwrap();
-                let _ = rt.block_on(cluster.down());
-            })
-            .join();
-        }
-    }
+/// Server `name`'s client address on `tc`.
+fn addr(tc: &PrivateCluster, name: &str) -> SocketAddr {
+    let spec = lockbench_cluster::by_name(name).unwrap();
+    tc.cluster.topology().client_addr(spec)
 }
 
 /// One RESP command from this process (the root namespace, like the coordinator's clients).
@@ -160,8 +92,8 @@ async fn a_partition_cuts_traffic_and_heal_restores_it() {
     };
     let clock = RunClock::start();
     let client = tc.net.client_host(1).unwrap();
-    let redis_addr = tc.addr("redis");
-    let mut nemesis = tc.nemesis(REDIS);
+    let redis_addr = addr(&tc, "redis");
+    let mut nemesis = nemesis_of(&tc, REDIS);
     assert!(ping_from_host(&client, redis_addr).await);
     assert_eq!(redis_async(redis_addr, &["PING"]).await.unwrap(), "+PONG");
 
@@ -228,7 +160,7 @@ async fn a_partition_cuts_traffic_and_heal_restores_it() {
 
     // clients-off with a fresh client host; heal_all heals it.
     let client = tc.net.client_host(1).unwrap();
-    let mut nemesis = tc.nemesis(REDIS);
+    let mut nemesis = nemesis_of(&tc, REDIS);
     let ev = nemesis
         .apply(
             &Fault::Partition {
@@ -292,7 +224,7 @@ async fn pausing_the_zookeeper_leader_elects_another_and_resume_restores_it() {
         return;
     };
     let clock = RunClock::start();
-    let mut nemesis = tc.nemesis(ZOOKEEPER);
+    let mut nemesis = nemesis_of(&tc, ZOOKEEPER);
     let old = nemesis.leader().await.unwrap();
     let ev = nemesis
         .apply(
@@ -360,7 +292,7 @@ async fn leader_resolution_finds_the_zookeeper_and_etcd_leaders() {
         .unwrap()
         .name
         .clone();
-    let mut zk = tc.nemesis(ZOOKEEPER);
+    let mut zk = nemesis_of(&tc, ZOOKEEPER);
     assert_eq!(zk.leader().await.unwrap(), zk_leader);
     let followers = zk.resolve(&Targets::Followers).await.unwrap();
     assert_eq!(followers.len(), 2);
@@ -388,7 +320,7 @@ async fn leader_resolution_finds_the_zookeeper_and_etcd_leaders() {
         .find(|e| e["Status"]["header"]["member_id"] == e["Status"]["leader"])
         .map(|e| e["Endpoint"].as_str().unwrap().to_string())
         .unwrap();
-    let etcd = tc.nemesis(ETCD);
+    let etcd = nemesis_of(&tc, ETCD);
     let name = etcd.leader().await.unwrap();
     let spec = lockbench_cluster::by_name(&name).unwrap();
     assert_eq!(tc.cluster.topology().endpoint(spec), leader_endpoint);
@@ -401,10 +333,10 @@ async fn kill_and_start_restart_a_redis_server_empty() {
         return;
     };
     let clock = RunClock::start();
-    let addr = tc.addr("redlock2");
+    let addr = addr(&tc, "redlock2");
     assert_eq!(redis_async(addr, &["SET", "k", "v"]).await.unwrap(), "+OK");
     let before = tc.cluster.server_pid("redlock2").unwrap();
-    let mut nemesis = tc.nemesis(REDLOCK);
+    let mut nemesis = nemesis_of(&tc, REDLOCK);
     let ev = nemesis
         .apply(
             &Fault::Kill {
@@ -449,7 +381,7 @@ async fn clock_jump_shortens_every_ttl() {
         return;
     };
     let clock = RunClock::start();
-    let addr = tc.addr("redis");
+    let addr = addr(&tc, "redis");
     for args in [
         ["SET", "long", "a", "PX", "20000"],
         ["SET", "short", "a", "PX", "1500"],
@@ -460,7 +392,7 @@ async fn clock_jump_shortens_every_ttl() {
         redis_async(addr, &["SET", "counter", "1"]).await.unwrap(),
         "+OK"
     );
-    let mut nemesis = tc.nemesis(REDIS);
+    let mut nemesis = nemesis_of(&tc, REDIS);
     let ev = nemesis
         .apply(
             &Fault::ClockJump {

@@ -2,7 +2,7 @@
 //! datagrams counted end to end (not by the rules' own counters), both ways, and `heal`
 //! restores the link. Its own small cluster (`lb-m-`, `10.77.206.0/24`), as in `faults`.
 
-use crate::faults::test_cluster;
+use crate::faults::{nemesis_of, test_cluster};
 use lockbench_chaos::{Host, Nemesis};
 use lockbench_core::{Fault, LossMode, PartitionSpec, RunClock, Targets};
 use lockbench_redis::system::REDIS;
@@ -24,7 +24,7 @@ async fn packet_loss_drops_its_share_both_ways_and_heal_restores_the_link() {
     let spec = lockbench_cluster::by_name("redis").unwrap();
     let redis = tc.net.server_host(spec);
     let me = tc.net.config().bridge_addr();
-    let mut nemesis = tc.nemesis(REDIS);
+    let mut nemesis = nemesis_of(&tc, REDIS);
     let loss = |rate, mode| Fault::PacketLoss {
         targets: Targets::Nodes(vec!["redis".into()]),
         rate,

@@ -7,66 +7,32 @@
 //! use the shared managed cluster, and tears them down at the end. They need root (network
 //! namespaces); without it they FAIL saying why, unless `LOCKBENCH_ALLOW_NO_ROOT=1`.
 
-use lockbench_chaos::{Nemesis, NetConfig, ServerNemesis, Topology};
-use lockbench_cluster::Cluster;
+use lockbench_chaos::{Nemesis, ServerNemesis};
+use lockbench_cluster::PrivateCluster;
 use lockbench_core::{
-    Backend, ClientId, Endpoints, Fault, FaultEvent, FaultKind, FaultPhase, KeyId, LockClient,
-    Outcome, RunClock, Targets,
+    Backend, ClientId, Fault, FaultEvent, FaultKind, FaultPhase, KeyId, LockClient, Outcome,
+    RunClock, Targets,
 };
 use lockbench_nats::system::NATS;
 use lockbench_nats::{NatsBackend, NatsKnobs};
 use rand::SeedableRng;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 const NAMES: [&str; 3] = ["nats1", "nats2", "nats3"];
 
 /// A private cluster, stopped (and its network removed) when dropped.
-struct Trio {
-    cluster: Cluster,
-    dir: PathBuf,
-    endpoints: Endpoints,
+struct Trio(PrivateCluster);
+
+impl std::ops::Deref for Trio {
+    type Target = PrivateCluster;
+    fn deref(&self) -> &PrivateCluster {
+        &self.0
+    }
 }
 
 /// `None` only when not root and `LOCKBENCH_ALLOW_NO_ROOT=1`.
 async fn trio(tag: &str, subnet: &str) -> Option<Trio> {
-    if !nix::unistd::geteuid().is_root() {
-        if std::env::var("LOCKBENCH_ALLOW_NO_ROOT").as_deref() == Ok("1") {
-            eprintln!("SKIPPED: not root (LOCKBENCH_ALLOW_NO_ROOT=1)");
-            return None;
-        }
-        panic!(
-            "these tests need root (network namespaces) and CI runs them as root; set \
-             LOCKBENCH_ALLOW_NO_ROOT=1 to skip them on a developer machine"
-        );
-    }
-    let cfg = NetConfig::new(&format!("lb-{tag}-"), subnet).unwrap();
-    let dir = std::env::temp_dir().join(format!("lockbench-nats-{tag}"));
-    let cluster = Cluster::new(dir.clone())
-        .with_groups(&[NATS])
-        .with_topology(Topology::Netns(cfg));
-    cluster.down().await.unwrap(); // leftovers of an earlier, crashed run of this test
-    let _ = std::fs::remove_dir_all(&dir);
-    let report = cluster.up().await.unwrap();
-    assert!(report.status.all_healthy(), "{:#?}", report.status);
-    let endpoints = report.status.endpoints.clone();
-    Some(Trio {
-        cluster,
-        dir,
-        endpoints,
-    })
-}
-
-impl Drop for Trio {
-    fn drop(&mut self) {
-        let cluster = self.cluster.clone();
-        let _ = std::thread::spawn(move || {
-            let rt = tokio::runtime::Runtime::new().unwrap();
-            let _ = rt.block_on(cluster.down());
-        })
-        .join();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
+    PrivateCluster::start(tag, subnet, &[NATS]).await.map(Trio)
 }
 
 impl Trio {

@@ -10,57 +10,29 @@
 //! root, so they never skip there; without root they FAIL saying why, unless
 //! `LOCKBENCH_ALLOW_NO_ROOT=1`.
 
-use lockbench_chaos::{Nemesis, NetConfig, ServerNemesis, Topology};
-use lockbench_cluster::{Cluster, ClusterStatus};
+use lockbench_chaos::{Nemesis, ServerNemesis};
+use lockbench_cluster::{Cluster, ClusterStatus, PrivateCluster};
 use lockbench_core::{Fault, FaultEvent, FaultKind, FaultPhase, RunClock, Targets};
 use lockbench_postgres::system::POSTGRES;
 use rand::SeedableRng;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use tokio_postgres::NoTls;
 
 /// A private pair, stopped (and its network removed) when dropped.
-struct Pair {
-    cluster: Cluster,
-    dir: PathBuf,
+struct Pair(PrivateCluster);
+
+impl std::ops::Deref for Pair {
+    type Target = PrivateCluster;
+    fn deref(&self) -> &PrivateCluster {
+        &self.0
+    }
 }
 
 /// `None` only when not root and `LOCKBENCH_ALLOW_NO_ROOT=1`.
 async fn pair(tag: &str, subnet: &str) -> Option<Pair> {
-    if !nix::unistd::geteuid().is_root() {
-        if std::env::var("LOCKBENCH_ALLOW_NO_ROOT").as_deref() == Ok("1") {
-            eprintln!("SKIPPED: not root (LOCKBENCH_ALLOW_NO_ROOT=1)");
-            return None;
-        }
-        panic!(
-            "these tests need root (network namespaces) and CI runs them as root; set \
-             LOCKBENCH_ALLOW_NO_ROOT=1 to skip them on a developer machine"
-        );
-    }
-    let cfg = NetConfig::new(&format!("lb-{tag}-"), subnet).unwrap();
-    let dir = std::env::temp_dir().join(format!("lockbench-postgres-{tag}"));
-    let cluster = Cluster::new(dir.clone())
-        .with_groups(&[POSTGRES])
-        .with_topology(Topology::Netns(cfg));
-    cluster.down().await.unwrap(); // leftovers of an earlier, crashed run of this test
-    let _ = std::fs::remove_dir_all(&dir);
-    let started = Instant::now();
-    let report = cluster.up().await.unwrap();
-    eprintln!("the pair was up in {:?}", started.elapsed());
-    assert!(report.status.all_healthy(), "{:#?}", report.status);
-    Some(Pair { cluster, dir })
-}
-
-impl Drop for Pair {
-    fn drop(&mut self) {
-        let cluster = self.cluster.clone();
-        let _ = std::thread::spawn(move || {
-            let rt = tokio::runtime::Runtime::new().unwrap();
-            let _ = rt.block_on(cluster.down());
-        })
-        .join();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
+    PrivateCluster::start(tag, subnet, &[POSTGRES])
+        .await
+        .map(Pair)
 }
 
 impl Pair {
