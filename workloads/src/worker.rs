@@ -235,7 +235,13 @@ pub(crate) async fn send_line(
 /// Reads the job (the first line of the worker's stdin).
 pub async fn read_job(input: &mut (impl AsyncBufRead + Unpin)) -> io::Result<Job> {
     let mut line = String::new();
-    input.read_line(&mut line).await?;
+    if input.read_line(&mut line).await? == 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "no job: the coordinator closed this worker's input before sending one (it \
+             stopped, or gave up on this worker)",
+        ));
+    }
     match serde_json::from_str::<ToWorker>(&line) {
         Ok(ToWorker::Job(job)) => Ok(*job),
         Ok(other) => Err(io::Error::other(format!("expected a job, got {other:?}"))),
@@ -791,5 +797,17 @@ mod tests {
             seen += 1;
         }
         assert!(seen >= 14, "only {seen} scenarios in {dir}");
+    }
+
+    #[tokio::test]
+    async fn an_input_closed_before_any_job_says_so() {
+        let e = read_job(&mut &b""[..]).await.unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::UnexpectedEof);
+        assert!(
+            e.to_string().starts_with("no job: the coordinator closed"),
+            "{e}"
+        );
+        let e = read_job(&mut &b"{\n"[..]).await.unwrap_err();
+        assert!(e.to_string().starts_with("bad job line"), "{e}");
     }
 }
