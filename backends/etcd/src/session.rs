@@ -11,9 +11,12 @@
 //! not work the recipe asks for, and their rate is fixed by the TTL). A `renew` asks the task
 //! for one extra keep-alive on the same stream and waits for its answer; that one *is* counted.
 //! When an answer carries `ttl <= 0` the lease is gone and `Session::lease_dead` turns true.
-//! The time of the last answer that kept the lease alive is kept too, so a holder that hears
-//! nothing can give up by its own clock when the TTL has passed (`Session::lease_deadline`),
-//! as Go's client does.
+//! When the last keep-alive that kept the lease alive was *sent* is kept too, so a holder that
+//! hears nothing can give up by its own clock when the TTL has passed
+//! (`Session::lease_deadline`). Go's client counts from the answer's arrival instead; but the
+//! leader refreshed the lease when the request reached it, before the answer came back, so
+//! that deadline falls after the servers' expiry by the answer's delay (a loaded client can be
+//! tens of milliseconds late reading it), while the send time is never later than the refresh.
 
 use crate::access::Access;
 use crate::diagnose;
@@ -73,8 +76,10 @@ pub(crate) struct Session {
     /// The lease every lock key of this client is attached to.
     pub lease: i64,
     dead: Arc<AtomicBool>,
-    /// When the last keep-alive answer with a live TTL came, as nanoseconds after `opened`.
+    /// When the last keep-alive whose answer had a live TTL was sent, as nanoseconds after
+    /// `opened`.
     renewed: Arc<AtomicU64>,
+    /// Just before the lease grant was sent: the lease began no earlier.
     opened: Instant,
     ttl: Duration,
     renew_tx: mpsc::Sender<RenewReply>,
@@ -163,6 +168,7 @@ impl Session {
             }
         };
         let options = owner.map(|c| LeaseGrantOptions::new().with_id(lease_id(c)));
+        let opened = Instant::now();
         let lease =
             match tokio::time::timeout_at(deadline, client.lease_grant(ttl_secs, options)).await {
                 Ok(Ok(r)) => r.id(),
@@ -186,7 +192,7 @@ impl Session {
             }
         };
         let dead = Arc::new(AtomicBool::new(false));
-        let (opened, renewed) = (Instant::now(), Arc::new(AtomicU64::new(0)));
+        let renewed = Arc::new(AtomicU64::new(0));
         let (renew_tx, renew_rx) = mpsc::channel(4);
         let period = Duration::from_millis((ttl_secs as u64 * 1000 / 3).max(100));
         let task = tokio::spawn(keep_alive_loop(
@@ -215,8 +221,8 @@ impl Session {
         self.dead.load(Ordering::Relaxed)
     }
 
-    /// When the lease runs out if no keep-alive answer comes before: the last answer that
-    /// kept it alive (or the grant) plus the TTL.
+    /// When the lease may run out if no keep-alive answer comes before: when the last
+    /// keep-alive that kept it alive was sent (or the grant), plus the TTL.
     pub(crate) fn lease_deadline(&self) -> Instant {
         self.opened + Duration::from_nanos(self.renewed.load(Ordering::Relaxed)) + self.ttl
     }
@@ -261,28 +267,31 @@ async fn keep_alive_loop(
     (opened, renewed): (Instant, Arc<AtomicU64>),
 ) {
     let (mut keeper, mut answers) = stream;
-    let mut pending: VecDeque<Option<RenewReply>> = VecDeque::new();
+    // Each keep-alive sent and not yet answered: when it was sent, and the renew waiting on it.
+    let mut pending: VecDeque<(Instant, Option<RenewReply>)> = VecDeque::new();
     let mut ticker = tokio::time::interval(period);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     ticker.tick().await; // the first tick is immediate; the grant just set the TTL
     loop {
         let broken = tokio::select! {
             _ = ticker.tick() => {
-                pending.push_back(None);
+                pending.push_back((Instant::now(), None));
                 keeper.keep_alive().await.is_err()
             }
             Some(reply) = renew_rx.recv() => {
-                pending.push_back(Some(reply));
+                pending.push_back((Instant::now(), Some(reply)));
                 keeper.keep_alive().await.is_err()
             }
             answer = answers.message() => match answer {
                 Ok(Some(r)) => {
+                    let (sent, reply) = pending.pop_front().unzip();
                     if r.ttl() <= 0 {
                         dead.store(true, Ordering::Relaxed);
-                    } else {
-                        renewed.store(opened.elapsed().as_nanos() as u64, Ordering::Relaxed);
+                    } else if let Some(sent) = sent {
+                        let since = sent.saturating_duration_since(opened).as_nanos() as u64;
+                        renewed.fetch_max(since, Ordering::Relaxed);
                     }
-                    if let Some(Some(reply)) = pending.pop_front() {
+                    if let Some(reply) = reply.flatten() {
                         let _ = reply.send(Some(r.ttl()));
                     }
                     false
@@ -293,7 +302,7 @@ async fn keep_alive_loop(
         if broken {
             // Fail the renewals waiting on the old stream, then reopen it (the lease may well be
             // alive: only the stream broke). Retry at the ping period until it works.
-            for reply in pending.drain(..).flatten() {
+            for reply in pending.drain(..).filter_map(|(_, reply)| reply) {
                 let _ = reply.send(None);
             }
             loop {
