@@ -14,6 +14,8 @@
 //! [observe]                       # optional: the library's locks, as the servers hold them,
 //! recipe = "zk-curator"           # are laid out as this recipe's (its server-side observer
 //! set = ["zookeeper.root=/lockbench-lib/{prefix}"]  # watches them), with these knobs
+//! [counters]                      # optional: knobs for reading the servers' request counters
+//! set = ["redis.counted=set,evalsha,script|load"]  # (the commands the library sends)
 //! ```
 //!
 //! A backend name `lib:NAME` is the built-in manifest `adapters/NAME/adapter.toml` of this
@@ -54,6 +56,10 @@ pub struct Manifest {
     /// it cannot, and an observed run says so.
     #[serde(default)]
     pub observe: Option<Observe>,
+    /// How the servers' request counters are read: the system's own first recipe reads them,
+    /// built with the scenario's knobs and these settings.
+    #[serde(default)]
+    pub counters: Counters,
     /// The manifest's directory (not in the file).
     #[serde(skip)]
     pub dir: PathBuf,
@@ -70,6 +76,17 @@ pub struct Observe {
     pub recipe: String,
     /// Knob settings (`zookeeper.root=/lockbench-lib/{prefix}`); `{prefix}` is the key
     /// prefix the adapter gets (`LOCKBENCH_PREFIX`).
+    #[serde(default)]
+    pub set: Vec<String>,
+}
+
+/// The settings the servers' request counters are read with, for a library that sends other
+/// requests than its system's own recipe: a Redis library's `SET`, which lockbench's recipe
+/// only calls inside its scripts, so its counter leaves `SET` out.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Counters {
+    /// Knob settings (`redis.counted=set,evalsha,script|load`).
     #[serde(default)]
     pub set: Vec<String>,
 }
@@ -188,13 +205,18 @@ mod tests {
         std::fs::write(
             &good,
             "library = \"x\"\nsystem = \"redis\"\ncommand = [\"python3\", \"a.py\"]\n\
-             lock_life = \"3s\"\n[env]\nA = \"1\"\n",
+             lock_life = \"3s\"\n[env]\nA = \"1\"\n\
+             [counters]\nset = [\"redis.counted=set,evalsha\"]\n",
         )
         .unwrap();
         let name = good.to_str().unwrap();
         assert!(is_adapter(name) && is_adapter("lib:redis-py") && !is_adapter("zk-fair"));
         let m = load(name).unwrap();
         assert_eq!(m.lock_life, Some(Duration::from_secs(3)));
+        assert_eq!(
+            m.counters.set,
+            vec!["redis.counted=set,evalsha".to_string()]
+        );
         assert_eq!(m.dir, dir);
         assert_eq!(m.env["A"], "1");
         std::fs::write(

@@ -262,6 +262,7 @@ mod tests {
             build: build.iter().map(|s| s.to_string()).collect(),
             env: Default::default(),
             observe: None,
+            counters: Default::default(),
             dir,
         }
     }

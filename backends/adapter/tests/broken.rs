@@ -33,6 +33,7 @@ fn backend_starting_within(mode: &str, args: &[&str], start_timeout: Duration) -
         build: Vec::new(),
         env: Default::default(),
         observe: None,
+        counters: Default::default(),
         dir,
     };
     let kind = BackendKind::named(&format!("lib:broken-{mode}"));

@@ -21,6 +21,7 @@ async fn a_missing_interpreter_is_named_with_the_command_that_installs_it() {
         build: build.iter().map(|s| s.to_string()).collect(),
         env: Default::default(),
         observe: None,
+        counters: Default::default(),
         dir: dir.clone(),
     };
     let backend = AdapterBackend::new(

@@ -25,6 +25,13 @@ pub struct RedisKnobs {
     pub response_timeout: Duration,
     /// Key prefix for locks.
     pub prefix: String,
+    /// The commands the servers' request count sums (`INFO commandstats`, as in
+    /// `counted = ["set", "evalsha", "script|load"]`); empty: the recipe's own, the commands its
+    /// clients send themselves. A lock library's adapter names what the library sends (its
+    /// manifest's `[counters]`): commands a script calls inside Redis are counted by Redis too,
+    /// so only commands no script of the library calls belong here.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub counted: Vec<String>,
 }
 
 impl Default for RedisKnobs {
@@ -35,6 +42,7 @@ impl Default for RedisKnobs {
             retry_jitter: Duration::from_millis(2),
             response_timeout: Duration::from_secs(1),
             prefix: "lockbench:".into(),
+            counted: Vec::new(),
         }
     }
 }
@@ -50,6 +58,19 @@ impl KnobTable for RedisKnobs {
             return Err(ScenarioError::new(
                 "redis.response_timeout",
                 "must be above zero",
+            ));
+        }
+        if let Some(c) = self
+            .counted
+            .iter()
+            .find(|c| c.is_empty() || c.chars().any(|ch| !(ch.is_ascii_lowercase() || ch == '|')))
+        {
+            return Err(ScenarioError::new(
+                "redis.counted",
+                format!(
+                    "`{c}` is no command name as INFO commandstats writes it (lowercase, a \
+                     subcommand after `|`: `set`, `evalsha`, `script|load`)"
+                ),
             ));
         }
         Ok(())
@@ -119,4 +140,31 @@ pub const KNOBS: &[KnobSchema] = &[schema::<RedisKnobs>(), schema::<RedlockKnobs
 pub fn separate_keys(knobs: &mut Knobs, id: &str) -> Result<(), String> {
     knobs.update(|k: &mut RedisKnobs| k.prefix = format!("{}{id}:", k.prefix))?;
     knobs.update(|k: &mut RedlockKnobs| k.prefix = format!("{}{id}:", k.prefix))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `counted` takes command names as `INFO commandstats` writes them, and names itself when
+    /// one is not.
+    #[test]
+    fn counted_commands_are_commandstats_names() {
+        let ok = RedisKnobs {
+            counted: vec!["set".into(), "script|load".into()],
+            ..RedisKnobs::default()
+        };
+        assert!(ok.validate().is_ok());
+        for bad in ["SET", "", "eval sha"] {
+            let knobs = RedisKnobs {
+                counted: vec![bad.into()],
+                ..RedisKnobs::default()
+            };
+            let err = knobs.validate().unwrap_err().to_string();
+            assert!(
+                err.contains("redis.counted") && err.contains("commandstats"),
+                "{err}"
+            );
+        }
+    }
 }

@@ -123,11 +123,15 @@ impl SetNxBackend {
         commandstats::read(std::slice::from_ref(&self.server), commands).await
     }
 
-    fn commands(&self) -> &'static [&'static str] {
+    /// The commands the servers' request count sums: the knob's, else this recipe's own.
+    fn commands(&self) -> Vec<&str> {
+        if !self.knobs.counted.is_empty() {
+            return self.knobs.counted.iter().map(String::as_str).collect();
+        }
         if self.pubsub {
-            PUBSUB_COMMANDS
+            PUBSUB_COMMANDS.to_vec()
         } else {
-            SETNX_COMMANDS
+            SETNX_COMMANDS.to_vec()
         }
     }
 
@@ -311,7 +315,7 @@ impl Backend for SetNxBackend {
             );
         }
         let servers = std::slice::from_ref(&self.server);
-        commandstats::counters(servers, self.commands(), |_, address| {
+        commandstats::counters(servers, &self.commands(), |_, address| {
             format!("redis ({address})")
         })
         .await

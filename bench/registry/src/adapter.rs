@@ -62,7 +62,10 @@ fn build(
     e: &Endpoints,
 ) -> Result<AnyBackend, BackendError> {
     plain_only(kind, group.list(), e).map_err(BackendError::Config)?;
-    let counters = native.and_then(|r| (r.build)(s, e).ok());
+    let counters = match native {
+        Some(r) => counters(kind, m, r, s, e)?,
+        None => None,
+    };
     // Keys apart per run, and the same in every process of the run: the knobs carry each
     // system's run-separated key prefixes.
     let prefix = format!("lockbench-lib-{:016x}:", fingerprint(&s.to_toml()));
@@ -132,6 +135,26 @@ fn observer(
     let recipe = crate::parse_backend(&o.recipe).map_err(why)?;
     let scenario = crate::load_scenario(&s.name, &s.to_toml(), &sets).map_err(why)?;
     crate::backend::backend(recipe, &scenario, e).map_err(|e| why(e.to_string()))
+}
+
+/// The system's own recipe `native` on the same servers, built to read their request counters
+/// with the scenario's knobs and the manifest's `[counters]` settings (an error names a bad
+/// setting); `None` when it cannot be built (the run then reports the servers' figure
+/// unknown, with the reason).
+fn counters(
+    kind: BackendKind,
+    m: &Manifest,
+    native: &'static Recipe,
+    s: &Scenario,
+    e: &Endpoints,
+) -> Result<Option<AnyBackend>, BackendError> {
+    let why = |e: String| BackendError::Config(format!("{kind}: [counters]: {e}"));
+    let scenario = if m.counters.set.is_empty() {
+        s.clone()
+    } else {
+        crate::load_scenario(&s.name, &s.to_toml(), &m.counters.set).map_err(why)?
+    };
+    Ok((native.build)(&scenario, e).ok())
 }
 
 /// FNV-1a of `text`: stable across processes and builds (std's hasher is not).

@@ -35,6 +35,7 @@ fn every_library_runs_through_the_protocol_like_any_backend() {
     for (name, library) in [
         ("lib:rust-setnx", "lockbench redis-setnx"),
         ("lib:redis-py", "redis-py 5.2.1"),
+        ("lib:python-redis-lock", "python-redis-lock 4.0.0"),
     ] {
         let res = result_of(&r, name);
         assert_eq!(res["status"], "ok", "{name}: {res}");
@@ -42,9 +43,11 @@ fn every_library_runs_through_the_protocol_like_any_backend() {
         assert!(res["acquisitions"].as_u64().unwrap() > 0, "{name}");
         let knobs = res["recipe"]["knobs"].to_string();
         assert!(knobs.contains(library), "{name}: {knobs}");
-        // The adapter counts nothing itself; the servers' own counters still do.
+        // The adapter counts nothing itself; the servers' own counters still do, every
+        // command the library sends (its manifest's `[counters]`): an acquire and a release
+        // are two at least (a few acquisitions may still be held at the stop).
         assert!(
-            res["server_ops_per_acquisition"].as_f64().unwrap() >= 1.0,
+            res["server_ops_per_acquisition"].as_f64().unwrap() >= 1.9,
             "{name}: {res}"
         );
     }
