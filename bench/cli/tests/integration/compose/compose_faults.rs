@@ -469,7 +469,12 @@ async fn redis_failover(clock: &RunClock) {
         redis(&addr(&primary), &["INCR", "compose-test:fence:1"]).await
     };
     let (ev, incr) = tokio::join!(n.apply(&Fault::RedisFailover, clock), grant);
-    assert!(incr.is_some_and(|r| r.starts_with(':')), "no grant made");
+    // The grant's reply may be lost to the kill that follows it at once (the fault sees the
+    // grant in the primary's counter, then kills): the note below says it was made.
+    assert!(
+        incr.as_ref().is_none_or(|r| r.starts_with(':')),
+        "the grant was refused: {incr:?}"
+    );
     assert!(ev.len() == 1 && ev[0].applied, "{ev:?}");
     assert_eq!(ev[0].targets, vec![primary.clone()]);
     assert!(ev[0].note.contains("right after its next grant"), "{ev:?}");
