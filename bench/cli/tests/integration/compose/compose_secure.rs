@@ -122,7 +122,23 @@ fn the_secure_compose_cluster_takes_only_tls_and_a_run_connects_by_itself() {
         },
     );
     let said = common::text(&out);
-    assert!(out.status.success(), "exit {:?}: {said}", out.status.code());
+    if !out.status.success() {
+        // An unhealthy container's own last lines: the run names it, the log says why.
+        let logs: Vec<String> = said
+            .split("(container ")
+            .skip(1)
+            .filter_map(|rest| rest.split(')').next())
+            .map(|c| {
+                let log = Command::new("docker")
+                    .args(["logs", "--tail", "30", c])
+                    .output()
+                    .map(|o| common::text(&o))
+                    .unwrap_or_default();
+                format!("docker logs {c}:\n{log}")
+            })
+            .collect();
+        panic!("exit {:?}: {said}\n{}", out.status.code(), logs.join("\n"));
+    }
     let r = common::results(&out_dir);
     assert_eq!(r["cluster"], "compose");
     for group in ["zookeeper", "etcd", "redis", "redlock"] {
