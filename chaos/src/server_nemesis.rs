@@ -129,14 +129,7 @@ impl<S: Site> ServerNemesis<S> {
     }
 
     pub(crate) fn client_hosts(&self) -> Vec<Host> {
-        let mut hosts: Vec<Host> = self
-            .site
-            .client_hosts()
-            .into_iter()
-            .filter(|h| self.extra_clients.iter().all(|e| e.name != h.name))
-            .collect();
-        hosts.extend(self.extra_clients.iter().cloned());
-        hosts
+        client_hosts(&self.site, &self.extra_clients)
     }
 
     /// Where the rules go and every host's address: [`hosts_of`] this nemesis's servers.
@@ -462,7 +455,8 @@ impl<S: Site> ServerNemesis<S> {
         }
     }
 
-    /// Flushes every host's INPUT and OUTPUT chains; returns the hosts that had rules.
+    /// Flushes the INPUT and OUTPUT chains of the hosts its rules can be in ([`flush`]);
+    /// returns the hosts that had rules.
     pub(crate) async fn flush(&mut self) -> anyhow::Result<Vec<String>> {
         flush(&self.site, &self.servers, &self.extra_clients).await
     }
@@ -800,16 +794,20 @@ pub(crate) async fn flush<S: Site>(
     extra_clients: &[Host],
 ) -> anyhow::Result<Vec<String>> {
     let mut hosts: Vec<Host> = servers.iter().filter_map(|s| site.server_host(s)).collect();
-    for h in site
+    hosts.extend(client_hosts(site, extra_clients));
+    tokio::task::spawn_blocking(move || firewall::flush_all(hosts)).await?
+}
+
+/// The client hosts of `site` that exist now, and `extra_clients` (hosts added to the run, such
+/// as Swarm tasks' containers), each once.
+fn client_hosts<S: Site>(site: &S, extra_clients: &[Host]) -> Vec<Host> {
+    let mut hosts: Vec<Host> = site
         .client_hosts()
         .into_iter()
-        .chain(extra_clients.iter().cloned())
-    {
-        if hosts.iter().all(|k| k.name != h.name) {
-            hosts.push(h);
-        }
-    }
-    tokio::task::spawn_blocking(move || firewall::flush_all(hosts)).await?
+        .filter(|h| extra_clients.iter().all(|e| e.name != h.name))
+        .collect();
+    hosts.extend(extra_clients.iter().cloned());
+    hosts
 }
 
 pub(crate) fn unavailable(what: &str) -> String {

@@ -148,12 +148,11 @@ fn counters(
     s: &Scenario,
     e: &Endpoints,
 ) -> Result<Option<AnyBackend>, BackendError> {
+    if m.counters.set.is_empty() {
+        return Ok((native.build)(s, e).ok());
+    }
     let why = |e: String| BackendError::Config(format!("{kind}: [counters]: {e}"));
-    let scenario = if m.counters.set.is_empty() {
-        s.clone()
-    } else {
-        crate::load_scenario(&s.name, &s.to_toml(), &m.counters.set).map_err(why)?
-    };
+    let scenario = crate::load_scenario(&s.name, &s.to_toml(), &m.counters.set).map_err(why)?;
     Ok((native.build)(&scenario, e).ok())
 }
 
