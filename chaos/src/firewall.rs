@@ -2,7 +2,7 @@
 //!
 //! For every host with a namespace (servers and client hosts: the managed cluster's named
 //! namespaces, or containers' namespaces) and every peer it holds a grudge against:
-//! `iptables -w -A INPUT -s <peer address> -j DROP` in that namespace. The coordinator has no
+//! `-A INPUT -s <peer address> -j DROP` in that namespace (one `iptables-restore` per host). The coordinator has no
 //! namespace of its own (it runs in the root namespace, whose firewall is never touched): a
 //! grudge *against* it is a rule on the other side dropping the address its packets come from
 //! (the bridge's). Heal = `iptables -F INPUT` (and `OUTPUT`, where `packet-loss` has rules) in
@@ -16,24 +16,43 @@ use std::net::Ipv4Addr;
 
 /// Adds DROP rules for `grudge` inside `hosts` (a host missing there, like the coordinator,
 /// gets no rules: its side is enforced by its peers'), dropping the peers' `addrs` (the
-/// coordinator's included, under [`COORDINATOR`]); returns the number of rules added.
+/// coordinator's included, under [`COORDINATOR`]); returns the number of rules added. Each
+/// host's rules go in with one command, the hosts in parallel: on the compose cluster every
+/// command is a `docker exec`, which a loaded machine makes slow, and a partition's rules
+/// should take effect together.
 pub(crate) fn apply(
     hosts: &BTreeMap<String, Host>,
     addrs: &BTreeMap<String, Ipv4Addr>,
     grudge: &Grudge,
 ) -> anyhow::Result<usize> {
-    let mut rules = 0;
+    let mut each: Vec<(&Host, Vec<String>)> = Vec::new();
     for (host, peers) in grudge {
         let Some(h) = hosts.get(host) else {
             continue;
         };
-        for peer in peers {
-            let addr = addrs.get(peer).with_context(|| format!("no host {peer}"))?;
-            h.iptables(&["-A", "INPUT", "-s", &addr.to_string(), "-j", "DROP"])?;
-            rules += 1;
-        }
+        let rules = peers
+            .iter()
+            .map(|peer| {
+                let addr = addrs.get(peer).with_context(|| format!("no host {peer}"))?;
+                Ok(format!("INPUT -s {addr} -j DROP"))
+            })
+            .collect::<anyhow::Result<Vec<String>>>()?;
+        each.push((h, rules));
     }
-    Ok(rules)
+    let outcomes: Vec<anyhow::Result<usize>> = std::thread::scope(|scope| {
+        let adding: Vec<_> = each
+            .iter()
+            .map(|(h, rules)| scope.spawn(move || h.append_rules(rules).map(|()| rules.len())))
+            .collect();
+        adding
+            .into_iter()
+            .map(|t| {
+                t.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("adding rules panicked")))
+            })
+            .collect()
+    });
+    outcomes.into_iter().sum()
 }
 
 /// Flushes the INPUT and OUTPUT chains (`packet-loss` has rules in both) of each of `hosts`

@@ -18,8 +18,11 @@
 //! - `redlock-overlap`: servers in name order; side A servers are the first ⌊n/2⌋+1 (1,2,3 of
 //!   5), side B the last ⌊n/2⌋+1 (3,4,5); odd client hosts and the coordinator are on side A,
 //!   even client hosts on side B. Servers keep seeing each other.
+//! - `cut`: only the named client hosts lose only the named servers, and only in the direction
+//!   asked (`requests`: the servers drop the clients' packets; `replies`: the clients drop the
+//!   servers'; `both`). The one grudge that may be one-way, built directly rather than from views.
 
-use lockbench_core::PartitionSpec;
+use lockbench_core::{CutDirection, PartitionSpec};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The name standing for the coordinator process (root namespace, bridge address).
@@ -53,7 +56,8 @@ impl Hosts<'_> {
     }
 }
 
-/// The grudge for `split`; `targets` are the resolved targets of an `isolate`.
+/// The grudge for `split`; `targets` are the resolved targets of an `isolate`, or of a `cut`
+/// its client hosts and servers together (each a name in `hosts`' clients or servers).
 pub fn grudge(split: &PartitionSpec, hosts: &Hosts, targets: &[String]) -> Grudge {
     let universe = hosts.universe();
     let mut view: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
@@ -131,6 +135,8 @@ pub fn grudge(split: &PartitionSpec, hosts: &Hosts, targets: &[String]) -> Grudg
                 sees(c, &cc);
             }
         }
+        // The one grudge that is not the complement of views.
+        PartitionSpec::Cut(cut) => return one_way(hosts, targets, cut.direction),
         PartitionSpec::RedlockOverlap => {
             let a: Vec<String> = hosts.servers[..m.min(n)].to_vec();
             let b: Vec<String> = hosts.servers[n.saturating_sub(m)..].to_vec();
@@ -169,13 +175,51 @@ pub fn grudge(split: &PartitionSpec, hosts: &Hosts, targets: &[String]) -> Grudg
     grudge
 }
 
-/// `a -x- b` pairs (each cut once), for notes.
-pub fn cut_pairs(grudge: &Grudge) -> Vec<(String, String)> {
+/// A cut's grudge: each client host of `targets` against each server of `targets`, on the side
+/// `direction` says drops the packets.
+fn one_way(hosts: &Hosts, targets: &[String], direction: CutDirection) -> Grudge {
+    let clients = targets.iter().filter(|t| hosts.clients.contains(t));
+    let servers: Vec<&String> = targets
+        .iter()
+        .filter(|t| hosts.servers.contains(t))
+        .collect();
+    let mut grudge = Grudge::new();
+    for c in clients {
+        for &s in &servers {
+            if matches!(direction, CutDirection::Both | CutDirection::Replies) {
+                grudge.entry(c.clone()).or_default().insert(s.clone());
+            }
+            if matches!(direction, CutDirection::Both | CutDirection::Requests) {
+                grudge.entry(s.clone()).or_default().insert(c.clone());
+            }
+        }
+    }
+    grudge
+}
+
+/// `grudge` with every drop made mutual: who can no longer talk to whom, whichever way the
+/// packets are lost (a TCP connection needs both).
+pub fn both_ways(grudge: &Grudge) -> Grudge {
+    let mut both = grudge.clone();
+    for (a, bs) in grudge {
+        for b in bs {
+            both.entry(b.clone()).or_default().insert(a.clone());
+        }
+    }
+    both
+}
+
+/// The cuts, each pair once, for notes: `a-x-b` when neither hears the other, `a-/->b` when
+/// only `a`'s packets to `b` are lost (a one-way cut).
+pub fn cut_pairs(grudge: &Grudge) -> Vec<String> {
+    let drops = |a: &String, b: &String| grudge.get(a).is_some_and(|p| p.contains(b));
     let mut pairs = Vec::new();
     for (a, bs) in grudge {
         for b in bs {
-            if a < b {
-                pairs.push((a.clone(), b.clone()));
+            if !drops(b, a) {
+                pairs.push(format!("{b}-/->{a}"));
+            } else if a < b {
+                pairs.push(format!("{a}-x-{b}"));
             }
         }
     }
@@ -194,6 +238,57 @@ mod tests {
         g.get(a)
             .map(|s| s.iter().cloned().collect())
             .unwrap_or_default()
+    }
+
+    #[test]
+    fn a_cut_drops_only_its_clients_links_to_its_servers_and_only_the_way_asked() {
+        let servers = names(&["r1", "r2", "r3", "r4", "r5"]);
+        let clients = names(&["client1", "client2"]);
+        let h = Hosts {
+            servers: &servers,
+            shuffled: &servers,
+            clients: &clients,
+        };
+        let cut = |direction| {
+            PartitionSpec::Cut(lockbench_core::Cut {
+                clients: Targets::Holder,
+                servers: Targets::Majority,
+                direction,
+            })
+        };
+        let resolved = names(&["client1", "r1", "r2", "r3"]);
+        let both = grudge(&cut(CutDirection::Both), &h, &resolved);
+        assert_eq!(drops(&both, "client1"), names(&["r1", "r2", "r3"]));
+        for s in ["r1", "r2", "r3"] {
+            assert_eq!(drops(&both, s), names(&["client1"]), "{s}");
+        }
+        for untouched in ["client2", "r4", "r5", COORDINATOR] {
+            assert!(drops(&both, untouched).is_empty(), "{untouched}");
+        }
+        assert_eq!(
+            cut_pairs(&both),
+            names(&["client1-x-r1", "client1-x-r2", "client1-x-r3"])
+        );
+
+        // Requests lost: the servers drop the client's packets, the client drops nothing.
+        let requests = grudge(&cut(CutDirection::Requests), &h, &resolved);
+        assert!(drops(&requests, "client1").is_empty());
+        assert_eq!(drops(&requests, "r2"), names(&["client1"]));
+        assert_eq!(
+            cut_pairs(&requests),
+            names(&["client1-/->r1", "client1-/->r2", "client1-/->r3"])
+        );
+        // Replies lost: the client drops the servers' packets.
+        let replies = grudge(&cut(CutDirection::Replies), &h, &resolved);
+        assert_eq!(drops(&replies, "client1"), names(&["r1", "r2", "r3"]));
+        assert!(drops(&replies, "r1").is_empty());
+        assert_eq!(
+            cut_pairs(&replies),
+            names(&["r1-/->client1", "r2-/->client1", "r3-/->client1"])
+        );
+        // Whichever way, the client and those servers cannot talk.
+        assert_eq!(both_ways(&replies), both);
+        assert_eq!(both_ways(&requests), both);
     }
 
     #[test]

@@ -13,7 +13,9 @@ use crate::grudge::{self, COORDINATOR, Hosts};
 use crate::site::{Managed, Site};
 use crate::{Nemesis, firewall, targets};
 use lockbench_cluster::{Cluster, Group, Host, ServerSpec, Topology};
-use lockbench_core::{Fault, FaultEvent, FaultKind, FaultPhase, PartitionSpec, RunClock, Targets};
+use lockbench_core::{
+    Cut, Fault, FaultEvent, FaultKind, FaultPhase, PartitionSpec, RunClock, Targets,
+};
 use rand::RngCore;
 use rand::seq::SliceRandom;
 use std::collections::{BTreeMap, BTreeSet};
@@ -168,6 +170,12 @@ impl<S: Site> ServerNemesis<S> {
                     );
                 }
             },
+            PartitionSpec::Cut(cut) => match self.resolve_cut(cut, &client_names).await {
+                Ok(t) => t,
+                Err(e) => {
+                    return FaultEvent::not_applied(clock, FaultKind::Partition, vec![], e);
+                }
+            },
             PartitionSpec::Halves
             | PartitionSpec::MajoritiesRing
             | PartitionSpec::Bridge
@@ -184,7 +192,7 @@ impl<S: Site> ServerNemesis<S> {
         };
         let g = grudge::grudge(split, &hosts, &isolated);
         let targets = match split {
-            PartitionSpec::Isolate(_) => isolated.clone(),
+            PartitionSpec::Isolate(_) | PartitionSpec::Cut(_) => isolated.clone(),
             PartitionSpec::Halves => shuffled[..servers.len() / 2].to_vec(),
             PartitionSpec::ClientsOff => {
                 let mut c = client_names.clone();
@@ -195,7 +203,8 @@ impl<S: Site> ServerNemesis<S> {
             | PartitionSpec::Bridge
             | PartitionSpec::RedlockOverlap => servers.clone(),
         };
-        let cut_clients = self.cut_clients(&g, &clients);
+        // A client host loses a server whichever way the packets are dropped.
+        let cut_clients = self.cut_clients(&grudge::both_ways(&g), &clients);
         let (by_name, addrs) = self.hosts(coordinator, clients);
         let missing = self.not_entered(&by_name);
         let pairs = grudge::cut_pairs(&g);
@@ -205,11 +214,7 @@ impl<S: Site> ServerNemesis<S> {
         let mut note = format!(
             "iptables DROP inside {}, cut: {}",
             self.site.hosts_are(),
-            pairs
-                .iter()
-                .map(|(a, b)| format!("{a}-x-{b}"))
-                .collect::<Vec<_>>()
-                .join(" ")
+            pairs.join(" ")
         );
         if matches!(split, PartitionSpec::MajoritiesRing) && servers.len() == 3 {
             note.push_str(
@@ -242,6 +247,43 @@ impl<S: Site> ServerNemesis<S> {
             }
             Err(e) => FaultEvent::not_applied(clock, FaultKind::Partition, targets, format!("{e}")),
         }
+    }
+
+    /// A cut's client hosts, then its servers: the clients must be client hosts that exist now
+    /// (`holder` is resolved to one before the fault comes here), the servers servers.
+    async fn resolve_cut(
+        &mut self,
+        cut: &Cut,
+        client_names: &[String],
+    ) -> Result<Vec<String>, String> {
+        if client_names.is_empty() {
+            return Err(
+                "a cut needs clients in hosts of their own, and this run has none: run \
+                        its clients as worker processes (workload.processes = \"workers\")"
+                    .into(),
+            );
+        }
+        let clients = self
+            .resolve(&cut.clients)
+            .await
+            .map_err(|e| format!("{e:#}"))?;
+        if let Some(server) = clients.iter().find(|c| !client_names.contains(c)) {
+            return Err(format!(
+                "a cut's clients are client hosts ({}), and {server} is not one",
+                client_names.join(", ")
+            ));
+        }
+        let servers = self
+            .resolve(&cut.servers)
+            .await
+            .map_err(|e| format!("{e:#}"))?;
+        if let Some(client) = servers.iter().find(|s| client_names.contains(s)) {
+            return Err(format!(
+                "a cut's servers are the backend's servers ({}), and {client} is a client host",
+                self.server_names().join(", ")
+            ));
+        }
+        Ok(clients.into_iter().chain(servers).collect())
     }
 
     async fn blackhole(&mut self, t: &Targets, clock: &RunClock) -> FaultEvent {

@@ -28,6 +28,9 @@ pub const REDIS_BROKEN_RELEASE: BackendKind = BackendKind::of("redis-broken-rele
 /// Deliberately broken: a renew that is a plain `PEXPIRE` without the compare. Proves the
 /// renew checker alive.
 pub const REDIS_BROKEN_RENEW: BackendKind = BackendKind::of("redis-broken-renew");
+/// Deliberately broken: Redlock whose renewal counts as kept when any one server extended it,
+/// not a quorum. Proves the mutex checker alive when a holder reaches only a minority.
+pub const REDLOCK_BROKEN_RENEW: BackendKind = BackendKind::of("redlock-broken-renew");
 
 pub(crate) fn knobs(scenario: &Scenario) -> Result<RedisKnobs, BackendError> {
     scenario.knobs.get().map_err(BackendError::Config)
@@ -85,6 +88,16 @@ pub static RECIPES: &[Recipe] = &[
         let b = SetNxBackend::via_sentinel(e, &knobs(s)?, s.workload.keys, s.seed)?;
         Ok(AnyBackend::new(b))
     }),
+    Recipe {
+        kind: REDLOCK_BROKEN_RENEW,
+        group: REDLOCK,
+        expiry: &redlock_ttl,
+        broken: true,
+        build: &|s, e| {
+            let b = RedlockBackend::new(e, &redlock_knobs(s)?, s.workload.keys, s.seed)?;
+            Ok(AnyBackend::new(b.renewing_on_any_server()))
+        },
+    },
     single(REDIS_BROKEN_NONX, REDIS, true, &|s, e| {
         Ok(AnyBackend::new(setnx(SetMode::BrokenNoNx, s, e)?))
     }),

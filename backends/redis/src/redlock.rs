@@ -61,6 +61,9 @@ pub struct RedlockBackend {
     keys: Arc<KeyTable>,
     seed: u64,
     quorum: usize,
+    /// How many servers must extend a renewal for it to count: the quorum, or one in the
+    /// deliberately broken variant.
+    renew_quorum: usize,
     config: AsyncConnectionConfig,
 }
 
@@ -76,6 +79,7 @@ impl RedlockBackend {
         let servers = connect::servers(endpoints, crate::REDLOCK)?;
         Ok(RedlockBackend {
             quorum: servers.len() / 2 + 1,
+            renew_quorum: servers.len() / 2 + 1,
             servers,
             knobs: knobs.clone(),
             keys: Arc::new(KeyTable::new(&knobs.prefix, keys)),
@@ -88,6 +92,14 @@ impl RedlockBackend {
     pub fn quorum(&self) -> usize {
         self.quorum
     }
+
+    /// Deliberately broken: a renewal counts as kept when any one server extended it. A holder
+    /// that reaches only a minority then goes on believing it holds a lock the majority let
+    /// expire and gave to another client. Proves the mutex checker alive under a cut.
+    pub fn renewing_on_any_server(mut self) -> RedlockBackend {
+        self.renew_quorum = 1;
+        self
+    }
 }
 
 impl Backend for RedlockBackend {
@@ -97,7 +109,11 @@ impl Backend for RedlockBackend {
         let k = &self.knobs;
         let servers: Vec<&str> = self.servers.iter().map(|s| s.address.as_str()).collect();
         BackendInfo {
-            backend: crate::recipes::REDLOCK_KIND,
+            backend: if self.renew_quorum < self.quorum {
+                crate::recipes::REDLOCK_BROKEN_RENEW
+            } else {
+                crate::recipes::REDLOCK_KIND
+            },
             waits_by: retry::waits_by(k.retry_delay, k.retry_jitter),
             fencing: "none: Redlock has no fencing token".to_string(),
             knobs: vec![
@@ -110,6 +126,10 @@ impl Backend for RedlockBackend {
                 (
                     "quorum".into(),
                     format!("{} of {}", self.quorum, self.servers.len()),
+                ),
+                (
+                    "renew_quorum".into(),
+                    format!("{} of {}", self.renew_quorum, self.servers.len()),
                 ),
                 (
                     "connect_timeout".into(),
@@ -184,6 +204,7 @@ impl Backend for RedlockBackend {
             node_timeout: k.node_timeout,
             keys: self.keys.clone(),
             quorum: self.quorum,
+            renew_quorum: self.renew_quorum,
             nonce: Nonce::of(client),
             grants: 0,
             backoff: Backoff::new(self.seed, client, k.retry_delay, k.retry_jitter),
@@ -231,6 +252,7 @@ pub struct RedlockClient {
     node_timeout: Duration,
     keys: Arc<KeyTable>,
     quorum: usize,
+    renew_quorum: usize,
     nonce: Nonce,
     grants: u64,
     backoff: Backoff,
@@ -445,7 +467,7 @@ impl LockClient for RedlockClient {
         let tally = self
             .compare_and_all(&SCRIPTS.renew, grant.key, &grant.handle.value, ttl_ms)
             .await;
-        tally.judge(self.quorum)
+        tally.judge(self.renew_quorum)
     }
 
     fn requests_sent(&self) -> Option<u64> {

@@ -27,6 +27,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     ),
     ("fencing", include_str!("../../../scenarios/fencing.toml")),
     ("watchdog", include_str!("../../../scenarios/watchdog.toml")),
+    (
+        "redlock-minority",
+        include_str!("../../../scenarios/redlock-minority.toml"),
+    ),
     ("herd", include_str!("../../../scenarios/herd.toml")),
     ("nightly", include_str!("../../../scenarios/nightly.toml")),
     (

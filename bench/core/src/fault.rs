@@ -53,6 +53,38 @@ pub enum PartitionSpec {
     /// Redlock's minority-overlap split: clients of side A see servers {1,2,3}, clients of
     /// side B see {3,4,5}.
     RedlockOverlap,
+    /// A grudge of chosen client hosts against chosen servers, in one direction or both; every
+    /// other link stays (`split = { cut = { clients = "holder", servers = "majority" } }`).
+    Cut(Cut),
+}
+
+/// The client hosts that lose some servers, which servers, and which way the packets are lost.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Cut {
+    /// The client hosts cut: `holder` (the host of the worker holding a lock when the fault
+    /// starts) or named hosts (`{ nodes = ["client1"] }`).
+    pub clients: Targets,
+    /// The servers they lose, resolved as any server target (`majority`, `leader`, named).
+    pub servers: Targets,
+    /// Which packets are lost; both ways unless said.
+    #[serde(default)]
+    pub direction: CutDirection,
+}
+
+/// Which way a [`Cut`] loses packets.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CutDirection {
+    /// Nothing passes either way.
+    #[default]
+    Both,
+    /// The clients' packets never reach the servers (the servers drop them): requests are
+    /// lost, never executed.
+    Requests,
+    /// The servers' packets never reach the clients (the clients drop them): requests arrive
+    /// and are executed, their replies are lost.
+    Replies,
 }
 
 /// A fault verb with its targets.
@@ -245,7 +277,8 @@ impl Fault {
         }
     }
 
-    /// The targets, when the verb has any (a partition only when it isolates them).
+    /// The targets, when the verb has any (a partition only when it isolates them, or the
+    /// client hosts of a cut).
     pub fn targets(&self) -> Option<&Targets> {
         match self {
             Fault::Pause { targets }
@@ -258,6 +291,7 @@ impl Fault {
             | Fault::PacketLoss { targets, .. } => Some(targets),
             Fault::Partition { split } => match split {
                 PartitionSpec::Isolate(t) => Some(t),
+                PartitionSpec::Cut(cut) => Some(&cut.clients),
                 PartitionSpec::Halves
                 | PartitionSpec::MajoritiesRing
                 | PartitionSpec::Bridge
@@ -283,6 +317,7 @@ impl Fault {
             | Fault::PacketLoss { targets, .. } => targets,
             Fault::Partition { split } => match split {
                 PartitionSpec::Isolate(t) => t,
+                PartitionSpec::Cut(cut) => &mut cut.clients,
                 PartitionSpec::Halves
                 | PartitionSpec::MajoritiesRing
                 | PartitionSpec::Bridge
@@ -566,6 +601,62 @@ mod tests {
         assert_eq!(w.f[4].verb(), "redis-failover");
         assert_eq!(w.f[5], Fault::Promote);
         assert_eq!(w.f[5].verb(), "promote");
+    }
+
+    /// A cut reads from TOML with its direction (both ways unless said), names its client
+    /// hosts as its targets (so `holder` is resolved to a host as for `isolate`), and refuses a
+    /// field it does not have.
+    #[test]
+    fn a_cut_reads_as_a_table_and_its_clients_are_its_targets() {
+        #[derive(Debug, Deserialize)]
+        struct W {
+            f: Fault,
+        }
+        let read = |split: &str| {
+            toml::from_str::<W>(&format!("[f]\nfault = \"partition\"\nsplit = {split}\n"))
+                .map(|w| w.f)
+        };
+        let cut = read(r#"{ cut = { clients = "holder", servers = "majority" } }"#).unwrap();
+        assert_eq!(
+            cut,
+            Fault::Partition {
+                split: PartitionSpec::Cut(Cut {
+                    clients: Targets::Holder,
+                    servers: Targets::Majority,
+                    direction: CutDirection::Both,
+                })
+            }
+        );
+        assert_eq!(cut.route(), Route::Firewall);
+        assert_eq!(cut.targets(), Some(&Targets::Holder));
+        let on_host = cut
+            .with_targets(Targets::Nodes(vec!["client2".into()]))
+            .unwrap();
+        let Fault::Partition {
+            split: PartitionSpec::Cut(resolved),
+        } = on_host
+        else {
+            panic!("{on_host:?}");
+        };
+        assert_eq!(resolved.clients, Targets::Nodes(vec!["client2".into()]));
+        assert_eq!(resolved.servers, Targets::Majority);
+        let replies = read(
+            r#"{ cut = { clients = { nodes = ["client1"] }, servers = "leader", direction = "replies" } }"#,
+        )
+        .unwrap();
+        assert!(matches!(
+            replies,
+            Fault::Partition {
+                split: PartitionSpec::Cut(Cut {
+                    direction: CutDirection::Replies,
+                    ..
+                })
+            }
+        ));
+        let wrong = read(r#"{ cut = { clients = "holder", servers = "all", way = "both" } }"#)
+            .unwrap_err()
+            .to_string();
+        assert!(wrong.contains("way"), "{wrong}");
     }
 
     /// `promote` is the server nemesis's, has no targets to rewrite, and its window ends at

@@ -80,7 +80,9 @@ pub use endpoints::{Endpoints, SENTINEL_MASTER_NAME};
 pub use erased::{AnyBackend, AnyClient, AnyHandle};
 pub use erased_election::{AnyCandidate, AnyElector};
 pub use fanout::{ServerFanout, WakeupTally, Wakeups};
-pub use fault::{Fault, FaultEvent, FaultPhase, LossMode, PartitionSpec, Route, Targets};
+pub use fault::{
+    Cut, CutDirection, Fault, FaultEvent, FaultPhase, LossMode, PartitionSpec, Route, Targets,
+};
 pub use fault_cell::{FaultCell, fault_label};
 pub use fault_kind::FaultKind;
 pub use finding::FindingKind;

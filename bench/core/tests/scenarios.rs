@@ -669,6 +669,11 @@ fn every_builtin_scenario_carries_its_expectations() {
             // The long pause outlives every lock.
             "watchdog" => assert!(units.iter().all(|b| has(b, "violated")), "{path}"),
             "redis-failover" => assert!(has("redis-sentinel", "violated"), "{path}"),
+            // A renewal kept on a minority: Redlock ends the hold, the broken variant does not.
+            "redlock-minority" => {
+                assert!(has("redlock", "safe"), "{path}");
+                assert!(has("redlock-broken-renew", "violated"), "{path}");
+            }
             // Advisory locks are not replicated: the promoted replica grants them at once.
             "pg-failover" => assert!(units.iter().all(|b| has(b, "violated")), "{path}"),
             "soak" => {

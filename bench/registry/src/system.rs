@@ -183,7 +183,7 @@ mod tests {
                 ZOOKEEPER
             } else if name.starts_with("etcd-") {
                 ETCD
-            } else if name == "redlock" {
+            } else if name.starts_with("redlock") {
                 REDLOCK
             } else if name == "redis-sentinel" {
                 FAILOVER

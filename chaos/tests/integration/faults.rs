@@ -8,7 +8,9 @@
 
 use lockbench_chaos::{Group, Nemesis, ServerNemesis};
 use lockbench_cluster::{Cluster, PrivateCluster};
-use lockbench_core::{Fault, FaultEvent, FaultPhase, PartitionSpec, RunClock, Targets};
+use lockbench_core::{
+    Cut, CutDirection, Fault, FaultEvent, FaultPhase, PartitionSpec, RunClock, Targets,
+};
 use lockbench_etcd::system::ETCD;
 use lockbench_redis::system::{REDIS, REDLOCK};
 use lockbench_zookeeper::system::ZOOKEEPER;
@@ -180,6 +182,105 @@ async fn a_partition_cuts_traffic_and_heal_restores_it() {
         async || ping_from_host(&client, redis_addr).await,
     )
     .await;
+    tc.finish().await;
+}
+
+/// Packets the DROP rules of `host`'s INPUT chain have dropped (`iptables -S -v` counters).
+fn dropped_in(host: &lockbench_chaos::Host) -> u64 {
+    let out = host
+        .command("iptables")
+        .args(["-w", "-S", "INPUT", "-v"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.contains("-j DROP"))
+        .filter_map(|l| {
+            let mut words = l.split_whitespace().skip_while(|w| *w != "-c");
+            words.nth(1)?.parse::<u64>().ok()
+        })
+        .sum()
+}
+
+/// A cut of one client host from the server, one way at a time: only that host loses the
+/// server (another client host and the coordinator keep it), the rules sit only on the side
+/// that drops, and their counters show the packets they dropped (the effect on the wire: with
+/// replies lost, the client's SYN reached the server and its answer was dropped at the client).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_one_way_cut_drops_only_the_way_asked_and_only_for_its_client() {
+    let Some(tc) = test_cluster("w", 207, &[REDIS]).await else {
+        return;
+    };
+    let clock = RunClock::start();
+    let cut_off = tc.net.client_host(1).unwrap();
+    let other = tc.net.client_host(2).unwrap();
+    let server = tc
+        .net
+        .server_host(lockbench_cluster::by_name("redis").unwrap());
+    let redis_addr = addr(&tc, "redis");
+    let mut nemesis = nemesis_of(&tc, REDIS);
+    for (direction, dropping, clean, pair) in [
+        (
+            CutDirection::Requests,
+            &server,
+            &cut_off,
+            "client1-/->redis",
+        ),
+        (CutDirection::Replies, &cut_off, &server, "redis-/->client1"),
+    ] {
+        let ev = nemesis
+            .apply(
+                &Fault::Partition {
+                    split: PartitionSpec::Cut(Cut {
+                        clients: Targets::Nodes(vec!["client1".into()]),
+                        servers: Targets::All,
+                        direction,
+                    }),
+                },
+                &clock,
+            )
+            .await;
+        applied(&ev);
+        assert_eq!(ev[0].targets, vec!["client1", "redis"], "{direction:?}");
+        assert!(
+            ev[0].note.contains(pair) && ev[0].note.contains("checked: client1 reach(es) none"),
+            "{direction:?}: {}",
+            ev[0].note
+        );
+        assert!(!ping_from_host(&cut_off, redis_addr).await, "{direction:?}");
+        assert!(ping_from_host(&other, redis_addr).await, "{direction:?}");
+        assert_eq!(redis_async(redis_addr, &["PING"]).await.unwrap(), "+PONG");
+        assert!(dropped_in(dropping) > 0, "{direction:?}: nothing dropped");
+        assert!(
+            !clean.has_firewall_rules(None),
+            "{direction:?}: rules on the other side"
+        );
+        applied(&nemesis.apply(&Fault::Heal, &clock).await);
+        eventually(
+            "client1 reaches redis after heal",
+            Duration::from_secs(30),
+            async || ping_from_host(&cut_off, redis_addr).await,
+        )
+        .await;
+    }
+
+    // A cut names client hosts and servers, each on its side.
+    let ev = nemesis
+        .apply(
+            &Fault::Partition {
+                split: PartitionSpec::Cut(Cut {
+                    clients: Targets::Nodes(vec!["redis".into()]),
+                    servers: Targets::All,
+                    direction: CutDirection::Both,
+                }),
+            },
+            &clock,
+        )
+        .await;
+    assert!(
+        !ev[0].applied && ev[0].note.contains("redis is not one"),
+        "{ev:?}"
+    );
     tc.finish().await;
 }
 
