@@ -42,13 +42,20 @@ fn leftovers() -> Vec<String> {
     left
 }
 
-/// Checks that lockbench's image is there and nothing of a Swarm run is; returns the swarm
-/// state to find again after the test's run.
+/// Builds lockbench's image from this test's binary when it is missing (whichever Swarm test
+/// runs first on a fresh machine), checks that nothing of a Swarm run is there, and returns
+/// the swarm state to find again after the test's run.
 fn ready_to_run() -> String {
-    assert!(
-        docker(&["image", "inspect", "lockbench/lockbench:local"]).0,
-        "no image lockbench/lockbench:local: scripts/build-images --lockbench"
-    );
+    if !docker(&["image", "inspect", "lockbench/lockbench:local"]).0 {
+        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let built = Command::new(root.join("scripts/build-images"))
+            .arg("--lockbench")
+            .env("LOCKBENCH_BINARY", env!("CARGO_BIN_EXE_lockbench"))
+            .current_dir(&root)
+            .status()
+            .unwrap();
+        assert!(built.success(), "scripts/build-images --lockbench failed");
+    }
     let before = swarm_state();
     assert!(leftovers().is_empty(), "left before: {:?}", leftovers());
     before
@@ -62,18 +69,7 @@ fn ready_to_run() -> String {
 #[test]
 #[ignore = "needs a Docker Engine and lockbench's image; scripts/test runs it first, alone"]
 fn a_quick_run_on_two_swarm_tasks_is_safe_and_leaves_nothing() {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-    if !docker(&["image", "inspect", "lockbench/lockbench:local"]).0 {
-        let built = Command::new(root.join("scripts/build-images"))
-            .arg("--lockbench")
-            .env("LOCKBENCH_BINARY", env!("CARGO_BIN_EXE_lockbench"))
-            .current_dir(&root)
-            .status()
-            .unwrap();
-        assert!(built.success(), "scripts/build-images --lockbench failed");
-    }
-    let before = swarm_state();
-    assert!(leftovers().is_empty(), "left before: {:?}", leftovers());
+    let before = ready_to_run();
     let (out, dir) = run_quietly(
         "swarm",
         "quick",
