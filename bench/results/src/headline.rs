@@ -507,4 +507,19 @@ mod tests {
             "safe on 1 of 1 backends under 1 applied fault"
         );
     }
+
+    /// `safe` under faults that were never applied cannot be met: the run showed nothing
+    /// about them. Under an applied fault it is.
+    #[test]
+    fn safe_is_unknown_when_the_scenarios_faults_were_not_applied() {
+        let mut not_applied = with_fault(valid("redis-setnx"));
+        not_applied.fault_windows[0].applied = false;
+        let run = judged("safe = [\"redis-setnx\"]", vec![not_applied]);
+        let e = &run.expectations[0];
+        assert_eq!(e.outcome, Outcome::Unknown, "{e:?}");
+        assert!(e.measured.contains("no fault was applied"), "{e:?}");
+        assert_eq!(of(&run).verdict, Verdict::Unknown);
+        let run = judged("safe = [\"redis-setnx\"]", vec![with_fault(valid("redis-setnx"))]);
+        assert_eq!(run.expectations[0].outcome, Outcome::Met);
+    }
 }
