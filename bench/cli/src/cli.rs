@@ -185,18 +185,29 @@ pub enum Command {
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
     },
-    /// Read runs at several worker counts as a scaling curve per backend.
+    /// Read runs at several worker or client counts as a scaling curve per backend.
     ///
     /// Runs of the same workload at several worker counts (`--workers swarm:1`, `swarm:2`,
-    /// `swarm:4`), one table per backend (throughput, p99, lockbench's CPU per acquisition
-    /// with its workers and task containers, each managed server's CPU, the machine's) and
-    /// where the curve flattens and which resource ran out there: the machine's cores, a
-    /// server's core, or lockbench. A figure a run could not measure is `n/a` and named as
-    /// unknown (docs/remote-workers.md). Exit code 2 when a run cannot be read.
+    /// `swarm:4`) or client counts (`--set workload.clients=N`), one table per backend
+    /// (throughput, p99, lockbench's CPU per acquisition with its workers and task containers,
+    /// each managed server's CPU, the machine's), where the curve flattens and which resource
+    /// ran out there: the machine's cores, a server's core, or lockbench; then the Universal
+    /// Scalability Law fitted to the points (its peak, and its error on the highest point
+    /// when fitted without it) and the predictions `--what-if` asks for. A figure a run could
+    /// not measure is `n/a` and named as unknown (docs/capacity.md). Exit code 2 when a run
+    /// cannot be read.
     Scaling {
         /// Run directories (or their results.json), any order.
         #[arg(required = true)]
         runs: Vec<PathBuf>,
+        /// Also predict the throughput at this concurrency from the fitted model
+        /// (`clients=500`, `workers=8`; repeatable). Beyond the measured points the answer
+        /// is an extrapolation, and says so.
+        #[arg(long = "what-if", value_name = "AXIS=N")]
+        what_if: Vec<lockbench_compare::scaling::WhatIf>,
+        /// Also draw the measured points and each fitted model in one SVG file.
+        #[arg(long, value_name = "FILE")]
+        plot: Option<PathBuf>,
     },
     /// Run client slots for a coordinator (internal, or a remote worker).
     ///

@@ -1,5 +1,6 @@
 //! Run-to-run comparison: `lockbench compare BASE NEW`, and a scaling curve read along the
-//! worker count: `lockbench scaling RUN...` ([`scaling`]).
+//! worker count or the clients: `lockbench scaling RUN...` ([`scaling`]), with the
+//! Universal Scalability Law fitted to it for what lies beyond the measured points ([`usl`]).
 //!
 //! Nightly CI gates on this, so a verdict must mean something on a noisy 2-core machine. Why the
 //! crate has this shape:
@@ -38,6 +39,7 @@ pub mod merge;
 pub mod render;
 pub mod scaling;
 pub mod stats;
+pub mod usl;
 
 pub use compare::{Comparison, Injected, Missing, Row, Verdict, compare, load};
 pub use config::{Config, Metric};

@@ -10,6 +10,7 @@
 //! run without `resources`) is shown as `n/a` and named as unknown in the verdict, never
 //! guessed.
 
+use crate::usl;
 use lockbench_results::RunResults;
 use lockbench_results::model::BackendResult;
 use lockbench_results::resources::ResourceUsage;
@@ -154,9 +155,10 @@ impl Curve {
     /// than [`FLAT_FRACTION`] of the proportional gain over the point before (or fell).
     /// `None`: it kept rising, or there is one point.
     pub fn flattens_at(&self) -> Option<usize> {
+        let axis = self.axis().unwrap_or(Axis::Workers);
         (1..self.points.len()).find(|&i| {
             let (a, b) = (&self.points[i - 1], &self.points[i]);
-            let (wa, wb) = (a.workers.max(1) as f64, b.workers.max(1) as f64);
+            let (wa, wb) = (axis.of(a), axis.of(b));
             if wb <= wa || a.throughput <= 0.0 {
                 return false;
             }
@@ -167,6 +169,8 @@ impl Curve {
 
     /// The sentence on where the curve flattens and which resource ran out.
     pub fn finding(&self) -> String {
+        let axis = self.axis().unwrap_or(Axis::Workers);
+        let at = |p: &Point| count(axis, p);
         match (self.flattens_at(), self.points.len()) {
             (_, 0 | 1) => "one point: no curve to read".into(),
             (Some(i), _) => {
@@ -175,16 +179,16 @@ impl Curve {
                 let from = if i == 1 {
                     "from the first point".to_string()
                 } else {
-                    format!("after {}", workers(a.workers))
+                    format!("after {}", at(a))
                 };
                 format!(
                     "flattens {from}: {} → {} changed throughput by {change:+.0}%; at {} the \
                      limit is {}; at {} it was {}",
-                    a.workers,
-                    workers(b.workers),
-                    workers(a.workers),
+                    axis.of(a),
+                    at(b),
+                    at(a),
                     a.limit(),
-                    workers(b.workers),
+                    at(b),
                     b.limit()
                 )
             }
@@ -192,8 +196,8 @@ impl Curve {
                 let last = self.points.last().expect("points");
                 format!(
                     "rises to {} without flattening; at {} the limit is {}",
-                    workers(last.workers),
-                    workers(last.workers),
+                    at(last),
+                    at(last),
                     last.limit()
                 )
             }
@@ -201,12 +205,169 @@ impl Curve {
     }
 }
 
-/// `1 worker`, `2 workers`.
-fn workers(n: usize) -> String {
-    if n == 1 {
-        "1 worker".into()
-    } else {
-        format!("{n} workers")
+/// What a curve's points vary in: the concurrency its model is fitted along.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Axis {
+    /// Client slots (runs at several `workload.clients`).
+    Clients,
+    /// Worker processes or tasks, with the clients spread over them.
+    Workers,
+}
+
+impl Axis {
+    /// `clients`, `workers`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Axis::Clients => "clients",
+            Axis::Workers => "workers",
+        }
+    }
+
+    fn of(self, p: &Point) -> f64 {
+        match self {
+            Axis::Clients => p.clients as f64,
+            Axis::Workers => p.workers.max(1) as f64,
+        }
+    }
+}
+
+/// A question for the model: the throughput at this concurrency (`clients=500`, `workers=8`,
+/// or a bare `500` along whatever the curve varies in).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct WhatIf {
+    /// The axis asked about; `None`: the curve's own.
+    pub axis: Option<Axis>,
+    /// The concurrency.
+    pub n: f64,
+}
+
+impl std::str::FromStr for WhatIf {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<WhatIf, String> {
+        let (axis, n) = match text.split_once('=') {
+            Some(("clients", n)) => (Some(Axis::Clients), n),
+            Some(("workers", n)) => (Some(Axis::Workers), n),
+            Some((other, _)) => {
+                return Err(format!(
+                    "`{other}` is not a concurrency: ask `clients=N` or `workers=N`"
+                ));
+            }
+            None => (None, text),
+        };
+        match n.trim().parse::<f64>() {
+            Ok(n) if n >= 1.0 && n.is_finite() => Ok(WhatIf { axis, n }),
+            _ => Err(format!(
+                "`{text}`: the concurrency must be a number of at least 1 (`clients=500`)"
+            )),
+        }
+    }
+}
+
+impl Curve {
+    /// The concurrency the points vary in: clients when they differ, else workers when those
+    /// do; `None` when neither does.
+    pub fn axis(&self) -> Option<Axis> {
+        let varies = |axis: Axis| {
+            let first = self.points.first().map(|p| axis.of(p));
+            self.points.iter().any(|p| Some(axis.of(p)) != first)
+        };
+        [Axis::Clients, Axis::Workers]
+            .into_iter()
+            .find(|&a| varies(a))
+    }
+
+    /// `(concurrency, throughput)` of every point along `axis`.
+    pub fn along(&self, axis: Axis) -> Vec<(f64, f64)> {
+        self.points
+            .iter()
+            .map(|p| (axis.of(p), p.throughput))
+            .collect()
+    }
+
+    /// The Universal Scalability Law fitted along the curve's axis, or why there is none.
+    pub fn model(&self) -> Result<(Axis, usl::Fit), String> {
+        let axis = self
+            .axis()
+            .ok_or("the points do not vary in clients or workers")?;
+        Ok((axis, usl::fit(&self.along(axis))?))
+    }
+
+    /// The model's paragraph: the law, its peak, its held-out error, the predictions asked for
+    /// in `what_if` (those along another axis are named, not answered), and that it is a
+    /// model.
+    pub fn model_text(&self, what_if: &[WhatIf]) -> String {
+        let (axis, f) = match self.model() {
+            Ok(m) => m,
+            Err(why) => return format!("no scalability model: {why}"),
+        };
+        let unit = axis.name();
+        let se = |v: f64, e: Option<f64>, digits: usize| match e {
+            Some(e) => format!("{v:.digits$} ± {e:.digits$}"),
+            None => format!("{v:.digits$}"),
+        };
+        let mut s = format!(
+            "model (Universal Scalability Law, X(N) = λN / (1 + σ(N−1) + κN(N−1)), fitted to {} \
+             points at {}-{} {unit}): λ = {:.1} acq/s, σ = {} (contention), κ = {} (coherency); ",
+            f.points,
+            f.range.0,
+            f.range.1,
+            f.lambda,
+            se(f.sigma, f.sigma_se, 4),
+            se(f.kappa, f.kappa_se, 6)
+        );
+        s.push_str(&match f.peak() {
+            usl::Peak::At { n, throughput } => {
+                format!("peak at {n:.0} {unit}, {throughput:.0} acq/s")
+            }
+            usl::Peak::Ceiling(c) => format!("no peak: it levels off towards {c:.0} acq/s"),
+            usl::Peak::Linear => "no peak: linear over the points".into(),
+        });
+        match usl::held_out(&self.along(axis)) {
+            Ok(h) => s.push_str(&format!(
+                "; held out {} {unit}: predicted {:.0} acq/s from the points below, measured \
+                 {:.0} ({:+.1}%)",
+                h.n,
+                h.predicted,
+                h.measured,
+                h.error() * 100.0
+            )),
+            Err(why) => s.push_str(&format!("; no held-out check ({why})")),
+        }
+        for q in what_if {
+            let n = q.n;
+            if q.axis.is_some_and(|a| a != axis) {
+                s.push_str(&format!(
+                    "; what if {n} {}: not answered, the points vary in {unit}",
+                    q.axis.map_or("", Axis::name)
+                ));
+                continue;
+            }
+            let beyond = if f.extrapolates(n) {
+                ", extrapolated beyond the points"
+            } else {
+                ""
+            };
+            s.push_str(&format!(
+                "; what if {n} {unit}: {:.0} acq/s{beyond}",
+                f.predict(n)
+            ));
+        }
+        s.push_str(
+            ". A model fitted to this machine's measurements, not a measurement: it knows \
+             nothing the points did not show (a resource that runs out later, another machine).",
+        );
+        s
+    }
+}
+
+/// `1 worker`, `2 workers`, `8 clients`: a point's count along `axis`.
+fn count(axis: Axis, p: &Point) -> String {
+    match axis {
+        Axis::Workers if p.workers == 1 => "1 worker".into(),
+        Axis::Workers => format!("{} workers", p.workers),
+        Axis::Clients if p.clients == 1 => "1 client".into(),
+        Axis::Clients => format!("{} clients", p.clients),
     }
 }
 
@@ -230,7 +391,7 @@ pub fn curves(runs: &[(String, RunResults)]) -> Vec<Curve> {
         }
     }
     for c in &mut out {
-        c.points.sort_by_key(|p| p.workers);
+        c.points.sort_by_key(|p| (p.workers, p.clients));
     }
     out
 }
@@ -239,8 +400,9 @@ fn opt(v: Option<f64>, digits: usize) -> String {
     v.map_or_else(|| "n/a".into(), |x| format!("{x:.digits$}"))
 }
 
-/// The curves as Markdown: a table per backend and its finding.
-pub fn markdown(curves: &[Curve]) -> String {
+/// The curves as Markdown: a table per backend, its finding and its model (with the
+/// predictions at the concurrencies in `what_if`).
+pub fn markdown(curves: &[Curve], what_if: &[WhatIf]) -> String {
     let mut s = String::new();
     for c in curves {
         let _ = writeln!(s, "### {}\n", c.backend);
@@ -275,6 +437,7 @@ pub fn markdown(curves: &[Curve]) -> String {
             );
         }
         let _ = writeln!(s, "\n{}: {}\n", c.backend, c.finding());
+        let _ = writeln!(s, "{}: {}\n", c.backend, c.model_text(what_if));
     }
     s
 }
@@ -331,6 +494,58 @@ mod tests {
         assert_eq!(c.flattens_at(), None);
         // The servers' CPU was not measured: said so, not guessed.
         assert!(c.finding().contains("not measured"), "{}", c.finding());
+    }
+
+    /// Runs at several client counts: the curve is read along the clients, the model is fitted
+    /// there, checked on its highest point, and answers what-ifs (one along another axis is
+    /// named, not answered).
+    #[test]
+    fn a_curve_along_the_clients_has_a_model_with_its_held_out_error() {
+        let law = |n: f64| 900.0 * n / (1.0 + 0.04 * (n - 1.0) + 0.002 * n * (n - 1.0));
+        let points = [1usize, 2, 4, 8, 16]
+            .into_iter()
+            .map(|n| {
+                let mut p = point(0, law(n as f64), 50.0, &[]);
+                p.clients = n;
+                p
+            })
+            .collect();
+        let c = Curve {
+            backend: "redis-setnx".into(),
+            points,
+        };
+        assert_eq!(c.axis(), Some(Axis::Clients));
+        let asked: Vec<WhatIf> = ["clients=500", "12", "workers=4"]
+            .iter()
+            .map(|q| q.parse().unwrap())
+            .collect();
+        let text = c.model_text(&asked);
+        assert!(
+            text.contains("fitted to 5 points at 1-16 clients"),
+            "{text}"
+        );
+        assert!(text.contains("peak at 22 clients"), "{text}");
+        assert!(text.contains("held out 16 clients: predicted"), "{text}");
+        assert!(
+            text.contains("(+0.0%)") || text.contains("(-0.0%)"),
+            "{text}"
+        );
+        let at_500 = format!("what if 500 clients: {:.0} acq/s, extrapolated", law(500.0));
+        assert!(text.contains(&at_500), "{text}");
+        assert!(
+            text.contains(&format!("what if 12 clients: {:.0} acq/s;", law(12.0))),
+            "{text}"
+        );
+        assert!(text.contains("what if 4 workers: not answered"), "{text}");
+        assert!(text.ends_with("not a measurement: it knows nothing the points did not show (a resource that runs out later, another machine)."), "{text}");
+
+        let flat = Curve {
+            backend: "x".into(),
+            points: vec![point(1, 10.0, 1.0, &[]), point(1, 11.0, 1.0, &[])],
+        };
+        assert!(flat.model_text(&[]).starts_with("no scalability model"));
+        assert!("pods=3".parse::<WhatIf>().unwrap_err().contains("`pods`"));
+        assert!("clients=0".parse::<WhatIf>().is_err());
     }
 
     #[test]

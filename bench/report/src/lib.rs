@@ -13,6 +13,7 @@ pub mod failover_table;
 pub mod html;
 pub mod junit;
 pub mod run_dir;
+pub mod scaling_plot;
 pub mod sizing;
 pub mod summary_csv;
 pub mod table;

@@ -519,7 +519,10 @@ mod tests {
         assert_eq!(e.outcome, Outcome::Unknown, "{e:?}");
         assert!(e.measured.contains("no fault was applied"), "{e:?}");
         assert_eq!(of(&run).verdict, Verdict::Unknown);
-        let run = judged("safe = [\"redis-setnx\"]", vec![with_fault(valid("redis-setnx"))]);
+        let run = judged(
+            "safe = [\"redis-setnx\"]",
+            vec![with_fault(valid("redis-setnx"))],
+        );
         assert_eq!(run.expectations[0].outcome, Outcome::Met);
     }
 }

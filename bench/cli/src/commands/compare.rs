@@ -86,9 +86,15 @@ pub fn merge(runs: &[std::path::PathBuf], out: &std::path::Path) -> ExitCode {
     }
 }
 
-/// `lockbench scaling RUN...`: prints the curves as Markdown; exit code 2 when a run cannot be
-/// read.
-pub fn scaling(runs: &[std::path::PathBuf]) -> ExitCode {
+/// `lockbench scaling RUN... [--what-if N] [--plot FILE]`: prints the curves and their models
+/// as Markdown, and draws them when asked; exit code 2 when a run cannot be read or the plot
+/// cannot be written.
+pub fn scaling(
+    runs: &[std::path::PathBuf],
+    what_if: &[lockbench_compare::scaling::WhatIf],
+    plot: Option<&std::path::Path>,
+) -> ExitCode {
+    use lockbench_compare::scaling;
     let mut loaded = Vec::new();
     for path in runs {
         match lockbench_compare::load(path) {
@@ -99,9 +105,39 @@ pub fn scaling(runs: &[std::path::PathBuf]) -> ExitCode {
             }
         }
     }
-    print!(
-        "{}",
-        lockbench_compare::scaling::markdown(&lockbench_compare::scaling::curves(&loaded))
-    );
-    ExitCode::SUCCESS
+    let curves = scaling::curves(&loaded);
+    print!("{}", scaling::markdown(&curves, what_if));
+    let Some(file) = plot else {
+        return ExitCode::SUCCESS;
+    };
+    let axis = curves
+        .iter()
+        .find_map(scaling::Curve::axis)
+        .unwrap_or(scaling::Axis::Workers);
+    let series: Vec<lockbench_report::scaling_plot::Series> = curves
+        .iter()
+        .map(|c| lockbench_report::scaling_plot::Series {
+            backend: c.backend.clone(),
+            measured: c.along(c.axis().unwrap_or(axis)),
+            model: c
+                .model()
+                .ok()
+                .map(|(_, fit)| Box::new(move |n: f64| fit.predict(n)) as Box<dyn Fn(f64) -> f64>),
+        })
+        .collect();
+    let up_to = what_if.iter().map(|q| q.n).fold(1.0, f64::max);
+    let drawn = lockbench_report::scaling_plot::svg(axis.name(), &series, up_to).and_then(|svg| {
+        std::fs::write(file, svg)
+            .map_err(|e| format!("cannot write the plot to {}: {e}", file.display()))
+    });
+    match drawn {
+        Ok(()) => {
+            eprintln!("plot: {}", file.display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
 }

@@ -35,7 +35,11 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Report(args) => report::run(args),
         Command::Analyse { run_dirs } => analyse::run(run_dirs),
         Command::Compare(args) => compare::run(args),
-        Command::Scaling { runs } => Ok(compare::scaling(&runs)),
+        Command::Scaling {
+            runs,
+            what_if,
+            plot,
+        } => Ok(compare::scaling(&runs, &what_if, plot.as_deref())),
         Command::Merge { runs, out } => Ok(compare::merge(&runs, &out)),
         Command::Worker(args) => worker::run(args).await,
         Command::ServeAdapter {

@@ -193,6 +193,55 @@ fn scaling_names_where_the_curve_flattens_and_what_ran_out() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Real runs of etcd-lease at 1, 2, 4 and 8 clients (a key each): `lockbench scaling` reads
+/// them along the clients, fits the scalability model, checks it on the 8-client run left
+/// out, answers a what-if beyond the points as an extrapolation, and draws points and model
+/// in one SVG.
+#[test]
+fn scaling_fits_a_model_to_real_runs_and_says_how_far_it_holds() {
+    let mut runs = Vec::new();
+    for n in [1, 2, 4, 8] {
+        let clients = format!("workload.clients={n}");
+        let keys = format!("workload.keys={n}");
+        let sets = [
+            "backends=etcd-lease",
+            "duration=1500ms",
+            "warmup=500ms",
+            clients.as_str(),
+            keys.as_str(),
+        ];
+        let (out, run) = crate::common::run_quietly("compare", &format!("usl{n}"), "quick", &sets);
+        assert!(out.status.success(), "{}", crate::common::text(&out));
+        runs.push(run);
+    }
+    let plot = runs[0].parent().unwrap().join("scaling.svg");
+    let out = Command::new(env!("CARGO_BIN_EXE_lockbench"))
+        .arg("scaling")
+        .args(&runs)
+        .args(["--what-if", "clients=64", "--plot"])
+        .arg(&plot)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        said.contains("fitted to 4 points at 1-8 clients")
+            && said.contains("held out 8 clients: predicted")
+            && said.contains("what if 64 clients: ")
+            && said.contains("extrapolated beyond the points"),
+        "{said}"
+    );
+    let svg = std::fs::read_to_string(&plot).unwrap();
+    assert_eq!(svg.matches("<circle").count(), 4, "{svg}");
+    for run in &runs {
+        let _ = std::fs::remove_dir_all(run.parent().unwrap());
+    }
+}
+
 /// Runs of each side, merged: each run a repetition, so compare tests the sides' runs against
 /// each other; a consistently doubled p99 over three runs a side is a regression, three runs
 /// of one build are not; runs of another scenario do not merge.
