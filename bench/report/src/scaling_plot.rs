@@ -63,6 +63,8 @@ pub fn svg(axis: &str, series: &[Series], up_to: f64) -> Result<String, String> 
                 .configure_mesh()
                 .x_desc(axis)
                 .y_desc("acquisitions/s")
+                .x_label_formatter(&|x| format!("{x:.0}"))
+                .y_label_formatter(&|y| format!("{y:.0}"))
                 .draw()?;
             for (i, s) in series.iter().enumerate() {
                 let color = Palette99::pick(i).to_rgba();
