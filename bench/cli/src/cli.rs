@@ -185,6 +185,22 @@ pub enum Command {
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
     },
+    /// Measure the regression gate's own false alarms on runs of one build (an A/A test).
+    ///
+    /// Runs of one scenario with nothing changed between them, in the order they ran: each
+    /// is compared with the one before exactly as `compare` would (same thresholds and
+    /// significance), so every flag is a false one. Prints each comparison, how many failed
+    /// the gate (a regression) or flagged anything either way, and which metrics flagged.
+    /// Ten runs or more estimate a rate (docs/comparing.md). Exit code 2 when a run cannot be
+    /// read.
+    Noise {
+        /// Run directories (or their results.json) of one build and one scenario, oldest first.
+        #[arg(required = true)]
+        runs: Vec<PathBuf>,
+        /// How the gate judges a change.
+        #[command(flatten)]
+        gate: GateArgs,
+    },
     /// Read runs at several worker or client counts as a scaling curve per backend.
     ///
     /// Runs of the same workload at several worker counts (`--workers swarm:1`, `swarm:2`,
@@ -419,6 +435,14 @@ pub struct CompareArgs {
     /// Also write the comparison as a self-contained HTML page.
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
+    /// How the gate judges a change.
+    #[command(flatten)]
+    pub gate: GateArgs,
+}
+
+/// How `compare` (and `noise`) judge a change: the thresholds and the false-alarm rate.
+#[derive(Debug, clap::Args)]
+pub struct GateArgs {
     /// Thresholds file (TOML).
     ///
     /// Fields: `significance`, `latency_floor_us`, and a `[thresholds]` table per metric.

@@ -1,6 +1,7 @@
 //! Run-to-run comparison: `lockbench compare BASE NEW`, and a scaling curve read along the
 //! worker count or the clients: `lockbench scaling RUN...` ([`scaling`]), with the
-//! Universal Scalability Law fitted to it for what lies beyond the measured points ([`usl`]).
+//! Universal Scalability Law fitted to it for what lies beyond the measured points ([`usl`]);
+//! and the gate measuring its own false-alarm rate on runs of one build ([`noise`]).
 //!
 //! Nightly CI gates on this, so a verdict must mean something on a noisy 2-core machine. Why the
 //! crate has this shape:
@@ -36,6 +37,7 @@
 mod compare;
 pub mod config;
 pub mod merge;
+pub mod noise;
 pub mod render;
 pub mod scaling;
 pub mod stats;

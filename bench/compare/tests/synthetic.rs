@@ -280,3 +280,43 @@ fn an_injected_slowdown_is_named() {
     );
     assert!(render::markdown(&c).contains("INJECTED SLOWDOWN"));
 }
+
+/// The A/A chain: each run compared with the one before, as the gate compares nights; the
+/// gate's failures (regressions) and every flag either way are counted, the noisy metric named.
+#[test]
+fn an_a_a_chain_counts_the_gates_false_alarms() {
+    let at = |tput: f64| {
+        run(vec![
+            result("zk-fair", tput, 2000, 10_000, 0),
+            result("redis-setnx", 5000.0, 400, 3000, 0),
+        ])
+    };
+    // zk-fair's throughput drifts: 1000 -> 1050 (noise) -> 700 (a flag: regressed) -> 1000
+    // (improved).
+    let runs: Vec<(String, RunResults)> = [1000.0, 1050.0, 700.0, 1000.0]
+        .iter()
+        .enumerate()
+        .map(|(i, &t)| (format!("run{i}"), at(t)))
+        .collect();
+    let noise = lockbench_compare::noise::chain(&runs, &Config::default()).unwrap();
+    assert_eq!(noise.pairs.len(), 3);
+    assert_eq!(noise.failed(), 1);
+    assert_eq!(noise.flagged(), 2);
+    assert_eq!(noise.by_metric.get("throughput"), Some(&2));
+    assert_eq!(noise.pairs[1].flagged, ["zk-fair throughput -33%"]);
+    let text = lockbench_compare::noise::markdown(&noise);
+    assert!(
+        text.contains("the gate failed 1 of 3 comparisons of one build with itself (33%)")
+            && text.contains("too few to estimate a rate"),
+        "{text}"
+    );
+    let mut other = at(1000.0);
+    other.scenario = "fencing".into();
+    let e = lockbench_compare::noise::chain(
+        &[runs[0].clone(), ("x".into(), other)],
+        &Config::default(),
+    )
+    .unwrap_err();
+    assert!(e.contains("one scenario"), "{e}");
+    assert!(lockbench_compare::noise::chain(&runs[..1], &Config::default()).is_err());
+}

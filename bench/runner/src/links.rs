@@ -39,6 +39,7 @@ pub fn proxies_for(
             Fault::Partition {
                 split: PartitionSpec::Isolate(Targets::Holder | Targets::Nodes(_))
                     | PartitionSpec::ClientsOff
+                    | PartitionSpec::Cut(_)
             }
         )
     });

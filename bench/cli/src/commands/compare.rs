@@ -2,7 +2,7 @@
 //! regression, 2 when the inputs cannot be read (so CI can tell "worse" from "broken"); and
 //! `lockbench scaling RUN...`, the runs as a scaling curve per backend.
 
-use crate::cli::CompareArgs;
+use crate::cli::{CompareArgs, GateArgs};
 use lockbench_compare::{Config, render};
 use std::process::ExitCode;
 
@@ -17,7 +17,8 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn compare(args: &CompareArgs) -> anyhow::Result<ExitCode> {
+/// The gate's configuration: the file, then the flags over it.
+fn config(args: &GateArgs) -> anyhow::Result<Config> {
     let mut config = match &args.config {
         Some(path) => {
             let text = std::fs::read_to_string(path)
@@ -33,6 +34,11 @@ fn compare(args: &CompareArgs) -> anyhow::Result<ExitCode> {
         anyhow::ensure!(s > 0.0 && s < 1.0, "--significance must be in (0, 1)");
         config.significance = s;
     }
+    Ok(config)
+}
+
+fn compare(args: &CompareArgs) -> anyhow::Result<ExitCode> {
+    let config = config(&args.gate)?;
     let base = lockbench_compare::load(&args.base)?;
     let new = lockbench_compare::load(&args.new)?;
     let comparison = lockbench_compare::compare(&base, &new, &config);
@@ -133,6 +139,34 @@ pub fn scaling(
     match drawn {
         Ok(()) => {
             eprintln!("plot: {}", file.display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// `lockbench noise RUN...`: the A/A chain as Markdown; exit code 2 when a run cannot be read,
+/// the runs are of different scenarios or fewer than two.
+pub fn noise(runs: &[std::path::PathBuf], gate: &GateArgs) -> ExitCode {
+    let outcome = config(gate)
+        .map_err(|e| format!("{e:#}"))
+        .and_then(|config| {
+            let loaded = runs
+                .iter()
+                .map(|path| {
+                    lockbench_compare::load(path)
+                        .map(|r| (path.display().to_string(), r))
+                        .map_err(|e| format!("{e:#}"))
+                })
+                .collect::<Result<Vec<_>, String>>()?;
+            lockbench_compare::noise::chain(&loaded, &config)
+        });
+    match outcome {
+        Ok(noise) => {
+            print!("{}", lockbench_compare::noise::markdown(&noise));
             ExitCode::SUCCESS
         }
         Err(e) => {

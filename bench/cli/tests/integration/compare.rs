@@ -242,6 +242,41 @@ fn scaling_fits_a_model_to_real_runs_and_says_how_far_it_holds() {
     }
 }
 
+/// `lockbench noise`: runs of one build compared each with the one before; a doubled p99 in
+/// the middle run is two false flags (one regression, one improvement) and names its metric;
+/// one run is refused with exit code 2, as is a file that cannot be read.
+#[test]
+fn noise_counts_the_gates_flags_on_runs_of_one_build() {
+    let dir = crate::common::scratch("compare", "noise");
+    let runs = [
+        write(&dir, "a", vec![result("zk-fair", 10_000, 0)]),
+        write(&dir, "b", vec![result("zk-fair", 20_000, 0)]),
+        write(&dir, "c", vec![result("zk-fair", 10_000, 0)]),
+    ];
+    let noise = |args: &[&Path]| {
+        Command::new(env!("CARGO_BIN_EXE_lockbench"))
+            .arg("noise")
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = noise(&[&runs[0], &runs[1], &runs[2]]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.contains("the gate failed 1 of 2 comparisons of one build with itself (50%)")
+            && said.contains("flagged something either way in 2 (100%)")
+            && said.contains("Flags by metric: acquire_p99 2."),
+        "{said}"
+    );
+    let one = noise(&[&runs[0]]);
+    assert_eq!(one.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&one.stderr).contains("at least two"));
+    let missing = noise(&[&runs[0], &dir.join("missing")]);
+    assert_eq!(missing.status.code(), Some(2));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Runs of each side, merged: each run a repetition, so compare tests the sides' runs against
 /// each other; a consistently doubled p99 over three runs a side is a regression, three runs
 /// of one build are not; runs of another scenario do not merge.
