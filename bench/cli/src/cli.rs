@@ -190,13 +190,18 @@ pub enum Command {
     /// Runs of one scenario with nothing changed between them, in the order they ran: each
     /// is compared with the one before exactly as `compare` would (same thresholds and
     /// significance), so every flag is a false one. Prints each comparison, how many failed
-    /// the gate (a regression) or flagged anything either way, and which metrics flagged.
+    /// the gate (a regression) or flagged anything either way, which metrics flagged, and per
+    /// backend the smallest change the gate catches 19 times in 20 given the runs' spread.
     /// Ten runs or more estimate a rate (docs/comparing.md). Exit code 2 when a run cannot be
     /// read.
     Noise {
         /// Run directories (or their results.json) of one build and one scenario, oldest first.
         #[arg(required = true)]
         runs: Vec<PathBuf>,
+        /// Runs a side the gate compares (`scripts/gate`'s turns), for the smallest change it
+        /// catches 19 times in 20.
+        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..))]
+        rounds: u64,
         /// How the gate judges a change.
         #[command(flatten)]
         gate: GateArgs,

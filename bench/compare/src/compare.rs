@@ -195,7 +195,7 @@ pub fn compare(base: &RunResults, new: &RunResults, config: &Config) -> Comparis
 }
 
 /// The repetitions to use as samples: every `ok` repetition, or the result itself.
-fn samples(r: &BackendResult) -> Vec<Repetition> {
+pub(crate) fn samples(r: &BackendResult) -> Vec<Repetition> {
     let reps: Vec<Repetition> = r
         .repetitions
         .iter()
@@ -209,7 +209,7 @@ fn samples(r: &BackendResult) -> Vec<Repetition> {
     }
 }
 
-fn value(rep: &Repetition, m: Metric) -> Option<f64> {
+pub(crate) fn value(rep: &Repetition, m: Metric) -> Option<f64> {
     match m {
         Metric::Throughput => Some(rep.throughput_per_s),
         Metric::AcquireP50 => rep.acquire_latency_us.as_ref().map(|p| p.p50 as f64),

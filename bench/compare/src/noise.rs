@@ -7,8 +7,22 @@
 //! Why adjacent pairs and not every pair: the gate compares consecutive nights, and the pairs
 //! of a chain share no run with more than two others, so the rate is not dominated by one odd
 //! run the way it would be over all pairs.
+//!
+//! The same runs give the gate's power: each metric's spread from run to run (its coefficient
+//! of variation) sets the smallest change the gate catches 19 times in 20 ([`detectable`]).
+//! With `n` rounds a side (`scripts/gate`'s turns) the difference of the sides' means has a
+//! standard error of `CV·√(2/n)`; a change is caught when it clears the metric's threshold
+//! and, with repetitions, Welch's test at the significance level divided among the
+//! comparison's tests (Benjamini–Hochberg's bar for a single true change among them). The
+//! smallest change that does both with probability 0.95 is `max(thr + t₀.₉₅·se,
+//! (t_crit + t₀.₉₅)·se)`, Student's t on `2n − 2` degrees of freedom (the normal for one run a
+//! side, where the threshold alone decides). An approximation that assumes the run-to-run
+//! spread is the same on both sides; measuring it directly means injecting a slowdown
+//! (`workload.slowdown`) and counting how often the gate fails.
 
-use crate::{Comparison, Config, RunResults, Verdict, compare};
+use crate::compare::{samples, value};
+use crate::{Comparison, Config, Metric, RunResults, Verdict, compare};
+use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
@@ -98,6 +112,100 @@ pub fn chain(runs: &[(String, RunResults)], config: &Config) -> Result<Noise, St
         });
     }
     Ok(noise)
+}
+
+/// The smallest change of one backend's metric the gate catches 19 times in 20.
+#[derive(Clone, Debug)]
+pub struct Detectable {
+    /// The backend.
+    pub backend: String,
+    /// The metric.
+    pub metric: Metric,
+    /// Its mean over the runs.
+    pub mean: f64,
+    /// Its coefficient of variation from run to run.
+    pub cv: f64,
+    /// The smallest relative change caught with probability 0.95 (0.2: 20 %).
+    pub change: f64,
+}
+
+/// Per backend and metric (throughput, acquire p50 and p99), the smallest change the gate
+/// catches 19 times in 20 with `rounds` runs a side, from the spread of `runs` (see the
+/// module docs).
+pub fn detectable(
+    runs: &[(String, RunResults)],
+    config: &Config,
+    rounds: usize,
+) -> Vec<Detectable> {
+    let metrics = [Metric::Throughput, Metric::AcquireP50, Metric::AcquireP99];
+    let mut values: BTreeMap<(String, &'static str), (Metric, Vec<f64>)> = BTreeMap::new();
+    for (_, run) in runs {
+        for r in &run.results {
+            let reps = samples(r);
+            for m in metrics {
+                let v: Vec<f64> = reps.iter().filter_map(|x| value(x, m)).collect();
+                if !v.is_empty() {
+                    let mean = v.iter().sum::<f64>() / v.len() as f64;
+                    values
+                        .entry((r.backend.clone(), m.name()))
+                        .or_insert((m, Vec::new()))
+                        .1
+                        .push(mean);
+                }
+            }
+        }
+    }
+    let tests = values.len().max(1) as f64;
+    let n = rounds.max(1) as f64;
+    let (t_crit, t_power) = if rounds >= 2 {
+        let t = StudentsT::new(0.0, 1.0, 2.0 * n - 2.0).expect("positive degrees of freedom");
+        (
+            t.inverse_cdf(1.0 - config.significance / (2.0 * tests)),
+            t.inverse_cdf(0.95),
+        )
+    } else {
+        (0.0, Normal::standard().inverse_cdf(0.95))
+    };
+    values
+        .into_iter()
+        .filter(|(_, (_, v))| v.len() >= 2)
+        .map(|((backend, _), (metric, v))| {
+            let mean = v.iter().sum::<f64>() / v.len() as f64;
+            let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (v.len() - 1) as f64;
+            let cv = if mean > 0.0 { var.sqrt() / mean } else { 0.0 };
+            let se = cv * (2.0 / n).sqrt();
+            let threshold = config.threshold(metric);
+            let change = (threshold + t_power * se).max((t_crit + t_power) * se);
+            Detectable {
+                backend,
+                metric,
+                mean,
+                cv,
+                change,
+            }
+        })
+        .collect()
+}
+
+/// The detectable changes as Markdown.
+pub fn detectable_markdown(rows: &[Detectable], rounds: usize) -> String {
+    let mut s = format!(
+        "\n| backend | metric | mean | run-to-run CV | smallest change caught 19 times in 20 \
+         ({rounds} run{} a side) |\n|---|---|---|---|---|\n",
+        if rounds == 1 { "" } else { "s" }
+    );
+    for d in rows {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {:.1} | {:.1}% | {:.0}% |",
+            d.backend,
+            d.metric.name(),
+            d.mean,
+            d.cv * 100.0,
+            d.change * 100.0
+        );
+    }
+    s
 }
 
 /// The chain as Markdown: a row per comparison, then the rates and the noisy metrics.

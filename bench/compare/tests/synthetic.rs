@@ -320,3 +320,45 @@ fn an_a_a_chain_counts_the_gates_false_alarms() {
     assert!(e.contains("one scenario"), "{e}");
     assert!(lockbench_compare::noise::chain(&runs[..1], &Config::default()).is_err());
 }
+
+/// The gate's power from the same runs: a metric that moves more from run to run needs a
+/// larger change to be caught 19 times in 20, more rounds a side need a smaller one, and no
+/// spread at all leaves the threshold.
+#[test]
+fn the_smallest_change_caught_grows_with_the_noise_and_shrinks_with_rounds() {
+    let at = |zk: f64| {
+        run(vec![
+            result("zk-fair", zk, 2000, 10_000, 0),
+            result("redis-setnx", 5000.0, 400, 3000, 0),
+        ])
+    };
+    let runs: Vec<(String, RunResults)> = [1000.0, 1100.0, 900.0, 1000.0]
+        .iter()
+        .enumerate()
+        .map(|(i, &t)| (format!("run{i}"), at(t)))
+        .collect();
+    let config = Config::default();
+    let find = |rows: &[lockbench_compare::noise::Detectable], b: &str, m: Metric| {
+        rows.iter()
+            .find(|d| d.backend == b && d.metric == m)
+            .unwrap_or_else(|| panic!("no {b} {m:?}"))
+            .clone()
+    };
+    let three = lockbench_compare::noise::detectable(&runs, &config, 3);
+    let zk = find(&three, "zk-fair", Metric::Throughput);
+    assert!((zk.cv - 0.0816).abs() < 0.001, "{zk:?}");
+    let quiet = find(&three, "redis-setnx", Metric::Throughput);
+    assert_eq!(quiet.cv, 0.0);
+    assert!(
+        (quiet.change - config.threshold(Metric::Throughput)).abs() < 1e-9,
+        "{quiet:?}"
+    );
+    assert!(zk.change > quiet.change + 0.1, "{zk:?}");
+    let ten = lockbench_compare::noise::detectable(&runs, &config, 10);
+    assert!(find(&ten, "zk-fair", Metric::Throughput).change < zk.change);
+    let text = lockbench_compare::noise::detectable_markdown(&three, 3);
+    assert!(
+        text.contains("| zk-fair | throughput | 1000.0 | 8.2% |"),
+        "{text}"
+    );
+}

@@ -150,7 +150,8 @@ pub fn scaling(
 
 /// `lockbench noise RUN...`: the A/A chain as Markdown; exit code 2 when a run cannot be read,
 /// the runs are of different scenarios or fewer than two.
-pub fn noise(runs: &[std::path::PathBuf], gate: &GateArgs) -> ExitCode {
+pub fn noise(runs: &[std::path::PathBuf], rounds: u64, gate: &GateArgs) -> ExitCode {
+    let rounds = usize::try_from(rounds).unwrap_or(usize::MAX);
     let outcome = config(gate)
         .map_err(|e| format!("{e:#}"))
         .and_then(|config| {
@@ -162,11 +163,17 @@ pub fn noise(runs: &[std::path::PathBuf], gate: &GateArgs) -> ExitCode {
                         .map_err(|e| format!("{e:#}"))
                 })
                 .collect::<Result<Vec<_>, String>>()?;
-            lockbench_compare::noise::chain(&loaded, &config)
+            let noise = lockbench_compare::noise::chain(&loaded, &config)?;
+            let detectable = lockbench_compare::noise::detectable(&loaded, &config, rounds);
+            Ok(format!(
+                "{}{}",
+                lockbench_compare::noise::markdown(&noise),
+                lockbench_compare::noise::detectable_markdown(&detectable, rounds)
+            ))
         });
     match outcome {
-        Ok(noise) => {
-            print!("{}", lockbench_compare::noise::markdown(&noise));
+        Ok(text) => {
+            print!("{text}");
             ExitCode::SUCCESS
         }
         Err(e) => {
