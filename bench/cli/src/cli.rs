@@ -185,7 +185,7 @@ pub enum Command {
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
     },
-    /// Measure the regression gate's own false alarms on runs of one build (an A/A test).
+    /// The regression gate's false alarms and power, from runs of one build (A/A).
     ///
     /// Runs of one scenario with nothing changed between them, in the order they ran: each
     /// is compared with the one before exactly as `compare` would (same thresholds and
