@@ -96,8 +96,12 @@ fn main() {
     let (cluster, why) = lockbench_compose::bench_cluster().unwrap_or_else(|e| panic!("{e}"));
     let (endpoints, started) = if cluster == "compose" {
         eprintln!("roundtrip: the docker-compose cluster ({why})");
-        rt.block_on(lockbench_compose::wait_healthy(Duration::from_secs(90)))
-            .unwrap_or_else(|e| panic!("roundtrip: {e:#}"));
+        let all = lockbench_cluster::SERVERS.to_vec();
+        rt.block_on(lockbench_compose::wait_healthy(
+            Duration::from_secs(90),
+            &all,
+        ))
+        .unwrap_or_else(|e| panic!("roundtrip: {e:#}"));
         (lockbench_compose::route().endpoints(), None)
     } else {
         let cluster = Cluster::new(lockbench_cluster::default_state_dir());

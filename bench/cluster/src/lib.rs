@@ -189,8 +189,17 @@ pub async fn wait_healthy_secure(
     sec: Option<&SecureProbe>,
     timeout: std::time::Duration,
 ) -> Result<(), Vec<&'static str>> {
-    let all: Vec<&'static ServerSpec> = SERVERS.to_vec();
-    health::wait_healthy(topology, &all, sec, timeout).await
+    wait_servers_healthy(topology, &SERVERS.to_vec(), sec, timeout).await
+}
+
+/// [`wait_healthy_secure`] for `servers` only (a run waits for the servers it uses).
+pub async fn wait_servers_healthy(
+    topology: &Topology,
+    servers: &[&'static ServerSpec],
+    sec: Option<&SecureProbe>,
+    timeout: std::time::Duration,
+) -> Result<(), Vec<&'static str>> {
+    health::wait_healthy(topology, servers, sec, timeout).await
 }
 
 /// For tests in other crates: brings the managed cluster in [`default_state_dir`] up (under the

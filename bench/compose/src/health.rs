@@ -31,28 +31,30 @@ pub fn ensure_runs() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Waits until every server of the compose cluster answers as healthy (ZooKeeper serving with
-/// one leader, etcd `/health`, Redis `PING`, Sentinels naming a primary) the way this process
+/// Waits until `servers` of the compose cluster (the ones a run uses; every server for
+/// [`SERVERS`](lockbench_cluster::SERVERS)) answer as healthy (ZooKeeper serving with one
+/// leader, etcd `/health`, Redis `PING`, Sentinels naming a primary) the way this process
 /// reaches them ([`route`]: container addresses or published ports), at most `timeout`; over
 /// TLS as lockbench's user when it runs secured ([`crate::secure`]).
 /// Fails at once when Docker says the cluster does not run, else at the deadline, naming each
 /// unhealthy server with its address and its container.
-pub async fn wait_healthy(timeout: Duration) -> anyhow::Result<()> {
+pub async fn wait_healthy(
+    timeout: Duration,
+    servers: &[&'static lockbench_cluster::ServerSpec],
+) -> anyhow::Result<()> {
     ensure_runs()?;
     let topo = route().topology();
     let sec = crate::secure::probe()?;
     let sec = sec.as_ref();
-    if lockbench_cluster::wait_healthy_secure(&topo, sec, Duration::ZERO)
-        .await
-        .is_ok()
-    {
+    let healthy = |timeout| lockbench_cluster::wait_servers_healthy(&topo, servers, sec, timeout);
+    if healthy(Duration::ZERO).await.is_ok() {
         return Ok(());
     }
     eprintln!(
         "lockbench: waiting up to {}s for the compose cluster to be healthy",
         timeout.as_secs()
     );
-    match lockbench_cluster::wait_healthy_secure(&topo, sec, timeout).await {
+    match healthy(timeout).await {
         Ok(()) => Ok(()),
         Err(unhealthy) => {
             let list: Vec<String> = unhealthy

@@ -65,8 +65,13 @@ impl ClusterChoice {
     }
 
     /// The servers' endpoints, starting the managed cluster if needed; the managed cluster is
-    /// returned too when this call started it (so whoever started it stops it).
-    pub async fn endpoints(&self) -> anyhow::Result<(Endpoints, Option<Cluster>)> {
+    /// returned too when this call started it (so whoever started it stops it). On compose
+    /// it waits for the servers of the systems `backends` use, not for the others: a run of
+    /// Redis recipes does not wait for PostgreSQL's replica.
+    pub async fn endpoints(
+        &self,
+        backends: &[BackendKind],
+    ) -> anyhow::Result<(Endpoints, Option<Cluster>)> {
         match self {
             ClusterChoice::Managed(dir) => {
                 let cluster = Cluster::new(dir.clone());
@@ -88,7 +93,8 @@ impl ClusterChoice {
                 if !route.is_published() {
                     eprintln!("lockbench: {}", lockbench_compose::access().describe());
                 }
-                lockbench_compose::wait_healthy(COMPOSE_HEALTH_TIMEOUT).await?;
+                lockbench_compose::wait_healthy(COMPOSE_HEALTH_TIMEOUT, &servers_of(backends))
+                    .await?;
                 // Secured (compose/secure.yml): TLS and lockbench's users, set up first.
                 lockbench_compose::secure::set_up_users().await?;
                 Ok((lockbench_compose::secure::endpoints()?, None))
@@ -224,5 +230,66 @@ impl Nemesis for ServerSide {
             ServerSide::Compose(n) => n.heal_all(clock).await,
             ServerSide::External(n) => n.heal_all(clock).await,
         }
+    }
+}
+
+/// Every server of the systems `backends` use: each backend's group, the group whose list its
+/// clients read (the Sentinels, for the failover pair they name), and the rest of those
+/// groups' systems.
+fn servers_of(backends: &[BackendKind]) -> Vec<&'static lockbench_cluster::ServerSpec> {
+    let groups: Vec<_> = backends
+        .iter()
+        .map(|&b| lockbench_registry::group_of(b))
+        .collect();
+    let used = |g: lockbench_core::Group| groups.iter().any(|&u| u == g || u.list() == g.name());
+    let systems: Vec<&str> = lockbench_cluster::SERVERS
+        .iter()
+        .filter(|s| used(s.group))
+        .map(|s| s.system.name())
+        .collect();
+    lockbench_cluster::SERVERS
+        .iter()
+        .filter(|s| systems.contains(&s.system.name()))
+        .copied()
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A compose run waits for its systems' servers only: a Redis recipe for every Redis
+    /// server, the Sentinel recipe for the Sentinels too, none of them for ZooKeeper or
+    /// PostgreSQL.
+    #[test]
+    fn a_run_waits_for_the_servers_of_the_systems_it_uses() {
+        let names = |backends: &[&str]| -> Vec<&str> {
+            let kinds: Vec<BackendKind> = backends
+                .iter()
+                .map(|b| lockbench_registry::parse_backend(b).unwrap())
+                .collect();
+            servers_of(&kinds).iter().map(|s| s.name).collect()
+        };
+        let redis = names(&["redis-setnx"]);
+        assert!(
+            redis.contains(&"redis") && redis.contains(&"redlock5"),
+            "{redis:?}"
+        );
+        assert!(!redis.iter().any(|n| n.starts_with("sen")), "{redis:?}");
+        let sentinel = names(&["redis-sentinel"]);
+        assert!(
+            sentinel.contains(&"fo1") && sentinel.contains(&"sen3"),
+            "{sentinel:?}"
+        );
+        assert!(
+            !redis
+                .iter()
+                .any(|n| n.starts_with("zk") || n.starts_with("pg")),
+            "{redis:?}"
+        );
+        let both = names(&["zk-fair", "pg-advisory"]);
+        assert!(both.contains(&"zk1") && both.contains(&"pg2"), "{both:?}");
+        assert!(!both.contains(&"redis"), "{both:?}");
+        assert!(names(&[]).is_empty());
     }
 }

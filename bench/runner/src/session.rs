@@ -27,7 +27,7 @@ impl Servers {
     /// Makes `cluster`'s servers ready (starting the managed cluster if needed) for
     /// `scenario`.
     pub async fn prepare(cluster: ClusterChoice, scenario: &Scenario) -> anyhow::Result<Servers> {
-        let (endpoints, started) = cluster.endpoints().await?;
+        let (endpoints, started) = cluster.endpoints(&scenario.backends).await?;
         let label = cluster.label();
         let env = match &cluster {
             ClusterChoice::Managed(dir) => RunEnv::managed(dir.clone(), scenario).await?,

@@ -35,7 +35,7 @@ pub async fn run(args: ScaleArgs, state_dir: PathBuf) -> anyhow::Result<ExitCode
     .map_err(anyhow::Error::msg)?;
 
     let (endpoints, started) = lockbench_runner::ClusterChoice::Managed(state_dir.clone())
-        .endpoints()
+        .endpoints(&kinds)
         .await?;
     let run_dir = RunDir::create(Path::new("results"), "scale", args.out.as_deref())?;
     crate::say!("results go to {}", run_dir.path().display());
