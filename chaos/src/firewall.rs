@@ -39,41 +39,42 @@ pub(crate) fn apply(
             .collect::<anyhow::Result<Vec<String>>>()?;
         each.push((h, rules));
     }
-    let outcomes: Vec<anyhow::Result<usize>> = std::thread::scope(|scope| {
-        let adding: Vec<_> = each
+    in_parallel(&each, "adding rules", |(h, rules)| {
+        h.append_rules(rules).map(|()| rules.len())
+    })
+    .into_iter()
+    .sum()
+}
+
+/// `work` on every item, each on a thread of its own (on the compose cluster every `iptables` is
+/// a `docker exec`, which a loaded machine makes slow); the outcomes in the items' order, a
+/// panic as an error naming `what`.
+fn in_parallel<I: Sync, T: Send>(
+    items: &[I],
+    what: &str,
+    work: impl Fn(&I) -> anyhow::Result<T> + Sync,
+) -> Vec<anyhow::Result<T>> {
+    std::thread::scope(|scope| {
+        let running: Vec<_> = items
             .iter()
-            .map(|(h, rules)| scope.spawn(move || h.append_rules(rules).map(|()| rules.len())))
+            .map(|item| scope.spawn(|| work(item)))
             .collect();
-        adding
+        running
             .into_iter()
             .map(|t| {
                 t.join()
-                    .unwrap_or_else(|_| Err(anyhow::anyhow!("adding rules panicked")))
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("{what} panicked")))
             })
             .collect()
-    });
-    outcomes.into_iter().sum()
+    })
 }
 
 /// Flushes the INPUT and OUTPUT chains (`packet-loss` has rules in both) of each of `hosts`
 /// that has rules; returns those hosts' names. The hosts are listed and flushed in parallel: on
 /// the compose cluster each `iptables` is a `docker exec`, which a loaded machine makes slow.
 pub(crate) fn flush_all(hosts: Vec<Host>) -> anyhow::Result<Vec<String>> {
-    let outcomes: Vec<anyhow::Result<Option<String>>> = std::thread::scope(|scope| {
-        let flushing: Vec<_> = hosts
-            .iter()
-            .map(|h| scope.spawn(move || flush_host(h)))
-            .collect();
-        flushing
-            .into_iter()
-            .map(|t| {
-                t.join()
-                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a flush panicked")))
-            })
-            .collect()
-    });
     let mut flushed = Vec::new();
-    for outcome in outcomes {
+    for outcome in in_parallel(&hosts, "a flush", flush_host) {
         flushed.extend(outcome?);
     }
     Ok(flushed)

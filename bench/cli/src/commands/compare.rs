@@ -63,15 +63,7 @@ fn compare(args: &CompareArgs) -> anyhow::Result<ExitCode> {
 /// `lockbench merge RUN... --out DIR`: writes the merged run; exit code 2 when a run cannot be
 /// read or the runs do not merge.
 pub fn merge(runs: &[std::path::PathBuf], out: &std::path::Path) -> ExitCode {
-    let merged = runs
-        .iter()
-        .map(|path| {
-            lockbench_compare::load(path)
-                .map(|r| (path.display().to_string(), r))
-                .map_err(|e| format!("{e:#}"))
-        })
-        .collect::<Result<Vec<_>, String>>()
-        .and_then(|loaded| lockbench_compare::merge(&loaded));
+    let merged = load_all(runs).and_then(|loaded| lockbench_compare::merge(&loaded));
     let written = merged.and_then(|m| {
         std::fs::create_dir_all(out)
             .map_err(|e| format!("cannot create {}: {e}", out.display()))?;
@@ -101,16 +93,13 @@ pub fn scaling(
     plot: Option<&std::path::Path>,
 ) -> ExitCode {
     use lockbench_compare::scaling;
-    let mut loaded = Vec::new();
-    for path in runs {
-        match lockbench_compare::load(path) {
-            Ok(r) => loaded.push((path.display().to_string(), r)),
-            Err(e) => {
-                eprintln!("error: {e:#}");
-                return ExitCode::from(2);
-            }
+    let loaded = match load_all(runs) {
+        Ok(loaded) => loaded,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
         }
-    }
+    };
     let curves = scaling::curves(&loaded);
     print!("{}", scaling::markdown(&curves, what_if));
     let Some(file) = plot else {
@@ -155,14 +144,7 @@ pub fn noise(runs: &[std::path::PathBuf], rounds: u64, gate: &GateArgs) -> ExitC
     let outcome = config(gate)
         .map_err(|e| format!("{e:#}"))
         .and_then(|config| {
-            let loaded = runs
-                .iter()
-                .map(|path| {
-                    lockbench_compare::load(path)
-                        .map(|r| (path.display().to_string(), r))
-                        .map_err(|e| format!("{e:#}"))
-                })
-                .collect::<Result<Vec<_>, String>>()?;
+            let loaded = load_all(runs)?;
             let noise = lockbench_compare::noise::chain(&loaded, &config)?;
             let detectable = lockbench_compare::noise::detectable(&loaded, &config, rounds);
             Ok(format!(
@@ -181,4 +163,18 @@ pub fn noise(runs: &[std::path::PathBuf], rounds: u64, gate: &GateArgs) -> ExitC
             ExitCode::from(2)
         }
     }
+}
+
+/// Every run of `runs` (directories or results.json files), labelled by its path; the first
+/// that cannot be read is the error.
+fn load_all(
+    runs: &[std::path::PathBuf],
+) -> Result<Vec<(String, lockbench_compare::RunResults)>, String> {
+    runs.iter()
+        .map(|path| {
+            lockbench_compare::load(path)
+                .map(|r| (path.display().to_string(), r))
+                .map_err(|e| format!("{e:#}"))
+        })
+        .collect()
 }
