@@ -4,8 +4,11 @@
 //! each backend the alarms and notes its result carries.
 
 use crate::progress::Progress;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use lockbench_core::FaultEvent;
+use lockbench_core::steady::Steady;
 use lockbench_results::capacity::SweepStep;
+use lockbench_results::model::SteadyWarmup;
 use lockbench_results::{BackendResult, Status};
 use lockbench_runner::{Observer, Started, UnitKind};
 use std::sync::Mutex;
@@ -17,6 +20,8 @@ pub struct Console {
     bars: bool,
     /// The running backend's bar and its scenario's `stall_alarm`.
     progress: Mutex<Option<(Progress, std::time::Duration)>>,
+    /// The line a backend's warm-up rounds update (`[steady]`).
+    warming: Mutex<Option<ProgressBar>>,
 }
 
 impl Console {
@@ -27,6 +32,7 @@ impl Console {
             quiet,
             bars: true,
             progress: Mutex::new(None),
+            warming: Mutex::new(None),
         }
     }
 
@@ -36,6 +42,7 @@ impl Console {
             quiet: true,
             bars: false,
             progress: Mutex::new(None),
+            warming: Mutex::new(None),
         }
     }
 }
@@ -112,6 +119,76 @@ impl Observer for Console {
                 stall.from_s,
                 stall.to_s,
                 humantime::format_duration(stall_alarm)
+            );
+        }
+    }
+
+    fn warming(&self, backend: &str, so_far: &SteadyWarmup, spec: &Steady) {
+        if !self.bars || self.quiet {
+            return;
+        }
+        let mut line = self.warming.lock().expect("warming");
+        let bar = line.get_or_insert_with(|| {
+            let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+            bar.set_style(ProgressStyle::with_template("{prefix:>18} {msg}").expect("template"));
+            bar.set_prefix(backend.to_string());
+            bar
+        });
+        if let Some(r) = so_far.rounds.last() {
+            bar.set_message(format!(
+                "warming up until {} rounds' throughput agrees with the {} before within {:.0} % (up to {}): round {}, {:.0} acq/s, p50 {:.1} ms",
+                spec.window,
+                spec.window,
+                spec.tolerance * 100.0,
+                humantime::format_duration(spec.max),
+                so_far.rounds.len(),
+                r.throughput_per_s,
+                r.acquire_p50_us as f64 / 1e3
+            ));
+        }
+    }
+
+    fn warmed(&self, backend: &str, w: &SteadyWarmup, spec: &Steady) {
+        if let Some(bar) = self.warming.lock().expect("warming").take() {
+            bar.finish_and_clear();
+        }
+        if !self.bars {
+            return;
+        }
+        let last = w.rounds.last();
+        let figures = last
+            .map(|r| {
+                format!(
+                    ": {:.0} acq/s, p50 {:.1} ms",
+                    r.throughput_per_s,
+                    r.acquire_p50_us as f64 / 1e3
+                )
+            })
+            .unwrap_or_default();
+        if w.settled {
+            crate::say!(
+                "{backend}: steady after {:.1} s of warm-up ({} rounds){figures}",
+                w.seconds,
+                w.rounds.len()
+            );
+        } else if let Some(why) = w.error.as_deref().filter(|e| *e != "interrupted") {
+            eprintln!("lockbench: warning: {backend}: warm-up stopped ({why}); measuring anyway");
+        } else if w.error.is_none() {
+            let recent: Vec<String> = w
+                .rounds
+                .iter()
+                .rev()
+                .take(2 * spec.window as usize)
+                .rev()
+                .map(|r| format!("{:.0}", r.throughput_per_s))
+                .collect();
+            eprintln!(
+                "lockbench: warning: {backend}: NOT steady after {:.1} s of warm-up ({} rounds, the last at {} acq/s; their two halves' throughput within {:.0} % and p50 within {:.0} % is the rule): measured anyway, and its figures may still drift; raise steady.max",
+                w.seconds,
+                w.rounds.len(),
+                recent.join(", "),
+                spec.tolerance * 100.0,
+                spec.p50_tolerance * 100.0
             );
         }
     }

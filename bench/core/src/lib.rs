@@ -12,6 +12,7 @@
 //! - [`history`]: the merged, time-ordered list of ops, and its JSON-lines form;
 //! - [`time`]: the one monotonic clock every op is stamped with;
 //! - [`scenario`]: the TOML scenario a run is made from, with its defaults and validation;
+//!   [`steady`]: the warm-up rounds that bring a backend to steady state before it is measured;
 //! - [`endpoints`]: where each backend's servers listen (managed or external cluster), and
 //!   [`connection`]: how clients connect to them (TLS, credentials named by their source);
 //! - [`fault`]: fault verbs on named targets, and the fault events a history records;
@@ -64,6 +65,7 @@ pub mod seed;
 pub mod server_access;
 pub mod server_view;
 pub mod signal;
+pub mod steady;
 pub mod sweep;
 pub mod system;
 pub mod system_fault;

@@ -43,6 +43,10 @@ pub struct Scenario {
     /// history and still checked for safety; they are left out of latency and throughput.
     #[serde(with = "humantime_serde", default = "default_warmup")]
     pub warmup: Duration,
+    /// Warm-up rounds before each lock backend is measured, until successive rounds agree
+    /// (`[steady]`, off unless `max` is set): see [`crate::steady`].
+    #[serde(default, skip_serializing_if = "steady_is_off")]
+    pub steady: crate::steady::Steady,
     /// What the clients do.
     pub workload: Workload,
     /// How the protected resource treats fencing tokens.
@@ -160,6 +164,9 @@ fn default_duration() -> Duration {
 }
 fn default_warmup() -> Duration {
     Duration::from_secs(1)
+}
+fn steady_is_off(s: &crate::steady::Steady) -> bool {
+    *s == crate::steady::Steady::default()
 }
 
 /// The workload: N clients contending for K lock keys.
@@ -541,6 +548,9 @@ impl Scenario {
         if self.stall_alarm.is_zero() {
             return Err(bad("stall_alarm", "must be above zero"));
         }
+        self.steady
+            .validate()
+            .map_err(|(field, problem)| bad(field, problem))?;
         for (i, f) in self.faults.iter().enumerate() {
             let field = format!("faults[{i}]");
             match (f.at, f.every) {

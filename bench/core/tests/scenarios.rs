@@ -434,6 +434,7 @@ prop_compose! {
             backends,
             duration,
             warmup,
+            steady: lockbench_core::steady::Steady::default(),
             workload,
             resource: if unfenced { ResourceMode::Unfenced } else { ResourceMode::Fenced },
             workers: None,

@@ -394,6 +394,26 @@ pub struct BackendResult {
     /// coordinator's clock.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clocks: Option<crate::clocks::Clocks>,
+    /// The warm-up rounds run before this backend was measured (`[steady]`): how long, whether
+    /// they settled, every round's figures; absent when the scenario has no `[steady]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steady: Option<SteadyWarmup>,
+}
+
+/// How a backend was brought to steady state before it was measured
+/// ([`lockbench_core::steady`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SteadyWarmup {
+    /// `true` when successive rounds agreed within the bound; `false`: measured anyway, after
+    /// `max` (or after a round failed, see `error`).
+    pub settled: bool,
+    /// Wall time the warm-up took, s.
+    pub seconds: f64,
+    /// Every round's figures, in order.
+    pub rounds: Vec<lockbench_core::steady::Round>,
+    /// Why the warm-up stopped early: a round that failed, or Ctrl-C.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// Leader-election figures of one recipe (the failover workload): the checker's figures
@@ -631,6 +651,7 @@ impl BackendResult {
             shared_lock: None,
             server_truth: None,
             clocks: None,
+            steady: None,
         }
     }
 }

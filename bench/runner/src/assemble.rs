@@ -140,6 +140,7 @@ pub fn backend_result(m: Measured<'_>) -> (BackendResult, Histogram<u64>) {
         shared_lock: analysed.shared_lock,
         server_truth: None,
         clocks: None,
+        steady: None,
     };
     (result, handoffs)
 }

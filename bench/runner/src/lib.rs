@@ -37,6 +37,7 @@ pub mod runner;
 pub mod scale;
 mod server_truth;
 pub mod session;
+mod steady;
 pub mod sweep_point;
 pub mod sweep_step;
 

@@ -7,9 +7,11 @@
 //! so an observer implements only what it shows. The observer is shared with the tasks of a
 //! run (fault events arrive from the fault loop's task), hence `Send + Sync` and `&self`.
 
+use lockbench_core::steady::Steady;
 use lockbench_core::{FaultEvent, Scenario};
 use lockbench_results::BackendResult;
 use lockbench_results::capacity::SweepStep;
+use lockbench_results::model::SteadyWarmup;
 use lockbench_workloads::RunControl;
 use std::time::Duration;
 
@@ -43,6 +45,14 @@ pub trait Observer: Send + Sync {
 
     /// A unit finished (its result may have `status = "error"`, with the error).
     fn finished(&self, _label: &str, _kind: UnitKind, _result: &BackendResult) {}
+
+    /// A warm-up round of `backend` finished (`[steady]`, as `spec` says): `so_far` holds
+    /// every round's figures until now. The rounds themselves are not units: `started` and
+    /// `finished` are not called for them.
+    fn warming(&self, _backend: &str, _so_far: &SteadyWarmup, _spec: &Steady) {}
+
+    /// `backend`'s warm-up ended (settled or not); its measured run starts next.
+    fn warmed(&self, _backend: &str, _warmup: &SteadyWarmup, _spec: &Steady) {}
 
     /// A fault event of `backend`'s run, the moment it is recorded (a fault that could not be
     /// applied has `applied = false`).

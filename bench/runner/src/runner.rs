@@ -104,9 +104,23 @@ impl Runner {
             if self.interrupted() {
                 break;
             }
-            let mut result = self
-                .run_unit(Unit::Lock(kind), scenario, run_dir, kind.name())
-                .await;
+            let (steady, failed) = if scenario.steady.enabled() {
+                let (warmup, failed) = self.warm_up(kind, scenario, run_dir).await;
+                if self.interrupted() {
+                    break;
+                }
+                (Some(warmup), failed)
+            } else {
+                (None, None)
+            };
+            let mut result = match failed {
+                Some(failed) => self.report_unit(Unit::Lock(kind), scenario, failed),
+                None => {
+                    self.run_unit(Unit::Lock(kind), scenario, run_dir, kind.name())
+                        .await
+                }
+            };
+            result.steady = steady;
             if self.repeat > 1 && result.status == Status::Ok {
                 self.repetitions(kind, &mut result, scenario, run_dir, &results)
                     .await;
@@ -147,7 +161,6 @@ impl Runner {
         label: &str,
     ) -> BackendResult {
         let control = RunControl::new(scenario.workload.clients);
-        self.ctrl_c.set_current(&control);
         self.observer.started(&Started {
             label,
             kind: unit.kind(),
@@ -155,17 +168,59 @@ impl Runner {
             planned: planned(scenario),
             control: &control,
         });
+        let result = self
+            .execute(unit, scenario, run_dir, control, &self.observer)
+            .await;
+        self.observer.finished(label, unit.kind(), &result);
+        result
+    }
+
+    /// Tells the observer of a unit that ended before its run (its warm-up failed) as if it
+    /// had run, and gives back its result.
+    fn report_unit(&self, unit: Unit, scenario: &Scenario, result: BackendResult) -> BackendResult {
+        let control = RunControl::new(scenario.workload.clients);
+        self.observer.started(&Started {
+            label: unit.name(),
+            kind: unit.kind(),
+            scenario,
+            planned: planned(scenario),
+            control: &control,
+        });
+        control.stop.send_replace(true);
+        self.observer.finished(unit.name(), unit.kind(), &result);
+        result
+    }
+
+    /// Runs one unit as [`Runner::run_unit`] does, telling the observer nothing about it: a
+    /// warm-up round. Ctrl-C still stops it.
+    pub(crate) async fn run_quietly(
+        &self,
+        unit: Unit,
+        scenario: &Scenario,
+        run_dir: &RunDir,
+    ) -> BackendResult {
+        let control = RunControl::new(scenario.workload.clients);
+        let silent: Arc<dyn Observer> = Arc::new(crate::observer::Silent);
+        self.execute(unit, scenario, run_dir, control, &silent)
+            .await
+    }
+
+    /// Runs `unit` under `control` (the one Ctrl-C stops), reporting to `observer`; an error
+    /// becomes a `status = "error"` result naming it.
+    async fn execute(
+        &self,
+        unit: Unit,
+        scenario: &Scenario,
+        run_dir: &RunDir,
+        control: RunControl,
+        observer: &Arc<dyn Observer>,
+    ) -> BackendResult {
+        self.ctrl_c.set_current(&control);
         let (endpoints, env) = (&self.servers.endpoints, &self.servers.env);
         let outcome = match unit {
             Unit::Lock(kind) => {
                 crate::dispatch::run_backend(
-                    kind,
-                    scenario,
-                    endpoints,
-                    run_dir,
-                    control,
-                    env,
-                    &self.observer,
+                    kind, scenario, endpoints, run_dir, control, env, observer,
                 )
                 .await
             }
@@ -177,16 +232,14 @@ impl Runner {
                     run_dir,
                     env,
                     control,
-                    self.observer.as_ref(),
+                    observer.as_ref(),
                 )
                 .await
             }
         };
-        let result = outcome.unwrap_or_else(|e| {
+        outcome.unwrap_or_else(|e| {
             BackendResult::failed(unit.name(), &scenario.workload, format!("{e:#}"))
-        });
-        self.observer.finished(label, unit.kind(), &result);
-        result
+        })
     }
 
     /// Runs one unit alone in its own directory `dir` (a repetition, a sweep step): writes

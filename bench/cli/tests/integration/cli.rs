@@ -480,6 +480,8 @@ fn an_unreachable_server_fails_fast_naming_its_address() {
             out_dir.to_str().unwrap(),
             "--set",
             &format!("backends={backend}"),
+            "--set",
+            common::NO_WARM_UP,
         ]);
         let took = started.elapsed();
         assert_eq!(out.status.code(), Some(2), "{backend}: {}", text(&out));
@@ -713,6 +715,8 @@ fn sigterm_stops_the_run_cleanly_and_keeps_the_partial_results() {
             "backends=redis-setnx",
             "--set",
             "duration=60s",
+            "--set",
+            common::NO_WARM_UP,
             "--out",
         ])
         .arg(&out_dir)
@@ -772,7 +776,7 @@ fn a_run_killed_with_sigkill_keeps_its_history_up_to_about_the_last_second() {
     let mut child = Command::new(env!("CARGO_BIN_EXE_lockbench"))
         .args(["run", "quick", "--quiet", "--cluster", &cluster])
         .args(["--set", "backends=redis-setnx", "--set", "duration=60s"])
-        .args(["--set", "warmup=0s", "--out"])
+        .args(["--set", "warmup=0s", "--set", common::NO_WARM_UP, "--out"])
         .arg(&out_dir)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())

@@ -31,6 +31,10 @@ pub fn external_cluster(dir: &Path) -> String {
     format!("external:{}", file.display())
 }
 
+/// The `--set` that turns off the built-in scenarios' warm-up rounds (`[steady]`): the
+/// helpers here give it first, so a test's own sets can turn them back on.
+pub const NO_WARM_UP: &str = "steady.max=0s";
+
 /// Runs `lockbench run SCENARIO` on the managed cluster's servers (as an external cluster,
 /// see [`external_cluster`]) with `--set` for each of `sets`, writing into
 /// `dir/run`; returns the output and that run directory.
@@ -40,7 +44,8 @@ pub fn run_scenario(dir: &Path, scenario: &str, sets: &[&str]) -> (Output, PathB
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_lockbench"));
     cmd.args(["run", scenario, "--cluster", &cluster, "--out"])
         .arg(&out_dir);
-    for set in sets {
+    // No warm-up rounds unless a test asks for them: each would add seconds to every run.
+    for set in std::iter::once(&NO_WARM_UP).chain(sets) {
         cmd.args(["--set", set]);
     }
     (cmd.output().expect("run lockbench"), out_dir)
@@ -88,7 +93,7 @@ pub fn run_quietly(suite: &str, name: &str, scenario: &str, sets: &[&str]) -> (O
         "--out".into(),
         out_dir.display().to_string(),
     ];
-    for set in sets {
+    for set in std::iter::once(&NO_WARM_UP).chain(sets) {
         args.push("--set".into());
         args.push(set.to_string());
     }

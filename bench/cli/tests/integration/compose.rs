@@ -248,6 +248,8 @@ fn compose_cluster_runs_the_quick_suite_and_faults_and_leaves_nothing() {
                 "compose",
                 "--set",
                 "redlock.ttl=2s",
+                "--set",
+                common::NO_WARM_UP,
             ])
             .arg("--out")
             .arg(dir.join("run"))

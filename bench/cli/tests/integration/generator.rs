@@ -64,6 +64,8 @@ fn servers_a_run_started_are_not_counted_as_lockbench() {
         "backends=redis-setnx",
         "--set",
         "duration=3s",
+        "--set",
+        common::NO_WARM_UP,
     ]);
     assert!(out.status.success(), "{}", text(&out));
     let all = text(&out);

@@ -51,6 +51,7 @@ fn library_log_lines_go_to_the_run_log_and_not_to_the_terminal() {
         .arg(&run)
         .args(["--set", "backends=[\"zk-fair\", \"etcd-lease\"]"])
         .args(["--set", "duration=1s", "--set", "warmup=0s"])
+        .args(["--set", common::NO_WARM_UP])
         .args(["--set", "workload.clients=2"])
         .args(["--set", "workload.processes=\"workers\""])
         .env("RUST_LOG", "debug")

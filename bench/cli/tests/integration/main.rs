@@ -33,6 +33,7 @@ mod secure;
 mod secure_up;
 mod server_truth;
 mod silent;
+mod steady;
 mod swarm;
 mod watchdog;
 mod workers;

@@ -72,6 +72,7 @@ fn run(dir: &Path, name: &str, password: &str) -> (Output, std::path::PathBuf) {
         .arg(&out_dir)
         .args(["--set", "backends=[\"redis-setnx\"]"])
         .args(["--set", "duration=1s", "--set", "warmup=0s"])
+        .args(["--set", common::NO_WARM_UP])
         .args(["--set", "workload.clients=2"])
         .args(["--set", "workload.processes=\"workers\""])
         .env("LB_TEST_SECURE_RUN_PASSWORD", password)

@@ -266,6 +266,8 @@ fn quick(cluster: &str, out: &Path, backends: &str, duration: &str) -> Command {
             &format!("duration={duration}"),
             "--set",
             "warmup=0s",
+            "--set",
+            common::NO_WARM_UP,
         ]);
     c
 }

@@ -62,6 +62,7 @@ fn every_backend_fails_fast_naming_a_server_that_accepts_but_never_answers() {
                 .arg("--out")
                 .arg(&out_dir)
                 .args(["--set", &format!("backends={backend}")])
+                .args(["--set", common::NO_WARM_UP])
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
                 .spawn()

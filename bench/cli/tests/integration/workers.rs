@@ -95,6 +95,7 @@ fn a_run_waits_for_external_workers_and_refuses_a_wrong_secret() {
         .arg(&out_dir)
         .args(["--workers", "external:2", "--listen", &addr])
         .args(["--set", "duration=2s", "--set", "warmup=500ms"])
+        .args(["--set", crate::common::NO_WARM_UP])
         .args(["--set", "backends=etcd-lease"])
         .env(SECRET_ENV, &secret)
         .stdout(Stdio::piped())

@@ -166,6 +166,8 @@ pub fn the_subnet_unreachable_as_on_docker_desktop() {
                     "backends=zk-fair,etcd-lease,redis-setnx,redlock",
                     "--set",
                     "duration=2s",
+                    "--set",
+                    common::NO_WARM_UP,
                 ],
                 &dir.join("run"),
             )

@@ -109,6 +109,8 @@ fn the_secure_compose_cluster_takes_only_tls_and_a_run_connects_by_itself() {
                     "duration=3s",
                     "--set",
                     "warmup=0s",
+                    "--set",
+                    common::NO_WARM_UP,
                     // TLS handshakes are slow in a debug build (its crypto is unoptimized), and
                     // Redlock's node_timeout bounds every reply (the connection's set-up, AUTH,
                     // too, it seems); it drops a connection whose reply is late for a new one. The
