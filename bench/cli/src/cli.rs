@@ -192,6 +192,7 @@ pub enum Command {
     /// significance), so every flag is a false one. Prints each comparison, how many failed
     /// the gate (a regression) or flagged anything either way, which metrics flagged, and per
     /// backend the smallest change the gate catches 19 times in 20 given the runs' spread.
+    /// With `--calibrate`, writes a thresholds file whose bands fit each backend's own spread.
     /// Ten runs or more estimate a rate (docs/comparing.md). Exit code 2 when a run cannot be
     /// read.
     Noise {
@@ -202,6 +203,11 @@ pub enum Command {
         /// catches 19 times in 20.
         #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..))]
         rounds: u64,
+        /// Write a thresholds file for `compare --config`: per backend and metric, the change
+        /// its run-to-run spread alone exceeds once in (tests / significance) comparisons of
+        /// `--rounds` runs a side. Calibrate on one set of runs; check on another.
+        #[arg(long, value_name = "FILE")]
+        calibrate: Option<PathBuf>,
         /// How the gate judges a change.
         #[command(flatten)]
         gate: GateArgs,

@@ -234,7 +234,7 @@ fn row(b: &BackendResult, metric: Metric, config: &Config) -> Row {
         change: None,
         p_value: None,
         q_value: None,
-        threshold: config.threshold(metric),
+        threshold: config.threshold_for(&b.backend, metric),
         verdict: Verdict::NonSignificant,
         note: String::new(),
     }

@@ -11,6 +11,8 @@
 //! acquire_p99 = 0.35
 //! handoff_p50 = 0.25
 //! handoff_p99 = 0.40
+//! [backends.etcd-lease]    # one backend's own, over the above: what `lockbench noise
+//! throughput = 0.32        # --calibrate` writes from that backend's measured spread
 //! ```
 
 use serde::{Deserialize, Serialize};
@@ -106,6 +108,11 @@ pub struct Config {
     pub latency_floor_us: f64,
     /// Relative noise threshold per metric name; missing metrics use the defaults.
     pub thresholds: BTreeMap<String, f64>,
+    /// Per backend name, thresholds of its own (metric name to fraction) that take the
+    /// place of `thresholds` for that backend: a backend whose figures vary more from run to
+    /// run than another's needs a wider band to keep the comparison's false alarms rare.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub backends: BTreeMap<String, BTreeMap<String, f64>>,
 }
 
 impl Default for Config {
@@ -117,6 +124,7 @@ impl Default for Config {
                 .iter()
                 .map(|m| (m.name().to_string(), m.default_threshold()))
                 .collect(),
+            backends: BTreeMap::new(),
         }
     }
 }
@@ -130,25 +138,18 @@ impl Config {
             full.set_threshold(&k, v)?;
         }
         parsed.thresholds = full.thresholds;
+        for (backend, own) in &parsed.backends {
+            for (metric, &value) in own {
+                check_threshold(metric, value).map_err(|e| format!("[backends.{backend}]: {e}"))?;
+            }
+        }
         parsed.validate()?;
         Ok(parsed)
     }
 
     /// Sets one metric's threshold (a fraction: 0.15 = ±15 %).
     pub fn set_threshold(&mut self, metric: &str, value: f64) -> Result<(), String> {
-        let m = Metric::parse(metric)
-            .filter(|m| Metric::NUMERIC.contains(m))
-            .ok_or_else(|| {
-                format!(
-                    "unknown metric `{metric}`; known: {}",
-                    Metric::NUMERIC.map(Metric::name).join(", ")
-                )
-            })?;
-        if !(value.is_finite() && value >= 0.0) {
-            return Err(format!(
-                "threshold for {metric} must be a fraction >= 0, got {value}"
-            ));
-        }
+        let m = check_threshold(metric, value)?;
         self.thresholds.insert(m.name().to_string(), value);
         Ok(())
     }
@@ -175,6 +176,16 @@ impl Config {
             .unwrap_or_else(|| metric.default_threshold())
     }
 
+    /// The threshold of `metric` for `backend`: its own when the file gives one, else
+    /// [`Config::threshold`].
+    pub fn threshold_for(&self, backend: &str, metric: Metric) -> f64 {
+        self.backends
+            .get(backend)
+            .and_then(|own| own.get(metric.name()))
+            .copied()
+            .unwrap_or_else(|| self.threshold(metric))
+    }
+
     fn validate(&self) -> Result<(), String> {
         if !(self.significance > 0.0 && self.significance < 1.0) {
             return Err(format!(
@@ -187,6 +198,24 @@ impl Config {
         }
         Ok(())
     }
+}
+
+/// The metric named `metric`, when `value` can be its threshold.
+fn check_threshold(metric: &str, value: f64) -> Result<Metric, String> {
+    let m = Metric::parse(metric)
+        .filter(|m| Metric::NUMERIC.contains(m))
+        .ok_or_else(|| {
+            format!(
+                "unknown metric `{metric}`; known: {}",
+                Metric::NUMERIC.map(Metric::name).join(", ")
+            )
+        })?;
+    if !(value.is_finite() && value >= 0.0) {
+        return Err(format!(
+            "threshold for {metric} must be a fraction >= 0, got {value}"
+        ));
+    }
+    Ok(m)
 }
 
 #[cfg(test)]

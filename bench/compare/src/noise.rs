@@ -19,6 +19,12 @@
 //! side, where the threshold alone decides). An approximation that assumes the run-to-run
 //! spread is the same on both sides; measuring it directly means injecting a slowdown
 //! (`workload.slowdown`) and counting how often the gate fails.
+//!
+//! And they calibrate it ([`calibrate`]): a threshold per backend and metric, the change its
+//! run-to-run spread alone exceeds once in `m / α` comparisons (`m` the comparison's tests, `α`
+//! the significance), so a comparison with nothing changed fails at most once in `1 / α` on
+//! the threshold alone, whatever the backend. A quiet backend gets a narrow band and a noisy
+//! one a wide band, instead of one default for all.
 
 use crate::compare::{samples, value};
 use crate::{Comparison, Config, Metric, RunResults, Verdict, compare};
@@ -129,20 +135,28 @@ pub struct Detectable {
     pub change: f64,
 }
 
-/// Per backend and metric (throughput, acquire p50 and p99), the smallest change the gate
-/// catches 19 times in 20 with `rounds` runs a side, from the spread of `runs` (see the
-/// module docs).
-pub fn detectable(
-    runs: &[(String, RunResults)],
-    config: &Config,
-    rounds: usize,
-) -> Vec<Detectable> {
-    let metrics = [Metric::Throughput, Metric::AcquireP50, Metric::AcquireP99];
+/// One backend's metric over a set of runs: its mean and its spread from run to run.
+#[derive(Clone, Debug)]
+pub struct Spread {
+    /// The backend.
+    pub backend: String,
+    /// The metric.
+    pub metric: Metric,
+    /// Its mean over the runs (each run's own mean over its repetitions).
+    pub mean: f64,
+    /// Its coefficient of variation from run to run.
+    pub cv: f64,
+    /// Runs it was measured in.
+    pub runs: usize,
+}
+
+/// Every backend's numeric metrics over `runs`, where at least two runs measured them.
+pub fn spread(runs: &[(String, RunResults)]) -> Vec<Spread> {
     let mut values: BTreeMap<(String, &'static str), (Metric, Vec<f64>)> = BTreeMap::new();
     for (_, run) in runs {
         for r in &run.results {
             let reps = samples(r);
-            for m in metrics {
+            for m in Metric::NUMERIC {
                 let v: Vec<f64> = reps.iter().filter_map(|x| value(x, m)).collect();
                 if !v.is_empty() {
                     let mean = v.iter().sum::<f64>() / v.len() as f64;
@@ -155,7 +169,33 @@ pub fn detectable(
             }
         }
     }
-    let tests = values.len().max(1) as f64;
+    values
+        .into_iter()
+        .filter(|(_, (_, v))| v.len() >= 2)
+        .map(|((backend, _), (metric, v))| {
+            let mean = v.iter().sum::<f64>() / v.len() as f64;
+            let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (v.len() - 1) as f64;
+            Spread {
+                backend,
+                metric,
+                mean,
+                cv: if mean > 0.0 { var.sqrt() / mean } else { 0.0 },
+                runs: v.len(),
+            }
+        })
+        .collect()
+}
+
+/// Per backend and metric (throughput, acquire p50 and p99), the smallest change the gate
+/// catches 19 times in 20 with `rounds` runs a side, from the spread of `runs` (see the
+/// module docs), with each backend's own thresholds where `config` has them.
+pub fn detectable(
+    runs: &[(String, RunResults)],
+    config: &Config,
+    rounds: usize,
+) -> Vec<Detectable> {
+    let all = spread(runs);
+    let tests = all.len().max(1) as f64;
     let n = rounds.max(1) as f64;
     let (t_crit, t_power) = if rounds >= 2 {
         let t = StudentsT::new(0.0, 1.0, 2.0 * n - 2.0).expect("positive degrees of freedom");
@@ -166,25 +206,70 @@ pub fn detectable(
     } else {
         (0.0, Normal::standard().inverse_cdf(0.95))
     };
-    values
-        .into_iter()
-        .filter(|(_, (_, v))| v.len() >= 2)
-        .map(|((backend, _), (metric, v))| {
-            let mean = v.iter().sum::<f64>() / v.len() as f64;
-            let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (v.len() - 1) as f64;
-            let cv = if mean > 0.0 { var.sqrt() / mean } else { 0.0 };
-            let se = cv * (2.0 / n).sqrt();
-            let threshold = config.threshold(metric);
+    all.into_iter()
+        .filter(|s| {
+            matches!(
+                s.metric,
+                Metric::Throughput | Metric::AcquireP50 | Metric::AcquireP99
+            )
+        })
+        .map(|s| {
+            let se = s.cv * (2.0 / n).sqrt();
+            let threshold = config.threshold_for(&s.backend, s.metric);
             let change = (threshold + t_power * se).max((t_crit + t_power) * se);
             Detectable {
-                backend,
-                metric,
-                mean,
-                cv,
+                backend: s.backend,
+                metric: s.metric,
+                mean: s.mean,
+                cv: s.cv,
                 change,
             }
         })
         .collect()
+}
+
+/// The smallest threshold a calibration writes: a change below 2 % is within what one run's
+/// timing of its own window varies by.
+const LEAST_THRESHOLD: f64 = 0.02;
+
+/// `config` with a threshold of each backend's own for every metric `runs` measured: the
+/// change that noise alone exceeds with probability `α / m` (two-sided, `m` the tests of one
+/// comparison: every backend's metrics; `α` the significance), with `rounds` runs a side, so
+/// that the comparisons' false alarms stay at `α` or below on the threshold alone. A normal
+/// approximation from the runs' coefficients of variation: `z₁₋α/2m · CV · √(2/rounds)`, at
+/// least 2 %.
+pub fn calibrate(runs: &[(String, RunResults)], config: &Config, rounds: usize) -> Config {
+    let all = spread(runs);
+    let m = all.len().max(1) as f64;
+    let z = Normal::standard().inverse_cdf(1.0 - config.significance / (2.0 * m));
+    let n = rounds.max(1) as f64;
+    let mut calibrated = config.clone();
+    calibrated.backends.clear();
+    for s in all {
+        let threshold = (z * s.cv * (2.0 / n).sqrt()).max(LEAST_THRESHOLD);
+        // Two decimals: the file is read by people too.
+        calibrated.backends.entry(s.backend).or_default().insert(
+            s.metric.name().to_string(),
+            (threshold * 100.0).ceil() / 100.0,
+        );
+    }
+    calibrated
+}
+
+/// A calibrated configuration as a thresholds file, its header saying where it came from.
+pub fn calibration_toml(config: &Config, runs: &[(String, RunResults)], rounds: usize) -> String {
+    let scenario = runs.first().map_or("", |(_, r)| r.scenario.as_str());
+    format!(
+        "# Noise thresholds calibrated by `lockbench noise --calibrate` from {} runs of `{scenario}`\n\
+         # ({} to {}), for comparisons of {rounds} run(s) a side at significance {}: each backend's\n\
+         # threshold is the change its run-to-run spread alone exceeds once in (tests / significance)\n\
+         # comparisons. Use with `lockbench compare --config` (scripts/gate: GATE_CONFIG).\n{}",
+        runs.len(),
+        runs.first().map_or("", |(l, _)| l.as_str()),
+        runs.last().map_or("", |(l, _)| l.as_str()),
+        config.significance,
+        toml::to_string(config).expect("a configuration serializes")
+    )
 }
 
 /// The detectable changes as Markdown.

@@ -362,3 +362,60 @@ fn the_smallest_change_caught_grows_with_the_noise_and_shrinks_with_rounds() {
         "{text}"
     );
 }
+
+/// Calibrated thresholds: a backend's own band from its own spread, wider for the noisier
+/// one, at least 2 % for one that never moved; written as a file `compare --config` reads
+/// back, after which the noisy backend's run-to-run swings no longer fail the gate while the
+/// same swing on the quiet one still does.
+#[test]
+fn calibrated_thresholds_fit_each_backends_own_spread() {
+    let at = |zk: f64, redis: f64| {
+        run(vec![
+            result("zk-fair", zk, 2000, 10_000, 0),
+            result("redis-setnx", redis, 400, 3000, 0),
+        ])
+    };
+    let runs: Vec<(String, RunResults)> = [
+        (1000.0, 5000.0),
+        (1200.0, 5000.0),
+        (800.0, 5000.0),
+        (1000.0, 5000.0),
+    ]
+    .iter()
+    .enumerate()
+    .map(|(i, &(zk, redis))| (format!("run{i}"), at(zk, redis)))
+    .collect();
+    let config = Config::default();
+    let calibrated = lockbench_compare::noise::calibrate(&runs, &config, 1);
+    let zk = calibrated.threshold_for("zk-fair", Metric::Throughput);
+    let redis = calibrated.threshold_for("redis-setnx", Metric::Throughput);
+    // CV 16.3 % over 4 runs; 12 tests a comparison (2 backends x 6 metrics), so
+    // z(1 - 0.05/24) = 2.87 and 2.87 x 0.163 x sqrt(2) = 0.663.
+    assert!((zk - 0.67).abs() < 0.011, "{zk}");
+    assert_eq!(redis, 0.02, "no spread: the least threshold");
+    assert_eq!(
+        calibrated.threshold_for("etcd-lease", Metric::Throughput),
+        config.threshold(Metric::Throughput),
+        "a backend the runs did not measure keeps the global threshold"
+    );
+    let text = lockbench_compare::noise::calibration_toml(&calibrated, &runs, 1);
+    assert!(text.starts_with("# Noise thresholds calibrated"), "{text}");
+    let read = Config::from_toml(&text).expect("the file reads back");
+    assert_eq!(read.backends, calibrated.backends);
+    // A 30 % drop: noise for zk-fair now, a regression for redis-setnx.
+    let c = lockbench_compare::compare(&at(1000.0, 5000.0), &at(700.0, 3500.0), &read);
+    let verdict = |b: &str| {
+        c.rows
+            .iter()
+            .find(|r| r.backend == b && r.metric == Metric::Throughput)
+            .unwrap()
+            .verdict
+    };
+    assert_eq!(verdict("zk-fair"), Verdict::NonSignificant);
+    assert_eq!(verdict("redis-setnx"), Verdict::Regressed);
+    let bad = Config::from_toml("[backends.zk-fair]\nthroughputt = 0.3\n").unwrap_err();
+    assert!(
+        bad.contains("[backends.zk-fair]") && bad.contains("throughputt"),
+        "{bad}"
+    );
+}

@@ -139,19 +139,36 @@ pub fn scaling(
 
 /// `lockbench noise RUN...`: the A/A chain as Markdown; exit code 2 when a run cannot be read,
 /// the runs are of different scenarios or fewer than two.
-pub fn noise(runs: &[std::path::PathBuf], rounds: u64, gate: &GateArgs) -> ExitCode {
+pub fn noise(
+    runs: &[std::path::PathBuf],
+    rounds: u64,
+    calibrate: Option<&std::path::Path>,
+    gate: &GateArgs,
+) -> ExitCode {
+    use lockbench_compare::noise;
     let rounds = usize::try_from(rounds).unwrap_or(usize::MAX);
     let outcome = config(gate)
         .map_err(|e| format!("{e:#}"))
         .and_then(|config| {
             let loaded = load_all(runs)?;
-            let noise = lockbench_compare::noise::chain(&loaded, &config)?;
-            let detectable = lockbench_compare::noise::detectable(&loaded, &config, rounds);
-            Ok(format!(
+            let chain = noise::chain(&loaded, &config)?;
+            let detectable = noise::detectable(&loaded, &config, rounds);
+            let mut text = format!(
                 "{}{}",
-                lockbench_compare::noise::markdown(&noise),
-                lockbench_compare::noise::detectable_markdown(&detectable, rounds)
-            ))
+                noise::markdown(&chain),
+                noise::detectable_markdown(&detectable, rounds)
+            );
+            if let Some(path) = calibrate {
+                let calibrated = noise::calibrate(&loaded, &config, rounds);
+                std::fs::write(path, noise::calibration_toml(&calibrated, &loaded, rounds))
+                    .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+                text.push_str(&format!(
+                    "\nThresholds fitted to each backend's spread ({} run(s) a side): {} (compare --config).\n",
+                    rounds,
+                    path.display()
+                ));
+            }
+            Ok(text)
         });
     match outcome {
         Ok(text) => {

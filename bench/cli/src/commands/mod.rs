@@ -35,7 +35,12 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Report(args) => report::run(args),
         Command::Analyse { run_dirs } => analyse::run(run_dirs),
         Command::Compare(args) => compare::run(args),
-        Command::Noise { runs, rounds, gate } => Ok(compare::noise(&runs, rounds, &gate)),
+        Command::Noise {
+            runs,
+            rounds,
+            calibrate,
+            gate,
+        } => Ok(compare::noise(&runs, rounds, calibrate.as_deref(), &gate)),
         Command::Scaling {
             runs,
             what_if,
