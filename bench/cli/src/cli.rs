@@ -192,7 +192,9 @@ pub enum Command {
     /// significance), so every flag is a false one. Prints each comparison, how many failed
     /// the gate (a regression) or flagged anything either way, which metrics flagged, and per
     /// backend the smallest change the gate catches 19 times in 20 given the runs' spread.
-    /// With `--calibrate`, writes a thresholds file whose bands fit each backend's own spread.
+    /// With `--rounds` of 2 or more it also compares that many runs a side in turns, merged, as
+    /// `scripts/gate` does. With `--calibrate`, writes a thresholds file whose bands fit each
+    /// backend's own spread.
     /// Ten runs or more estimate a rate (docs/comparing.md). Exit code 2 when a run cannot be
     /// read.
     Noise {

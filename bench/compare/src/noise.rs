@@ -82,19 +82,77 @@ pub fn chain(runs: &[(String, RunResults)], config: &Config) -> Result<Noise, St
             runs.len()
         ));
     }
-    if let Some((label, r)) = runs.iter().find(|(_, r)| r.scenario != runs[0].1.scenario) {
+    one_scenario(runs)?;
+    let pairs = runs.windows(2).map(|w| {
+        (
+            w[0].0.clone(),
+            w[1].0.clone(),
+            w[0].1.clone(),
+            w[1].1.clone(),
+        )
+    });
+    Ok(judge(pairs, config))
+}
+
+/// The gate as `scripts/gate` runs it, `rounds` runs a side in turns: every window of
+/// `2 x rounds` consecutive runs split into the runs at even places (the baseline) and at odd
+/// places (the candidate), each side merged ([`crate::merge::merge`]) and the two compared.
+/// Successive windows share runs, so their comparisons are not independent of each other.
+pub fn in_turns(
+    runs: &[(String, RunResults)],
+    rounds: usize,
+    config: &Config,
+) -> Result<Noise, String> {
+    let span = 2 * rounds.max(1);
+    if runs.len() < span {
         return Err(format!(
-            "{label} is a run of `{}`, the first of `{}`: an A/A test compares runs of one scenario",
-            r.scenario, runs[0].1.scenario
+            "{} runs given: comparing {rounds} a side in turns needs at least {span}",
+            runs.len()
         ));
     }
+    one_scenario(runs)?;
+    let mut pairs = Vec::new();
+    for window in runs.windows(span) {
+        let side = |first: usize| -> Result<(String, RunResults), String> {
+            let picked: Vec<(String, RunResults)> =
+                window.iter().skip(first).step_by(2).cloned().collect();
+            let label = picked
+                .iter()
+                .map(|(l, _)| l.as_str())
+                .collect::<Vec<_>>()
+                .join(" ");
+            Ok((label, crate::merge::merge(&picked)?))
+        };
+        let (base_label, base) = side(0)?;
+        let (new_label, new) = side(1)?;
+        pairs.push((base_label, new_label, base, new));
+    }
+    Ok(judge(pairs.into_iter(), config))
+}
+
+/// An error naming a run of another scenario than the first's.
+fn one_scenario(runs: &[(String, RunResults)]) -> Result<(), String> {
+    match runs.iter().find(|(_, r)| r.scenario != runs[0].1.scenario) {
+        Some((label, r)) => Err(format!(
+            "{label} is a run of `{}`, the first of `{}`: an A/A test compares runs of one scenario",
+            r.scenario, runs[0].1.scenario
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Compares each (base label, new label, base, new) and adds up what flagged.
+fn judge(
+    pairs: impl Iterator<Item = (String, String, RunResults, RunResults)>,
+    config: &Config,
+) -> Noise {
     let mut noise = Noise {
         pairs: Vec::new(),
         by_metric: BTreeMap::new(),
         tests: 0,
     };
-    for w in runs.windows(2) {
-        let c: Comparison = compare(&w[0].1, &w[1].1, config);
+    for (base_label, new_label, base, new) in pairs {
+        let c: Comparison = compare(&base, &new, config);
         noise.tests = noise.tests.max(c.tests);
         let mut flagged = Vec::new();
         for r in &c.rows {
@@ -110,14 +168,14 @@ pub fn chain(runs: &[(String, RunResults)], config: &Config) -> Result<Noise, St
             }
         }
         noise.pairs.push(Pair {
-            base: w[0].0.clone(),
-            new: w[1].0.clone(),
+            base: base_label,
+            new: new_label,
             regressions: c.regressions(),
             improvements: c.improvements(),
             flagged,
         });
     }
-    Ok(noise)
+    noise
 }
 
 /// The smallest change of one backend's metric the gate catches 19 times in 20.

@@ -419,3 +419,29 @@ fn calibrated_thresholds_fit_each_backends_own_spread() {
         "{bad}"
     );
 }
+
+/// The gate's own shape in an A/A test: every window of 2 x rounds runs split in turns
+/// (even places against odd), each side merged into repetitions and compared with Welch's
+/// test; one odd run among steady ones fails a single-run chain but not the sides in turns.
+#[test]
+fn in_turns_compares_merged_sides_as_the_gate_runs_them() {
+    let at = |zk: f64| run(vec![result("zk-fair", zk, 2000, 10_000, 0)]);
+    let tputs = [1000.0, 1010.0, 990.0, 1005.0, 700.0, 1000.0, 995.0];
+    let runs: Vec<(String, RunResults)> = tputs
+        .iter()
+        .enumerate()
+        .map(|(i, &t)| (format!("n{}", i + 1), at(t)))
+        .collect();
+    let config = Config::default();
+    let single = lockbench_compare::noise::chain(&runs, &config).unwrap();
+    assert!(single.failed() >= 1, "the odd run fails one run a side");
+    let turns = lockbench_compare::noise::in_turns(&runs, 3, &config).unwrap();
+    assert_eq!(turns.pairs.len(), 2, "7 runs hold two windows of 6");
+    assert_eq!(turns.pairs[0].base, "n1 n3 n5");
+    assert_eq!(turns.pairs[0].new, "n2 n4 n6");
+    assert_eq!(turns.pairs[1].base, "n2 n4 n6");
+    assert_eq!(turns.failed(), 0, "{:?}", turns.pairs);
+    assert!(turns.tests > 0, "with repetitions the sides are tested");
+    let e = lockbench_compare::noise::in_turns(&runs[..5], 3, &config).unwrap_err();
+    assert!(e.contains("at least 6"), "{e}");
+}

@@ -153,11 +153,17 @@ pub fn noise(
             let loaded = load_all(runs)?;
             let chain = noise::chain(&loaded, &config)?;
             let detectable = noise::detectable(&loaded, &config, rounds);
-            let mut text = format!(
-                "{}{}",
-                noise::markdown(&chain),
-                noise::detectable_markdown(&detectable, rounds)
-            );
+            let mut text = format!("One run a side, each run against the one before:\n\n{}", noise::markdown(&chain));
+            if rounds >= 2 && loaded.len() >= 2 * rounds {
+                let turns = noise::in_turns(&loaded, rounds, &config)?;
+                text.push_str(&format!(
+                    "\n{rounds} runs a side in turns, as scripts/gate runs them (every {} consecutive runs; \
+                     neighbouring windows share runs):\n\n{}",
+                    2 * rounds,
+                    noise::markdown(&turns)
+                ));
+            }
+            text.push_str(&noise::detectable_markdown(&detectable, rounds));
             if let Some(path) = calibrate {
                 let calibrated = noise::calibrate(&loaded, &config, rounds);
                 std::fs::write(path, noise::calibration_toml(&calibrated, &loaded, rounds))

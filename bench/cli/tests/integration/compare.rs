@@ -269,6 +269,18 @@ fn noise_counts_the_gates_flags_on_runs_of_one_build() {
             && said.contains("Flags by metric: acquire_p99 2."),
         "{said}"
     );
+    // Two a side in turns, as scripts/gate runs them: sides a c against b a, merged.
+    let turns = Command::new(env!("CARGO_BIN_EXE_lockbench"))
+        .args(["noise", "--rounds", "2"])
+        .args([&runs[0], &runs[1], &runs[2], &runs[0]])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&turns.stdout);
+    assert!(turns.status.success(), "{said}");
+    assert!(
+        said.contains("2 runs a side in turns") && said.matches("the gate failed").count() == 2,
+        "{said}"
+    );
     let one = noise(&[&runs[0]]);
     assert_eq!(one.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&one.stderr).contains("at least two"));
