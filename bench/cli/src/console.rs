@@ -171,9 +171,9 @@ impl Observer for Console {
                 w.seconds,
                 w.rounds.len()
             );
-        } else if let Some(why) = w.error.as_deref().filter(|e| *e != "interrupted") {
-            eprintln!("lockbench: warning: {backend}: warm-up stopped ({why}); measuring anyway");
-        } else if w.error.is_none() {
+        } else if let Some(why) = &w.error {
+            eprintln!("lockbench: warning: {backend}: warm-up stopped: {why}");
+        } else {
             let recent: Vec<String> = w
                 .rounds
                 .iter()

@@ -83,14 +83,9 @@ pub fn chain(runs: &[(String, RunResults)], config: &Config) -> Result<Noise, St
         ));
     }
     one_scenario(runs)?;
-    let pairs = runs.windows(2).map(|w| {
-        (
-            w[0].0.clone(),
-            w[1].0.clone(),
-            w[0].1.clone(),
-            w[1].1.clone(),
-        )
-    });
+    let pairs = runs
+        .windows(2)
+        .map(|w| (w[0].0.clone(), w[1].0.clone(), &w[0].1, &w[1].1));
     Ok(judge(pairs, config))
 }
 
@@ -127,7 +122,10 @@ pub fn in_turns(
         let (new_label, new) = side(1)?;
         pairs.push((base_label, new_label, base, new));
     }
-    Ok(judge(pairs.into_iter(), config))
+    let pairs = pairs
+        .iter()
+        .map(|(b, n, base, new)| (b.clone(), n.clone(), base, new));
+    Ok(judge(pairs, config))
 }
 
 /// An error naming a run of another scenario than the first's.
@@ -142,8 +140,8 @@ fn one_scenario(runs: &[(String, RunResults)]) -> Result<(), String> {
 }
 
 /// Compares each (base label, new label, base, new) and adds up what flagged.
-fn judge(
-    pairs: impl Iterator<Item = (String, String, RunResults, RunResults)>,
+fn judge<'a>(
+    pairs: impl Iterator<Item = (String, String, &'a RunResults, &'a RunResults)>,
     config: &Config,
 ) -> Noise {
     let mut noise = Noise {
@@ -152,7 +150,7 @@ fn judge(
         tests: 0,
     };
     for (base_label, new_label, base, new) in pairs {
-        let c: Comparison = compare(&base, &new, config);
+        let c: Comparison = compare(base, new, config);
         noise.tests = noise.tests.max(c.tests);
         let mut flagged = Vec::new();
         for r in &c.rows {
@@ -204,8 +202,6 @@ pub struct Spread {
     pub mean: f64,
     /// Its coefficient of variation from run to run.
     pub cv: f64,
-    /// Runs it was measured in.
-    pub runs: usize,
 }
 
 /// Every backend's numeric metrics over `runs`, where at least two runs measured them.
@@ -238,7 +234,6 @@ pub fn spread(runs: &[(String, RunResults)]) -> Vec<Spread> {
                 metric,
                 mean,
                 cv: if mean > 0.0 { var.sqrt() / mean } else { 0.0 },
-                runs: v.len(),
             }
         })
         .collect()

@@ -411,7 +411,8 @@ pub struct SteadyWarmup {
     pub seconds: f64,
     /// Every round's figures, in order.
     pub rounds: Vec<lockbench_core::steady::Round>,
-    /// Why the warm-up stopped early: a round that failed, or Ctrl-C.
+    /// Why the warm-up stopped early: a round that failed (its error is then the backend's
+    /// result), or its scratch directory could not be made (measured anyway).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }

@@ -31,7 +31,8 @@ fn round_scenario(scenario: &Scenario, kind: BackendKind) -> Scenario {
 
 impl Runner {
     /// Runs warm-up rounds of `kind` until they settle, `max` passes, a round fails or Ctrl-C
-    /// is pressed; tells the observer after each round. A failed round's result comes back
+    /// is pressed; tells the observer after each round and, unless Ctrl-C ended it (the run
+    /// stops then), at the end. A failed round's result comes back
     /// too: the measured run would fail the same way (unreachable servers, a broken adapter),
     /// so it stands for the backend's result instead of a second wait for the same error.
     pub(crate) async fn warm_up(
@@ -62,7 +63,6 @@ impl Runner {
             let result = self.run_quietly(Unit::Lock(kind), &round, &dir).await;
             let _ = std::fs::remove_dir_all(&scratch);
             if self.interrupted() {
-                warmup.error = Some("interrupted".into());
                 break;
             }
             if result.status != Status::Ok {
@@ -88,7 +88,9 @@ impl Runner {
         }
         let _ = std::fs::remove_dir(run_dir.path().join("steady"));
         warmup.seconds = started.elapsed().as_secs_f64();
-        self.observer().warmed(kind.name(), &warmup, spec);
+        if !self.interrupted() {
+            self.observer().warmed(kind.name(), &warmup, spec);
+        }
         (warmup, failed)
     }
 }

@@ -5,29 +5,40 @@
 use crate::common::{self, result_of, results, run_quietly, text};
 use std::time::{Duration, Instant};
 
-/// Two clients for 300 ms rounds: short, and enough grants a round for a throughput.
-const SHAPE: [&str; 5] = [
-    "backends=redis-setnx",
-    "duration=1s",
-    "warmup=0s",
-    "workload.clients=2",
-    "steady.round=300ms",
-];
+/// Runs quick's redis-setnx with two clients in 300 ms rounds, warmed up within `bounds`
+/// (`steady.*` sets), as test `name`; returns the output and the backend's result.
+fn warm_up(name: &str, bounds: [&str; 4]) -> (std::process::Output, serde_json::Value) {
+    let mut sets = vec![
+        "backends=redis-setnx",
+        "duration=1s",
+        "warmup=0s",
+        "workload.clients=2",
+        "steady.round=300ms",
+    ];
+    sets.extend(bounds);
+    let (out, run) = run_quietly("steady", name, "quick", &sets);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        !run.join("steady").exists(),
+        "the rounds' scratch directory is removed"
+    );
+    let r = results(&run);
+    let setnx = result_of(&r, "redis-setnx").clone();
+    (out, setnx)
+}
 
 #[test]
 fn a_backend_warms_up_until_its_rounds_agree_and_the_rounds_are_kept() {
-    let mut sets = SHAPE.to_vec();
     // Loose bounds: two windows of two rounds always agree, so it settles after four.
-    sets.extend([
-        "steady.max=20s",
-        "steady.window=2",
-        "steady.tolerance=0.9",
-        "steady.p50_tolerance=0.9",
-    ]);
-    let (out, run) = run_quietly("steady", "settles", "quick", &sets);
-    assert!(out.status.success(), "{}", text(&out));
-    let r = results(&run);
-    let setnx = result_of(&r, "redis-setnx");
+    let (out, setnx) = warm_up(
+        "settles",
+        [
+            "steady.max=20s",
+            "steady.window=2",
+            "steady.tolerance=0.9",
+            "steady.p50_tolerance=0.9",
+        ],
+    );
     let steady = &setnx["steady"];
     assert_eq!(steady["settled"], true, "{steady}");
     let rounds = steady["rounds"].as_array().expect("rounds");
@@ -42,10 +53,6 @@ fn a_backend_warms_up_until_its_rounds_agree_and_the_rounds_are_kept() {
     assert!(steady["seconds"].as_f64().unwrap() >= 1.2, "{steady}");
     assert!(setnx["acquisitions"].as_u64().unwrap() > 0, "{setnx}");
     assert!(
-        !run.join("steady").exists(),
-        "the rounds' scratch directory is removed"
-    );
-    assert!(
         String::from_utf8_lossy(&out.stderr).contains("redis-setnx: steady after"),
         "{}",
         text(&out)
@@ -54,18 +61,16 @@ fn a_backend_warms_up_until_its_rounds_agree_and_the_rounds_are_kept() {
 
 #[test]
 fn a_backend_that_never_settles_is_measured_anyway_and_named() {
-    let mut sets = SHAPE.to_vec();
     // Bounds no two windows of real rounds meet (both means within 0.01 %).
-    sets.extend([
-        "steady.max=2s",
-        "steady.window=2",
-        "steady.tolerance=0.0001",
-        "steady.p50_tolerance=0.0001",
-    ]);
-    let (out, run) = run_quietly("steady", "unsettled", "quick", &sets);
-    assert!(out.status.success(), "{}", text(&out));
-    let r = results(&run);
-    let setnx = result_of(&r, "redis-setnx");
+    let (out, setnx) = warm_up(
+        "unsettled",
+        [
+            "steady.max=2s",
+            "steady.window=2",
+            "steady.tolerance=0.0001",
+            "steady.p50_tolerance=0.0001",
+        ],
+    );
     assert_eq!(setnx["steady"]["settled"], false, "{setnx}");
     assert!(setnx["steady"]["rounds"].as_array().unwrap().len() >= 4);
     assert!(setnx["acquisitions"].as_u64().unwrap() > 0, "{setnx}");
@@ -103,6 +108,14 @@ fn an_unreachable_server_fails_once_in_the_warm_up_not_twice() {
     assert_eq!(
         setnx["steady"]["rounds"].as_array().unwrap().len(),
         0,
+        "{setnx}"
+    );
+    // The failed round stands for the backend's result: its error is the result's.
+    let error = setnx["error"].as_str().unwrap();
+    assert!(
+        setnx["steady"]["error"]
+            .as_str()
+            .is_some_and(|e| e.starts_with("warm-up round 1 failed: ") && e.ends_with(error)),
         "{setnx}"
     );
     assert!(
