@@ -29,20 +29,24 @@ fn warm_up(name: &str, bounds: [&str; 4]) -> (std::process::Output, serde_json::
 
 #[test]
 fn a_backend_warms_up_until_its_rounds_agree_and_the_rounds_are_kept() {
-    // Loose bounds: two windows of two rounds always agree, so it settles after four.
+    // Loose bounds (a window's mean within 99 % of the one before), met after a few rounds
+    // even on a loaded machine, where 300 ms rounds of two clients vary twofold.
     let (out, setnx) = warm_up(
         "settles",
         [
             "steady.max=20s",
             "steady.window=2",
-            "steady.tolerance=0.9",
-            "steady.p50_tolerance=0.9",
+            "steady.tolerance=0.99",
+            "steady.p50_tolerance=0.99",
         ],
     );
     let steady = &setnx["steady"];
     assert_eq!(steady["settled"], true, "{steady}");
     let rounds = steady["rounds"].as_array().expect("rounds");
-    assert_eq!(rounds.len(), 4, "{steady}");
+    assert!(
+        rounds.len() >= 4,
+        "two windows of two rounds at least: {steady}"
+    );
     assert!(
         rounds
             .iter()
