@@ -321,9 +321,6 @@ async fn client_loop<B: Backend>(
         let sent = clock.now();
         rec.push(Op::invoke(intended, id, f, key));
         let acquire = async {
-            if let Some(slowdown) = workload.slowdown {
-                tokio::time::sleep(slowdown).await;
-            }
             if shared_mode {
                 client.acquire_shared(key).await
             } else {
@@ -335,6 +332,18 @@ async fn client_loop<B: Backend>(
             _ = stop.wait_for(|s| *s) => None,
             r = tokio::time::timeout(workload.acquire_timeout, acquire) => Some(r),
         };
+        // The injected slowdown: the grant is the client's, and it answers late, holding the
+        // lock meanwhile (a stop cuts the wait short; the grant is recorded either way).
+        // Waited with the operating system's sleep on a blocking thread: within tens of
+        // microseconds, where the runtime's timers round up to the next millisecond.
+        let slowdown = workload.slowdown.as_ref().and_then(|s| s.fixed());
+        if let (Some(slowdown), Some(Ok(Outcome::Ok(_)))) = (slowdown, &outcome) {
+            let wait = tokio::task::spawn_blocking(move || std::thread::sleep(slowdown));
+            tokio::select! {
+                _ = wait => {}
+                _ = stop.wait_for(|s| *s) => {}
+            }
+        }
         let done = clock.now();
         let mut retire = false;
         match outcome {

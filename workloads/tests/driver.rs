@@ -100,6 +100,32 @@ async fn an_injected_slowdown_is_waited_inside_every_acquire() {
     );
 }
 
+/// The slowdown is waited holding the lock: on one key, 40 acquisitions of 4 clients take at
+/// least 40 delays end to end (waited before the request, they would overlap four at a time).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_injected_slowdown_holds_the_lock_so_a_hot_key_serves_fewer() {
+    let one_key = ["workload.keys=1".to_string()];
+    let text = "name='t'\nbackends=['redis-setnx']\nwarmup='0s'\nduration='0s'\n[workload]\n\
+                clients=4\nkeys=2\nacquisitions=40\nslowdown='5ms'";
+    let s = Scenario::load("test", text, &one_key)
+        .unwrap()
+        .for_backend("redis-setnx");
+    let started = std::time::Instant::now();
+    let (out, _, _) = run(&s, 0).await;
+    assert!(out.acquisitions() >= 40);
+    assert!(
+        started.elapsed() >= Duration::from_millis(200),
+        "{:?} for 40 acquisitions held 5 ms each",
+        started.elapsed()
+    );
+    // Named per backend: a backend not named waits nothing.
+    let text = "name='t'\nbackends=['redis-setnx', 'zk-fair']\n[workload]\nclients=1\nkeys=1\n\
+                [workload.slowdown]\nredis-setnx='5ms'";
+    let each = Scenario::load("test", text, &[]).unwrap();
+    assert!(each.for_backend("redis-setnx").workload.slowdown.is_some());
+    assert!(each.for_backend("zk-fair").workload.slowdown.is_none());
+}
+
 /// Acquires invoked but never completed (stopped mid-call at the end of the run) still sent a
 /// request.
 fn incomplete(ops: &[Op]) -> u64 {

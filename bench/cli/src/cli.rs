@@ -194,7 +194,9 @@ pub enum Command {
     /// backend the smallest change the gate catches 19 times in 20 given the runs' spread.
     /// With `--rounds` of 2 or more it also compares that many runs a side in turns, merged, as
     /// `scripts/gate` does. With `--calibrate`, writes a thresholds file whose bands fit each
-    /// backend's own spread.
+    /// backend's own spread. With `--slowed`, runs made in turns with them but with
+    /// `workload.slowdown`, it also counts how often the gate of `--rounds` a side caught each
+    /// backend's slowdown over `--trials` draws.
     /// Ten runs or more estimate a rate (docs/comparing.md). Exit code 2 when a run cannot be
     /// read.
     Noise {
@@ -210,6 +212,13 @@ pub enum Command {
         /// `--rounds` runs a side. Calibrate on one set of runs; check on another.
         #[arg(long, value_name = "FILE")]
         calibrate: Option<PathBuf>,
+        /// Runs of the same scenario with `workload.slowdown` (made in turns with RUNS): count
+        /// how often the gate catches each backend's slowdown (its power).
+        #[arg(long, value_name = "RUN", num_args = 1..)]
+        slowed: Vec<PathBuf>,
+        /// Gates counted with `--slowed`, each on a seeded draw of `--rounds` runs a side.
+        #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..))]
+        trials: u64,
         /// How the gate judges a change.
         #[command(flatten)]
         gate: GateArgs,

@@ -36,8 +36,11 @@
 
 mod compare;
 pub mod config;
+#[cfg(test)]
+mod fixtures;
 pub mod merge;
 pub mod noise;
+pub mod power;
 pub mod render;
 pub mod scaling;
 pub mod stats;

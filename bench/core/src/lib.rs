@@ -65,6 +65,7 @@ pub mod seed;
 pub mod server_access;
 pub mod server_view;
 pub mod signal;
+pub mod slowdown;
 pub mod steady;
 pub mod sweep;
 pub mod system;

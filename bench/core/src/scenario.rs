@@ -234,17 +234,13 @@ pub struct Workload {
         with = "humantime_serde::option"
     )]
     pub renew_every: Option<Duration>,
-    /// A delay every client waits, inside its acquire, before it sends the request: a
-    /// slowdown injected on purpose, to measure what the regression gate catches
-    /// (`lockbench compare`). It counts in the acquire latency and lowers the throughput like
-    /// a slower server would. Every result made with it carries it (`injected_slowdown_ms`)
-    /// and every headline and comparison names it, so it is never left on unseen.
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        with = "humantime_serde::option"
-    )]
-    pub slowdown: Option<Duration>,
+    /// A delay every client waits inside each acquire, after the lock is granted and before
+    /// the acquire returns, on purpose: to measure what the regression gate catches. One for
+    /// every backend or one per backend ([`crate::slowdown`]). Every result made with it
+    /// carries it (`injected_slowdown_ms`) and every headline and comparison names it, so it
+    /// is never left on unseen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slowdown: Option<crate::slowdown::Slowdown>,
 }
 
 fn is_zero(x: &f64) -> bool {
@@ -422,6 +418,19 @@ pub(crate) fn bad(field: &str, problem: impl Into<String>) -> ScenarioError {
 }
 
 impl Scenario {
+    /// This scenario as `backend` runs it: a per-backend `workload.slowdown` resolved to that
+    /// backend's delay (or none), so its clients and its result see one delay.
+    pub fn for_backend(&self, backend: &str) -> Scenario {
+        let mut own = self.clone();
+        own.workload.slowdown = self
+            .workload
+            .slowdown
+            .as_ref()
+            .and_then(|s| s.for_backend(backend))
+            .map(crate::slowdown::Slowdown::Every);
+        own
+    }
+
     /// Parses TOML text, applies `--set path=value` overrides, fills defaults and validates.
     ///
     /// `source` names the text in errors (a file path or `built-in scenario quick`).
@@ -497,13 +506,11 @@ impl Scenario {
         if w.acquire_timeout.is_zero() {
             return Err(bad("workload.acquire_timeout", "must be above zero"));
         }
-        if let Some(slowdown) = w.slowdown
-            && (slowdown.is_zero() || slowdown >= w.acquire_timeout)
-        {
-            return Err(bad(
-                "workload.slowdown",
-                "must be above zero and below workload.acquire_timeout (leave it out for none)",
-            ));
+        if let Some(slowdown) = &w.slowdown {
+            let names: Vec<&str> = self.backends.iter().map(|b| b.name()).collect();
+            slowdown
+                .validate(&names, w.acquire_timeout)
+                .map_err(|problem| bad("workload.slowdown", problem))?;
         }
         for (field, d) in [("workload.hold", &w.hold), ("workload.think", &w.think)] {
             if let Dist::Uniform { uniform: [lo, hi] } = d

@@ -232,7 +232,7 @@ impl Headline {
             .map(|(backend, ms)| format!("{backend} {ms} ms"))
             .collect();
         Some(format!(
-            "INJECTED SLOWDOWN: {} before every acquire (workload.slowdown): these figures are \
+            "INJECTED SLOWDOWN: {} in every acquire, the lock held (workload.slowdown): these figures are \
              slowed on purpose",
             each.join(", ")
         ))
@@ -349,7 +349,7 @@ mod tests {
         let lines = h.lines();
         assert_eq!(
             lines[1],
-            "INJECTED SLOWDOWN: etcd-lease 2.5 ms before every acquire (workload.slowdown): \
+            "INJECTED SLOWDOWN: etcd-lease 2.5 ms in every acquire, the lock held (workload.slowdown): \
              these figures are slowed on purpose",
             "{lines:?}"
         );

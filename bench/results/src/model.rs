@@ -579,7 +579,11 @@ impl Percentiles {
 
 /// `workload.slowdown` in ms, as results carry it.
 pub fn slowdown_ms(workload: &Workload) -> Option<f64> {
-    workload.slowdown.map(|d| d.as_secs_f64() * 1e3)
+    workload
+        .slowdown
+        .as_ref()
+        .and_then(|s| s.fixed())
+        .map(|d| d.as_secs_f64() * 1e3)
 }
 
 impl BackendResult {

@@ -216,6 +216,7 @@ impl Runner {
         observer: &Arc<dyn Observer>,
     ) -> BackendResult {
         self.ctrl_c.set_current(&control);
+        let scenario = &scenario.for_backend(unit.name());
         let (endpoints, env) = (&self.servers.endpoints, &self.servers.env);
         let outcome = match unit {
             Unit::Lock(kind) => {

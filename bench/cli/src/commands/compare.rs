@@ -143,10 +143,12 @@ pub fn noise(
     runs: &[std::path::PathBuf],
     rounds: u64,
     calibrate: Option<&std::path::Path>,
+    (slowed, trials): (&[std::path::PathBuf], u64),
     gate: &GateArgs,
 ) -> ExitCode {
-    use lockbench_compare::noise;
+    use lockbench_compare::{noise, power};
     let rounds = usize::try_from(rounds).unwrap_or(usize::MAX);
+    let trials = usize::try_from(trials).unwrap_or(usize::MAX);
     let outcome = config(gate)
         .map_err(|e| format!("{e:#}"))
         .and_then(|config| {
@@ -164,6 +166,11 @@ pub fn noise(
                 ));
             }
             text.push_str(&noise::detectable_markdown(&detectable, rounds));
+            if !slowed.is_empty() {
+                let slowed = load_all(slowed)?;
+                let caught = power::power(&loaded, &slowed, rounds, trials, &config)?;
+                text.push_str(&power::markdown(&caught, rounds));
+            }
             if let Some(path) = calibrate {
                 let calibrated = noise::calibrate(&loaded, &config, rounds);
                 std::fs::write(path, noise::calibration_toml(&calibrated, &loaded, rounds))

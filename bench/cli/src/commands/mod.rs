@@ -39,8 +39,16 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             runs,
             rounds,
             calibrate,
+            slowed,
+            trials,
             gate,
-        } => Ok(compare::noise(&runs, rounds, calibrate.as_deref(), &gate)),
+        } => Ok(compare::noise(
+            &runs,
+            rounds,
+            calibrate.as_deref(),
+            (&slowed, trials),
+            &gate,
+        )),
         Command::Scaling {
             runs,
             what_if,
