@@ -30,7 +30,12 @@ pub struct Caught {
     pub throughput_change: Option<f64>,
     /// The same of the acquire p99.
     pub p99_change: Option<f64>,
-    /// Trials in which the gate called any of the backend's metrics regressed.
+    /// Trials in which the gate called its throughput regressed.
+    pub caught_throughput: usize,
+    /// Trials in which it called its acquire p99 regressed.
+    pub caught_p99: usize,
+    /// Trials in which it called any of its metrics regressed (the gate failed on it): a
+    /// slowdown in the grant also lengthens the hand-off, which may flag alone.
     pub caught: usize,
     /// Trials.
     pub trials: usize,
@@ -66,7 +71,8 @@ pub fn power(
             r.scenario, plain[0].1.scenario
         ));
     }
-    let mut caught: BTreeMap<String, usize> = BTreeMap::new();
+    // Per backend: trials caught on throughput, on acquire p99, on any metric.
+    let mut caught: BTreeMap<String, [usize; 3]> = BTreeMap::new();
     for trial in 0..trials {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(trial as u64);
         let mut draw = |runs: &[(String, RunResults)]| {
@@ -79,17 +85,20 @@ pub fn power(
         };
         let (base, new) = (draw(plain)?, draw(slowed)?);
         let c = compare(&base, &new, config);
+        let mut trial: BTreeMap<&str, [bool; 3]> = BTreeMap::new();
         for r in &c.rows {
-            caught.entry(r.backend.clone()).or_default();
+            let seen = trial.entry(r.backend.as_str()).or_default();
+            if r.verdict == Verdict::Regressed {
+                seen[0] |= r.metric == Metric::Throughput;
+                seen[1] |= r.metric == Metric::AcquireP99;
+                seen[2] = true;
+            }
         }
-        let regressed: std::collections::BTreeSet<&str> = c
-            .rows
-            .iter()
-            .filter(|r| r.verdict == Verdict::Regressed)
-            .map(|r| r.backend.as_str())
-            .collect();
-        for backend in regressed {
-            *caught.entry(backend.to_string()).or_default() += 1;
+        for (backend, seen) in trial {
+            let count = caught.entry(backend.to_string()).or_default();
+            for (n, hit) in count.iter_mut().zip(seen) {
+                *n += usize::from(hit);
+            }
         }
     }
     let (before, after) = (spread(plain), spread(slowed));
@@ -114,14 +123,18 @@ pub fn power(
     Ok(caught
         .into_iter()
         .filter(|(backend, _)| injected(backend).is_some())
-        .map(|(backend, caught)| Caught {
-            injected_ms: injected(&backend),
-            throughput_change: change(&backend, Metric::Throughput),
-            p99_change: change(&backend, Metric::AcquireP99),
-            backend,
-            caught,
-            trials,
-        })
+        .map(
+            |(backend, [caught_throughput, caught_p99, caught])| Caught {
+                injected_ms: injected(&backend),
+                throughput_change: change(&backend, Metric::Throughput),
+                p99_change: change(&backend, Metric::AcquireP99),
+                backend,
+                caught_throughput,
+                caught_p99,
+                caught,
+                trials,
+            },
+        )
         .collect())
 }
 
@@ -132,18 +145,25 @@ pub fn markdown(rows: &[Caught], rounds: usize) -> String {
         |x: Option<f64>| x.map_or_else(|| "n/a".to_string(), |x| format!("{:+.0}%", x * 100.0));
     let mut s = format!(
         "\nThe injected slowdown, caught by the gate of {rounds} run(s) a side (seeded draws of the \
-         runs; trials share runs):\n\n| backend | slowdown | throughput | acquire p99 | caught |\n\
-         |---|---|---|---|---|\n"
+         runs; trials share runs): each figure's change, and in how many gates it was called \
+         regressed\n\n| backend | slowdown | throughput | acquire p99 | the gate failed \
+         on it |\n|---|---|---|---|---|\n"
     );
     for c in rows {
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {} of {} |",
+            "| {} | {} | {}, caught {} of {} | {}, caught {} of {} | {} of {} |",
             c.backend,
-            c.injected_ms
-                .map_or_else(|| "none".to_string(), |ms| format!("{ms:.2} ms")),
+            c.injected_ms.map_or_else(
+                || "none".to_string(),
+                lockbench_results::model::slowdown_label
+            ),
             pct(c.throughput_change),
+            c.caught_throughput,
+            c.trials,
             pct(c.p99_change),
+            c.caught_p99,
+            c.trials,
             c.caught,
             c.trials
         );
@@ -187,7 +207,13 @@ mod tests {
         let same = runs(&[1000.0, 1010.0, 990.0, 1005.0, 995.0, 1000.0], Some(0.3));
         let none = power(&plain, &same, 3, 10, &Config::default()).unwrap();
         assert_eq!(none[0].caught, 0, "{none:?}");
-        assert!(markdown(&caught, 3).contains("| etcd-lease | 0.30 ms | -20% | n/a | 10 of 10 |"));
+        let table = markdown(&caught, 3);
+        assert!(
+            table.contains(
+                "| etcd-lease | 0.3 ms | -20%, caught 10 of 10 | n/a, caught 0 of 10 | 10 of 10 |"
+            ),
+            "{table}"
+        );
     }
 
     #[test]

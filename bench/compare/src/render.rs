@@ -79,7 +79,8 @@ pub fn summary(c: &Comparison) -> String {
         let _ = write!(s, "; {} result(s) on one side only", c.missing.len());
     }
     if !c.injected.is_empty() {
-        let ms = |v: Option<f64>| v.map_or("none".to_string(), |ms| format!("{ms} ms"));
+        let ms =
+            |v: Option<f64>| v.map_or("none".to_string(), lockbench_results::model::slowdown_label);
         let each: Vec<String> = c
             .injected
             .iter()

@@ -229,7 +229,7 @@ impl Headline {
         let each: Vec<String> = self
             .slowed
             .iter()
-            .map(|(backend, ms)| format!("{backend} {ms} ms"))
+            .map(|(backend, ms)| format!("{backend} {}", crate::model::slowdown_label(*ms)))
             .collect();
         Some(format!(
             "INJECTED SLOWDOWN: {} in every acquire, the lock held (workload.slowdown): these figures are \

@@ -577,7 +577,15 @@ impl Percentiles {
     }
 }
 
-/// `workload.slowdown` in ms, as results carry it.
+/// An injected slowdown in milliseconds as it is printed: to the microsecond, without
+/// trailing zeros (`0.811 ms`, `2.5 ms`).
+pub fn slowdown_label(ms: f64) -> String {
+    let fixed = format!("{ms:.3}");
+    let trimmed = fixed.trim_end_matches('0').trim_end_matches('.');
+    format!("{trimmed} ms")
+}
+
+/// `workload.slowdown` in ms, as results carry it (resolved for one backend).
 pub fn slowdown_ms(workload: &Workload) -> Option<f64> {
     workload
         .slowdown
