@@ -288,6 +288,7 @@ async fn client_loop<B: Backend>(
     let run = &shared.run;
     let clock = run.clock;
     let workload = &run.workload;
+    let slowdown = workload.slowdown.as_ref().and_then(|s| s.fixed());
     let mut rec = Recorder::new(slot, run.history.clone());
     let mut plan = ClientPlan::new(workload, run.seed, slot);
     let mut pacer = Pacer::new(workload.rate, slot, workload.clients, start);
@@ -336,7 +337,6 @@ async fn client_loop<B: Backend>(
         // lock meanwhile (a stop cuts the wait short; the grant is recorded either way).
         // Waited with the operating system's sleep on a blocking thread: within tens of
         // microseconds, where the runtime's timers round up to the next millisecond.
-        let slowdown = workload.slowdown.as_ref().and_then(|s| s.fixed());
         if let (Some(slowdown), Some(Ok(Outcome::Ok(_)))) = (slowdown, &outcome) {
             let wait = tokio::task::spawn_blocking(move || std::thread::sleep(slowdown));
             tokio::select! {

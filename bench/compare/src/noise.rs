@@ -129,11 +129,17 @@ pub fn in_turns(
 }
 
 /// An error naming a run of another scenario than the first's.
-fn one_scenario(runs: &[(String, RunResults)]) -> Result<(), String> {
-    match runs.iter().find(|(_, r)| r.scenario != runs[0].1.scenario) {
+pub(crate) fn one_scenario<'a>(
+    runs: impl IntoIterator<Item = &'a (String, RunResults)>,
+) -> Result<(), String> {
+    let mut runs = runs.into_iter();
+    let Some((_, first)) = runs.next() else {
+        return Ok(());
+    };
+    match runs.find(|(_, r)| r.scenario != first.scenario) {
         Some((label, r)) => Err(format!(
-            "{label} is a run of `{}`, the first of `{}`: an A/A test compares runs of one scenario",
-            r.scenario, runs[0].1.scenario
+            "{label} is a run of `{}`, the first of `{}`: the gate compares runs of one scenario",
+            r.scenario, first.scenario
         )),
         None => Ok(()),
     }

@@ -61,16 +61,7 @@ pub fn power(
             ));
         }
     }
-    if let Some((label, r)) = plain
-        .iter()
-        .chain(slowed)
-        .find(|(_, r)| r.scenario != plain[0].1.scenario)
-    {
-        return Err(format!(
-            "{label} is a run of `{}`, the first of `{}`: the gate compares runs of one scenario",
-            r.scenario, plain[0].1.scenario
-        ));
-    }
+    crate::noise::one_scenario(plain.iter().chain(slowed))?;
     // Per backend: trials caught on throughput, on acquire p99, on any metric.
     let mut caught: BTreeMap<String, [usize; 3]> = BTreeMap::new();
     for trial in 0..trials {
