@@ -334,14 +334,16 @@ async fn client_loop<B: Backend>(
             r = tokio::time::timeout(workload.acquire_timeout, acquire) => Some(r),
         };
         // The injected slowdown: the grant is the client's, and it answers late, holding the
-        // lock meanwhile (a stop cuts the wait short; the grant is recorded either way).
-        // Waited with the operating system's sleep on a blocking thread: within tens of
-        // microseconds, where the runtime's timers round up to the next millisecond.
+        // lock meanwhile (a stop cuts the wait short: the grant is recorded, but its latency,
+        // shorter than the delay, is not measured). Waited with the operating system's sleep
+        // on a blocking thread: within tens of microseconds, where the runtime's timers round
+        // up to the next millisecond.
+        let mut cut_short = false;
         if let (Some(slowdown), Some(Ok(Outcome::Ok(_)))) = (slowdown, &outcome) {
             let wait = tokio::task::spawn_blocking(move || std::thread::sleep(slowdown));
             tokio::select! {
                 _ = wait => {}
-                _ = stop.wait_for(|s| *s) => {}
+                _ = stop.wait_for(|s| *s) => cut_short = true,
             }
         }
         let done = clock.now();
@@ -379,7 +381,8 @@ async fn client_loop<B: Backend>(
                 if !shared_mode {
                     grants += 1;
                 }
-                let measured = intended >= shared.measure_start && done <= shared.measure_end;
+                let measured =
+                    !cut_short && intended >= shared.measure_start && done <= shared.measure_end;
                 rec.granted(measured, intended, sent, done);
                 shared.control.progress[slot as usize]
                     .store(rec.stats.acquisitions_total, Ordering::Relaxed);

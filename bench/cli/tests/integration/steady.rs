@@ -76,7 +76,11 @@ fn a_backend_that_never_settles_is_measured_anyway_and_named() {
         ],
     );
     assert_eq!(setnx["steady"]["settled"], false, "{setnx}");
-    assert!(setnx["steady"]["rounds"].as_array().unwrap().len() >= 4);
+    // Rounds run until another would end past the bound: as many as the machine's load lets
+    // fit in 2 s, at least one.
+    let steady = &setnx["steady"];
+    assert!(!steady["rounds"].as_array().unwrap().is_empty(), "{steady}");
+    assert!(steady["seconds"].as_f64().unwrap() > 1.7, "{steady}");
     assert!(setnx["acquisitions"].as_u64().unwrap() > 0, "{setnx}");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
