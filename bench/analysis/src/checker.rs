@@ -20,8 +20,8 @@
 //!    histories. Only act on ops whose order you rely on being the time order.
 //! 2. In [`Checker::finish`], return a [`CheckerOutcome`]: your [`Checker::name`], a
 //!    [`Validity`] (`Invalid` only for a proven violation, `Unknown` when you could not
-//!    decide, with [`CheckerOutcome::note`] saying why), your figures as any `Serialize`
-//!    value ([`CheckerOutcome::new`]), and a [`Finding`] per violation with its time so the
+//!    decide, with [`CheckerOutcome::note`] saying why), your figures ([`Figures`]: a variant
+//!    of their own for this crate's checkers, [`Figures::json`] for any other), and a [`Finding`] per violation with its time so the
 //!    scorecard can charge it to a fault window. A new kind of finding is first added to
 //!    [`FindingKind`]'s table (`lockbench_core::finding`).
 //! 3. Add it to the list [`for_workload`] returns (conditionally on the workload if it only
@@ -30,6 +30,7 @@
 //! 4. Test it on hand-written histories through [`run_on_history`], and add it to the
 //!    streaming-versus-in-memory test if it reads something the others do not.
 
+pub use crate::figures::Figures;
 use lockbench_core::scenario::Workload;
 use lockbench_core::{FaultEvent, FindingKind, History, Nanos, Op, ServerObservation};
 use serde::{Deserialize, Serialize};
@@ -83,9 +84,8 @@ pub struct CheckerOutcome {
     pub name: &'static str,
     /// Its verdict.
     pub validity: Validity,
-    /// Its figures, as JSON (a checker's own report type, serialized). `null` for a checker
-    /// that failed.
-    pub figures: serde_json::Value,
+    /// Its figures, as its own report type ([`Figures::None`] for a checker that failed).
+    pub figures: Figures,
     /// Why the verdict is `unknown` (a panic message, or the checker's own reason); listed in
     /// `results.json`'s `failed_checkers`.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -96,28 +96,22 @@ pub struct CheckerOutcome {
 }
 
 impl CheckerOutcome {
-    /// An outcome with `figures` serialized (a figure type that cannot serialize is a bug in
-    /// the checker, which the set turns into `unknown` like any other panic).
-    pub fn new(name: &'static str, validity: Validity, figures: &impl Serialize) -> Self {
+    /// An outcome with its `figures`.
+    pub fn new(name: &'static str, validity: Validity, figures: Figures) -> Self {
         CheckerOutcome {
             name,
             validity,
-            figures: serde_json::to_value(figures).expect("checker figures serialize"),
+            figures,
             note: None,
             findings: Vec::new(),
         }
-    }
-
-    /// The figures read back as the checker's report type, or `None` when the checker failed.
-    pub fn figures_as<T: for<'de> Deserialize<'de>>(&self) -> Option<T> {
-        serde_json::from_value(self.figures.clone()).ok()
     }
 
     fn failed(name: &'static str, message: String) -> Self {
         CheckerOutcome {
             name,
             validity: Validity::Unknown,
-            figures: serde_json::Value::Null,
+            figures: Figures::None,
             note: Some(format!("{name}: {message}")),
             findings: Vec::new(),
         }
@@ -303,7 +297,7 @@ mod tests {
             if self.in_finish {
                 panic!("finish blew up");
             }
-            CheckerOutcome::new("panicky", Validity::Valid, &())
+            CheckerOutcome::new("panicky", Validity::Valid, Figures::None)
         }
     }
 

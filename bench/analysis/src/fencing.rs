@@ -103,7 +103,11 @@ impl Checker for FencingChecker {
         } else {
             Validity::Valid
         };
-        let mut out = CheckerOutcome::new("fencing", validity, &r);
+        let mut out = CheckerOutcome::new(
+            "fencing",
+            validity,
+            crate::figures::Figures::Fencing(r.clone()),
+        );
         out.findings = Finding::all(FindingKind::StaleWriteAccepted, &r.accepted_at)
             .chain(Finding::all(FindingKind::TokenReuse, &r.token_reused_at))
             .chain(Finding::all(

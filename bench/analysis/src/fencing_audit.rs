@@ -225,7 +225,8 @@ impl Checker for AuditChecker {
         } else {
             Validity::Valid
         };
-        let mut out = CheckerOutcome::new(NAME, validity, &r);
+        let mut out =
+            CheckerOutcome::new(NAME, validity, crate::figures::Figures::Audit(r.clone()));
         if r.faults > 0 {
             out.note = Some(format!(
                 "{}: the resource judged {} of {} writes otherwise than the history does \
@@ -243,9 +244,10 @@ impl Checker for AuditChecker {
 /// Judges every tokened `write` of an in-memory `history`.
 pub fn check(history: &History) -> AuditReport {
     let c = Box::new(checker::feed_ops(AuditChecker::default(), history));
-    c.finish()
-        .figures_as()
-        .expect("the audit's figures read back")
+    match c.finish().figures {
+        crate::figures::Figures::Audit(r) => r,
+        other => panic!("the audit finished with figures {other:?}"),
+    }
 }
 
 #[cfg(test)]

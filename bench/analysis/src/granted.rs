@@ -42,7 +42,11 @@ impl Checker for GrantedChecker {
         } else {
             Validity::Valid
         };
-        let mut out = CheckerOutcome::new("granted", validity, &self.report);
+        let mut out = CheckerOutcome::new(
+            "granted",
+            validity,
+            crate::figures::Figures::Granted(self.report.clone()),
+        );
         out.note = none.then(|| NOTHING_GRANTED.to_string());
         out
     }

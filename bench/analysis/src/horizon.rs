@@ -130,7 +130,11 @@ impl Horizon {
             last_op_s: secs(self.last),
             faults_not_judged: self.faults,
         };
-        let mut out = CheckerOutcome::new(NAME, Validity::Unknown, &figures);
+        let mut out = CheckerOutcome::new(
+            NAME,
+            Validity::Unknown,
+            crate::figures::Figures::CutOff(figures.clone()),
+        );
         out.note = Some(format!(
             "history cut off at {:.3} s (no end line): {} ops after it (to {:.3} s) and {} fault \
              events not judged",

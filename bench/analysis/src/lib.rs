@@ -7,7 +7,8 @@
 //! [`Validity::Unknown`], never "valid", and a checker that panics is `Unknown` rather than a
 //! pass.
 //!
-//! - [`checker`]: the [`Checker`] trait, the set a run uses, the driver;
+//! - [`checker`]: the [`Checker`] trait, the set a run uses, the driver; [`figures`]: each
+//!   checker's figures as its own report type;
 //! - [`granted`]: no grant at all means nothing was checked (unknown);
 //! - [`mutex`]: overlapping holds of one key (two clients that both believed they held it);
 //! - [`rwlock`]: shared (read/write) locks: readers together, a writer never with anyone;
@@ -23,6 +24,7 @@
 //!   to the first acquisition after a fault ends, and stalls (no progress for too long);
 //! - [`pass`]: one pass over the time-ordered history (in memory or streamed from disk)
 //!   feeding all of the above;
+//! - [`reanalysis`]: the pass again over a run directory's history file;
 //! - [`horizon`]: a history cut off mid-run (no end line) is judged only up to the last time
 //!   every client's ops are known to be in it, and says so;
 //! - [`safety`]: all safety checkers together, with one verdict;
@@ -43,6 +45,7 @@ pub mod failover;
 pub mod fairness;
 pub mod fencing;
 pub mod fencing_audit;
+pub mod figures;
 pub mod granted;
 pub mod handoff;
 pub mod horizon;
@@ -50,6 +53,7 @@ pub mod intervals;
 pub mod lost;
 pub mod mutex;
 pub mod pass;
+pub mod reanalysis;
 pub mod release;
 pub mod rwlock;
 pub mod safety;

@@ -71,7 +71,11 @@ impl Checker for LostChecker {
     /// findings still go to the scorecard.
     fn finish(self: Box<Self>) -> CheckerOutcome {
         let r = self.report;
-        let mut out = CheckerOutcome::new("lost", Validity::Valid, &r);
+        let mut out = CheckerOutcome::new(
+            "lost",
+            Validity::Valid,
+            crate::figures::Figures::Lost(r.clone()),
+        );
         out.findings = Finding::all(FindingKind::WriteAfterLockLostAccepted, &r.accepted_at)
             .chain(Finding::all(
                 FindingKind::WriteAfterLockLostRejected,

@@ -146,7 +146,8 @@ impl Checker for MutexChecker {
         } else {
             Validity::Valid
         };
-        let mut out = CheckerOutcome::new("mutex", validity, &r);
+        let mut out =
+            CheckerOutcome::new("mutex", validity, crate::figures::Figures::Mutex(r.clone()));
         out.findings = r
             .times
             .iter()

@@ -18,9 +18,10 @@
 
 use crate::availability::{self, Availability, Stall, Stalls, Window};
 use crate::checker::{self, CheckerOutcome, CheckerSet};
+use crate::figures::Reports;
 use crate::handoff::Handoffs;
 use crate::horizon::{self, Horizon};
-use crate::rwlock::{self, RwLockReport};
+use crate::rwlock::RwLockReport;
 use hdrhistogram::Histogram;
 use lockbench_core::history::ordered::{Lateness, Reach, Scan};
 use lockbench_core::scenario::Workload;
@@ -117,10 +118,7 @@ impl Pass {
     /// The figures.
     pub fn finish(self) -> Analysed {
         let mut outcomes = self.checkers.finish();
-        let shared_lock = outcomes
-            .iter()
-            .find(|o| o.name == rwlock::NAME)
-            .and_then(CheckerOutcome::figures_as);
+        let shared_lock = outcomes.rwlock().cloned();
         outcomes.extend(self.horizon.map(|h| h.outcome()));
         Analysed {
             outcomes,

@@ -162,7 +162,8 @@ impl Checker for ReleaseChecker {
         } else {
             Validity::Valid
         };
-        let mut out = CheckerOutcome::new(NAME, validity, &r);
+        let mut out =
+            CheckerOutcome::new(NAME, validity, crate::figures::Figures::Release(r.clone()));
         out.findings = Finding::all(KIND, &r.at)
             .chain(Finding::all(RENEW_KIND, &r.renew_at))
             .collect();

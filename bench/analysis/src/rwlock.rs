@@ -113,7 +113,8 @@ impl Checker for RwLockChecker {
         } else {
             Validity::Valid
         };
-        let mut out = CheckerOutcome::new(NAME, validity, &r);
+        let mut out =
+            CheckerOutcome::new(NAME, validity, crate::figures::Figures::RwLock(r.clone()));
         out.findings = Finding::all(FindingKind::RwConflict, &r.reader_writer_at).collect();
         out
     }
@@ -179,7 +180,7 @@ mod tests {
         ));
         assert_eq!(s.verdict, Validity::Invalid, "{s:?}");
         assert_eq!(s.outcome("mutex").unwrap().validity, Validity::Valid);
-        let figures: RwLockReport = s.figures(NAME).unwrap();
+        let figures = crate::figures::Reports::rwlock(s.outcomes.as_slice()).unwrap();
         assert_eq!(figures.reader_writer_conflicts, 1);
         assert_eq!(figures.max_concurrent_readers, 2);
         assert_eq!(

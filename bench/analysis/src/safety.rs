@@ -11,7 +11,7 @@ pub use crate::checker::Validity;
 use crate::checker::{self, CheckerOutcome, Finding};
 pub use crate::granted::NOTHING_GRANTED;
 use lockbench_core::History;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 /// How a checker's note starts when the instrument (the protected resource) is at fault.
 pub const INSTRUMENT_FAULT: &str = "instrument fault";
@@ -55,12 +55,6 @@ impl Safety {
         self.outcomes.iter().find(|o| o.name == name)
     }
 
-    /// The figures of the checker called `name` as its report type; `None` when it did not
-    /// run or failed.
-    pub fn figures<T: for<'de> Deserialize<'de>>(&self, name: &str) -> Option<T> {
-        self.outcome(name).and_then(CheckerOutcome::figures_as)
-    }
-
     /// Every checker's violations with their times.
     pub fn findings(&self) -> impl Iterator<Item = Finding> + '_ {
         self.outcomes
@@ -79,6 +73,7 @@ pub fn check(history: &History) -> Safety {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::figures::{Figures, Reports};
     use lockbench_core::{ClientId, ErrorKind, KeyId, Nanos, Op, OpF, OpType};
 
     fn acquire(t: u64, client: u32, ty: OpType, error: Option<ErrorKind>) -> [Op; 2] {
@@ -146,9 +141,9 @@ mod tests {
         ops.extend(write(100, 0, 1, false));
         let s = check(&History::from_unordered(ops));
         assert_eq!(s.verdict, Validity::Unknown, "{s:?}");
-        let fencing: crate::fencing::FencingReport = s.figures("fencing").unwrap();
+        let fencing = s.outcomes.fencing().unwrap();
         assert_eq!(fencing.stale_writes_accepted, 0);
-        let audit: crate::fencing_audit::AuditReport = s.figures("fencing_audit").unwrap();
+        let audit = s.outcomes.audit().unwrap();
         assert_eq!((audit.faults, audit.stale), (1, 1));
         assert!(
             s.failed_checkers
@@ -170,7 +165,7 @@ mod tests {
             }
             fn observe(&mut self, _op: &Op) {}
             fn finish(self: Box<Self>) -> CheckerOutcome {
-                CheckerOutcome::new("always-invalid", Validity::Invalid, &[1, 2])
+                CheckerOutcome::new("always-invalid", Validity::Invalid, Figures::json(&[1, 2]))
             }
         }
         let h = History::from_unordered(acquire(0, 0, OpType::Ok, None).to_vec());
@@ -178,7 +173,10 @@ mod tests {
         set.push(Box::new(AlwaysInvalid));
         let s = Safety::from_outcomes(checker::run_on_history(set, &h));
         assert_eq!(s.verdict, Validity::Invalid);
-        assert_eq!(s.figures::<Vec<u32>>("always-invalid"), Some(vec![1, 2]));
+        assert_eq!(
+            s.outcome("always-invalid").unwrap().figures,
+            Figures::Json(serde_json::json!([1, 2]))
+        );
         assert_eq!(s.outcomes.len(), checker::safety_checkers().len() + 1);
     }
 }

@@ -394,7 +394,11 @@ impl Checker for TruthChecker {
             .sort_by(|a, b| a.start_s.total_cmp(&b.start_s));
         let windows = availability::windows(&History::with_faults(Vec::new(), self.faults));
         totals(&mut report, &windows);
-        CheckerOutcome::new("server_truth", Validity::Valid, &report)
+        CheckerOutcome::new(
+            "server_truth",
+            Validity::Valid,
+            crate::figures::Figures::Truth(report.clone()),
+        )
     }
 }
 
@@ -406,7 +410,7 @@ pub fn check(history: &History) -> Option<TruthReport> {
         return None;
     }
     let outcome = run_on_history(vec![Box::new(TruthChecker::default())], history);
-    outcome.first()?.figures_as()
+    crate::figures::Reports::truth(outcome.as_slice()).cloned()
 }
 
 /// The report's totals, percentiles and per-window figures from its episodes.

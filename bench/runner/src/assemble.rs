@@ -5,13 +5,8 @@
 
 use hdrhistogram::Histogram;
 use lockbench_analysis::attribution::Tally;
-use lockbench_analysis::fencing::FencingReport;
-use lockbench_analysis::fencing_audit::{self, AuditReport};
-use lockbench_analysis::lost::LostReport;
-use lockbench_analysis::mutex::MutexReport;
+use lockbench_analysis::figures::Reports;
 use lockbench_analysis::pass::Analysed;
-use lockbench_analysis::release::{self, ReleaseReport};
-use lockbench_analysis::rwlock::{self, RwLockReport};
 use lockbench_analysis::{Safety, attribution, checker, fairness};
 use lockbench_core::scenario::Workload;
 use lockbench_core::{BackendInfo, OpType, ServerCounters, ServerFanout, Wakeups};
@@ -211,12 +206,13 @@ pub fn fanout(readings: &FanoutReadings, releases: u64) -> Fanout {
 }
 
 fn safety_result(s: Safety) -> SafetyResult {
-    let m: MutexReport = s.figures("mutex").unwrap_or_default();
-    let f: FencingReport = s.figures("fencing").unwrap_or_default();
-    let l: LostReport = s.figures("lost").unwrap_or_default();
-    let a: AuditReport = s.figures(fencing_audit::NAME).unwrap_or_default();
-    let rel: ReleaseReport = s.figures(release::NAME).unwrap_or_default();
-    let rw: RwLockReport = s.figures(rwlock::NAME).unwrap_or_default();
+    let o = s.outcomes.as_slice();
+    let m = o.mutex().cloned().unwrap_or_default();
+    let f = o.fencing().cloned().unwrap_or_default();
+    let l = o.lost().cloned().unwrap_or_default();
+    let a = o.audit().cloned().unwrap_or_default();
+    let rel = o.release().cloned().unwrap_or_default();
+    let rw = o.rwlock().cloned().unwrap_or_default();
     let checks = s
         .outcomes
         .iter()
@@ -224,7 +220,7 @@ fn safety_result(s: Safety) -> SafetyResult {
         .map(|o| {
             let check = CheckResult {
                 validity: o.validity,
-                figures: o.figures.clone(),
+                figures: o.figures.to_json(),
                 note: o.note.clone(),
             };
             (o.name.to_string(), check)

@@ -30,7 +30,6 @@ mod fault_loop;
 pub mod links;
 pub mod observer;
 pub mod placement;
-pub mod reanalysis;
 pub mod resources;
 pub mod respawn;
 pub mod runner;

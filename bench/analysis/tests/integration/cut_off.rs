@@ -133,8 +133,8 @@ fn pass(p: &Params, path: &Path) -> Analysed {
 }
 
 fn mutex_violations(a: &Analysed) -> u64 {
-    let m = a.outcomes.iter().find(|o| o.name == "mutex").unwrap();
-    m.figures["violations"].as_u64().unwrap()
+    use lockbench_analysis::figures::Reports;
+    a.outcomes.mutex().unwrap().violations
 }
 
 /// One cut: the file's first `len` bytes.
@@ -171,7 +171,9 @@ fn every_cut(dir: &Path, late: Option<u64>) -> (Analysed, Vec<Cut>) {
         assert!(note.starts_with("history cut off at "), "{note}");
         let in_file: Vec<Op> = chunks[..=j].concat();
         let expected = expected_horizon(&in_file);
-        let cut_off: CutOff = outcome.figures_as().unwrap();
+        let lockbench_analysis::figures::Figures::CutOff(cut_off) = outcome.figures.clone() else {
+            panic!("a horizon outcome's figures: {:?}", outcome.figures);
+        };
         assert_eq!(cut_off.horizon_s, expected.as_duration().as_secs_f64());
         let after = in_file.iter().filter(|o| o.time >= expected).count();
         assert_eq!(cut_off.ops_not_judged, after as u64, "{note}");

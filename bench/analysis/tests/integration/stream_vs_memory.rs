@@ -85,11 +85,8 @@ fn the_broken_recipe_is_found_invalid_the_same_way_streamed_and_in_memory() {
         workload(8, 0.0),
     );
     assert_eq!(verdict(&a), lockbench_analysis::Validity::Invalid);
-    let mutex = a.outcomes.iter().find(|o| o.name == "mutex").unwrap();
-    assert!(
-        mutex.figures["violations"].as_u64().unwrap() > 10,
-        "{mutex:?}"
-    );
+    let mutex = lockbench_analysis::figures::Reports::mutex(a.outcomes.as_slice()).unwrap();
+    assert!(mutex.violations > 10, "{mutex:?}");
     assert!(a.releases > 100, "{}", a.releases);
 }
 

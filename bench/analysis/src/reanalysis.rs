@@ -1,4 +1,4 @@
-//! `lockbench analyse`: the analysis pass run again over a run directory's history file.
+//! The analysis pass run again over a run directory's history file (`lockbench analyse`).
 //!
 //! A run analyses each backend's history as soon as its clients stop. A run that never got
 //! there (killed with SIGKILL, its writer stopped by a full disk, the machine lost) leaves a
@@ -11,9 +11,10 @@
 //! warm-up, for its duration: the run's own start is that first op's intended start, so this
 //! is the window the run used, to within the first op's scheduling.
 
-pub use lockbench_analysis::checker::{CheckerOutcome, Validity};
-use lockbench_analysis::pass::{Params, Pass};
-use lockbench_core::{BackendKind, Nanos};
+use crate::checker::{CheckerOutcome, Validity};
+use crate::pass::{Params, Pass};
+use lockbench_core::{BackendKind, Nanos, Scenario};
+use std::io;
 use std::path::Path;
 
 /// One backend's verdicts from the history file.
@@ -42,26 +43,19 @@ impl Reanalysed {
     }
 }
 
-/// Runs the pass over every backend of `run_dir`'s scenario that has ops in its history.
-pub fn analyse(run_dir: &Path) -> anyhow::Result<Vec<Reanalysed>> {
-    let scenario_path = run_dir.join("scenario.toml");
-    let text = std::fs::read_to_string(&scenario_path).map_err(|e| {
-        anyhow::anyhow!(
-            "cannot read {}: {e} (is {} a run directory?)",
-            scenario_path.display(),
-            run_dir.display()
-        )
-    })?;
-    let scenario =
-        lockbench_registry::load_scenario(&scenario_path.display().to_string(), &text, &[])
-            .map_err(|e| anyhow::anyhow!(e))?;
+/// Runs the pass over every backend of `scenario` (the run's own, from its `scenario.toml`)
+/// that has ops in `run_dir`'s history.
+pub fn analyse(run_dir: &Path, scenario: &Scenario) -> io::Result<Vec<Reanalysed>> {
     let history = lockbench_core::history::file::path_in(run_dir);
     if !history.exists() {
-        anyhow::bail!(
-            "{} has no history file ({})",
-            run_dir.display(),
-            history.display()
-        );
+        return Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            format!(
+                "{} has no history file ({})",
+                run_dir.display(),
+                history.display()
+            ),
+        ));
     }
     let mut out = Vec::new();
     for &backend in &scenario.backends {
