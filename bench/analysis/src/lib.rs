@@ -9,6 +9,8 @@
 //!
 //! - [`checker`]: the [`Checker`] trait, the set a run uses, the driver; [`figures`]: each
 //!   checker's figures as its own report type;
+//! - [`cross_check`]: the servers' own request count beside lockbench's, a figure only when
+//!   the two agree;
 //! - [`granted`]: no grant at all means nothing was checked (unknown);
 //! - [`mutex`]: overlapping holds of one key (two clients that both believed they held it);
 //! - [`rwlock`]: shared (read/write) locks: readers together, a writer never with anyone;
@@ -28,19 +30,24 @@
 //! - [`horizon`]: a history cut off mid-run (no end line) is judged only up to the last time
 //!   every client's ops are known to be in it, and says so;
 //! - [`safety`]: all safety checkers together, with one verdict;
+//! - [`verdict`]: the checkers' outcomes merged into one run's safety result, charged to
+//!   the fault windows and cross-checked against the servers' count;
 //! - [`attribution`]: which fault window each violation happened in (for the scorecard);
 //! - [`truth`]: server-side truth: how long a client believed it held a lock the servers had
 //!   given to someone else or no one (lost while held), and how long until it learned it;
 //! - [`intervals`]: overlaps and lost writes judged over time intervals, for workers on their
 //!   own clocks: certain only when they hold at every point, ambiguous otherwise;
-//!   [`truth_intervals`]: lost-while-held episodes by the same rule;
+//!   [`truth_intervals`]: lost-while-held episodes by the same rule; [`across_clocks`]: the
+//!   point checkers' findings kept only as far as the intervals make them certain;
 //! - [`failover`]: leader elections: time to a new leader and until every candidate saw it,
 //!   split-brain overlap with both epochs, elections per removal.
 #![deny(missing_docs)]
 
+pub mod across_clocks;
 pub mod attribution;
 pub mod availability;
 pub mod checker;
+pub mod cross_check;
 pub mod failover;
 pub mod fairness;
 pub mod fencing;
@@ -59,6 +66,7 @@ pub mod rwlock;
 pub mod safety;
 pub mod truth;
 pub mod truth_intervals;
+pub mod verdict;
 
 pub use checker::{Checker, CheckerOutcome, CheckerSet, Finding, Validity};
 pub use safety::Safety;

@@ -1,32 +1,18 @@
-//! Assembles a [`BackendResult`] from what was measured and what the checkers found.
+//! Assembles a [`BackendResult`] from what was measured and the verdict the analysis gave
+//! (`lockbench_analysis::verdict`).
 //!
 //! It lives with the runner, not with the results model, because it reads the client loop's
 //! [`RunOutput`]: the model (`lockbench-results`) stays free of the runtime.
 
 use hdrhistogram::Histogram;
-use lockbench_analysis::attribution::Tally;
-use lockbench_analysis::figures::Reports;
+pub use lockbench_analysis::cross_check::CounterReadings;
+use lockbench_analysis::fairness;
 use lockbench_analysis::pass::Analysed;
-use lockbench_analysis::{Safety, attribution, checker, fairness};
 use lockbench_core::scenario::Workload;
-use lockbench_core::{BackendInfo, OpType, ServerCounters, ServerFanout, Wakeups};
-use lockbench_results::model::{
-    BackendResult, CheckResult, Errors, Fanout, Percentiles, SafetyResult,
-};
-use lockbench_results::{Status, Validity};
+use lockbench_core::{BackendInfo, OpType, ServerFanout, Wakeups};
+use lockbench_results::Status;
+use lockbench_results::model::{BackendResult, Errors, Fanout, Percentiles};
 use lockbench_workloads::RunOutput;
-
-/// The servers' request counters read before and after a run.
-#[derive(Debug, Clone)]
-pub struct CounterReadings {
-    /// Before the first client connected.
-    pub before: Result<ServerCounters, String>,
-    /// After the last client closed.
-    pub after: Result<ServerCounters, String>,
-    /// Requests the server-side observer sent, which the servers counted too: taken off
-    /// their count.
-    pub observer_requests: u64,
-}
 
 /// Everything [`backend_result`] needs about one finished run.
 #[derive(Debug)]
@@ -66,29 +52,12 @@ pub fn backend_result(m: Measured<'_>) -> (BackendResult, Histogram<u64>) {
         *errors.by_kind.entry(name).or_insert(0) += n;
     }
 
+    let requests =
+        lockbench_analysis::cross_check::requests(out.requests_sent(), m.counters, total);
     // Each violation is charged to the fault window it happened in (or to none).
-    let checked = Safety::from_outcomes(analysed.outcomes);
     let mut fault_windows = analysed.windows;
-    let (violations, fenced) = (
-        attribution::violations(&checked),
-        attribution::fenced(&checked),
-    );
-    let outside = attribution::attribute(&mut fault_windows, &violations, Tally::Violations);
-    let fenced_outside = attribution::attribute(&mut fault_windows, &fenced, Tally::Fenced);
-    let mut safety = safety_result(checked);
-    for (kind, _) in &violations {
-        *safety.violation_kinds.entry(kind.to_string()).or_insert(0) += 1;
-    }
-    safety.outside_fault_windows = outside;
-    safety.fenced_outside_fault_windows = fenced_outside;
-
-    let requests = crate::cross_check::requests(out.requests_sent(), m.counters, total);
-    if let Some(why) = &requests.unseen {
-        safety.failed_checkers.push(format!("server count: {why}"));
-        if safety.verdict == Validity::Valid {
-            safety.verdict = Validity::Unknown;
-        }
-    }
+    let safety =
+        lockbench_analysis::verdict::judge(analysed.outcomes, &mut fault_windows, &requests);
     let server_ops_per_acquisition = requests
         .client_per_acquisition
         .or(requests.server_per_acquisition);
@@ -140,24 +109,7 @@ pub fn backend_result(m: Measured<'_>) -> (BackendResult, Histogram<u64>) {
     (result, handoffs)
 }
 
-/// The `server_truth` figures of a run whose servers were observed: the checker
-/// (`lockbench_analysis::truth`) over `history`, with the observer's note and requests.
-pub fn server_truth(
-    history: &lockbench_core::History,
-    note: Option<String>,
-    observer_requests: u64,
-) -> lockbench_results::model::ServerTruth {
-    let figures = lockbench_analysis::truth::check(history);
-    let note = match (note, &figures) {
-        (None, None) => Some("the observer recorded nothing".to_string()),
-        (note, _) => note,
-    };
-    lockbench_results::model::ServerTruth {
-        note,
-        observer_requests,
-        figures,
-    }
-}
+pub use lockbench_analysis::verdict::server_truth;
 
 /// The servers' fan-out counters read around a run, and the watch gauge sampled mid-run.
 #[derive(Debug, Clone)]
@@ -205,54 +157,6 @@ pub fn fanout(readings: &FanoutReadings, releases: u64) -> Fanout {
     }
 }
 
-fn safety_result(s: Safety) -> SafetyResult {
-    let o = s.outcomes.as_slice();
-    let m = o.mutex().cloned().unwrap_or_default();
-    let f = o.fencing().cloned().unwrap_or_default();
-    let l = o.lost().cloned().unwrap_or_default();
-    let a = o.audit().cloned().unwrap_or_default();
-    let rel = o.release().cloned().unwrap_or_default();
-    let rw = o.rwlock().cloned().unwrap_or_default();
-    let checks = s
-        .outcomes
-        .iter()
-        .filter(|o| !checker::BUILT_IN.contains(&o.name))
-        .map(|o| {
-            let check = CheckResult {
-                validity: o.validity,
-                figures: o.figures.to_json(),
-                note: o.note.clone(),
-            };
-            (o.name.to_string(), check)
-        })
-        .collect();
-    SafetyResult {
-        verdict: s.verdict,
-        mutex_violations: m.violations,
-        overlapping_grants: m.overlapping_grants,
-        // To the nanosecond: an episode of a few µs must not read 0.
-        overlap_ms: round6(m.overlap_ms),
-        max_overlap_ms: round6(m.max_overlap_ms),
-        locks_lost: m.locks_lost,
-        stale_writes_accepted: f.stale_writes_accepted,
-        stale_writes_rejected: f.stale_writes_rejected,
-        writes_after_lock_lost: l.writes_after_lock_lost,
-        writes_after_lock_lost_accepted: l.accepted,
-        unfenced_writes: f.unfenced_writes,
-        token_reuses: f.token_reuses,
-        foreign_releases: rel.foreign_releases,
-        foreign_renews: rel.foreign_renews,
-        rw_conflicts: rw.reader_writer_conflicts,
-        instrument_faults: a.faults,
-        stale_writes_ambiguous: a.ambiguous,
-        failed_checkers: s.failed_checkers,
-        violation_kinds: Default::default(),
-        outside_fault_windows: Default::default(),
-        fenced_outside_fault_windows: Default::default(),
-        checks,
-    }
-}
-
 fn op_name(f: lockbench_core::OpF) -> &'static str {
     f.name()
 }
@@ -264,10 +168,6 @@ fn op_type_name(t: OpType) -> &'static str {
         OpType::Fail => "fail",
         OpType::Info => "info",
     }
-}
-
-fn round6(x: f64) -> f64 {
-    (x * 1e6).round() / 1e6
 }
 
 fn round3(x: f64) -> f64 {

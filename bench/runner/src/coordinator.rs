@@ -290,7 +290,11 @@ pub async fn execute<B: Backend>(
     }
     result.resources = Some(resources);
     if let Some(judged) = clocks {
-        for note in crate::clock_report::reconcile(&mut result.safety, &judged) {
+        for note in lockbench_analysis::across_clocks::reconcile(
+            &mut result.safety,
+            &judged.clocks.judgement,
+            &judged.certain,
+        ) {
             cx.observer
                 .note(&format!("{name}: {note}", name = cx.kind.name()));
         }

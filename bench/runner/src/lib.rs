@@ -23,7 +23,6 @@ pub mod assemble;
 mod clock_report;
 pub mod cluster_choice;
 pub mod coordinator;
-pub mod cross_check;
 pub mod dispatch;
 pub mod failover;
 mod fault_loop;

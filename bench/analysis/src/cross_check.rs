@@ -32,8 +32,52 @@
 //! count is mostly pings), requests it sent that the servers never counted, or a counting
 //! bug: the servers' figure is then no cross-check of lockbench's, and says so.
 
-use crate::assemble::CounterReadings;
-use lockbench_results::model::Requests;
+use lockbench_core::ServerCounters;
+use serde::{Deserialize, Serialize};
+
+/// The servers' request counters read before and after a run.
+#[derive(Debug, Clone)]
+pub struct CounterReadings {
+    /// Before the first client connected.
+    pub before: Result<ServerCounters, String>,
+    /// After the last client closed.
+    pub after: Result<ServerCounters, String>,
+    /// Requests the server-side observer sent, which the servers counted too: taken off
+    /// their count.
+    pub observer_requests: u64,
+}
+
+/// Requests lockbench sent, counted by its clients and by the servers.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Requests {
+    /// Counted by lockbench's clients over the whole run (warm-up included); `null` when the
+    /// recipe runs inside a library that cannot be counted.
+    pub client_counted: Option<u64>,
+    /// The servers' own counter delta over the same span; `null` if it could not be read or
+    /// is no count (a server's counters restarted in between). Present but no figure when the
+    /// two counts disagree beyond the tolerance (`server_unknown` says so).
+    pub server_counted: Option<u64>,
+    /// What the server counter is.
+    pub server_source: String,
+    /// Why the server counter could not be read, if it could not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_error: Option<String>,
+    /// Why the servers' figure is unknown (`server_per_acquisition` is then `null`): their
+    /// counters could not be read, a server's counters restarted or went backwards during
+    /// the run, or the two counts disagree beyond the stated tolerance. Absent when the figure
+    /// stands.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_unknown: Option<String>,
+    /// Set when the servers counted fewer requests than the run had acquisitions (each sends
+    /// at least one): the requests did not reach the servers the backend names. The safety
+    /// verdict is then `unknown`, and the run says so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unseen: Option<String>,
+    /// `server_counted / acquisitions_total`; `null` when `server_unknown` says why.
+    pub server_per_acquisition: Option<f64>,
+    /// `client_counted / acquisitions_total`.
+    pub client_per_acquisition: Option<f64>,
+}
 
 /// How far the servers' request count may be from lockbench's, as a fraction of lockbench's,
 /// before the servers' figure is reported unknown (see the module docs for the measurements).
