@@ -41,9 +41,8 @@ pub fn detect(servers: BTreeMap<String, String>) -> Environment {
             .ok()
             .and_then(|text| cpu_model(&text))
             .unwrap_or_default(),
-        load_average: std::fs::read_to_string("/proc/loadavg")
-            .ok()
-            .and_then(|text| load_average(&text)),
+        load_average: load_average_now(),
+        load_average_end: None,
         servers,
     }
 }
@@ -54,6 +53,14 @@ fn cpu_model(cpuinfo: &str) -> Option<String> {
         let (key, value) = l.split_once(':')?;
         (key.trim() == "model name").then(|| value.trim().to_string())
     })
+}
+
+/// The machine's load averages now (`/proc/loadavg`), where readable: the run records them at
+/// its start and its end.
+pub fn load_average_now() -> Option<[f64; 3]> {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|text| load_average(&text))
 }
 
 /// The three load averages of a `/proc/loadavg` line (`0.52 0.58 0.59 1/467 12345`).

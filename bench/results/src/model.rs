@@ -135,6 +135,10 @@ pub struct Environment {
     /// started: a busy machine measures differently. Absent where unreadable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load_average: Option<[f64; 3]>,
+    /// The same when the run ended (or was interrupted): with the start's, whether the
+    /// machine was busy while it ran. Absent while the run goes on, or where unreadable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_average_end: Option<[f64; 3]>,
     /// Server versions as the servers report them, by system (`zookeeper`, `etcd`, `redis`).
     pub servers: BTreeMap<String, String>,
 }

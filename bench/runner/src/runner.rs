@@ -145,6 +145,7 @@ impl Runner {
             run_dir.write_results(&results)?;
         }
         results.complete = !self.interrupted();
+        results.environment.load_average_end = lockbench_results::environment::load_average_now();
         results.expectations =
             lockbench_results::expect::evaluate(&scenario.expect, &results.results);
         run_dir.write_results(&results)?;

@@ -191,6 +191,7 @@ async fn sweep(
     }
     let was_interrupted = runner.interrupted();
     results.complete = !was_interrupted;
+    results.environment.load_average_end = lockbench_results::environment::load_average_now();
     dir.write_results(&results)?;
     println!(
         "{}",

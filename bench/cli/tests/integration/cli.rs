@@ -39,6 +39,18 @@ fn every_backend_excludes_with_8_clients_on_one_key_and_the_results_are_complete
     let r = results(&out_dir);
     assert_eq!(r["schema_version"], 2);
     assert_eq!(r["complete"], true);
+    // What produced it: the build with its commit (`unknown commit` outside a git
+    // checkout), the machine's load at both ends of the run.
+    let env = &r["environment"];
+    assert!(
+        env["lockbench_version"]
+            .as_str()
+            .is_some_and(|v| v.starts_with(env!("CARGO_PKG_VERSION")) && v.ends_with(')')),
+        "{env}"
+    );
+    for when in ["load_average", "load_average_end"] {
+        assert_eq!(env[when].as_array().map(Vec::len), Some(3), "{when}: {env}");
+    }
     for system in ["zookeeper", "etcd", "redis", "postgres", "nats"] {
         assert!(
             r["environment"]["servers"][system].is_string(),

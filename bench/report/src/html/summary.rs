@@ -26,8 +26,9 @@ pub(crate) fn header(run: &Run) -> Markup {
     html! {
         h1 { "lockbench report: " (r.scenario) }
         p.meta {
-            b { "seed" } " " (r.seed) " · " b { "started" } " " (r.started_at)
-            " · " b { "cluster" } " " (r.cluster) " · "
+            b { "lockbench" } " " (r.environment.lockbench_version)
+            " · " b { "seed" } " " (r.seed) " · " b { "started" } " " (r.started_at)
+            " · " b { "cluster" } " " (r.cluster) " (" (connections_line(r)) ") · "
             @if r.complete {
                 "complete"
             } @else {
@@ -105,6 +106,19 @@ pub(crate) fn environment(run: &Run) -> Markup {
             format!("{one:.2} {five:.2} {fifteen:.2} (1, 5, 15 min)"),
         ));
     }
+    if let Some([one, five, fifteen]) = e.load_average_end {
+        rows.push((
+            "load average at the end".into(),
+            format!("{one:.2} {five:.2} {fifteen:.2} (1, 5, 15 min)"),
+        ));
+    }
+    rows.push((
+        "the load generator the limit".into(),
+        generator_line(&run.results.results),
+    ));
+    for (group, c) in &run.results.connections {
+        rows.push((format!("connection to {group}"), connection_words(c)));
+    }
     for (k, v) in &e.servers {
         rows.push((k.clone(), v.clone()));
     }
@@ -135,6 +149,65 @@ pub(crate) fn environment(run: &Run) -> Markup {
         "Server versions as the servers reported them; the machine lockbench ran on.",
         body,
     )
+}
+
+/// How the clients connected, in a few words: `plain` for bare addresses everywhere, else
+/// each group's settings (`TLS to redis`).
+fn connections_line(r: &lockbench_results::RunResults) -> String {
+    let secured: Vec<String> = r
+        .connections
+        .iter()
+        .filter(|(_, c)| c.tls || c.auth)
+        .map(|(group, c)| format!("{} to {group}", connection_words(c)))
+        .collect();
+    if secured.is_empty() {
+        "plain connections".into()
+    } else {
+        secured.join(", ")
+    }
+}
+
+/// One group's connection settings: `mutual TLS, authenticated, server name x`, or `plain`.
+fn connection_words(c: &lockbench_core::ConnectionSummary) -> String {
+    let mut words = Vec::new();
+    if c.mutual_tls {
+        words.push("mutual TLS".to_string());
+    } else if c.tls {
+        words.push("TLS".to_string());
+    }
+    if c.auth {
+        words.push("authenticated".to_string());
+    }
+    if let Some(name) = &c.server_name {
+        words.push(format!("server name {name}"));
+    }
+    if words.is_empty() {
+        "plain".into()
+    } else {
+        words.join(", ")
+    }
+}
+
+/// Whether lockbench, not a backend, was the limit: the backends whose sampled resources say
+/// so, with why, or that none was among those sampled.
+fn generator_line(results: &[lockbench_results::BackendResult]) -> String {
+    let sampled: Vec<_> = results
+        .iter()
+        .filter_map(|r| r.resources.as_ref().map(|u| (r, u)))
+        .collect();
+    if sampled.is_empty() {
+        return "not sampled (no backend's resources were recorded)".into();
+    }
+    let bound: Vec<String> = sampled
+        .iter()
+        .filter(|(_, u)| u.generator_bound)
+        .map(|(r, u)| format!("{} ({})", r.backend, u.generator_notes.join("; ")))
+        .collect();
+    if bound.is_empty() {
+        format!("on none of the {} backends sampled", sampled.len())
+    } else {
+        format!("YES on {}", bound.join(", "))
+    }
 }
 
 fn pct(p: &Option<Percentiles>, f: impl Fn(&Percentiles) -> u64) -> String {

@@ -137,8 +137,10 @@ pub(crate) fn synthetic_run(parent: &Path, name: &str, started: &str, overlap: b
     let results = json!({
         "schema_version": 1, "scenario": "synthetic", "seed": 7, "started_at": started,
         "complete": true, "cluster": "managed",
+        "connections": {"redis": {"tls": true, "mutual_tls": false, "auth": true}},
         "environment": {"lockbench_version": "0.1.0", "kernel": "6.1.0-test", "os": "Debian GNU/Linux 12 (bookworm)",
                         "cpus": 2, "cpu_model": "Test CPU @ 2.20GHz", "load_average": [3.5, 2.25, 1.0],
+                        "load_average_end": [7.25, 3.0, 1.5],
                         "servers": {"redis": "7.0.15", "zookeeper": "3.8.0"}},
         "results": [
             result(good, "valid", 0),
@@ -202,11 +204,25 @@ fn the_report_has_every_section_with_charts_and_no_external_reference() {
     let path = write_report(&dir).unwrap();
     assert_eq!(path, dir.join("report.html"));
     let html = std::fs::read_to_string(&path).unwrap();
-    // What produced it: the machine's CPU model and its load when the run started.
+    // What produced it: the build, the cluster and how it was reached, the machine's CPU
+    // model, its load when the run started and ended, and whether lockbench was the limit.
     assert!(html.contains("Test CPU @ 2.20GHz"), "no CPU model");
     assert!(
         html.contains("3.50 2.25 1.00 (1, 5, 15 min)"),
         "no load average"
+    );
+    assert!(
+        html.contains("7.25 3.00 1.50 (1, 5, 15 min)"),
+        "no load average at the end"
+    );
+    assert!(html.contains("<b>lockbench</b> 0.1.0"), "no version");
+    assert!(
+        html.contains("managed (TLS, authenticated to redis)"),
+        "no connection summary"
+    );
+    assert!(
+        html.contains("the load generator the limit</th><td>not sampled"),
+        "no word on the load generator"
     );
     for id in [
         "summary",
