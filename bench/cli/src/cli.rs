@@ -140,13 +140,15 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Rewrite finished runs' HTML reports, or print a run as CSV or JUnit XML.
+    /// Rewrite runs' reports, print one as CSV or JUnit XML, or write a site.
     ///
     /// `--format html` (the default) writes each run directory's self-contained report.html
     /// again, its summary.csv and junit.xml, and the index of all runs beside them
     /// (`results/index.html`). `--format csv` prints the summary table as CSV (one row per
     /// backend, numbers unformatted); `--format junit` prints the expectations as JUnit XML
-    /// (one testcase each), for CI systems.
+    /// (one testcase each), for CI systems. `--site DIR` also copies the runs into DIR with an
+    /// index and, for each scenario run more than once, its newest run compared with the one
+    /// before: a static site to publish as it is (GitHub Pages, any web server).
     Report(ReportArgs),
     /// Judge a run's history again, as the run's own analysis does.
     ///
@@ -329,6 +331,12 @@ pub struct ReportArgs {
     /// `html` (write reports), `csv` or `junit` (print on stdout).
     #[arg(long, value_enum, default_value_t = ReportFormat::Html, hide_possible_values = true)]
     pub format: ReportFormat,
+    /// Also write a static site of the runs into this directory (created if missing).
+    ///
+    /// Each run is copied whole under its directory's name, with an index of every run and,
+    /// per scenario with two runs or more, its newest run compared with the one before.
+    #[arg(long, value_name = "DIR")]
+    pub site: Option<PathBuf>,
 }
 
 /// `lockbench report --format`.

@@ -31,6 +31,9 @@ pub fn render(run_dir: &Path) -> bool {
 /// run as CSV or JUnit XML.
 pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     if args.format != ReportFormat::Html {
+        if args.site.is_some() {
+            anyhow::bail!("--site writes HTML: leave out --format, or give it as html");
+        }
         let [dir] = args.run_dirs.as_slice() else {
             anyhow::bail!("--format csv and junit print one run: give one run directory");
         };
@@ -57,6 +60,18 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
             ok = false;
         }
         ok &= render(dir);
+    }
+    if let Some(out) = &args.site {
+        if !ok {
+            anyhow::bail!("no site written: a run above could not be read or rendered");
+        }
+        let site = lockbench_report::site::write_site(out, &args.run_dirs)?;
+        println!(
+            "site: {} ({} run(s), {} comparison(s))",
+            site.index.display(),
+            site.runs,
+            site.comparisons.len()
+        );
     }
     Ok(if ok {
         ExitCode::SUCCESS

@@ -28,6 +28,19 @@ struct Entry {
 /// (Re)writes `results_root/index.html` linking every run directory directly under
 /// `results_root`, returning its path.
 pub fn write_index(results_root: &Path) -> anyhow::Result<PathBuf> {
+    write_index_with(results_root, &[])
+}
+
+/// A page the index links below the runs: its title and its path relative to the index.
+pub struct Extra {
+    /// What the link says.
+    pub title: String,
+    /// Where it goes, relative to the index.
+    pub href: String,
+}
+
+/// [`write_index`], with `extras` linked below the runs (a site's comparisons).
+pub fn write_index_with(results_root: &Path, extras: &[Extra]) -> anyhow::Result<PathBuf> {
     let mut entries = Vec::new();
     let dirs = std::fs::read_dir(results_root)
         .with_context(|| format!("cannot list {}", results_root.display()))?;
@@ -96,6 +109,14 @@ pub fn write_index(results_root: &Path) -> anyhow::Result<PathBuf> {
             }
             @for e in &entries {
                 (row(e))
+            }
+        }
+        @if !extras.is_empty() {
+            h2 { "Each scenario's newest run against the one before" }
+            ul {
+                @for x in extras {
+                    li { a href=(x.href) { (x.title) } }
+                }
             }
         }
     };

@@ -57,7 +57,7 @@ use anyhow::Context;
 use maud::html;
 use std::path::{Path, PathBuf};
 
-pub use index::write_index;
+pub use index::{Extra, write_index, write_index_with};
 
 /// Reads the finished (or interrupted) run in `run_dir` and writes `run_dir/report.html`,
 /// returning its path.

@@ -202,3 +202,141 @@ fn the_first_screen_compares_every_backend_and_shows_each_verdict() {
         assert!(verdict.1.starts_with(want), "{b}: {verdict:?}");
     }
 }
+
+/// The attribute values of `attr` (`href`, `src`) in `dom`.
+fn attributes<'a>(dom: &'a str, attr: &str) -> Vec<&'a str> {
+    let open = format!(" {attr}=\"");
+    dom.match_indices(&open)
+        .filter_map(|(i, m)| {
+            let rest = &dom[i + m.len()..];
+            rest.find('"').map(|end| &rest[..end])
+        })
+        .collect()
+}
+
+/// Table cells with nothing in them, with what precedes each for the message.
+fn empty_cells(dom: &str) -> Vec<String> {
+    let mut empty = Vec::new();
+    for (i, _) in dom.match_indices("<td") {
+        let Some(open_end) = dom[i..].find('>') else {
+            continue;
+        };
+        let body = &dom[i + open_end + 1..];
+        let Some(close) = body.find("</td>") else {
+            continue;
+        };
+        if body[..close].trim().is_empty() {
+            empty.push(dom[i.saturating_sub(200)..i + open_end + 1].to_string());
+        }
+    }
+    empty
+}
+
+/// A site of two runs of one scenario, rendered page by page in Chromium with its console
+/// logged: no console message (a script error, a resource that failed to load), no link or
+/// source outside the site, every relative link resolving to a file of the site, and no
+/// empty table cell.
+#[test]
+fn a_published_site_renders_without_console_errors_external_urls_or_empty_cells() {
+    let browser = chromium();
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = tmp.path().join("results");
+    let older = super::synthetic_run(&runs, "run-older", "2026-01-01T00:00:00Z", false);
+    let newer = super::synthetic_run(&runs, "run-newer", "2026-01-02T00:00:00Z", true);
+    let out = tmp.path().join("site");
+    let site = lockbench_report::site::write_site(&out, &[older, newer]).unwrap();
+    assert_eq!(site.runs, 2);
+    assert_eq!(site.comparisons.len(), 1, "{site:?}");
+
+    let mut pages = vec![site.index.clone(), site.comparisons[0].clone()];
+    pages.push(out.join("run-newer").join("report.html"));
+    for (n, page) in pages.iter().enumerate() {
+        let url = format!("file://{}", page.display());
+        let out = headless(
+            &browser,
+            &tmp.path().join(format!("profile-site-{n}")),
+            &["--enable-logging=stderr", "--v=0", "--dump-dom", &url],
+        );
+        let console: Vec<&str> = std::str::from_utf8(&out.stderr)
+            .unwrap()
+            .lines()
+            .filter(|l| l.contains("CONSOLE") || l.contains("Failed to load"))
+            .collect();
+        assert!(console.is_empty(), "{}: {console:#?}", page.display());
+        let dom = String::from_utf8_lossy(&out.stdout);
+        assert!(dom.contains("<table"), "{}: no table", page.display());
+        let base = page.parent().unwrap();
+        for link in attributes(&dom, "href")
+            .into_iter()
+            .chain(attributes(&dom, "src"))
+        {
+            assert!(
+                !link.contains("://") && !link.starts_with("//"),
+                "{}: links outside the site: {link}",
+                page.display()
+            );
+            let target = link.split('#').next().unwrap();
+            if !target.is_empty() {
+                assert!(
+                    base.join(target).exists(),
+                    "{}: a link to nothing: {link}",
+                    page.display()
+                );
+            }
+        }
+        let empty = empty_cells(&dom);
+        assert!(
+            empty.is_empty(),
+            "{}: empty cells after: {empty:#?}",
+            page.display()
+        );
+    }
+    // The index links both runs' reports and the comparison, whose page names both runs.
+    let index = std::fs::read_to_string(&site.index).unwrap();
+    for link in [
+        "run-older/report.html",
+        "run-newer/report.html",
+        "compare-synthetic.html",
+    ] {
+        assert!(index.contains(link), "the index lacks {link}");
+    }
+    let compare = std::fs::read_to_string(&site.comparisons[0]).unwrap();
+    assert!(compare.contains("run-older") && compare.contains("run-newer"));
+}
+
+/// The site test's checks, on a page broken each way they look for: a script error in the
+/// console, a link outside the site, a source that is not there, an empty cell.
+#[test]
+fn the_site_checks_catch_a_page_broken_each_way() {
+    let browser = chromium();
+    let tmp = tempfile::tempdir().unwrap();
+    let page = tmp.path().join("broken.html");
+    std::fs::write(
+        &page,
+        "<html><body><table><tr><td> </td><td>1</td></tr></table><img src=\"missing.png\">\
+         <script>console.error(\"boom\")</script><a href=\"https://example.com\">x</a></body></html>",
+    )
+    .unwrap();
+    let out = headless(
+        &browser,
+        &tmp.path().join("profile"),
+        &[
+            "--enable-logging=stderr",
+            "--v=0",
+            "--dump-dom",
+            &format!("file://{}", page.display()),
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr
+            .lines()
+            .any(|l| l.contains("CONSOLE") && l.contains("boom")),
+        "{stderr}"
+    );
+    let dom = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(attributes(&dom, "href"), ["https://example.com"]);
+    assert_eq!(attributes(&dom, "src"), ["missing.png"]);
+    assert!(!tmp.path().join("missing.png").exists());
+    assert_eq!(empty_cells(&dom).len(), 1, "{dom}");
+}
