@@ -146,7 +146,8 @@ pub enum Command {
     /// again, its summary.csv and junit.xml, and the index of all runs beside them
     /// (`results/index.html`). `--format csv` prints the summary table as CSV (one row per
     /// backend, numbers unformatted); `--format junit` prints the expectations as JUnit XML
-    /// (one testcase each), for CI systems. `--site DIR` also copies the runs into DIR with an
+    /// (one testcase each), for CI systems; `--format markdown` prints the headline and the
+    /// summary table as Markdown (a CI job summary). `--site DIR` also copies the runs into DIR with an
     /// index and, for each scenario run more than once, its newest run compared with the one
     /// before: a static site to publish as it is (GitHub Pages, any web server).
     Report(ReportArgs),
@@ -328,7 +329,7 @@ pub struct ReportArgs {
     /// Run directories (each holding a results.json).
     #[arg(required = true)]
     pub run_dirs: Vec<PathBuf>,
-    /// `html` (write reports), `csv` or `junit` (print on stdout).
+    /// `html` (write reports), `csv`, `junit` or `markdown` (print on stdout).
     #[arg(long, value_enum, default_value_t = ReportFormat::Html, hide_possible_values = true)]
     pub format: ReportFormat,
     /// Also write a static site of the runs into this directory (created if missing).
@@ -348,6 +349,8 @@ pub enum ReportFormat {
     Csv,
     /// Print the expectations as JUnit XML.
     Junit,
+    /// Print the headline and the summary table as Markdown (a CI job summary).
+    Markdown,
 }
 
 /// Arguments of `lockbench sweep` (flags override the scenario's `[sweep]` table).

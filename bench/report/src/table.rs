@@ -42,9 +42,9 @@ fn safety(r: &BackendResult) -> String {
     }
 }
 
-/// The safety column's cell, coloured by the verdict when `color`.
-fn safety_cell(r: &BackendResult, color: bool) -> Cell {
-    let cell = Cell::new(safety(r));
+/// The safety column's cell (`text`), coloured by `r`'s verdict when `color`.
+fn safety_cell(r: &BackendResult, text: &str, color: bool) -> Cell {
+    let cell = Cell::new(text);
     if !color {
         return cell;
     }
@@ -114,67 +114,89 @@ pub fn render(results: &RunResults) -> String {
     render_in_color(results, false)
 }
 
+/// The summary table's columns.
+pub(crate) const HEADER: [&str; 14] = [
+    "backend",
+    "N/K",
+    "acq/s",
+    "p50",
+    "p90",
+    "p99",
+    "p99.9",
+    "max",
+    "hand-off p50",
+    "hand-off p99",
+    "fair",
+    "fail/info",
+    "req/acq (client|server)",
+    "safety",
+];
+
+/// One lock backend's row of the summary table, as text: every column of [`HEADER`], or the
+/// backend, `-` and its error (shortened) for a backend that could not run. `None` for an
+/// election recipe, which has its own table (`failover_table`).
+pub(crate) fn row(r: &BackendResult) -> Option<Vec<String>> {
+    if r.failover.is_some() {
+        return None;
+    }
+    if let Some(err) = &r.error {
+        // The full message is in results.json and was printed when it happened.
+        let short: String = err.chars().take(60).collect();
+        let more = if err.chars().count() > 60 { "..." } else { "" };
+        return Some(vec![
+            r.backend.clone(),
+            "-".into(),
+            format!("error: {short}{more}"),
+        ]);
+    }
+    let q = &r.requests;
+    let reqs = format!(
+        "{} | {}",
+        opt(q.client_per_acquisition, 2),
+        match q.server_unknown {
+            Some(_) => "?".to_string(),
+            None => opt(q.server_per_acquisition, 2),
+        }
+    );
+    let a = &r.acquire_latency_us;
+    let h = &r.handoff_latency_us;
+    Some(vec![
+        r.backend.clone(),
+        format!("{}/{}", r.clients, r.keys),
+        format!("{:.0}", r.throughput_per_s),
+        pct(a, |p| p.p50),
+        pct(a, |p| p.p90),
+        pct(a, |p| p.p99),
+        pct(a, |p| p.p999),
+        pct(a, |p| p.max),
+        pct(h, |p| p.p50),
+        pct(h, |p| p.p99),
+        opt(r.fairness_jain, 2),
+        format!("{}/{}", r.errors.fail, r.errors.info),
+        reqs,
+        safety(r),
+    ])
+}
+
 /// [`render`], with the safety verdicts in colour when `color` (ok green, violated red,
 /// unknown yellow).
 pub fn render_in_color(results: &RunResults, color: bool) -> String {
-    let mut t = titled(&[
-        "backend",
-        "N/K",
-        "acq/s",
-        "p50",
-        "p90",
-        "p99",
-        "p99.9",
-        "max",
-        "hand-off p50",
-        "hand-off p99",
-        "fair",
-        "fail/info",
-        "req/acq (client|server)",
-        "safety",
-    ]);
+    let mut t = titled(&HEADER);
     for r in &results.results {
-        if r.failover.is_some() {
-            // Election recipes have their own table (`failover_table`).
-            continue;
-        }
-        if let Some(err) = &r.error {
-            // The full message is in results.json and was printed when it happened.
-            let short: String = err.chars().take(60).collect();
-            let more = if err.chars().count() > 60 { "..." } else { "" };
-            t.add_row(vec![
-                Cell::new(&r.backend),
-                Cell::new("-"),
-                Cell::new(format!("error: {short}{more}")),
-            ]);
-            continue;
-        }
-        let q = &r.requests;
-        let reqs = format!(
-            "{} | {}",
-            opt(q.client_per_acquisition, 2),
-            match q.server_unknown {
-                Some(_) => "?".to_string(),
-                None => opt(q.server_per_acquisition, 2),
-            }
-        );
-        let row = vec![
-            Cell::new(&r.backend),
-            Cell::new(format!("{}/{}", r.clients, r.keys)),
-            Cell::new(format!("{:.0}", r.throughput_per_s)).set_alignment(CellAlignment::Right),
-            Cell::new(pct(&r.acquire_latency_us, |p| p.p50)).set_alignment(CellAlignment::Right),
-            Cell::new(pct(&r.acquire_latency_us, |p| p.p90)).set_alignment(CellAlignment::Right),
-            Cell::new(pct(&r.acquire_latency_us, |p| p.p99)).set_alignment(CellAlignment::Right),
-            Cell::new(pct(&r.acquire_latency_us, |p| p.p999)).set_alignment(CellAlignment::Right),
-            Cell::new(pct(&r.acquire_latency_us, |p| p.max)).set_alignment(CellAlignment::Right),
-            Cell::new(pct(&r.handoff_latency_us, |p| p.p50)).set_alignment(CellAlignment::Right),
-            Cell::new(pct(&r.handoff_latency_us, |p| p.p99)).set_alignment(CellAlignment::Right),
-            Cell::new(opt(r.fairness_jain, 2)).set_alignment(CellAlignment::Right),
-            Cell::new(format!("{}/{}", r.errors.fail, r.errors.info))
-                .set_alignment(CellAlignment::Right),
-            Cell::new(reqs).set_alignment(CellAlignment::Right),
-            safety_cell(r, color),
-        ];
+        let Some(cells) = row(r) else { continue };
+        let last = cells.len() - 1;
+        let full = cells.len() == HEADER.len();
+        let row: Vec<Cell> = cells
+            .into_iter()
+            .enumerate()
+            .map(|(i, text)| match i {
+                // The safety column, coloured by the verdict.
+                i if full && i == last => safety_cell(r, &text, color),
+                0 | 1 => Cell::new(text),
+                _ if full => Cell::new(text).set_alignment(CellAlignment::Right),
+                _ => Cell::new(text),
+            })
+            .collect();
         t.add_row(row);
     }
     if color {

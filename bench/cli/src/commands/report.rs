@@ -35,12 +35,13 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
             anyhow::bail!("--site writes HTML: leave out --format, or give it as html");
         }
         let [dir] = args.run_dirs.as_slice() else {
-            anyhow::bail!("--format csv and junit print one run: give one run directory");
+            anyhow::bail!("--format csv, junit and markdown print one run: give one run directory");
         };
         let results = load(dir)?;
         let text = match args.format {
             ReportFormat::Csv => lockbench_report::summary_csv::render(&results)?,
-            _ => lockbench_report::junit::render(&results)?,
+            ReportFormat::Markdown => lockbench_report::summary_md::render(&results),
+            ReportFormat::Junit | ReportFormat::Html => lockbench_report::junit::render(&results)?,
         };
         print!("{text}");
         return Ok(ExitCode::SUCCESS);

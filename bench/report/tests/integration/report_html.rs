@@ -440,3 +440,40 @@ fn a_run_dir_with_only_results_json_still_renders() {
         "fairness comes from results.json"
     );
 }
+
+/// `--format markdown`: the headline first, then the terminal's table with the same figures
+/// (one row per backend, `|` escaped inside cells), then what produced the run.
+#[test]
+fn the_markdown_summary_heads_with_the_verdict_and_has_every_backend() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = synthetic_run(tmp.path(), "run", "2026-01-01T00:00:00Z", true);
+    let text = std::fs::read_to_string(dir.join("results.json")).unwrap();
+    let results: lockbench_results::RunResults = serde_json::from_str(&text).unwrap();
+    let md = lockbench_report::summary_md::render(&results);
+    let lines: Vec<&str> = md.lines().collect();
+    assert!(lines[0].starts_with("### lockbench `synthetic`: "), "{md}");
+    let table: Vec<&str> = lines
+        .iter()
+        .copied()
+        .filter(|l| l.starts_with('|'))
+        .collect();
+    assert!(table[0].contains("| backend | N/K | acq/s |"), "{md}");
+    assert!(table[1].starts_with("| --- | --- | ---: |"), "{md}");
+    assert_eq!(table.len(), 2 + results.results.len(), "{md}");
+    let terminal = lockbench_report::table::render(&results);
+    for r in &results.results {
+        let line = table
+            .iter()
+            .find(|l| l.starts_with(&format!("| {} |", r.backend)))
+            .unwrap_or_else(|| panic!("no row for {}: {md}", r.backend));
+        // Every row has every column; a `|` inside a cell is escaped.
+        assert_eq!(line.matches(" | ").count(), 13, "{line}");
+        let acq = format!("{:.0}", r.throughput_per_s);
+        assert!(
+            line.contains(&format!(" | {acq} | ")) && terminal.contains(&acq),
+            "{line}"
+        );
+    }
+    assert!(md.contains("VIOLATED"), "{md}");
+    assert!(md.contains("lockbench 0.1.0, seed 7"), "{md}");
+}
