@@ -14,6 +14,7 @@
 //! key complete in token order: the next grant is only made after the previous holder released.
 
 use crate::checker::{self, Checker, CheckerOutcome, Finding, Validity};
+use crate::figures::Figures;
 use lockbench_core::{FencingToken, FindingKind, History, KeyId, Op, OpF, OpType};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -103,18 +104,15 @@ impl Checker for FencingChecker {
         } else {
             Validity::Valid
         };
-        let mut out = CheckerOutcome::new(
-            "fencing",
-            validity,
-            crate::figures::Figures::Fencing(r.clone()),
-        );
-        out.findings = Finding::all(FindingKind::StaleWriteAccepted, &r.accepted_at)
+        let findings = Finding::all(FindingKind::StaleWriteAccepted, &r.accepted_at)
             .chain(Finding::all(FindingKind::TokenReuse, &r.token_reused_at))
             .chain(Finding::all(
                 FindingKind::StaleWriteRejected,
                 &r.rejected_at,
             ))
             .collect();
+        let mut out = CheckerOutcome::new("fencing", validity, Figures::Fencing(r));
+        out.findings = findings;
         out
     }
 }

@@ -35,6 +35,7 @@
 //! write never completed) is ambiguous.
 
 use crate::checker::{self, Checker, CheckerOutcome, Validity};
+use crate::figures::Figures;
 use lockbench_core::{ClientId, History, KeyId, Nanos, Op, OpF, OpType};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -225,18 +226,18 @@ impl Checker for AuditChecker {
         } else {
             Validity::Valid
         };
-        let mut out =
-            CheckerOutcome::new(NAME, validity, crate::figures::Figures::Audit(r.clone()));
-        if r.faults > 0 {
-            out.note = Some(format!(
+        let note = (r.faults > 0).then(|| {
+            format!(
                 "{}: the resource judged {} of {} writes otherwise than the history does \
                  (first: {})",
                 crate::safety::INSTRUMENT_FAULT,
                 r.faults,
                 r.judged,
                 r.examples.join("; ")
-            ));
-        }
+            )
+        });
+        let mut out = CheckerOutcome::new(NAME, validity, Figures::Audit(r));
+        out.note = note;
         out
     }
 }
@@ -245,7 +246,7 @@ impl Checker for AuditChecker {
 pub fn check(history: &History) -> AuditReport {
     let c = Box::new(checker::feed_ops(AuditChecker::default(), history));
     match c.finish().figures {
-        crate::figures::Figures::Audit(r) => r,
+        Figures::Audit(r) => r,
         other => panic!("the audit finished with figures {other:?}"),
     }
 }

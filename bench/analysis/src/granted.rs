@@ -5,6 +5,7 @@
 //! Zero acquisitions is never "safe".
 
 use crate::checker::{Checker, CheckerOutcome, Validity};
+use crate::figures::Figures;
 use lockbench_core::{Op, OpF, OpType};
 use serde::{Deserialize, Serialize};
 
@@ -42,11 +43,7 @@ impl Checker for GrantedChecker {
         } else {
             Validity::Valid
         };
-        let mut out = CheckerOutcome::new(
-            "granted",
-            validity,
-            crate::figures::Figures::Granted(self.report.clone()),
-        );
+        let mut out = CheckerOutcome::new("granted", validity, Figures::Granted(self.report));
         out.note = none.then(|| NOTHING_GRANTED.to_string());
         out
     }

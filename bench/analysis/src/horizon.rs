@@ -45,6 +45,7 @@
 //! a violation found before the horizon still makes it invalid.
 
 use crate::checker::{CheckerOutcome, Validity};
+use crate::figures::Figures;
 use lockbench_core::history::ordered::Reach;
 use lockbench_core::{Nanos, Op};
 use serde::{Deserialize, Serialize};
@@ -130,16 +131,13 @@ impl Horizon {
             last_op_s: secs(self.last),
             faults_not_judged: self.faults,
         };
-        let mut out = CheckerOutcome::new(
-            NAME,
-            Validity::Unknown,
-            crate::figures::Figures::CutOff(figures.clone()),
-        );
-        out.note = Some(format!(
+        let note = format!(
             "history cut off at {:.3} s (no end line): {} ops after it (to {:.3} s) and {} fault \
              events not judged",
             figures.horizon_s, figures.ops_not_judged, figures.last_op_s, figures.faults_not_judged
-        ));
+        );
+        let mut out = CheckerOutcome::new(NAME, Validity::Unknown, Figures::CutOff(figures));
+        out.note = Some(note);
         out
     }
 }

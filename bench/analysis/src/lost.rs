@@ -9,6 +9,7 @@
 //! because no newer holder had written yet.
 
 use crate::checker::{self, Checker, CheckerOutcome, Finding, Validity};
+use crate::figures::Figures;
 use lockbench_core::{ClientId, FindingKind, History, KeyId, Op, OpF, OpType};
 use std::collections::HashMap;
 
@@ -71,17 +72,14 @@ impl Checker for LostChecker {
     /// findings still go to the scorecard.
     fn finish(self: Box<Self>) -> CheckerOutcome {
         let r = self.report;
-        let mut out = CheckerOutcome::new(
-            "lost",
-            Validity::Valid,
-            crate::figures::Figures::Lost(r.clone()),
-        );
-        out.findings = Finding::all(FindingKind::WriteAfterLockLostAccepted, &r.accepted_at)
+        let findings = Finding::all(FindingKind::WriteAfterLockLostAccepted, &r.accepted_at)
             .chain(Finding::all(
                 FindingKind::WriteAfterLockLostRejected,
                 &r.rejected_at,
             ))
             .collect();
+        let mut out = CheckerOutcome::new("lost", Validity::Valid, Figures::Lost(r));
+        out.findings = findings;
         out
     }
 }

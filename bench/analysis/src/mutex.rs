@@ -16,6 +16,7 @@
 //! (`lockbench_results::span`), where it once read "5 overlaps (0.0 ms with two holders)".
 
 use crate::checker::{self, Checker, CheckerOutcome, Finding, Validity};
+use crate::figures::Figures;
 use lockbench_core::{ClientId, FindingKind, History, KeyId, Nanos, Op, OpF, OpType};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -146,16 +147,9 @@ impl Checker for MutexChecker {
         } else {
             Validity::Valid
         };
-        let mut out =
-            CheckerOutcome::new("mutex", validity, crate::figures::Figures::Mutex(r.clone()));
-        out.findings = r
-            .times
-            .iter()
-            .map(|&at| Finding {
-                kind: FindingKind::Mutex,
-                at,
-            })
-            .collect();
+        let findings = Finding::all(FindingKind::Mutex, &r.times).collect();
+        let mut out = CheckerOutcome::new("mutex", validity, Figures::Mutex(r));
+        out.findings = findings;
         out
     }
 }

@@ -34,6 +34,7 @@
 //! and that flag frozen when the release or a renew is invoked: memory bounded by the holders.
 
 use crate::checker::{self, Checker, CheckerOutcome, Finding, Validity};
+use crate::figures::Figures;
 use lockbench_core::{ClientId, FindingKind, History, KeyId, Nanos, Op, OpF, OpType};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -162,11 +163,11 @@ impl Checker for ReleaseChecker {
         } else {
             Validity::Valid
         };
-        let mut out =
-            CheckerOutcome::new(NAME, validity, crate::figures::Figures::Release(r.clone()));
-        out.findings = Finding::all(KIND, &r.at)
+        let findings = Finding::all(KIND, &r.at)
             .chain(Finding::all(RENEW_KIND, &r.renew_at))
             .collect();
+        let mut out = CheckerOutcome::new(NAME, validity, Figures::Release(r));
+        out.findings = findings;
         out
     }
 }

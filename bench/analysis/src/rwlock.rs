@@ -17,6 +17,7 @@
 //! so they are counted here but not found twice.
 
 use crate::checker::{self, Checker, CheckerOutcome, Finding, Validity};
+use crate::figures::Figures;
 use lockbench_core::{ClientId, FindingKind, History, KeyId, Nanos, Op, OpF, OpType};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -113,9 +114,9 @@ impl Checker for RwLockChecker {
         } else {
             Validity::Valid
         };
-        let mut out =
-            CheckerOutcome::new(NAME, validity, crate::figures::Figures::RwLock(r.clone()));
-        out.findings = Finding::all(FindingKind::RwConflict, &r.reader_writer_at).collect();
+        let findings = Finding::all(FindingKind::RwConflict, &r.reader_writer_at).collect();
+        let mut out = CheckerOutcome::new(NAME, validity, Figures::RwLock(r));
+        out.findings = findings;
         out
     }
 }

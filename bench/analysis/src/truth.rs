@@ -25,6 +25,7 @@
 use crate::attribution::GRACE;
 use crate::availability::{self, Window};
 use crate::checker::{Checker, CheckerOutcome, Validity, run_on_history};
+use crate::figures::Figures;
 use lockbench_core::{
     ClientId, ErrorKind, FaultCell, FaultEvent, FencingToken, History, KeyId, Nanos, Op, OpF,
     OpType, ServerObservation,
@@ -394,11 +395,7 @@ impl Checker for TruthChecker {
             .sort_by(|a, b| a.start_s.total_cmp(&b.start_s));
         let windows = availability::windows(&History::with_faults(Vec::new(), self.faults));
         totals(&mut report, &windows);
-        CheckerOutcome::new(
-            "server_truth",
-            Validity::Valid,
-            crate::figures::Figures::Truth(report.clone()),
-        )
+        CheckerOutcome::new("server_truth", Validity::Valid, Figures::Truth(report))
     }
 }
 
@@ -410,7 +407,10 @@ pub fn check(history: &History) -> Option<TruthReport> {
         return None;
     }
     let outcome = run_on_history(vec![Box::new(TruthChecker::default())], history);
-    crate::figures::Reports::truth(outcome.as_slice()).cloned()
+    match outcome.into_iter().next()?.figures {
+        Figures::Truth(report) => Some(report),
+        _ => None,
+    }
 }
 
 /// The report's totals, percentiles and per-window figures from its episodes.

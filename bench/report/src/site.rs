@@ -1,14 +1,14 @@
 //! A static site of finished runs, publishable as it is (GitHub Pages, any web server, a
 //! directory opened in a browser): `lockbench report --site DIR RUN_DIRS...`.
 //!
-//! Each run directory is copied under the site whole (its report, `results.json`, scenario,
-//! history and histograms, so every link of the report resolves), its report rewritten first
-//! by this version. The index lists every run, newest first, and links, for each scenario
+//! Each run directory is copied under the site whole, as it is on disk (its report,
+//! `results.json`, scenario, history and histograms, so every link of the report resolves):
+//! `lockbench report --site` has rewritten each report with this version just before. The index lists every run, newest first, and links, for each scenario
 //! that ran more than once, its newest run compared with the one before it (`lockbench
 //! compare`'s page, with its default thresholds). Every page is self-contained: no script, no
 //! font or style from elsewhere.
 
-use crate::html::{Extra, write_index_with, write_report};
+use crate::html::{Extra, write_index_with};
 use anyhow::Context;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -25,7 +25,8 @@ pub struct Site {
 }
 
 /// Writes the site of `run_dirs` into `out` (created if missing; pages of an earlier site
-/// there are replaced).
+/// there are replaced). Each run goes in as it is: write its report first
+/// ([`crate::html::write_report`]), or the index links its `results.json`.
 pub fn write_site(out: &Path, run_dirs: &[PathBuf]) -> anyhow::Result<Site> {
     std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
     let mut by_name = BTreeMap::new();
@@ -47,7 +48,6 @@ pub fn write_site(out: &Path, run_dirs: &[PathBuf]) -> anyhow::Result<Site> {
                 dir.display()
             );
         }
-        write_report(dir)?;
         copy_tree(dir, &out.join(&name))?;
         scenarios
             .entry(results.scenario.clone())

@@ -20,14 +20,10 @@ pub fn render(results: &RunResults) -> String {
     }
     out.push('\n');
     let _ = writeln!(out, "| {} |", HEADER.map(cell).join(" | "));
-    let align: Vec<&str> = HEADER
-        .iter()
-        .enumerate()
-        .map(|(i, _)| match i {
-            0 | 1 => "---",
-            i if i == HEADER.len() - 1 => "---",
-            _ => "---:",
-        })
+    // The figures right-aligned; the backend, N/K and safety columns left.
+    let last = HEADER.len() - 1;
+    let align: Vec<&str> = (0..HEADER.len())
+        .map(|i| if i < 2 || i == last { "---" } else { "---:" })
         .collect();
     let _ = writeln!(out, "| {} |", align.join(" | "));
     for r in &results.results {

@@ -5,7 +5,7 @@
 //! [`RunOutput`]: the model (`lockbench-results`) stays free of the runtime.
 
 use hdrhistogram::Histogram;
-pub use lockbench_analysis::cross_check::CounterReadings;
+use lockbench_analysis::cross_check::CounterReadings;
 use lockbench_analysis::fairness;
 use lockbench_analysis::pass::Analysed;
 use lockbench_core::scenario::Workload;
@@ -108,8 +108,6 @@ pub fn backend_result(m: Measured<'_>) -> (BackendResult, Histogram<u64>) {
     };
     (result, handoffs)
 }
-
-pub use lockbench_analysis::verdict::server_truth;
 
 /// The servers' fan-out counters read around a run, and the watch gauge sampled mid-run.
 #[derive(Debug, Clone)]

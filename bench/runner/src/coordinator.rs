@@ -15,10 +15,11 @@
 //! read around it (and the servers' watch gauge sampled mid-run), turned into `fanout` per
 //! release.
 
-use crate::assemble::{self, CounterReadings, Measured};
+use crate::assemble::{self, Measured};
 use crate::observer::Observer;
 use crate::placement::RunEnv;
 use anyhow::Context;
+use lockbench_analysis::cross_check::CounterReadings;
 use lockbench_analysis::pass::{Analysed, Params, Pass};
 use lockbench_core::scenario::{Processes, WorkloadKind};
 use lockbench_core::{
@@ -286,7 +287,9 @@ pub async fn execute<B: Backend>(
         result.fanout = Some(assemble::fanout(readings, releases));
     }
     if let (Some(t), Some(history)) = (truth, truth_history) {
-        result.server_truth = Some(assemble::server_truth(&history, t.failed, t.requests));
+        result.server_truth = Some(lockbench_analysis::verdict::server_truth(
+            &history, t.failed, t.requests,
+        ));
     }
     result.resources = Some(resources);
     if let Some(judged) = clocks {

@@ -171,9 +171,9 @@ fn every_cut(dir: &Path, late: Option<u64>) -> (Analysed, Vec<Cut>) {
         assert!(note.starts_with("history cut off at "), "{note}");
         let in_file: Vec<Op> = chunks[..=j].concat();
         let expected = expected_horizon(&in_file);
-        let lockbench_analysis::figures::Figures::CutOff(cut_off) = outcome.figures.clone() else {
-            panic!("a horizon outcome's figures: {:?}", outcome.figures);
-        };
+        let cut_off = lockbench_analysis::figures::Reports::cut_off(analysed.outcomes.as_slice())
+            .cloned()
+            .expect("the horizon's figures");
         assert_eq!(cut_off.horizon_s, expected.as_duration().as_secs_f64());
         let after = in_file.iter().filter(|o| o.time >= expected).count();
         assert_eq!(cut_off.ops_not_judged, after as u64, "{note}");

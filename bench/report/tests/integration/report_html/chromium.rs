@@ -243,6 +243,9 @@ fn a_published_site_renders_without_console_errors_external_urls_or_empty_cells(
     let runs = tmp.path().join("results");
     let older = super::synthetic_run(&runs, "run-older", "2026-01-01T00:00:00Z", false);
     let newer = super::synthetic_run(&runs, "run-newer", "2026-01-02T00:00:00Z", true);
+    for run in [&older, &newer] {
+        lockbench_report::html::write_report(run).unwrap();
+    }
     let out = tmp.path().join("site");
     let site = lockbench_report::site::write_site(&out, &[older, newer]).unwrap();
     assert_eq!(site.runs, 2);
