@@ -12,6 +12,7 @@
 
 use crate::{ClientNemesis, LinkNemesis, Nemesis};
 use lockbench_core::{Fault, FaultEvent, Route, RunClock, Targets};
+use std::time::{Duration, Instant};
 
 /// Routes faults on client *processes* (pause, resume, kill of workers) to `client`, faults on
 /// servers or on the network to `server`: partitions and packet faults on client hosts are
@@ -26,6 +27,28 @@ pub struct Composite<S> {
     /// Owns link faults when the run's clients go through link proxies (then `link-delay` and
     /// `link-blackhole` are toxics on the proxies, and `heal` clears them too).
     pub links: Option<LinkNemesis>,
+}
+
+/// How long a fault aimed at the lock's holder waits for a client to hold it: a recipe that
+/// polls, or a short hold, leaves moments when nobody holds a lock, and the fault then lands
+/// on the next holder instead of being recorded as not applied.
+const HOLDER_WAIT: Duration = Duration::from_secs(1);
+
+impl<S: Nemesis> Composite<S> {
+    /// The client hosts of the worker holding a lock now, or as soon as one does within
+    /// [`HOLDER_WAIT`].
+    async fn holder_hosts(&mut self) -> Result<Vec<String>, String> {
+        let deadline = Instant::now() + HOLDER_WAIT;
+        loop {
+            match self.client.resolve(&Targets::Holder) {
+                Ok(ws) => return Ok(ws.iter().map(|w| w.name.clone()).collect()),
+                Err(why) if Instant::now() >= deadline => {
+                    return Err(format!("{why} (waited {HOLDER_WAIT:?} for one)"));
+                }
+                Err(_) => tokio::time::sleep(Duration::from_millis(1)).await,
+            }
+        }
+    }
 }
 
 impl<S: Nemesis> Nemesis for Composite<S> {
@@ -45,9 +68,8 @@ impl<S: Nemesis> Nemesis for Composite<S> {
                 if fault.targets() != Some(&Targets::Holder) {
                     return self.server.apply(fault, clock).await;
                 }
-                match self.client.resolve(&Targets::Holder) {
-                    Ok(ws) => {
-                        let names = ws.iter().map(|w| w.name.clone()).collect();
+                match self.holder_hosts().await {
+                    Ok(names) => {
                         let on_host = fault.with_targets(Targets::Nodes(names));
                         self.server
                             .apply(&on_host.expect("has targets"), clock)

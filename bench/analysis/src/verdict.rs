@@ -34,7 +34,16 @@ pub fn judge(
     );
     let outside = attribution::attribute(windows, &violations, Tally::Violations);
     let fenced_outside = attribution::attribute(windows, &fenced, Tally::Fenced);
+    let mut first: BTreeMap<FindingKind, lockbench_core::Nanos> = BTreeMap::new();
+    for f in checked.findings().filter(|f| f.kind.is_violation()) {
+        let at = first.entry(f.kind).or_insert(f.at);
+        *at = (*at).min(f.at);
+    }
     let mut safety = SafetyResult::from(checked);
+    safety.first_violations = first
+        .into_iter()
+        .map(|(kind, at)| FirstViolation { kind, at_ns: at.0 })
+        .collect();
     for (kind, _) in &violations {
         *safety.violation_kinds.entry(kind.to_string()).or_insert(0) += 1;
     }
@@ -143,6 +152,10 @@ pub struct SafetyResult {
     /// 2 s after one): the scorecard's `none` cell. Absent when there were none.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub outside_fault_windows: BTreeMap<String, u64>,
+    /// The first violation of each kind and when it happened: where the report's history
+    /// excerpt looks. Absent when there were none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub first_violations: Vec<FirstViolation>,
     /// Writes fencing stopped outside every applied fault window, by kind (the scorecard's
     /// `none` cell, `fenced`). Absent when there were none.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -262,10 +275,20 @@ impl From<Safety> for SafetyResult {
             failed_checkers: s.failed_checkers,
             violation_kinds: Default::default(),
             outside_fault_windows: Default::default(),
+            first_violations: Vec::new(),
             fenced_outside_fault_windows: Default::default(),
             checks,
         }
     }
+}
+
+/// The first violation of a kind in a run.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FirstViolation {
+    /// What was found.
+    pub kind: FindingKind,
+    /// When (the offending grant, write or release), ns on the history's clock.
+    pub at_ns: u64,
 }
 
 /// What the server-side observer saw of one backend's run, and what the checker made of it.

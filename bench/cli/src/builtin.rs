@@ -56,6 +56,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         include_str!("../../../scenarios/pg-failover.toml"),
     ),
     ("soak", include_str!("../../../scenarios/soak.toml")),
+    (
+        "verdict-faults",
+        include_str!("../../../scenarios/verdict-faults.toml"),
+    ),
 ];
 
 /// The TOML of the built-in scenario `name`.

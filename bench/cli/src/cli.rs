@@ -555,6 +555,14 @@ pub struct RunArgs {
     /// `lockbench compare` can test the difference for significance.
     #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
     pub repeat: u32,
+
+    /// The time the verdict suite may take [default: 20m].
+    ///
+    /// Only for `lockbench run verdict`: the parts with faults keep their timelines; the
+    /// measured windows, the herd and the knee search shrink to fit, and a budget too short
+    /// for the fault parts is refused with the shortest that fits.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    pub budget: Option<std::time::Duration>,
 }
 
 /// `lockbench worker`'s options.

@@ -49,5 +49,5 @@ pub use expiry::{election_expiry, expiry, holder_pause, leader_pause};
 pub use load::{knob_schemas, load_scenario};
 pub use system::{
     SYSTEMS, addresses, check_endpoints, election_group_of, endpoint_groups, group_of,
-    listed_groups, servers, system_named,
+    listed_groups, servers, system_named, system_of,
 };

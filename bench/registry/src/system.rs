@@ -31,6 +31,16 @@ pub fn group_of(backend: BackendKind) -> Group {
     crate::backend::registered(backend).group
 }
 
+/// The system whose servers a lock backend runs on.
+pub fn system_of(backend: BackendKind) -> &'static dyn System {
+    let group = group_of(backend);
+    SYSTEMS
+        .iter()
+        .copied()
+        .find(|s| s.servers().iter().any(|spec| spec.group == group))
+        .unwrap_or_else(|| panic!("no registered system serves {}", backend.name()))
+}
+
 /// The servers an election recipe runs on (its recipe's group).
 pub fn election_group_of(election: ElectionKind) -> Group {
     crate::election::registered_election(election).group

@@ -10,6 +10,7 @@
 //! writes and renders.
 #![deny(missing_docs)]
 
+pub mod decision;
 pub mod failover_table;
 pub mod html;
 pub mod junit;

@@ -255,7 +255,7 @@ impl Headline {
             parts.push(format!(
                 "mutual exclusion held on {} of {} backends under contention ({} acquisitions); \
                  no fault was applied, so this says nothing about safety under faults \
-                 (`lockbench run chaos-quick` and `lockbench run fencing` test that)",
+                 (`lockbench run verdict` tests every backend under each fault)",
                 self.safe.len(),
                 self.backends,
                 self.acquisitions

@@ -16,6 +16,7 @@
 
 pub mod capacity;
 pub mod clocks;
+pub mod decision;
 pub mod environment;
 pub mod expect;
 pub mod headline;

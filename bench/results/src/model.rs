@@ -450,6 +450,7 @@ impl BackendResult {
                 failed_checkers: vec!["backend did not run".into()],
                 violation_kinds: Default::default(),
                 outside_fault_windows: Default::default(),
+                first_violations: Vec::new(),
                 fenced_outside_fault_windows: Default::default(),
                 checks: Default::default(),
             },

@@ -14,6 +14,7 @@ mod scale;
 mod scenarios;
 mod serve_adapter;
 mod sweep;
+mod verdict;
 mod worker;
 
 use crate::cli::{Cli, Command};

@@ -30,6 +30,11 @@ pub fn render(run_dir: &Path) -> bool {
 /// Re-renders the reports of finished runs (and their CSV and JUnit files), or prints one
 /// run as CSV or JUnit XML.
 pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
+    if let [dir] = args.run_dirs.as_slice()
+        && dir.join(lockbench_report::decision::FILE).exists()
+    {
+        return suite(dir, args.format);
+    }
     if args.format != ReportFormat::Html {
         if args.site.is_some() {
             anyhow::bail!("--site writes HTML: leave out --format, or give it as html");
@@ -91,4 +96,24 @@ fn load(dir: &Path) -> anyhow::Result<RunResults> {
         )
     })?;
     serde_json::from_slice(&bytes).with_context(|| format!("cannot read {}", path.display()))
+}
+
+/// Re-renders a verdict suite's page and summary from its `verdict.json` (its parts' own
+/// reports are runs: give their directories), or prints its summary as Markdown.
+fn suite(dir: &std::path::Path, format: ReportFormat) -> anyhow::Result<ExitCode> {
+    let decision = lockbench_report::decision::read(dir)?;
+    match format {
+        ReportFormat::Markdown => print!("{}", lockbench_report::decision::markdown(&decision)),
+        ReportFormat::Html => {
+            let page = lockbench_report::decision::write(dir, &decision)?;
+            println!("report: {}", page.display());
+        }
+        ReportFormat::Csv | ReportFormat::Junit => anyhow::bail!(
+            "{} is a suite: --format csv and junit print one run; give one of its parts \
+             (e.g. {}/shape-8x1)",
+            dir.display(),
+            dir.display()
+        ),
+    }
+    Ok(ExitCode::SUCCESS)
 }

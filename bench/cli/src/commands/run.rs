@@ -33,6 +33,25 @@ const EXIT_FAILED: u8 = 1;
 const EXIT_UNKNOWN: u8 = 2;
 
 async fn run_or_fail(args: RunArgs, state_dir: PathBuf) -> anyhow::Result<ExitCode> {
+    if args.scenario == super::verdict::NAME && !Path::new(&args.scenario).exists() {
+        if args.repeat > 1 {
+            anyhow::bail!(
+                "--repeat applies to a scenario; the {} suite runs each part once",
+                super::verdict::NAME
+            );
+        }
+        let budget = args.budget.unwrap_or(super::verdict::DEFAULT_BUDGET);
+        return super::verdict::run(&args, budget, state_dir).await;
+    }
+    if let Some(budget) = args.budget {
+        anyhow::bail!(
+            "--budget {} applies to the {} suite; `{}` is a scenario: set its length with \
+             --set duration=...",
+            humantime::format_duration(budget),
+            super::verdict::NAME,
+            args.scenario
+        );
+    }
     let scenario = load_scenario(&args)?;
     let cluster = ClusterChoice::parse(&args.cluster, state_dir)?;
     let servers = Servers::prepare(cluster, &scenario).await?;

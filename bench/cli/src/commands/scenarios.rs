@@ -9,6 +9,11 @@ pub fn list() -> anyhow::Result<ExitCode> {
             .map_err(anyhow::Error::msg)?;
         println!("{name:<18} {}", s.description);
     }
+    println!(
+        "{:<18} The suite: every backend at three shapes, under each fault, in failover, the \
+         herd and the knee; one page that says which to pick (--budget, default 20m)",
+        super::verdict::NAME
+    );
     println!("\nRun one with `lockbench run <name>`; `lockbench run FILE.toml` runs your own.");
     Ok(ExitCode::SUCCESS)
 }

@@ -11,6 +11,7 @@ use lockbench_capacity::{Objective, grid};
 use lockbench_core::Scenario;
 use lockbench_core::sweep::{Rates, SweepSpec, parse_vary};
 use lockbench_report::{RunDir, sizing};
+use lockbench_results::RunResults;
 use lockbench_results::capacity::{Capacity, SizingVerdict, SweepPoint};
 use lockbench_runner::sweep_point;
 use lockbench_runner::sweep_step::StepContext;
@@ -117,11 +118,6 @@ async fn sweep(
     let name = format!("sweep-{}", full.name);
     let dir = RunDir::create(Path::new("results"), &name, args.out.as_deref())?;
     dir.write_scenario(&full.to_toml())?;
-    let objective = Objective {
-        p99: spec.slo_p99,
-        tolerance: spec.tolerance,
-        max_error_rate: spec.max_error_rate,
-    };
     crate::say!(
         "sweep of `{}`: {} backend(s) x {} grid point(s), objective p99 <= {} with achieved >= {:.0}% of offered; steps of {} after {} warm-up",
         full.name,
@@ -134,6 +130,42 @@ async fn sweep(
     );
     crate::say!("sweep directory {}", dir.path().display());
     crate::logging::announce(dir.path());
+    let results = knees(&dir, full, spec, points, scenarios, runner).await?;
+    let was_interrupted = runner.interrupted();
+    println!(
+        "{}",
+        sizing::render(results.capacity.as_ref().expect("set above"))
+    );
+    println!(
+        "sweep took {:.1} min; results: {}",
+        began.elapsed().as_secs_f64() / 60.0,
+        dir.path().join("results.json").display()
+    );
+    super::report::render(dir.path());
+    let any_error = results
+        .capacity
+        .as_ref()
+        .is_some_and(|c| c.sizing.iter().any(|r| r.verdict == SizingVerdict::Error));
+    Ok(super::exit_code(was_interrupted, any_error))
+}
+
+/// Searches the knee of every backend of `full` at every grid point (`scenarios[i]` is point
+/// `i`'s scenario), each step a run under `dir`, and writes and returns the sweep's results
+/// (`capacity` with one sizing row per backend and point; the knee steps' results).
+pub(crate) async fn knees(
+    dir: &RunDir,
+    full: &Scenario,
+    spec: &SweepSpec,
+    points: &[grid::Point],
+    scenarios: &[Scenario],
+    runner: &Runner,
+) -> anyhow::Result<RunResults> {
+    let name = format!("sweep-{}", full.name);
+    let objective = Objective {
+        p99: spec.slo_p99,
+        tolerance: spec.tolerance,
+        max_error_rate: spec.max_error_rate,
+    };
     let mut results = runner.header(&name, full.seed).await;
     results.capacity = Some(Capacity {
         slo_p99_ms: spec.slo_p99.as_secs_f64() * 1e3,
@@ -189,23 +221,8 @@ async fn sweep(
             dir.write_results(&results)?;
         }
     }
-    let was_interrupted = runner.interrupted();
-    results.complete = !was_interrupted;
+    results.complete = !runner.interrupted();
     results.environment.load_average_end = lockbench_results::environment::load_average_now();
     dir.write_results(&results)?;
-    println!(
-        "{}",
-        sizing::render(results.capacity.as_ref().expect("set above"))
-    );
-    println!(
-        "sweep took {:.1} min; results: {}",
-        began.elapsed().as_secs_f64() / 60.0,
-        dir.path().join("results.json").display()
-    );
-    super::report::render(dir.path());
-    let any_error = results
-        .capacity
-        .as_ref()
-        .is_some_and(|c| c.sizing.iter().any(|r| r.verdict == SizingVerdict::Error));
-    Ok(super::exit_code(was_interrupted, any_error))
+    Ok(results)
 }

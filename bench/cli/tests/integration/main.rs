@@ -35,5 +35,6 @@ mod server_truth;
 mod silent;
 mod steady;
 mod swarm;
+mod verdict;
 mod watchdog;
 mod workers;

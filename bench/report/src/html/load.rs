@@ -55,8 +55,18 @@ impl Run {
         };
 
         let history = history::file::path_in(dir);
+        let moments: Vec<super::trace::Moment> = results
+            .results
+            .iter()
+            .flat_map(|r| {
+                r.safety
+                    .first_violations
+                    .iter()
+                    .map(|v| (r.backend.clone(), v.kind.name().to_string(), v.at_ns))
+            })
+            .collect();
         let traces = match history::file::open(&history, 0) {
-            Ok(r) => Traces::read(r),
+            Ok(r) => Traces::read_with(r, &moments),
             Err(_) => Traces::default(),
         };
 

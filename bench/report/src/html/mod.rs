@@ -32,6 +32,8 @@
 
 mod capacity;
 mod chart;
+mod decision;
+mod excerpts;
 mod expectations;
 mod extras;
 mod failover;
@@ -58,6 +60,12 @@ use maud::html;
 use std::path::{Path, PathBuf};
 
 pub use index::{Extra, write_index, write_index_with};
+pub(crate) use page::ms as ms_text;
+
+/// The verdict suite's page.
+pub(crate) fn decision_page(d: &lockbench_results::decision::Decision) -> String {
+    decision::render(d)
+}
 
 /// Reads the finished (or interrupted) run in `run_dir` and writes `run_dir/report.html`,
 /// returning its path.
@@ -87,6 +95,7 @@ fn render(run: &load::Run) -> String {
         (extras::section(run))
         (timeline::section(run))
         (gantt::section(run))
+        (excerpts::section(run))
         (fencing::section(run))
         (fairness::section(run))
         (resources::section(run))

@@ -112,6 +112,9 @@ th { background: var(--bg-alt); text-align: left; font-weight: 600; }
 td.num { text-align: right; white-space: nowrap; }
 td.bad, tr.bad td.safety { background: var(--bad-bg); color: var(--bad); font-weight: 600; }
 p.bad, ul.bad { color: var(--bad); }
+tr.broken td:first-child, tr.broken td:first-child a { background: var(--bad-bg); color: var(--bad); font-weight: 600; }
+#decision td:first-child { white-space: nowrap; }
+tr.broken { outline: 2px solid var(--bad); }
 td.expected, tr.expected td.safety { background: var(--warn-bg); color: #7d4e00; font-weight: 600; }
 td.unknown { background: var(--warn-bg); }
 td.ok { color: var(--good); }

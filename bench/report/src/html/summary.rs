@@ -28,7 +28,7 @@ pub(crate) fn header(run: &Run) -> Markup {
         p.meta {
             b { "lockbench" } " " (r.environment.lockbench_version)
             " · " b { "seed" } " " (r.seed) " · " b { "started" } " " (r.started_at)
-            " · " b { "cluster" } " " (r.cluster) " (" (connections_line(r)) ") · "
+            " · " b { "cluster" } " " (r.cluster) " (" (connections_line(&r.connections)) ") · "
             @if r.complete {
                 "complete"
             } @else {
@@ -153,9 +153,10 @@ pub(crate) fn environment(run: &Run) -> Markup {
 
 /// How the clients connected, in a few words: `plain` for bare addresses everywhere, else
 /// each group's settings (`TLS to redis`).
-fn connections_line(r: &lockbench_results::RunResults) -> String {
-    let secured: Vec<String> = r
-        .connections
+pub(crate) fn connections_line(
+    connections: &std::collections::BTreeMap<String, lockbench_core::ConnectionSummary>,
+) -> String {
+    let secured: Vec<String> = connections
         .iter()
         .filter(|(_, c)| c.tls || c.auth)
         .map(|(group, c)| format!("{} to {group}", connection_words(c)))

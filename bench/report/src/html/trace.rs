@@ -126,9 +126,43 @@ pub(crate) struct Trace {
     open: HashMap<u32, Hold>,
 }
 
+/// An op of the history, as an excerpt shows it.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct ExcerptOp {
+    pub t: u64,
+    pub client: u32,
+    /// `acquire`, `release`, `write`, ...
+    pub f: String,
+    /// `invoke`, `ok`, `fail`, `info`.
+    pub ty: String,
+    pub key: u32,
+    pub token: Option<u64>,
+    pub stale: Option<bool>,
+}
+
+/// The ops of one backend's history around a moment (a finding's time).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Excerpt {
+    pub backend: String,
+    /// What happened then (a finding kind's name).
+    pub what: String,
+    pub at: u64,
+    /// The ops nearest `at`, in time order.
+    pub ops: Vec<ExcerptOp>,
+}
+
+/// Ops an excerpt shows, and how far from its moment they may be.
+pub(crate) const EXCERPT_OPS: usize = 16;
+const EXCERPT_SPAN_NS: u64 = 50_000_000;
+
+/// A moment to excerpt: (backend, what, time in ns on its history's clock).
+pub(crate) type Moment = (String, String, u64);
+
 /// The parsed history.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Traces {
+    /// The ops around each moment asked for ([`Traces::read_with`]), in the order asked.
+    pub excerpts: Vec<Excerpt>,
     /// One per backend, in order of first appearance.
     pub backends: Vec<Trace>,
     pub faults: Vec<FaultWindow>,
@@ -151,8 +185,25 @@ impl Traces {
 
     /// Reads a JSON-lines history (one line buffer reused, string fields borrowed from it:
     /// an hour-long history is hundreds of millions of lines).
-    pub fn read(mut input: impl BufRead) -> Traces {
-        let mut traces = Traces::default();
+    #[cfg(test)]
+    pub fn read(input: impl BufRead) -> Traces {
+        Traces::read_with(input, &[])
+    }
+
+    /// [`Traces::read`], keeping the ops around each of `moments`.
+    pub fn read_with(mut input: impl BufRead, moments: &[Moment]) -> Traces {
+        let mut traces = Traces {
+            excerpts: moments
+                .iter()
+                .map(|(backend, what, at)| Excerpt {
+                    backend: backend.clone(),
+                    what: what.clone(),
+                    at: *at,
+                    ops: Vec::new(),
+                })
+                .collect(),
+            ..Traces::default()
+        };
         let mut index: HashMap<String, usize> = HashMap::new();
         let mut buf = Vec::with_capacity(512);
         let mut chain = Chain::default();
@@ -194,9 +245,15 @@ impl Traces {
             if !traces.backends[i].op(&l) {
                 traces.skipped += 1;
             }
+            for e in traces.excerpts.iter_mut().filter(|e| e.backend == backend) {
+                e.take(&l);
+            }
         }
         for t in &mut traces.backends {
             t.finish();
+        }
+        for e in &mut traces.excerpts {
+            e.finish();
         }
         traces
     }
@@ -255,6 +312,39 @@ impl Traces {
                 end: if phase.is_none() { Some(t) } else { None },
             }),
         }
+    }
+}
+
+impl Excerpt {
+    /// Keeps `l` when it is an op near the moment.
+    fn take(&mut self, l: &Line) {
+        let (Some(t), Some(client), Some(ty), Some(f)) = (l.t, l.client, l.ty, l.f) else {
+            return;
+        };
+        if t.abs_diff(self.at) > EXCERPT_SPAN_NS {
+            return;
+        }
+        self.ops.push(ExcerptOp {
+            t,
+            client,
+            f: f.to_string(),
+            ty: ty.to_string(),
+            key: l.key.unwrap_or(0),
+            token: l.token,
+            stale: l.stale,
+        });
+        // Bounded: the nearest ones win.
+        if self.ops.len() > 4 * EXCERPT_OPS {
+            self.finish();
+        }
+    }
+
+    /// The [`EXCERPT_OPS`] ops nearest the moment, in time order.
+    fn finish(&mut self) {
+        let at = self.at;
+        self.ops.sort_by_key(|o| o.t.abs_diff(at));
+        self.ops.truncate(EXCERPT_OPS);
+        self.ops.sort_by_key(|o| o.t);
     }
 }
 

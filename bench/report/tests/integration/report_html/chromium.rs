@@ -232,6 +232,117 @@ fn empty_cells(dom: &str) -> Vec<String> {
     empty
 }
 
+/// Renders `page` in Chromium with its console logged and fails on a console message (a
+/// script error, a resource that failed to load), a link or source outside the page's folder,
+/// a relative link to no file, or an empty table cell.
+fn audit(browser: &str, profile: &Path, page: &Path) {
+    let url = format!("file://{}", page.display());
+    let out = headless(
+        browser,
+        profile,
+        &["--enable-logging=stderr", "--v=0", "--dump-dom", &url],
+    );
+    let console: Vec<&str> = std::str::from_utf8(&out.stderr)
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains("CONSOLE") || l.contains("Failed to load"))
+        .collect();
+    assert!(console.is_empty(), "{}: {console:#?}", page.display());
+    let dom = String::from_utf8_lossy(&out.stdout);
+    assert!(dom.contains("<table"), "{}: no table", page.display());
+    let base = page.parent().unwrap();
+    for link in attributes(&dom, "href")
+        .into_iter()
+        .chain(attributes(&dom, "src"))
+    {
+        assert!(
+            !link.contains("://") && !link.starts_with("//"),
+            "{}: links outside the site: {link}",
+            page.display()
+        );
+        let target = link.split('#').next().unwrap();
+        if !target.is_empty() {
+            assert!(
+                base.join(target).exists(),
+                "{}: a link to nothing: {link}",
+                page.display()
+            );
+        }
+    }
+    let empty = empty_cells(&dom);
+    assert!(
+        empty.is_empty(),
+        "{}: empty cells after: {empty:#?}",
+        page.display()
+    );
+}
+
+/// The verdict suite's page, from parts that are runs of their own (each rendered), passes
+/// the same checks as a published site: its every cell filled, every link to a part's report.
+#[test]
+fn the_verdict_page_renders_without_console_errors_external_urls_or_empty_cells() {
+    use lockbench_results::decision::{self, Part, PartRun, SHAPES, Subject};
+    let browser = chromium();
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = tmp.path().join("suite");
+    let parts: Vec<Part> = SHAPES
+        .iter()
+        .map(|&s| Part::Shape(s))
+        .chain([Part::HolderPause, Part::Faults, Part::Herd])
+        .collect();
+    let mut results = Vec::new();
+    for p in &parts {
+        let dir = super::synthetic_run(&suite, &p.dir_name(), "2026-01-01T00:00:00Z", true);
+        lockbench_report::html::write_report(&dir).unwrap();
+        let text = std::fs::read_to_string(dir.join("results.json")).unwrap();
+        results.push(serde_json::from_str::<lockbench_results::RunResults>(&text).unwrap());
+    }
+    let runs: Vec<PartRun<'_>> = parts
+        .iter()
+        .zip(&results)
+        .map(|(&part, results)| PartRun {
+            part,
+            dir: part.dir_name(),
+            results,
+            wall_s: 12.0,
+            skipped: Default::default(),
+        })
+        .collect();
+    let subjects: Vec<Subject> = results[0]
+        .results
+        .iter()
+        .map(|r| Subject {
+            backend: r.backend.clone(),
+            broken: r.backend.contains("broken"),
+            no_leader: None,
+        })
+        .collect();
+    let header = decision::Decision {
+        schema_version: decision::DECISION_SCHEMA_VERSION,
+        started_at: "2026-01-01T00:00:00Z".into(),
+        seed: 7,
+        budget_s: 1200.0,
+        wall_s: 900.0,
+        complete: true,
+        cluster: "managed".into(),
+        connections: results[0].connections.clone(),
+        environment: results[0].environment.clone(),
+        slo_p99_ms: 50.0,
+        parts: Vec::new(),
+        rows: Vec::new(),
+        picks: Vec::new(),
+    };
+    let d = decision::decide(header, &subjects, &runs);
+    let page = lockbench_report::decision::write(&suite, &d).unwrap();
+    audit(&browser, &tmp.path().join("profile-verdict"), &page);
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        html.contains("class=\"broken\" id=\"row-redis-broken-nonx\""),
+        "{html}"
+    );
+    assert!(html.contains("shape-8x1/report.html#summary"));
+}
+
 /// A site of two runs of one scenario, rendered page by page in Chromium with its console
 /// logged: no console message (a script error, a resource that failed to load), no link or
 /// source outside the site, every relative link resolving to a file of the site, and no
@@ -254,44 +365,10 @@ fn a_published_site_renders_without_console_errors_external_urls_or_empty_cells(
     let mut pages = vec![site.index.clone(), site.comparisons[0].clone()];
     pages.push(out.join("run-newer").join("report.html"));
     for (n, page) in pages.iter().enumerate() {
-        let url = format!("file://{}", page.display());
-        let out = headless(
+        audit(
             &browser,
             &tmp.path().join(format!("profile-site-{n}")),
-            &["--enable-logging=stderr", "--v=0", "--dump-dom", &url],
-        );
-        let console: Vec<&str> = std::str::from_utf8(&out.stderr)
-            .unwrap()
-            .lines()
-            .filter(|l| l.contains("CONSOLE") || l.contains("Failed to load"))
-            .collect();
-        assert!(console.is_empty(), "{}: {console:#?}", page.display());
-        let dom = String::from_utf8_lossy(&out.stdout);
-        assert!(dom.contains("<table"), "{}: no table", page.display());
-        let base = page.parent().unwrap();
-        for link in attributes(&dom, "href")
-            .into_iter()
-            .chain(attributes(&dom, "src"))
-        {
-            assert!(
-                !link.contains("://") && !link.starts_with("//"),
-                "{}: links outside the site: {link}",
-                page.display()
-            );
-            let target = link.split('#').next().unwrap();
-            if !target.is_empty() {
-                assert!(
-                    base.join(target).exists(),
-                    "{}: a link to nothing: {link}",
-                    page.display()
-                );
-            }
-        }
-        let empty = empty_cells(&dom);
-        assert!(
-            empty.is_empty(),
-            "{}: empty cells after: {empty:#?}",
-            page.display()
+            page,
         );
     }
     // The index links both runs' reports and the comparison, whose page names both runs.
