@@ -5,7 +5,8 @@
 //! `results.json`, scenario, history and histograms, so every link of the report resolves):
 //! `lockbench report --site` has rewritten each report with this version just before. The index lists every run, newest first, and links, for each scenario
 //! that ran more than once, its newest run compared with the one before it (`lockbench
-//! compare`'s page, with its default thresholds). Every page is self-contained: no script, no
+//! compare`'s page, with its default thresholds), and each verdict suite's page (a suite's
+//! directory, parts and all, is copied the same way). Every page is self-contained: no script, no
 //! font or style from elsewhere.
 
 use crate::html::{Extra, write_index_with};
@@ -33,8 +34,8 @@ pub fn write_site(out: &Path, run_dirs: &[PathBuf]) -> anyhow::Result<Site> {
     // Per scenario: (started, site directory name, results).
     let mut scenarios: BTreeMap<String, Vec<(String, String, lockbench_results::RunResults)>> =
         BTreeMap::new();
+    let mut extras = Vec::new();
     for dir in run_dirs {
-        let results = lockbench_compare::load(dir)?;
         let name = dir
             .canonicalize()
             .with_context(|| format!("cannot read {}", dir.display()))?
@@ -49,12 +50,25 @@ pub fn write_site(out: &Path, run_dirs: &[PathBuf]) -> anyhow::Result<Site> {
             );
         }
         copy_tree(dir, &out.join(&name))?;
+        // A verdict suite: its page, linked from the index beside the runs.
+        if dir.join(crate::decision::FILE).exists() {
+            let decision = crate::decision::read(dir)?;
+            extras.push(Extra {
+                title: format!(
+                    "verdict of {}: {}",
+                    decision.started_at,
+                    crate::decision::headline(&decision)
+                ),
+                href: format!("{name}/report.html"),
+            });
+            continue;
+        }
+        let results = lockbench_compare::load(dir)?;
         scenarios
             .entry(results.scenario.clone())
             .or_default()
             .push((results.started_at.clone(), name, results));
     }
-    let mut extras = Vec::new();
     let mut comparisons = Vec::new();
     for (scenario, mut runs) in scenarios {
         if runs.len() < 2 {

@@ -31,6 +31,7 @@ pub fn render(run_dir: &Path) -> bool {
 /// run as CSV or JUnit XML.
 pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     if let [dir] = args.run_dirs.as_slice()
+        && args.site.is_none()
         && dir.join(lockbench_report::decision::FILE).exists()
     {
         return suite(dir, args.format);
@@ -53,6 +54,13 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     }
     let mut ok = true;
     for dir in &args.run_dirs {
+        if dir.join(lockbench_report::decision::FILE).exists() {
+            if let Err(e) = suite(dir, ReportFormat::Html) {
+                eprintln!("error: {e:#}");
+                ok = false;
+            }
+            continue;
+        }
         let results = match load(dir) {
             Ok(r) => r,
             Err(e) => {

@@ -33,6 +33,8 @@ const PER_WORKERS: Duration = Duration::from_secs(3);
 const REJOIN: Duration = Duration::from_secs(20);
 /// The smallest scale: below it a shape's window is too short to say anything.
 const MIN_SCALE: f64 = 0.2;
+/// How finely the scale is searched.
+const SCALE_STEP: f64 = 0.05;
 
 /// One part, ready to run.
 pub struct Planned {
@@ -77,17 +79,14 @@ pub fn plan(sets: &[String], seed: Option<u64>, budget: Duration) -> anyhow::Res
     if full.estimate <= budget {
         return Ok(full);
     }
-    let fixed: Duration = full
-        .parts
-        .iter()
-        .filter(|p| !scales(p.part))
-        .map(|p| p.estimate)
-        .sum();
-    let scalable = full.estimate.saturating_sub(fixed);
-    let room = budget.saturating_sub(fixed).as_secs_f64();
-    let scale = (room / scalable.as_secs_f64().max(1.0)).min(1.0);
-    if scale < MIN_SCALE {
-        let least = plan_at(sets, seed, &backends, MIN_SCALE)?.estimate;
+    let least = plan_at(sets, seed, &backends, MIN_SCALE)?;
+    if least.estimate > budget {
+        let fixed: Duration = least
+            .parts
+            .iter()
+            .filter(|p| !scales(p.part))
+            .map(|p| p.estimate)
+            .sum();
         anyhow::bail!(
             "--budget {}: too short for {} backend(s): the fault parts alone take about {} and \
              the suite at its shortest about {}; give at least --budget {}, or name fewer \
@@ -95,20 +94,21 @@ pub fn plan(sets: &[String], seed: Option<u64>, budget: Duration) -> anyhow::Res
             humantime::format_duration(budget),
             backends.len(),
             seconds(fixed),
-            seconds(least),
-            whole_minutes(least),
+            seconds(least.estimate),
+            whole_minutes(least.estimate),
         );
     }
-    // The estimate is linear in the scale only roughly (floors, rounded steps): step down
-    // until it fits.
-    let mut scale = scale;
-    loop {
+    // The largest scale that fits, from the top down in steps of 5 %: the estimate follows
+    // the scale only roughly (floors, rounded knee steps).
+    let mut scale = 1.0 - SCALE_STEP;
+    while scale > MIN_SCALE {
         let plan = plan_at(sets, seed, &backends, scale)?;
-        if plan.estimate <= budget || scale <= MIN_SCALE {
+        if plan.estimate <= budget {
             return Ok(plan);
         }
-        scale = (scale - 0.05).max(MIN_SCALE);
+        scale -= SCALE_STEP;
     }
+    Ok(least)
 }
 
 /// Whole seconds (`4m 10s`).
@@ -261,4 +261,65 @@ fn no_promotion(kind: BackendKind) -> Option<String> {
             system.name()
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sets(backends: &str) -> Vec<String> {
+        vec![format!("backends={backends}")]
+    }
+
+    #[test]
+    fn the_default_suite_fits_its_default_budget_at_full_or_scaled_length() {
+        let plan = plan(&[], None, DEFAULT_BUDGET).unwrap();
+        assert!(plan.estimate <= DEFAULT_BUDGET, "{:?}", plan.estimate);
+        assert_eq!(plan.subjects.len(), 10);
+        assert_eq!(plan.parts.len(), 8);
+        // The fault parts keep their timelines whatever the scale.
+        let pause = plan.parts.iter().find(|p| p.part == Part::HolderPause);
+        assert_eq!(pause.unwrap().scenario.duration, Duration::from_secs(10));
+    }
+
+    #[test]
+    fn a_shorter_budget_shrinks_the_measured_windows_and_a_too_short_one_names_the_least() {
+        let full = plan(&sets("redis-setnx,zk-fair"), None, DEFAULT_BUDGET).unwrap();
+        let short = plan(&sets("redis-setnx,zk-fair"), None, Duration::from_secs(220)).unwrap();
+        assert!(short.scale < full.scale, "{} {}", short.scale, full.scale);
+        assert!(short.estimate <= Duration::from_secs(220));
+        let shape = |p: &Plan| p.parts[0].scenario.duration;
+        assert!(shape(&short) < shape(&full));
+        let e = plan(&sets("redis-setnx,zk-fair"), None, Duration::from_secs(60))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.contains("--budget 1m: too short for 2 backend(s)") && e.contains("give at least"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn failover_runs_where_a_replica_can_be_promoted_and_says_why_elsewhere() {
+        let plan = plan(&sets("pg-advisory,redlock,zk-fair"), None, DEFAULT_BUDGET).unwrap();
+        let failover = plan
+            .parts
+            .iter()
+            .find(|p| p.part == Part::Failover)
+            .unwrap();
+        let ran: Vec<&str> = failover
+            .scenario
+            .backends
+            .iter()
+            .map(|k| k.name())
+            .collect();
+        assert_eq!(ran, ["pg-advisory"]);
+        assert!(failover.skipped["zk-fair"].contains("zookeeper has no replica to promote"));
+        // Rows grouped by system, in the registry's order; Redlock's servers have no leader.
+        let rows: Vec<&str> = plan.subjects.iter().map(|s| s.backend.as_str()).collect();
+        assert_eq!(rows, ["zk-fair", "redlock", "pg-advisory"]);
+        assert!(plan.subjects[1].no_leader.is_some());
+        assert!(plan.subjects[0].no_leader.is_none());
+    }
 }

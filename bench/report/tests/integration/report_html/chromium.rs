@@ -277,14 +277,11 @@ fn audit(browser: &str, profile: &Path, page: &Path) {
     );
 }
 
-/// The verdict suite's page, from parts that are runs of their own (each rendered), passes
-/// the same checks as a published site: its every cell filled, every link to a part's report.
-#[test]
-fn the_verdict_page_renders_without_console_errors_external_urls_or_empty_cells() {
+/// A verdict suite's directory under `parent`: its parts synthetic runs (each rendered), its
+/// verdict decided from them and its page written.
+fn synthetic_suite(parent: &Path) -> std::path::PathBuf {
     use lockbench_results::decision::{self, Part, PartRun, SHAPES, Subject};
-    let browser = chromium();
-    let tmp = tempfile::tempdir().unwrap();
-    let suite = tmp.path().join("suite");
+    let suite = parent.join("verdict-suite");
     let parts: Vec<Part> = SHAPES
         .iter()
         .map(|&s| Part::Shape(s))
@@ -333,7 +330,17 @@ fn the_verdict_page_renders_without_console_errors_external_urls_or_empty_cells(
         picks: Vec::new(),
     };
     let d = decision::decide(header, &subjects, &runs);
-    let page = lockbench_report::decision::write(&suite, &d).unwrap();
+    lockbench_report::decision::write(&suite, &d).unwrap();
+    suite
+}
+
+/// The verdict suite's page, from parts that are runs of their own (each rendered), passes
+/// the same checks as a published site: its every cell filled, every link to a part's report.
+#[test]
+fn the_verdict_page_renders_without_console_errors_external_urls_or_empty_cells() {
+    let browser = chromium();
+    let tmp = tempfile::tempdir().unwrap();
+    let page = synthetic_suite(tmp.path()).join("report.html");
     audit(&browser, &tmp.path().join("profile-verdict"), &page);
     let html = std::fs::read_to_string(&page).unwrap();
     assert!(
@@ -343,7 +350,7 @@ fn the_verdict_page_renders_without_console_errors_external_urls_or_empty_cells(
     assert!(html.contains("shape-8x1/report.html#summary"));
 }
 
-/// A site of two runs of one scenario, rendered page by page in Chromium with its console
+/// A site of two runs of one scenario and a verdict suite, rendered page by page in Chromium with its console
 /// logged: no console message (a script error, a resource that failed to load), no link or
 /// source outside the site, every relative link resolving to a file of the site, and no
 /// empty table cell.
@@ -357,13 +364,15 @@ fn a_published_site_renders_without_console_errors_external_urls_or_empty_cells(
     for run in [&older, &newer] {
         lockbench_report::html::write_report(run).unwrap();
     }
+    let suite = synthetic_suite(&runs);
     let out = tmp.path().join("site");
-    let site = lockbench_report::site::write_site(&out, &[older, newer]).unwrap();
-    assert_eq!(site.runs, 2);
+    let site = lockbench_report::site::write_site(&out, &[older, newer, suite]).unwrap();
+    assert_eq!(site.runs, 3);
     assert_eq!(site.comparisons.len(), 1, "{site:?}");
 
     let mut pages = vec![site.index.clone(), site.comparisons[0].clone()];
     pages.push(out.join("run-newer").join("report.html"));
+    pages.push(out.join("verdict-suite").join("report.html"));
     for (n, page) in pages.iter().enumerate() {
         audit(
             &browser,
@@ -377,6 +386,7 @@ fn a_published_site_renders_without_console_errors_external_urls_or_empty_cells(
         "run-older/report.html",
         "run-newer/report.html",
         "compare-synthetic.html",
+        "verdict-suite/report.html",
     ] {
         assert!(index.contains(link), "the index lacks {link}");
     }
