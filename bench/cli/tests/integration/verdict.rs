@@ -19,10 +19,11 @@ fn the_suite_fails_on_a_broken_release_and_draws_its_row_red_with_the_evidence()
     }
     let dir = common::scratch("verdict", "broken").join("suite");
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_lockbench"))
-        .args(["run", "verdict", "--budget", "2m", "--set"])
+        .args(["run", "verdict", "--budget", "90s", "--set"])
         .arg("backends=redis-broken-release")
         .arg("--set")
         .arg("redis.prefix=lockbench-verdict-test:")
+        .args(["--set", common::NO_WARM_UP])
         .arg("--out")
         .arg(&dir)
         .output()

@@ -143,7 +143,10 @@ fn plan_at(
         s.workload.clients = shape.clients;
         s.workload.keys = shape.keys;
         s.duration = scaled(MEASURED, Duration::from_secs(1));
-        s.steady.max = scaled(STEADY_MAX, s.steady.round * s.steady.window * 2);
+        if s.steady.enabled() {
+            // `--set steady.max=0s` turns the warm-up off here too.
+            s.steady.max = scaled(STEADY_MAX, s.steady.round * s.steady.window * 2);
+        }
         parts.push(part(Part::Shape(shape), s, backends, |_| None));
     }
     let fencing = load_named_scenario("fencing", sets, seed)?;
