@@ -149,7 +149,12 @@ async fn run_parts(
             }
             None => runner.run(&p.scenario, &run_dir).await?,
         };
-        if let Some(line) = headline::of(&results).lines().first() {
+        // A knee search judges no expectation: its line would only say so.
+        if let Some(line) = headline::of(&results)
+            .lines()
+            .first()
+            .filter(|_| !results.expectations.is_empty())
+        {
             crate::say!("{}: {line}", p.part.dir_name());
         }
         if let Err(e) = lockbench_report::html::write_report(&path) {
