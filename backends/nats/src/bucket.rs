@@ -129,9 +129,18 @@ pub(crate) async fn open(
     };
     match js.get_key_value(&name).await {
         Err(_) => {
-            js.get_or_create_stream(config(knobs))
-                .await
-                .map_err(|e| unavailable("making the bucket", &e))?;
+            // Making a replicated stream asks the meta leader to place it on three servers: on
+            // a loaded machine one request can time out while a retry succeeds. Idempotent.
+            let deadline = tokio::time::Instant::now() + knobs.response_timeout * 5;
+            loop {
+                match js.get_or_create_stream(config(knobs)).await {
+                    Ok(_) => break,
+                    Err(_) if tokio::time::Instant::now() < deadline => {
+                        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                    }
+                    Err(e) => return Err(unavailable("making the bucket", &e)),
+                }
+            }
         }
         Ok(store) => {
             let now = &store.stream.cached_info().config;

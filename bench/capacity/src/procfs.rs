@@ -73,6 +73,11 @@ pub fn tree(pid: u32) -> Vec<u32> {
 /// them: lockbench's own process tree without the servers it started (a run that brings up the
 /// managed cluster is the servers' parent).
 pub fn tree_pruned(pid: u32, prune: &[u32]) -> Vec<u32> {
+    below(&parents(), pid, prune)
+}
+
+/// `(pid, ppid)` of every process now: one pass over `/proc`, for [`below`].
+pub fn parents() -> Vec<(u32, u32)> {
     let mut parent_of = Vec::new();
     if let Ok(dir) = std::fs::read_dir("/proc") {
         for e in dir.flatten() {
@@ -84,6 +89,12 @@ pub fn tree_pruned(pid: u32, prune: &[u32]) -> Vec<u32> {
             }
         }
     }
+    parent_of
+}
+
+/// `pid` and every process below it in `parent_of` ([`parents`]), except the processes in
+/// `prune` and everything below them.
+pub fn below(parent_of: &[(u32, u32)], pid: u32, prune: &[u32]) -> Vec<u32> {
     let mut out = vec![pid];
     let mut i = 0;
     while i < out.len() {

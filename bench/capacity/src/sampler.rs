@@ -1,5 +1,7 @@
 //! Samples CPU and resident memory of lockbench (with every worker process it started, and the
-//! processes of the Swarm task containers it started, but never the servers it started) and of the backend's servers while a backend runs, plus how late lockbench's timers fire, and
+//! processes of the Swarm task containers it started, but never the servers it started) and of
+//! the backend's servers (each with the processes it forked: PostgreSQL serves every connection
+//! in one) while a backend runs, plus how late lockbench's timers fire, and
 //! summarises them over the measured window as a [`ResourceUsage`].
 //!
 //! It runs as two tasks on lockbench's own runtime: one reads `/proc` every interval (a few
@@ -193,8 +195,9 @@ async fn sample(
         .into_iter()
         .filter_map(|p| procfs::cpu_ticks(p).map(|t| (p, t)))
         .collect();
-    let mut last_server: Vec<Option<u64>> =
-        servers.iter().map(|w| procfs::cpu_ticks(w.pid)).collect();
+    let family = procfs::parents();
+    let mut last_server: Vec<BTreeMap<u32, u64>> =
+        servers.iter().map(|w| tree_ticks(&family, w.pid)).collect();
     let mut ticker = tokio::time::interval(interval);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     ticker.tick().await;
@@ -222,7 +225,8 @@ async fn sample(
         let mut gen_ticks = 0;
         let mut gen_rss = 0;
         let mut seen = BTreeMap::new();
-        let mut ours = procfs::tree_pruned(me, &prune);
+        let family = procfs::parents();
+        let mut ours = procfs::below(&family, me, &prune);
         {
             let mut extra = extra.lock().unwrap_or_else(|e| e.into_inner());
             // Added since the last sample: counted from their ticks when added.
@@ -253,18 +257,33 @@ async fn sample(
             .zip(out.servers.iter_mut())
             .zip(last_server.iter_mut())
         {
-            let t = procfs::cpu_ticks(w.pid);
-            series.cpu.push(match (*last, t) {
-                (Some(a), Some(b)) => percent(b.saturating_sub(a)),
-                _ => 0.0,
-            });
+            // The server and the processes it forked (PostgreSQL serves each connection
+            // in a process of its own); a process first seen now counts from zero.
+            let now = tree_ticks(&family, w.pid);
+            let used: u64 = now
+                .iter()
+                .map(|(pid, t)| t.saturating_sub(last.get(pid).copied().unwrap_or(0)))
+                .sum();
+            series
+                .cpu
+                .push(if now.is_empty() { 0.0 } else { percent(used) });
+            // Resident memory of the server's own process: its children share its pages
+            // (PostgreSQL's shared buffers), so adding theirs would count them again.
             series
                 .rss
                 .push(procfs::rss_kib(w.pid).unwrap_or(0) as f64 / 1024.0);
-            *last = t;
+            *last = now;
         }
     }
     out
+}
+
+/// CPU ticks of `pid` and of every process below it in `family` ([`procfs::parents`]), by pid.
+fn tree_ticks(family: &[(u32, u32)], pid: u32) -> BTreeMap<u32, u64> {
+    procfs::below(family, pid, &[])
+        .into_iter()
+        .filter_map(|p| procfs::cpu_ticks(p).map(|t| (p, t)))
+        .collect()
 }
 
 async fn probe_lag(
@@ -441,6 +460,41 @@ mod tests {
         let s = u.servers().next().expect("the watched server");
         assert_eq!(s.pids, vec![server.id()]);
         // The sampled process only sleeps here; its busy children are not its share.
+        assert!(
+            generator.cpu_percent_mean < s.cpu_percent_mean,
+            "lockbench {generator:?} vs server {s:?}"
+        );
+    }
+
+    /// A server that works in processes it forked (PostgreSQL serves each connection in one;
+    /// its postmaster only waits) is charged their CPU: it read 0 % before.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_server_is_charged_the_cpu_of_the_processes_it_forked() {
+        let clock = RunClock::start();
+        let mut server = std::process::Command::new("sh")
+            .args(["-c", "sh -c 'while :; do :; done' & wait"])
+            .spawn()
+            .expect("sh");
+        let watched = Watched {
+            name: "postgres".into(),
+            pid: server.id(),
+        };
+        let sampler = Sampler::start(vec![watched], Duration::from_millis(100), clock);
+        let from = clock.now();
+        tokio::time::sleep(Duration::from_millis(900)).await;
+        let to = clock.now();
+        let u = sampler.finish(from, to).await;
+        for pid in procfs::tree(server.id()).into_iter().rev() {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid as i32),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        let _ = server.wait();
+        let s = u.servers().next().expect("the watched server");
+        // Generous, as above: an uncharged child would read ~0 %.
+        assert!(s.cpu_percent_mean > 5.0, "{s:?}");
+        let generator = &u.processes[0];
         assert!(
             generator.cpu_percent_mean < s.cpu_percent_mean,
             "lockbench {generator:?} vs server {s:?}"
