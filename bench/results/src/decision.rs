@@ -153,6 +153,18 @@ impl FaultColumn {
         }
     }
 
+    /// The part whose windows fill the column.
+    pub fn part(self) -> Part {
+        match self {
+            FaultColumn::HolderPause => Part::HolderPause,
+            FaultColumn::ClientPartition
+            | FaultColumn::LeaderPause
+            | FaultColumn::LeaderPartition
+            | FaultColumn::PacketLoss => Part::Faults,
+            FaultColumn::Failover => Part::Failover,
+        }
+    }
+
     /// The column a fault window belongs to: by its kind, and for a pause or a partition by
     /// whether it touched a client host (the holder) or only servers (the leader).
     pub fn of(w: &Window) -> Option<FaultColumn> {
@@ -659,36 +671,19 @@ fn row(s: &Subject, parts: &[PartRun<'_>]) -> Row {
             },
         })
         .collect();
-    let mut faults: Vec<(FaultColumn, Evidence<Cell>)> = FaultColumn::ALL
+    let faults = FaultColumn::ALL
         .iter()
-        .map(|&c| {
-            (
-                c,
-                Evidence {
-                    cell: Cell::NotApplicable {
-                        why: format!("no {} in this suite's parts", c.title()),
-                    },
-                    link: None,
-                },
-            )
-        })
-        .collect();
-    for part in [Part::HolderPause, Part::Faults, Part::Failover] {
-        let found = find(parts, part, backend);
-        for (column, evidence) in faults.iter_mut() {
-            if !covers(part, *column) {
-                continue;
-            }
-            *evidence = match &found {
+        .map(|&column| {
+            let evidence = match find(parts, column.part(), backend) {
                 Err(why) => Evidence {
-                    cell: Cell::NotApplicable { why: why.clone() },
+                    cell: Cell::NotApplicable { why },
                     link: None,
                 },
                 Ok((p, r)) => {
                     let windows: Vec<&Window> = r
                         .fault_windows
                         .iter()
-                        .filter(|w| FaultColumn::of(w) == Some(*column))
+                        .filter(|w| FaultColumn::of(w) == Some(column))
                         .collect();
                     let cell = match (&s.no_leader, column) {
                         (Some(why), FaultColumn::LeaderPause | FaultColumn::LeaderPartition)
@@ -709,8 +704,9 @@ fn row(s: &Subject, parts: &[PartRun<'_>]) -> Row {
                     }
                 }
             };
-        }
-    }
+            (column, evidence)
+        })
+        .collect();
     let knee = match parts.iter().find(|p| p.part == Part::Knee) {
         None => Evidence {
             cell: Knee::Missing {
@@ -778,18 +774,6 @@ fn knee(p: &PartRun<'_>, backend: &str) -> Evidence<Knee> {
             },
             link: None,
         },
-    }
-}
-
-/// `true` when `part`'s windows fill `column`.
-fn covers(part: Part, column: FaultColumn) -> bool {
-    match column {
-        FaultColumn::HolderPause => part == Part::HolderPause,
-        FaultColumn::ClientPartition
-        | FaultColumn::LeaderPause
-        | FaultColumn::LeaderPartition
-        | FaultColumn::PacketLoss => part == Part::Faults,
-        FaultColumn::Failover => part == Part::Failover,
     }
 }
 

@@ -28,9 +28,9 @@ pub async fn run(args: RunArgs, state_dir: PathBuf) -> anyhow::Result<ExitCode> 
 }
 
 /// Exit code: an expectation failed (an invalid verdict nobody expected is one).
-const EXIT_FAILED: u8 = 1;
+pub(super) const EXIT_FAILED: u8 = 1;
 /// Exit code: something could not be judged, or an error.
-const EXIT_UNKNOWN: u8 = 2;
+pub(super) const EXIT_UNKNOWN: u8 = 2;
 
 async fn run_or_fail(args: RunArgs, state_dir: PathBuf) -> anyhow::Result<ExitCode> {
     if args.scenario == super::verdict::NAME && !Path::new(&args.scenario).exists() {

@@ -52,21 +52,16 @@ pub async fn run(args: &RunArgs, budget: Duration, state_dir: PathBuf) -> anyhow
     crate::say!("results go to {}", dir.display());
     crate::logging::announce(&dir);
     // One set of servers for every part, prepared for the part that needs most: the fault
-    // run's client hosts and faults.
-    let widest = plan
+    // run's client hosts and faults, on every backend of the suite (the other parts run these
+    // backends or fewer).
+    let prepare = &plan
         .parts
         .iter()
         .find(|p| p.part == Part::Faults)
-        .unwrap_or(&plan.parts[0]);
-    let mut prepare = widest.scenario.clone();
-    prepare.backends = plan
-        .parts
-        .iter()
-        .flat_map(|p| p.scenario.backends.clone())
-        .collect();
-    prepare.backends.dedup();
+        .expect("the plan has a fault part")
+        .scenario;
     let cluster = ClusterChoice::parse(&args.cluster, state_dir)?;
-    let servers = Servers::prepare(cluster, &prepare).await?;
+    let servers = Servers::prepare(cluster, prepare).await?;
     let runner = Runner::new(
         servers,
         Arc::new(Console::new(crate::verbosity::quiet())),
@@ -221,12 +216,13 @@ async fn run_parts(
         decision.wall_s / 60.0,
         plan::seconds(plan.estimate)
     );
+    use super::run::{EXIT_FAILED, EXIT_UNKNOWN};
     Ok(if !decision.complete {
-        ExitCode::from(2)
+        ExitCode::from(EXIT_UNKNOWN)
     } else {
         match decision.worst() {
-            Some(Outcome::Failed) => ExitCode::from(1),
-            Some(Outcome::Unknown) => ExitCode::from(2),
+            Some(Outcome::Failed) => ExitCode::from(EXIT_FAILED),
+            Some(Outcome::Unknown) => ExitCode::from(EXIT_UNKNOWN),
             _ => ExitCode::SUCCESS,
         }
     })
