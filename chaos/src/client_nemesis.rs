@@ -244,6 +244,7 @@ impl Nemesis for ClientNemesis {
             | Fault::LinkBlackhole { .. }
             | Fault::PacketLoss { .. }
             | Fault::ClockJump { .. }
+            | Fault::Clock { .. }
             | Fault::RedisFailover
             | Fault::Promote => vec![not_mine(
                 clock,

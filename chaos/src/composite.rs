@@ -129,6 +129,7 @@ impl Nemesis for Unreachable {
             | Fault::Kill { .. }
             | Fault::Partition { .. }
             | Fault::ClockJump { .. }
+            | Fault::Clock { .. }
             | Fault::LinkDelay { .. }
             | Fault::LinkBlackhole { .. }
             | Fault::PacketLoss { .. }

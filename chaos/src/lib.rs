@@ -57,6 +57,7 @@
 mod cleanup;
 mod client_nemesis;
 mod clock;
+mod clock_shift;
 mod composite;
 mod firewall;
 pub mod grudge;

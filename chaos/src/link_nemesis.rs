@@ -211,6 +211,7 @@ impl Nemesis for LinkNemesis {
             | Fault::Pause { .. }
             | Fault::Kill { .. }
             | Fault::ClockJump { .. }
+            | Fault::Clock { .. }
             | Fault::PacketLoss { .. }
             | Fault::RedisFailover
             | Fault::Promote => vec![FaultEvent::not_applied(

@@ -36,6 +36,8 @@ use std::time::Duration;
 ///   `docker start`) with the same data directory (Redis has no persistence: it comes back
 ///   empty). `start` with any target other
 ///   than `Nodes` restarts everything this nemesis killed.
+/// - `clock`: each target's wall clock shifted through lockbench's clock shim, seen in the
+///   shim's count of shifted reads; put back at `heal` (`clock_shift.rs`).
 /// - `clock-jump`: the jump the servers' system offers (`clock.rs`; Redis's emulation shortens
 ///   every TTL by the jump); not applied to a system that offers none.
 /// - a fault the servers' system offers for their group (`redis-failover`): found by its verb
@@ -59,6 +61,9 @@ pub struct ServerNemesis<S: Site = Managed> {
     pub(crate) killed: BTreeSet<String>,
     /// Former leaders a `promote` killed, restarted at `heal` (see `promote.rs`).
     pub(crate) demoted: Vec<String>,
+    /// Servers whose wall clock a `clock` fault shifted, put back at `heal`
+    /// (`clock_shift.rs`).
+    pub(crate) shifted: BTreeSet<String>,
     /// Client hosts the site does not know: the network namespaces of workers that dialled
     /// in from containers of their own (a Swarm task's), by worker name.
     pub(crate) extra_clients: Vec<Host>,
@@ -94,6 +99,7 @@ impl<S: Site> ServerNemesis<S> {
             paused: BTreeSet::new(),
             killed: BTreeSet::new(),
             demoted: Vec::new(),
+            shifted: BTreeSet::new(),
             extra_clients: Vec::new(),
         }
     }
@@ -507,9 +513,14 @@ impl<S: Site> ServerNemesis<S> {
         // Promotions need no firewall: closed in either topology, before the rules (on
         // loopback a heal that closed only promotions records nothing about partitions).
         let mut events = self.heal_promotions(clock).await;
-        if events.is_empty() || !self.windows.is_empty() || self.site.coordinator_addr().is_some() {
+        let clocks = self.restore_clocks(clock);
+        if (events.is_empty() && clocks.is_none())
+            || !self.windows.is_empty()
+            || self.site.coordinator_addr().is_some()
+        {
             events.extend(self.heal_rules(clock).await);
         }
+        events.extend(clocks);
         events
     }
 
@@ -730,6 +741,9 @@ impl<S: Site> Nemesis for ServerNemesis<S> {
             Fault::Kill { targets } => vec![self.kill(targets, clock).await],
             Fault::Start { targets } => vec![self.start(targets, clock).await],
             Fault::ClockJump { targets, by } => vec![self.clock_jump(targets, *by, clock).await],
+            Fault::Clock { targets, shift } => {
+                vec![self.shift_clocks(targets, *shift, clock).await]
+            }
             Fault::LinkBlackhole { targets } => vec![self.blackhole(targets, clock).await],
             Fault::RedisFailover => vec![self.system_fault(fault.kind(), clock).await],
             Fault::Promote => vec![self.promote(clock).await],
@@ -755,6 +769,7 @@ impl<S: Site> Nemesis for ServerNemesis<S> {
         if self.site.coordinator_addr().is_some() || !self.windows.is_empty() {
             events.extend(self.heal(clock).await);
         }
+        events.extend(self.restore_clocks(clock));
         // Everything stopped, whoever stopped it (a crashed earlier run included).
         for s in &self.servers {
             if self.site.is_paused(s.name) {

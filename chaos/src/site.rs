@@ -66,6 +66,12 @@ pub trait Site: Reach + 'static {
 
     /// Starts server `name` again with its data; `Ok` is the note.
     fn start(&self, name: &str) -> impl Future<Output = anyhow::Result<String>> + Send;
+
+    /// The clock file of server `name` where it runs under lockbench's clock shim
+    /// ([`lockbench_cluster::ClockFile`]); `None` elsewhere (a container's server).
+    fn clock_file(&self, _name: &str) -> Option<std::path::PathBuf> {
+        None
+    }
 }
 
 /// The managed cluster: servers are processes in their namespaces (or on loopback).
@@ -185,6 +191,10 @@ impl Site for Managed {
             n => format!(" and the {} processes below it", n - 1),
         };
         Ok(format!("SIGKILL {name} (pid {pid}{below})"))
+    }
+
+    fn clock_file(&self, name: &str) -> Option<std::path::PathBuf> {
+        self.cluster.clock_file(name)
     }
 
     async fn start(&self, name: &str) -> anyhow::Result<String> {

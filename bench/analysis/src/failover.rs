@@ -211,6 +211,7 @@ fn removals(history: &History, applied: bool) -> Vec<Removed<'_>> {
                     | FaultKind::Resume
                     | FaultKind::Start
                     | FaultKind::ClockJump
+                    | FaultKind::Clock
                     | FaultKind::LinkDelay
                     | FaultKind::LinkBlackhole
                     | FaultKind::PacketLoss

@@ -31,6 +31,14 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         "redlock-minority",
         include_str!("../../../scenarios/redlock-minority.toml"),
     ),
+    (
+        "redlock-clock",
+        include_str!("../../../scenarios/redlock-clock.toml"),
+    ),
+    (
+        "chaos-clock",
+        include_str!("../../../scenarios/chaos-clock.toml"),
+    ),
     ("herd", include_str!("../../../scenarios/herd.toml")),
     ("nightly", include_str!("../../../scenarios/nightly.toml")),
     (

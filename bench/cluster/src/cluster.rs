@@ -132,6 +132,12 @@ impl Cluster {
         process::our_pid(&self.node(name))
     }
 
+    /// The clock file of server `name` ([`crate::ClockFile`]), where it was started with
+    /// lockbench's clock shim: the `clock` fault sets its shift there.
+    pub fn clock_file(&self, name: &str) -> Option<std::path::PathBuf> {
+        Some(self.node(name).clock()).filter(|f| f.exists())
+    }
+
     /// The state directory.
     pub fn state_dir(&self) -> &Path {
         &self.state_dir

@@ -58,6 +58,7 @@
 #![deny(missing_docs)]
 
 pub mod bridge_firewall;
+pub mod clock;
 mod cluster;
 pub mod entry;
 mod health;
@@ -72,6 +73,7 @@ pub mod spec;
 mod state_dir;
 pub mod topology;
 
+pub use clock::ClockFile;
 pub use cluster::{Cluster, UpReport, endpoints};
 pub use hosts::{Host, NetConfig, Network, udp_delivered};
 pub use install::{ensure_installed, missing as missing_packages};

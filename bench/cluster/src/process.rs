@@ -57,6 +57,7 @@ pub(crate) fn spawn(cmd: &Command, node: &NodeDir, netns: Option<&str>) -> anyho
     }
     let mut child = command
         .args(&cmd.args)
+        .envs(cmd.env.iter().map(|(k, v)| (k, v)))
         .current_dir(&node.root)
         .stdin(Stdio::null())
         .stdout(log.try_clone()?)
@@ -276,6 +277,7 @@ mod tests {
         let cmd = crate::spec::Command {
             program: "sleep".into(),
             args: vec!["30".into()],
+            env: Vec::new(),
         };
         let pid = spawn(&cmd, &node, None).unwrap();
         let fds: Vec<std::path::PathBuf> = fs::read_dir(format!("/proc/{pid}/fd"))

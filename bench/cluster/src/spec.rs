@@ -25,10 +25,12 @@ pub fn by_name(name: &str) -> Option<&'static ServerSpec> {
     SERVERS.iter().copied().find(|s| s.name == name)
 }
 
-/// The program and arguments that start one server.
+/// The program, arguments and environment that start one server.
 pub(crate) struct Command {
     pub program: PathBuf,
     pub args: Vec<OsString>,
+    /// Set on top of lockbench's own (the clock shim's, `crate::clock`).
+    pub env: Vec<(String, PathBuf)>,
 }
 
 /// Writes the config files a server needs (its [`System::launch`](lockbench_core::System::launch)
@@ -67,6 +69,7 @@ pub(crate) fn prepare(
     Ok(Command {
         program,
         args: launch.args.into_iter().map(Into::into).collect(),
+        env: crate::clock::preload(state_dir, &node.clock())?.unwrap_or_default(),
     })
 }
 

@@ -55,6 +55,10 @@ impl NodeDir {
     pub fn log(&self) -> PathBuf {
         self.root.join("server.log")
     }
+    /// The shift of its wall clock and the count of reads shifted (`crate::clock`).
+    pub fn clock(&self) -> PathBuf {
+        self.root.join("clock")
+    }
     /// The pid of the running server, written after a successful spawn.
     pub fn pid_file(&self) -> PathBuf {
         self.root.join("pid")

@@ -135,6 +135,18 @@ pub enum Fault {
         #[serde(with = "humantime_serde")]
         by: Duration,
     },
+    /// Shift the wall clock of the targets' processes, for real: every clock read they make
+    /// through the C library (`clock_gettime(CLOCK_REALTIME)`, `gettimeofday`, `time`) is off
+    /// by `shift` until `heal`, through lockbench's clock shim, which the managed cluster
+    /// preloads into every server. Seen, not only requested: the shim counts the shifted
+    /// reads, and a server that made none (a Go runtime reads the kernel's clock itself; a
+    /// container runs without the shim) records the fault as not applied.
+    Clock {
+        /// Which servers.
+        targets: Targets,
+        /// How far, forward (`"+30s"`) or back (`"-2s"`).
+        shift: crate::clock_shift::ClockShift,
+    },
     /// Add latency (and jitter) on the links between clients and the targets, through an
     /// in-process TCP proxy.
     LinkDelay {
@@ -269,6 +281,7 @@ impl Fault {
             Fault::Kill { .. } => FaultKind::Kill,
             Fault::Start { .. } => FaultKind::Start,
             Fault::ClockJump { .. } => FaultKind::ClockJump,
+            Fault::Clock { .. } => FaultKind::Clock,
             Fault::LinkDelay { .. } => FaultKind::LinkDelay,
             Fault::LinkBlackhole { .. } => FaultKind::LinkBlackhole,
             Fault::PacketLoss { .. } => FaultKind::PacketLoss,
@@ -286,6 +299,7 @@ impl Fault {
             | Fault::Kill { targets }
             | Fault::Start { targets }
             | Fault::ClockJump { targets, .. }
+            | Fault::Clock { targets, .. }
             | Fault::LinkDelay { targets, .. }
             | Fault::LinkBlackhole { targets }
             | Fault::PacketLoss { targets, .. } => Some(targets),
@@ -312,6 +326,7 @@ impl Fault {
             | Fault::Kill { targets }
             | Fault::Start { targets }
             | Fault::ClockJump { targets, .. }
+            | Fault::Clock { targets, .. }
             | Fault::LinkDelay { targets, .. }
             | Fault::LinkBlackhole { targets }
             | Fault::PacketLoss { targets, .. } => targets,
@@ -331,12 +346,13 @@ impl Fault {
     }
 
     /// What ends a window of this fault when its schedule entry has a `duration`
-    /// (`partition` / `link-*` / `redis-failover` -> `heal`, `pause` -> `resume`, `kill` ->
+    /// (`partition` / `clock` / `link-*` / `redis-failover` -> `heal`, `pause` -> `resume`, `kill` ->
     /// `start`); `None` for verbs that open no window (`heal`, `resume`, `start`, the
     /// instantaneous `clock-jump`).
     pub fn inverse(&self) -> Option<Fault> {
         match self {
             Fault::Partition { .. }
+            | Fault::Clock { .. }
             | Fault::LinkDelay { .. }
             | Fault::LinkBlackhole { .. }
             | Fault::PacketLoss { .. }
@@ -375,7 +391,10 @@ impl Fault {
                     Route::Servers
                 }
             }
-            Fault::ClockJump { .. } | Fault::RedisFailover | Fault::Promote => Route::Servers,
+            Fault::ClockJump { .. }
+            | Fault::Clock { .. }
+            | Fault::RedisFailover
+            | Fault::Promote => Route::Servers,
             Fault::Partition { .. } | Fault::PacketLoss { .. } => Route::Firewall,
             Fault::LinkDelay { .. } | Fault::LinkBlackhole { .. } => Route::Proxies,
         }
@@ -408,6 +427,7 @@ impl Fault {
             | Fault::Kill { .. }
             | Fault::Start { .. }
             | Fault::ClockJump { .. }
+            | Fault::Clock { .. }
             | Fault::LinkDelay { .. }
             | Fault::LinkBlackhole { .. }
             | Fault::RedisFailover

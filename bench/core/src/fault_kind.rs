@@ -28,6 +28,8 @@ pub enum FaultKind {
     Start,
     /// A forward clock jump (emulated on Redis).
     ClockJump,
+    /// A server's wall clock shifted, for real.
+    Clock,
     /// Latency added on client links.
     LinkDelay,
     /// Client links black-holed.
@@ -46,7 +48,7 @@ pub enum FaultKind {
 
 impl FaultKind {
     /// Every kind, in declaration order.
-    pub const ALL: [FaultKind; 14] = [
+    pub const ALL: [FaultKind; 15] = [
         FaultKind::Partition,
         FaultKind::Heal,
         FaultKind::Pause,
@@ -54,6 +56,7 @@ impl FaultKind {
         FaultKind::Kill,
         FaultKind::Start,
         FaultKind::ClockJump,
+        FaultKind::Clock,
         FaultKind::LinkDelay,
         FaultKind::LinkBlackhole,
         FaultKind::PacketLoss,
@@ -73,6 +76,7 @@ impl FaultKind {
             FaultKind::Kill => "kill",
             FaultKind::Start => "start",
             FaultKind::ClockJump => "clock-jump",
+            FaultKind::Clock => "clock",
             FaultKind::LinkDelay => "link-delay",
             FaultKind::LinkBlackhole => "link-blackhole",
             FaultKind::PacketLoss => "packet-loss",

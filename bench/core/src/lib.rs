@@ -41,6 +41,7 @@
 #![deny(missing_docs)]
 
 pub mod clock_jump;
+pub mod clock_shift;
 pub mod connection;
 pub mod counters;
 pub mod crypto;
@@ -76,6 +77,7 @@ pub mod traits;
 pub mod workers;
 
 pub use clock_jump::ClockJump;
+pub use clock_shift::ClockShift;
 pub use connection::{Connection, ConnectionSummary, Tls};
 pub use counters::{Incarnation, ServerCount};
 pub use election::{Candidate, ElectionInfo, Elector, Leader, Removal};

@@ -679,6 +679,21 @@ fn every_builtin_scenario_carries_its_expectations() {
                 assert!(has("redlock", "safe"), "{path}");
                 assert!(has("redlock-broken-renew", "violated"), "{path}");
             }
+            // A server's clock jumps past the lock's life while the clients reach different
+            // majorities: Redlock's quorum does not hold.
+            "redlock-clock" => assert!(has("redlock", "violated"), "{path}"),
+            // Redis times a key's life on its wall clock; ZooKeeper's sessions and
+            // PostgreSQL's advisory locks do not read it.
+            "chaos-clock" => {
+                for b in &units {
+                    let kind = if b.starts_with("redis") || b == "redlock" {
+                        "violated"
+                    } else {
+                        "safe"
+                    };
+                    assert!(has(b, kind), "{path}: {b} should be {kind}");
+                }
+            }
             // Each window alone breaks no recipe but etcd's Lock API, which grants a waiter
             // whose lease expired.
             "verdict-faults" => {

@@ -181,6 +181,7 @@ impl FaultColumn {
             | FaultKind::Kill
             | FaultKind::Start
             | FaultKind::ClockJump
+            | FaultKind::Clock
             | FaultKind::LinkDelay
             | FaultKind::LinkBlackhole
             | FaultKind::RedisFailover

@@ -40,7 +40,7 @@ fn addr(tc: &PrivateCluster, name: &str) -> SocketAddr {
 }
 
 /// One RESP command from this process (the root namespace, like the coordinator's clients).
-fn redis(addr: SocketAddr, args: &[&str]) -> std::io::Result<String> {
+pub(crate) fn redis(addr: SocketAddr, args: &[&str]) -> std::io::Result<String> {
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2))?;
     s.set_read_timeout(Some(Duration::from_secs(2)))?;
     let mut req = format!("*{}\r\n", args.len());

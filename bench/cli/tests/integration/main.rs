@@ -27,6 +27,7 @@ mod loss;
 mod partition;
 mod pg_failover;
 mod proxy;
+mod redlock_clock;
 mod redlock_minority;
 mod reference;
 mod secure;
