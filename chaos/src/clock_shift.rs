@@ -1,5 +1,6 @@
-//! The `clock` fault: each target server's wall clock shifted for real, through lockbench's
-//! clock shim ([`lockbench_cluster::clock`]), and back at `heal`.
+//! The `clock` fault: each target server's wall clock moved for real (a jump, a drift, or
+//! both), through lockbench's clock shim ([`lockbench_cluster::clock`]), and put right at
+//! `heal`.
 //!
 //! A shift counts only once the server has read its clock shifted: the shim counts those
 //! reads in the server's clock file, and a server that makes none within [`SEEN_WITHIN`] (a
@@ -10,7 +11,9 @@
 use crate::server_nemesis::ServerNemesis;
 use crate::site::Site;
 use lockbench_cluster::ClockFile;
-use lockbench_core::{ClockShift, FaultEvent, FaultKind, FaultPhase, RunClock, Targets};
+use lockbench_core::{
+    ClockDrift, ClockShift, FaultEvent, FaultKind, FaultPhase, RunClock, Targets,
+};
 use std::time::{Duration, Instant};
 
 /// How long a shifted server has to read its clock before the shift counts as not taken.
@@ -26,12 +29,13 @@ const NO_SHIM: &str = "runs without lockbench's clock shim (the managed cluster'
                        `lockbench down` and `lockbench up`)";
 
 impl<S: Site> ServerNemesis<S> {
-    /// Shifts every target's wall clock by `shift`: one `start` event naming the servers
-    /// whose clock moved.
+    /// Moves every target's wall clock by `shift` and makes it drift by `drift`: one `start`
+    /// event naming the servers whose clock moved.
     pub(crate) async fn shift_clocks(
         &mut self,
         t: &Targets,
-        shift: ClockShift,
+        shift: Option<ClockShift>,
+        drift: Option<ClockDrift>,
         clock: &RunClock,
     ) -> FaultEvent {
         let names = match self.resolve(t).await {
@@ -56,7 +60,10 @@ impl<S: Site> ServerNemesis<S> {
                 }
             };
             let before = file.shifted_reads();
-            file.set_shift(shift.nanos());
+            file.set(
+                shift.map_or(0, ClockShift::nanos),
+                drift.map_or(0, ClockDrift::ppm),
+            );
             shifted.push((name.clone(), file, before));
         }
         let started = Instant::now();
@@ -73,7 +80,7 @@ impl<S: Site> ServerNemesis<S> {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         for (name, file, _) in shifted {
-            file.set_shift(0);
+            file.set(0, 0);
             parts.push(format!("{name} {NOT_READ}"));
         }
         let moved: Vec<String> = seen.iter().map(|(n, ..)| n.clone()).collect();
@@ -83,8 +90,14 @@ impl<S: Site> ServerNemesis<S> {
                 format!("{name}: its first shifted read after {after:.0?} ({reads} by then)"),
             );
         }
+        let how = match (shift, drift) {
+            (Some(s), Some(d)) => format!("{s}, then drifting {d},"),
+            (Some(s), None) => s.to_string(),
+            (None, Some(d)) => format!("drifting {d}"),
+            (None, None) => "unmoved".into(),
+        };
         let note = format!(
-            "wall clock {shift} through the clock shim: {}",
+            "wall clock {how} through the clock shim: {}",
             parts.join("; ")
         );
         if moved.is_empty() {
@@ -113,8 +126,8 @@ impl<S: Site> ServerNemesis<S> {
                 continue;
             };
             match ClockFile::open(&path) {
-                Ok(f) if f.shift() != 0 || self.shifted.contains(spec.name) => {
-                    f.set_shift(0);
+                Ok(f) if f.is_moved() || self.shifted.contains(spec.name) => {
+                    f.set(0, 0);
                     restored.push(spec.name.to_string());
                 }
                 Ok(_) => {}

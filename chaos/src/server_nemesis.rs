@@ -741,9 +741,11 @@ impl<S: Site> Nemesis for ServerNemesis<S> {
             Fault::Kill { targets } => vec![self.kill(targets, clock).await],
             Fault::Start { targets } => vec![self.start(targets, clock).await],
             Fault::ClockJump { targets, by } => vec![self.clock_jump(targets, *by, clock).await],
-            Fault::Clock { targets, shift } => {
-                vec![self.shift_clocks(targets, *shift, clock).await]
-            }
+            Fault::Clock {
+                targets,
+                shift,
+                drift,
+            } => vec![self.shift_clocks(targets, *shift, *drift, clock).await],
             Fault::LinkBlackhole { targets } => vec![self.blackhole(targets, clock).await],
             Fault::RedisFailover => vec![self.system_fault(fault.kind(), clock).await],
             Fault::Promote => vec![self.promote(clock).await],

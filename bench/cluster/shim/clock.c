@@ -5,7 +5,10 @@
  * The offset lives in a small file (LOCKBENCH_CLOCK_FILE) mapped shared: the chaos
  * controller stores a signed number of nanoseconds at byte 0, and the shim counts at byte 8
  * every clock read it shifted, which is how a fault is seen to take effect inside the server
- * rather than merely requested. CLOCK_REALTIME (and its coarse variant), gettimeofday and
+ * rather than merely requested. A drift is a rate in parts per million at byte 16, counted
+ * from the true wall-clock time at byte 24: the clock gains (or loses) that much of every
+ * second since then, on top of the shift. The rate is written after its start and read before
+ * it, so a reader that sees a rate sees its start. CLOCK_REALTIME (and its coarse variant), gettimeofday and
  * time are shifted; the monotonic clocks are left as they are, as a jump of a machine's clock
  * leaves them. A process that reads the kernel's clock without the C library (a Go runtime)
  * is not shifted, and its count stays at zero.
@@ -28,6 +31,8 @@
 struct shared_clock {
     int64_t shift_ns;
     uint64_t shifted_reads;
+    int64_t drift_ppm;
+    int64_t drift_since_ns;
 };
 
 typedef int (*clock_gettime_fn)(clockid_t, struct timespec *);
@@ -65,14 +70,20 @@ __attribute__((constructor)) static void on_load(void)
     set_up();
 }
 
-/* The shift now (0 without a file), counting the read when there is one. */
-static int64_t shift_ns(void)
+/* The offset at true wall-clock time `real_ns` (0 without a file), counting the read when
+ * there is one. */
+static int64_t offset_ns(int64_t real_ns)
 {
     set_up();
     struct shared_clock *s = __atomic_load_n(&shared, __ATOMIC_ACQUIRE);
     if (s == NULL)
         return 0;
+    int64_t ppm = __atomic_load_n(&s->drift_ppm, __ATOMIC_ACQUIRE);
     int64_t ns = __atomic_load_n(&s->shift_ns, __ATOMIC_RELAXED);
+    if (ppm != 0) {
+        int64_t since = __atomic_load_n(&s->drift_since_ns, __ATOMIC_RELAXED);
+        ns += (int64_t)((__int128)(real_ns - since) * ppm / 1000000);
+    }
     if (ns != 0)
         __atomic_fetch_add(&s->shifted_reads, 1, __ATOMIC_RELAXED);
     return ns;
@@ -106,7 +117,7 @@ int clock_gettime(clockid_t id, struct timespec *ts)
 {
     int r = raw_clock_gettime(id, ts);
     if (r == 0 && (id == CLOCK_REALTIME || id == CLOCK_REALTIME_COARSE)) {
-        int64_t ns = shift_ns();
+        int64_t ns = offset_ns((int64_t)ts->tv_sec * 1000000000LL + ts->tv_nsec);
         if (ns != 0)
             shift_timespec(ts, ns);
     }
@@ -127,7 +138,7 @@ int gettimeofday(struct timeval *tv, void *tz)
      * compiler cannot reason away. */
     struct timeval *volatile out = tv;
     if (r == 0 && out != NULL) {
-        int64_t ns = shift_ns();
+        int64_t ns = offset_ns((int64_t)out->tv_sec * 1000000000LL + (int64_t)out->tv_usec * 1000);
         if (ns != 0) {
             struct timespec ts = {tv->tv_sec, (long)tv->tv_usec * 1000};
             shift_timespec(&ts, ns);

@@ -11,8 +11,9 @@
 //! that the shift did not reach it. With the shift at zero the shim costs a function call and
 //! one load per clock read.
 //!
-//! The file is 16 bytes, mapped shared by the shim and by [`ClockFile`]: a signed shift in
-//! nanoseconds, then the count of shifted reads, each a little-endian 64-bit word.
+//! The file is 32 bytes, mapped shared by the shim and by [`ClockFile`], four little-endian
+//! 64-bit words: a signed shift in nanoseconds, the count of shifted reads, a drift in parts
+//! per million, and the true wall-clock time in nanoseconds the drift counts from.
 
 use anyhow::Context;
 use std::fs::OpenOptions;
@@ -20,13 +21,13 @@ use std::num::NonZeroUsize;
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, Ordering};
 
 /// The shim, built from `shim/clock.c` by the crate's build script.
 const SHIM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/liblockbench-clock.so"));
 
-/// The clock file's size: the shift, then the count of shifted reads.
-const FILE_LEN: usize = 16;
+/// The clock file's size: the shift, the count of shifted reads, the drift and its start.
+const FILE_LEN: usize = 32;
 
 /// Where the shim lives in a state directory.
 fn shim_path(state_dir: &Path) -> PathBuf {
@@ -56,6 +57,7 @@ pub(crate) fn preload(
         std::fs::write(clock_file, [0u8; FILE_LEN])
             .with_context(|| format!("cannot write {}", clock_file.display()))?;
     }
+    ClockFile::open(clock_file)?; // a shorter file of an older shim is made whole
     Ok(Some(vec![
         ("LD_PRELOAD".into(), shim),
         ("LOCKBENCH_CLOCK_FILE".into(), clock_file.to_path_buf()),
@@ -92,12 +94,10 @@ impl ClockFile {
             .write(true)
             .open(path)
             .with_context(|| format!("cannot open the clock file {}", path.display()))?;
-        let len = file.metadata()?.len();
-        anyhow::ensure!(
-            len >= FILE_LEN as u64,
-            "the clock file {} holds {len} bytes, not {FILE_LEN}",
-            path.display()
-        );
+        if file.metadata()?.len() < FILE_LEN as u64 {
+            file.set_len(FILE_LEN as u64)
+                .with_context(|| format!("cannot extend the clock file {}", path.display()))?;
+        }
         use nix::sys::mman::{MapFlags, ProtFlags, mmap};
         // SAFETY: a fresh shared mapping of a file we opened, of the length it has at least;
         // only ever accessed through aligned atomics.
@@ -115,32 +115,45 @@ impl ClockFile {
         Ok(ClockFile { map })
     }
 
-    fn shift_word(&self) -> &AtomicI64 {
-        // SAFETY: the mapping is page-aligned and at least 16 bytes long; it lives as long
-        // as `self`.
-        unsafe { &*(self.map.as_ptr() as *const AtomicI64) }
+    /// The 64-bit word at byte `8 * index` of the mapping.
+    fn word(&self, index: usize) -> &AtomicI64 {
+        assert!(index < FILE_LEN / 8);
+        // SAFETY: the mapping is page-aligned and FILE_LEN bytes long, so every word is
+        // aligned and inside it; it lives as long as `self`.
+        unsafe { &*((self.map.as_ptr() as *const AtomicI64).add(index)) }
     }
 
-    fn reads_word(&self) -> &AtomicU64 {
-        // SAFETY: as in `shift_word`, 8 bytes further.
-        unsafe { &*((self.map.as_ptr() as *const u8).add(8) as *const AtomicU64) }
+    /// Moves the clock: `shift_nanos` at once, then `drift_ppm` of every second from now on
+    /// (0 and 0: the true clock). The drift's start is written before its rate, which the shim
+    /// reads first.
+    pub fn set(&self, shift_nanos: i64, drift_ppm: i64) {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as i64)
+            .unwrap_or(0);
+        self.word(DRIFT_PPM).store(0, Ordering::SeqCst);
+        self.word(SHIFT).store(shift_nanos, Ordering::SeqCst);
+        self.word(DRIFT_SINCE).store(now, Ordering::SeqCst);
+        self.word(DRIFT_PPM).store(drift_ppm, Ordering::SeqCst);
     }
 
-    /// Sets the shift, in nanoseconds (0: the true clock).
-    pub fn set_shift(&self, nanos: i64) {
-        self.shift_word().store(nanos, Ordering::SeqCst);
+    /// `true` while the clock is moved (a shift or a drift in effect).
+    pub fn is_moved(&self) -> bool {
+        self.word(SHIFT).load(Ordering::SeqCst) != 0
+            || self.word(DRIFT_PPM).load(Ordering::SeqCst) != 0
     }
 
-    /// The shift in effect.
-    pub fn shift(&self) -> i64 {
-        self.shift_word().load(Ordering::SeqCst)
-    }
-
-    /// How many clock reads the shim has shifted since the file was made.
+    /// How many clock reads the shim has moved since the file was made.
     pub fn shifted_reads(&self) -> u64 {
-        self.reads_word().load(Ordering::SeqCst)
+        self.word(READS).load(Ordering::SeqCst) as u64
     }
 }
+
+/// The words of the clock file, by index.
+const SHIFT: usize = 0;
+const READS: usize = 1;
+const DRIFT_PPM: usize = 2;
+const DRIFT_SINCE: usize = 3;
 
 impl Drop for ClockFile {
     fn drop(&mut self) {
@@ -186,11 +199,20 @@ mod tests {
         let (plain, counted) = date(&clock);
         assert!((plain - now()).abs() <= 1, "{plain} against {}", now());
         assert_eq!(counted, 0, "no shift, nothing counted");
-        clock.set_shift(-3_600_000_000_000);
+        clock.set(-3_600_000_000_000, 0);
         let (shifted, counted) = date(&clock);
         assert!((shifted - (now() - 3600)).abs() <= 1, "{shifted}");
         assert!(counted >= 1, "the shifted read was counted");
-        clock.set_shift(0);
+        // Running twice as fast from now on: an hour's drift would take an hour; the start
+        // is set to an hour ago to see it at once.
+        clock.set(0, 1_000_000);
+        clock
+            .word(DRIFT_SINCE)
+            .fetch_sub(3_600_000_000_000, Ordering::SeqCst);
+        let (drifted, _) = date(&clock);
+        assert!((drifted - (now() + 3600)).abs() <= 1, "{drifted}");
+        clock.set(0, 0);
+        assert!(!clock.is_moved());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -1,8 +1,9 @@
-//! [`ClockShift`]: how far a `clock` fault moves a server's wall clock, forward or back.
+//! How a `clock` fault moves a server's wall clock: [`ClockShift`], a jump forward or back,
+//! and [`ClockDrift`], a clock running fast or slow.
 //!
-//! Why a type of its own: a clock goes back as well as forward, which a [`Duration`] cannot
-//! say, and scenarios write it the way people do (`"+30s"`, `"-2s"`, `"1m"` forward), so it
-//! reads and prints as that text and nothing else.
+//! Why types of their own: a clock goes back as well as forward, which a [`Duration`] cannot
+//! say, and scenarios write both the way people do (`"+30s"`, `"-2s"`, `"1m"` forward;
+//! `"+10%"`, `"-500ppm"`), so each reads and prints as that text and nothing else.
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
@@ -76,9 +77,89 @@ impl<'de> Deserialize<'de> for ClockShift {
     }
 }
 
+/// A rate at which a wall clock gains (positive) or loses time, in parts per million of
+/// true time: `+10%` gains 100 ms a second.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ClockDrift(i64);
+
+impl ClockDrift {
+    /// The rate in parts per million (negative: the clock loses time).
+    pub fn ppm(self) -> i64 {
+        self.0
+    }
+
+    /// Reads `+10%`, `-0.5%`, `+200ppm` (gaining without a sign). A clock cannot lose all of
+    /// its time or more (`-100%`), which would stop or reverse it.
+    pub fn parse(text: &str) -> Result<ClockDrift, String> {
+        let t = text.trim();
+        let how = "write a rate with an optional sign, as \"+10%\" or \"-500ppm\"";
+        let (number, scale) = if let Some(n) = t.strip_suffix('%') {
+            (n, 10_000.0)
+        } else if let Some(n) = t.strip_suffix("ppm") {
+            (n, 1.0)
+        } else {
+            return Err(format!("clock drift {text:?}: no unit; {how}"));
+        };
+        let value: f64 = number
+            .trim()
+            .parse()
+            .map_err(|_| format!("clock drift {text:?}: not a number; {how}"))?;
+        let ppm = (value * scale).round();
+        if ppm == 0.0 || !ppm.is_finite() {
+            return Err(format!("clock drift {text:?} moves nothing; {how}"));
+        }
+        if ppm <= -1_000_000.0 || ppm > 1e12 {
+            return Err(format!(
+                "clock drift {text:?}: a clock losing all its time or more would stop or run \
+                 backwards; {how}"
+            ));
+        }
+        Ok(ClockDrift(ppm as i64))
+    }
+}
+
+impl fmt::Display for ClockDrift {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let sign = if self.0 < 0 { '-' } else { '+' };
+        let abs = self.0.unsigned_abs();
+        if abs.is_multiple_of(100) {
+            let pct = abs as f64 / 10_000.0;
+            write!(f, "{sign}{pct}%")
+        } else {
+            write!(f, "{sign}{abs}ppm")
+        }
+    }
+}
+
+impl Serialize for ClockDrift {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for ClockDrift {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<ClockDrift, D::Error> {
+        let text = String::deserialize(d)?;
+        ClockDrift::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_drift_reads_as_a_share_or_in_ppm_and_prints_back_the_same() {
+        assert_eq!(ClockDrift::parse("+10%").unwrap().ppm(), 100_000);
+        assert_eq!(ClockDrift::parse("-0.5%").unwrap().ppm(), -5_000);
+        assert_eq!(ClockDrift::parse("250ppm").unwrap().ppm(), 250);
+        for text in ["+10%", "-0.5%", "+250ppm", "-1234ppm"] {
+            assert_eq!(ClockDrift::parse(text).unwrap().to_string(), text);
+        }
+        for bad in ["10", "0%", "-100%", "fast%"] {
+            assert!(ClockDrift::parse(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn a_shift_reads_with_or_without_its_sign_and_prints_with_it() {

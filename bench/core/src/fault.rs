@@ -135,17 +135,22 @@ pub enum Fault {
         #[serde(with = "humantime_serde")]
         by: Duration,
     },
-    /// Shift the wall clock of the targets' processes, for real: every clock read they make
+    /// Move the wall clock of the targets' processes, for real: every clock read they make
     /// through the C library (`clock_gettime(CLOCK_REALTIME)`, `gettimeofday`, `time`) is off
-    /// by `shift` until `heal`, through lockbench's clock shim, which the managed cluster
-    /// preloads into every server. Seen, not only requested: the shim counts the shifted
-    /// reads, and a server that made none (a Go runtime reads the kernel's clock itself; a
-    /// container runs without the shim) records the fault as not applied.
+    /// by `shift` and, with `drift`, gains or loses that share of every second from then on,
+    /// until `heal` puts it right; through lockbench's clock shim, which the managed cluster
+    /// preloads into every server. Seen, not only requested: the shim counts the moved reads,
+    /// and a server that made none (a Go runtime reads the kernel's clock itself; a container
+    /// runs without the shim) records the fault as not applied.
     Clock {
         /// Which servers.
         targets: Targets,
-        /// How far, forward (`"+30s"`) or back (`"-2s"`).
-        shift: crate::clock_shift::ClockShift,
+        /// A jump, forward (`"+30s"`) or back (`"-2s"`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        shift: Option<crate::clock_shift::ClockShift>,
+        /// A rate the clock runs fast (`"+10%"`) or slow (`"-500ppm"`) at from then on.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        drift: Option<crate::clock_shift::ClockDrift>,
     },
     /// Add latency (and jitter) on the links between clients and the targets, through an
     /// in-process TCP proxy.
@@ -420,6 +425,15 @@ impl Fault {
                 }
                 Ok(())
             }
+            Fault::Clock {
+                shift: None,
+                drift: None,
+                ..
+            } => Err(
+                "clock: says neither how far its clock jumps (shift = \"+30s\") nor \
+                      how fast it drifts (drift = \"+10%\"); give one or both"
+                    .into(),
+            ),
             Fault::Partition { .. }
             | Fault::Heal
             | Fault::Pause { .. }
@@ -621,6 +635,31 @@ mod tests {
         assert_eq!(w.f[4].verb(), "redis-failover");
         assert_eq!(w.f[5], Fault::Promote);
         assert_eq!(w.f[5].verb(), "promote");
+    }
+
+    /// A clock fault says how its clock moves: a jump, a drift or both, never neither.
+    #[test]
+    fn a_clock_fault_moves_its_clock_one_way_or_both() {
+        #[derive(Debug, Deserialize)]
+        struct W {
+            f: Fault,
+        }
+        let read = |fields: &str| {
+            toml::from_str::<W>(&format!(
+                "[f]\nfault = \"clock\"\ntargets = \"all\"\n{fields}"
+            ))
+            .map(|w| w.f)
+        };
+        let both = read("shift = \"-2s\"\ndrift = \"+10%\"\n").unwrap();
+        assert_eq!(both.check(), Ok(()));
+        assert_eq!(both.inverse(), Some(Fault::Heal));
+        let neither = read("").unwrap().check().unwrap_err();
+        assert!(
+            neither.contains("shift = \"+30s\"") && neither.contains("drift"),
+            "{neither}"
+        );
+        let bad = read("drift = \"fast\"\n").unwrap_err().to_string();
+        assert!(bad.contains("\"+10%\""), "{bad}");
     }
 
     /// A cut reads from TOML with its direction (both ways unless said), names its client

@@ -77,7 +77,7 @@ pub mod traits;
 pub mod workers;
 
 pub use clock_jump::ClockJump;
-pub use clock_shift::ClockShift;
+pub use clock_shift::{ClockDrift, ClockShift};
 pub use connection::{Connection, ConnectionSummary, Tls};
 pub use counters::{Incarnation, ServerCount};
 pub use election::{Candidate, ElectionInfo, Elector, Leader, Removal};

@@ -1,11 +1,11 @@
 //! The `clock` fault against real servers in a private cluster: a Redis server's wall clock
-//! moved forward and back through the clock shim, seen in the server's own answers (`TIME`,
+//! moved forward and back, and made to drift, through the clock shim, seen in the server's own answers (`TIME`,
 //! a key's remaining life), and put back at heal; an etcd server, whose Go runtime reads the
 //! kernel's clock without the C library, recorded as not shifted.
 
 use crate::faults::{nemesis_of, redis, test_cluster};
 use lockbench_chaos::Nemesis;
-use lockbench_core::{ClockShift, Fault, FaultKind, FaultPhase, RunClock, Targets};
+use lockbench_core::{ClockDrift, ClockShift, Fault, FaultKind, FaultPhase, RunClock, Targets};
 use lockbench_etcd::system::ETCD;
 use lockbench_redis::system::REDIS;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -42,7 +42,8 @@ async fn a_shifted_clock_is_seen_by_the_server_and_put_back_at_heal() {
     let mut nemesis = nemesis_of(&tc, REDIS);
     let shift = |text: &str| Fault::Clock {
         targets: Targets::All,
-        shift: ClockShift::parse(text).unwrap(),
+        shift: Some(ClockShift::parse(text).unwrap()),
+        drift: None,
     };
     assert!(ahead(addr).abs() <= 2, "the clock is off before any fault");
 
@@ -93,6 +94,29 @@ async fn a_shifted_clock_is_seen_by_the_server_and_put_back_at_heal() {
     assert!(
         (0..=5000).contains(&life),
         "the key has {life} ms left after heal"
+    );
+
+    // Twice as fast: two seconds later the server is about two seconds ahead.
+    let drift = Fault::Clock {
+        targets: Targets::All,
+        shift: None,
+        drift: Some(ClockDrift::parse("+100%").unwrap()),
+    };
+    let ev = nemesis.apply(&drift, &clock).await;
+    assert!(
+        ev[0].applied && ev[0].note.contains("drifting +100%"),
+        "{ev:?}"
+    );
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    let gained = ahead(addr);
+    assert!(
+        (1..=3).contains(&gained),
+        "{gained} s gained in 2 s at +100%"
+    );
+    nemesis.apply(&Fault::Heal, &clock).await;
+    assert!(
+        ahead(addr).abs() <= 2,
+        "the drifting clock was not put back"
     );
 
     // etcd reads its clock without the C library: not shifted, and said so.
