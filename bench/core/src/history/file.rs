@@ -32,12 +32,13 @@ pub const LEGACY_FILE_NAME: &str = "history.jsonl";
 pub const FRAME_BYTES: usize = 4 << 20;
 /// ... or once its first line is this old.
 pub const FRAME_EVERY: Duration = Duration::from_secs(1);
-/// zstd level. Measured on a redis history cut into 1 s frames (docs/soak.md):
-/// level 3 compresses 9.6x, level 1 12.3x, level 9 13.5x at ~30 MB/s of one core (a full-speed
-/// run writes ~3.5 MB/s of text); the one-hour goal (under 1 GB for ~12.5 GB of text) needs
-/// level 9's ratio. On compact lines ([`compact`]) level 12 is only 2% smaller, `--long` larger,
-/// and larger frames no smaller.
-const LEVEL: i32 = 9;
+/// zstd level. The history is compressed while the run measures, on the same cores as its
+/// clients, so the level is the fastest: with level 9, compressing took 14 % of lockbench's CPU
+/// in `redis-throughput` (50 clients on 50 keys, `perf record`), and level 1 cut lockbench's CPU
+/// per acquisition from 45-47 us to 36 us while Redis served 15 % more acquisitions. On compact
+/// lines ([`compact`]) in 4 MB frames level 1 writes 1.37x level 9's bytes (32.4 B per
+/// acquisition against 23.7, docs/soak.md): an hour at full speed still fits well under 1 GB.
+const LEVEL: i32 = 1;
 
 /// The history file of run directory `dir`: the compressed one, or a legacy plain one.
 pub fn path_in(dir: &Path) -> PathBuf {
