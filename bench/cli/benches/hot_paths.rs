@@ -2,9 +2,11 @@
 //! round trip so they never shape the results: recording a latency into an HdrHistogram (once
 //! per op in the client loop), merging per-client buffers into one history
 //! (`History::from_unordered`), and the mutual-exclusion, fencing and full safety checkers on
-//! a 100k-op synthetic history (run once per backend after the load), and what a lock call
-//! pays for going through `AnyBackend` (the type-erased backend every recipe is built as) on
-//! a recipe that answers at once, beside the same recipe called directly. No servers needed.
+//! a 100k-op synthetic history (run once per backend after the load), writing 100k ops to a
+//! history file as the run's writer does (compact lines, zstd frames: it runs beside the
+//! clients, on the same cores), reading the run's clock, and what a lock call pays for going
+//! through `AnyBackend` (the type-erased backend every recipe is built as) on a recipe that
+//! answers at once, beside the same recipe called directly. No servers needed.
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use lockbench_core::traits::BackendError;
@@ -141,6 +143,25 @@ fn hot_paths(c: &mut Criterion) {
             BatchSize::LargeInput,
         )
     });
+    let dir = std::env::temp_dir().join(format!("lockbench-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    let path = dir.join(lockbench_core::history::file::FILE_NAME);
+    g.bench_function("history_write_100k", |b| {
+        b.iter(|| {
+            let _ = std::fs::remove_file(&path);
+            let mut w = lockbench_core::history::file::FrameWriter::append(&path).expect("file");
+            for op in &ops {
+                w.push_op(op, Some("redis-setnx"));
+                w.maybe_flush().expect("write");
+            }
+            w.flush().expect("write");
+            black_box(w.len())
+        })
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+    let clock = lockbench_core::RunClock::start();
+    g.bench_function("run_clock_now", |b| b.iter(|| black_box(clock.now())));
+
     let history = History::from_unordered(ops);
     g.bench_function("mutex_check_100k", |b| {
         b.iter(|| black_box(lockbench_analysis::mutex::check(&history)))
