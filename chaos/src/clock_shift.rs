@@ -84,12 +84,10 @@ impl<S: Site> ServerNemesis<S> {
             parts.push(format!("{name} {NOT_READ}"));
         }
         let moved: Vec<String> = seen.iter().map(|(n, ..)| n.clone()).collect();
-        for (name, reads, after) in &seen {
-            parts.insert(
-                0,
-                format!("{name}: its first shifted read after {after:.0?} ({reads} by then)"),
-            );
-        }
+        let read = seen.iter().map(|(name, reads, after)| {
+            format!("{name}: its first shifted read after {after:.0?} ({reads} by then)")
+        });
+        let parts: Vec<String> = read.chain(parts).collect();
         let how = match (shift, drift) {
             (Some(s), Some(d)) => format!("{s}, then drifting {d},"),
             (Some(s), None) => s.to_string(),
