@@ -35,7 +35,7 @@ pub const FRAME_EVERY: Duration = Duration::from_secs(1);
 /// zstd level. The history is compressed while the run measures, on the same cores as its
 /// clients, so the level is the fastest: with level 9, compressing took 14 % of lockbench's CPU
 /// in `redis-throughput` (50 clients on 50 keys, `perf record`), and level 1 cut lockbench's CPU
-/// per acquisition from 45-47 us to 36 us while Redis served 15 % more acquisitions. On compact
+/// per acquisition from 37.5-44.4 us to 31.8-36.6 us (three runs each, interleaved). On compact
 /// lines ([`compact`]) in 4 MB frames level 1 writes 1.37x level 9's bytes (32.4 B per
 /// acquisition against 23.7, docs/soak.md): an hour at full speed still fits well under 1 GB.
 const LEVEL: i32 = 1;
