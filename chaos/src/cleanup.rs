@@ -8,8 +8,9 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
 /// Undoes whatever faults a crashed (`kill -9`ed) run left in `cluster`: flushes the firewall
-/// of every host of its network, SIGCONTs every stopped server of ours, and removes every
-/// client host (SIGKILLing the worker processes inside). Servers a fault killed are restarted
+/// of every host of its network, SIGCONTs every stopped server of ours, puts right every wall
+/// clock a `clock` fault left moved, and removes every client host (SIGKILLing the worker
+/// processes inside). Servers a fault killed are restarted
 /// by the next `Cluster::up`; `Cluster::down` removes the whole network. Returns what it did,
 /// one line per action (empty when there was nothing to undo). Call it with no run active.
 pub async fn cleanup(cluster: &Cluster) -> anyhow::Result<Vec<String>> {
@@ -33,6 +34,13 @@ pub async fn cleanup(cluster: &Cluster) -> anyhow::Result<Vec<String>> {
         {
             let _ = kill(Pid::from_raw(pid as i32), Signal::SIGCONT);
             done.push(format!("resumed stopped server {} (pid {pid})", s.name));
+        }
+        if let Some(path) = cluster.clock_file(s.name) {
+            let file = lockbench_cluster::ClockFile::open(&path)?;
+            if file.is_moved() {
+                file.set(0, 0);
+                done.push(format!("put right the wall clock of {}", s.name));
+            }
         }
     }
     for line in &done {

@@ -67,27 +67,31 @@ impl<S: Site> ServerNemesis<S> {
             shifted.push((name.clone(), file, before));
         }
         let started = Instant::now();
-        let mut seen: Vec<(String, u64, Duration)> = Vec::new();
+        let mut seen = Vec::new();
         while !shifted.is_empty() && started.elapsed() < SEEN_WITHIN {
-            shifted.retain(|(name, file, before)| {
-                let reads = file.shifted_reads().saturating_sub(*before);
-                if reads == 0 {
-                    return true;
-                }
-                seen.push((name.clone(), reads, started.elapsed()));
-                false
-            });
-            tokio::time::sleep(Duration::from_millis(10)).await;
+            let (read, waiting): (Vec<_>, Vec<_>) = shifted
+                .into_iter()
+                .partition(|(_, file, before)| file.shifted_reads() > *before);
+            for (name, file, before) in read {
+                let reads = file.shifted_reads() - before;
+                parts.insert(
+                    seen.len(),
+                    format!(
+                        "{name}: its first shifted read after {:.0?} ({reads} by then)",
+                        started.elapsed()
+                    ),
+                );
+                seen.push((name, file));
+            }
+            shifted = waiting;
+            if !shifted.is_empty() {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
         }
         for (name, file, _) in shifted {
             file.set(0, 0);
             parts.push(format!("{name} {NOT_READ}"));
         }
-        let moved: Vec<String> = seen.iter().map(|(n, ..)| n.clone()).collect();
-        let read = seen.iter().map(|(name, reads, after)| {
-            format!("{name}: its first shifted read after {after:.0?} ({reads} by then)")
-        });
-        let parts: Vec<String> = read.chain(parts).collect();
         let how = match (shift, drift) {
             (Some(s), Some(d)) => format!("{s}, then drifting {d},"),
             (Some(s), None) => s.to_string(),
@@ -98,10 +102,11 @@ impl<S: Site> ServerNemesis<S> {
             "wall clock {how} through the clock shim: {}",
             parts.join("; ")
         );
-        if moved.is_empty() {
+        if seen.is_empty() {
             return FaultEvent::not_applied(clock, FaultKind::Clock, names, note);
         }
-        self.shifted.extend(moved.iter().cloned());
+        let moved = seen.iter().map(|(name, _)| name.clone()).collect();
+        self.shifted.extend(seen);
         FaultEvent::now(
             clock,
             FaultKind::Clock,
@@ -113,40 +118,26 @@ impl<S: Site> ServerNemesis<S> {
         .at(began)
     }
 
-    /// Puts back every clock this nemesis shifted (and any its servers' files still shift,
-    /// from an interrupted run): the `stop` event of the window, or nothing when no clock was
-    /// shifted.
+    /// Puts right every clock this nemesis moved: the `stop` event of the window, or nothing
+    /// when none was moved. (A clock a crashed run left moved is [`crate::cleanup`]'s.)
     pub(crate) fn restore_clocks(&mut self, clock: &RunClock) -> Option<FaultEvent> {
-        let mut restored = Vec::new();
-        let mut failed = Vec::new();
-        for spec in &self.servers {
-            let Some(path) = self.site.clock_file(spec.name) else {
-                continue;
-            };
-            match ClockFile::open(&path) {
-                Ok(f) if f.is_moved() || self.shifted.contains(spec.name) => {
-                    f.set(0, 0);
-                    restored.push(spec.name.to_string());
-                }
-                Ok(_) => {}
-                Err(e) => failed.push(format!("{}: {e:#}", spec.name)),
-            }
-        }
-        self.shifted.clear();
-        if restored.is_empty() && failed.is_empty() {
+        let shifted = std::mem::take(&mut self.shifted);
+        if shifted.is_empty() {
             return None;
         }
-        let mut note = format!("wall clock restored on {}", restored.join(","));
-        if !failed.is_empty() {
-            note.push_str(&format!("; FAILED {}", failed.join("; ")));
+        let mut restored = Vec::new();
+        for (name, file) in shifted {
+            file.set(0, 0);
+            restored.push(name);
         }
+        let note = format!("wall clock restored on {}", restored.join(","));
         Some(FaultEvent::now(
             clock,
             FaultKind::Clock,
             FaultPhase::Stop,
             restored,
             note,
-            failed.is_empty(),
+            true,
         ))
     }
 }

@@ -61,9 +61,9 @@ pub struct ServerNemesis<S: Site = Managed> {
     pub(crate) killed: BTreeSet<String>,
     /// Former leaders a `promote` killed, restarted at `heal` (see `promote.rs`).
     pub(crate) demoted: Vec<String>,
-    /// Servers whose wall clock a `clock` fault shifted, put back at `heal`
-    /// (`clock_shift.rs`).
-    pub(crate) shifted: BTreeSet<String>,
+    /// Servers whose wall clock a `clock` fault moved, with their clock files, put right at
+    /// `heal` (`clock_shift.rs`).
+    pub(crate) shifted: BTreeMap<String, lockbench_cluster::ClockFile>,
     /// Client hosts the site does not know: the network namespaces of workers that dialled
     /// in from containers of their own (a Swarm task's), by worker name.
     pub(crate) extra_clients: Vec<Host>,
@@ -99,7 +99,7 @@ impl<S: Site> ServerNemesis<S> {
             paused: BTreeSet::new(),
             killed: BTreeSet::new(),
             demoted: Vec::new(),
-            shifted: BTreeSet::new(),
+            shifted: BTreeMap::new(),
             extra_clients: Vec::new(),
         }
     }

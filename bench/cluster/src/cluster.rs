@@ -132,29 +132,6 @@ impl Cluster {
         process::our_pid(&self.node(name))
     }
 
-    /// Puts every server's wall clock right that a run stopped without its heal left moved
-    /// (the `clock` fault's).
-    fn true_clocks(&self) {
-        for spec in self.servers() {
-            let Some(path) = self.clock_file(spec.name) else {
-                continue;
-            };
-            match crate::ClockFile::open(&path) {
-                Ok(f) if f.is_moved() => {
-                    tracing::warn!(
-                        server = spec.name,
-                        "its wall clock was left moved; put right"
-                    );
-                    f.set(0, 0);
-                }
-                Ok(_) => {}
-                Err(e) => {
-                    tracing::warn!(server = spec.name, error = %e, "cannot read its clock file")
-                }
-            }
-        }
-    }
-
     /// The clock file of server `name` ([`crate::ClockFile`]), where it was started with
     /// lockbench's clock shim: the `clock` fault sets its shift there.
     pub fn clock_file(&self, name: &str) -> Option<std::path::PathBuf> {
@@ -247,7 +224,6 @@ impl Cluster {
         if secure {
             secure::ensure(&self.state_dir, &topo)?;
         }
-        self.true_clocks();
         let sec = self.secure_probe()?;
         let sec = sec.as_ref();
         if let Topology::Netns(cfg) = &topo {

@@ -1,7 +1,8 @@
 //! The `clock` fault against real servers in a private cluster: a Redis server's wall clock
-//! moved forward and back, and made to drift, through the clock shim, seen in the server's own answers (`TIME`,
-//! a key's remaining life), and put back at heal; an etcd server, whose Go runtime reads the
-//! kernel's clock without the C library, recorded as not shifted.
+//! moved forward and back, and made to drift, through the clock shim, seen in the server's own
+//! answers (`TIME`, a key's remaining life), and put right at heal or, after a crash, by the
+//! cleanup; an etcd server, whose Go runtime reads the kernel's clock without the C library,
+//! recorded as not shifted.
 
 use crate::faults::{nemesis_of, redis, test_cluster};
 use lockbench_chaos::Nemesis;
@@ -118,6 +119,19 @@ async fn a_shifted_clock_is_seen_by_the_server_and_put_back_at_heal() {
         ahead(addr).abs() <= 2,
         "the drifting clock was not put back"
     );
+
+    // A run that crashes with the clock moved (its nemesis gone without a heal): the next
+    // fault run's cleanup puts it right.
+    assert!(nemesis.apply(&shift("+1h"), &clock).await[0].applied);
+    drop(nemesis);
+    assert!((ahead(addr) - 3600).abs() <= 2);
+    let done = lockbench_chaos::cleanup(&tc.cluster).await.unwrap();
+    assert!(
+        done.iter()
+            .any(|l| l == "put right the wall clock of redis"),
+        "{done:?}"
+    );
+    assert!(ahead(addr).abs() <= 2, "cleanup left the clock moved");
 
     // etcd reads its clock without the C library: not shifted, and said so.
     let mut etcd = nemesis_of(&tc, ETCD);
