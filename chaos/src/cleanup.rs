@@ -9,7 +9,8 @@ use nix::unistd::Pid;
 
 /// Undoes whatever faults a crashed (`kill -9`ed) run left in `cluster`: flushes the firewall
 /// of every host of its network, SIGCONTs every stopped server of ours, puts right every wall
-/// clock a `clock` fault left moved, and removes every client host (SIGKILLing the worker
+/// clock a `clock` fault left moved, stops the servers left on a dead slow-disk pass-through and
+/// removes it, and removes every client host (SIGKILLing the worker
 /// processes inside). Servers a fault killed are restarted
 /// by the next `Cluster::up`; `Cluster::down` removes the whole network. Returns what it did,
 /// one line per action (empty when there was nothing to undo). Call it with no run active.
@@ -42,6 +43,15 @@ pub async fn cleanup(cluster: &Cluster) -> anyhow::Result<Vec<String>> {
                 done.push(format!("put right the wall clock of {}", s.name));
             }
         }
+    }
+    let detached = cluster.detach_dead_disks().await?;
+    if !detached.is_empty() {
+        done.extend(detached);
+        cluster
+            .up()
+            .await
+            .map_err(|e| e.context("cannot start the servers a dead slow-disk mount stopped"))?;
+        done.push("started them again on their own data directories".into());
     }
     for line in &done {
         tracing::warn!("cleanup: {line}");

@@ -245,6 +245,7 @@ impl Nemesis for ClientNemesis {
             | Fault::PacketLoss { .. }
             | Fault::ClockJump { .. }
             | Fault::Clock { .. }
+            | Fault::Disk { .. }
             | Fault::RedisFailover
             | Fault::Promote => vec![not_mine(
                 clock,

@@ -130,6 +130,7 @@ impl Nemesis for Unreachable {
             | Fault::Partition { .. }
             | Fault::ClockJump { .. }
             | Fault::Clock { .. }
+            | Fault::Disk { .. }
             | Fault::LinkDelay { .. }
             | Fault::LinkBlackhole { .. }
             | Fault::PacketLoss { .. }

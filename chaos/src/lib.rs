@@ -59,6 +59,7 @@ mod client_nemesis;
 mod clock;
 mod clock_shift;
 mod composite;
+mod disk_stall;
 mod firewall;
 pub mod grudge;
 mod link_nemesis;

@@ -212,6 +212,7 @@ impl Nemesis for LinkNemesis {
             | Fault::Kill { .. }
             | Fault::ClockJump { .. }
             | Fault::Clock { .. }
+            | Fault::Disk { .. }
             | Fault::PacketLoss { .. }
             | Fault::RedisFailover
             | Fault::Promote => vec![FaultEvent::not_applied(

@@ -38,6 +38,9 @@ use std::time::Duration;
 ///   than `Nodes` restarts everything this nemesis killed.
 /// - `clock`: each target's wall clock shifted through lockbench's clock shim, seen in the
 ///   shim's count of shifted reads; put back at `heal` (`clock_shift.rs`).
+/// - `disk`: each target's writes and syncs slowed or held by the slow-disk pass-through the
+///   run mounted over its data directory, seen in the pass-through's count of held
+///   operations; put back at `heal` (`disk_stall.rs`).
 /// - `clock-jump`: the jump the servers' system offers (`clock.rs`; Redis's emulation shortens
 ///   every TTL by the jump); not applied to a system that offers none.
 /// - a fault the servers' system offers for their group (`redis-failover`): found by its verb
@@ -64,6 +67,12 @@ pub struct ServerNemesis<S: Site = Managed> {
     /// Servers whose wall clock a `clock` fault moved, with their clock files, put right at
     /// `heal` (`clock_shift.rs`).
     pub(crate) shifted: BTreeMap<String, lockbench_cluster::ClockFile>,
+    /// Servers whose disk a `disk` fault slowed or froze, with their controls and the count
+    /// of held operations when it began, put right at `heal` (`disk_stall.rs`).
+    pub(crate) stalled: BTreeMap<String, (lockbench_slowdisk::DiskControl, u64)>,
+    /// Where each server's log stood when the first of those stalls began: what the servers
+    /// wrote since is read for their system's signs at `heal`.
+    pub(crate) disk_logs: Vec<(std::path::PathBuf, u64)>,
     /// Client hosts the site does not know: the network namespaces of workers that dialled
     /// in from containers of their own (a Swarm task's), by worker name.
     pub(crate) extra_clients: Vec<Host>,
@@ -100,6 +109,8 @@ impl<S: Site> ServerNemesis<S> {
             killed: BTreeSet::new(),
             demoted: Vec::new(),
             shifted: BTreeMap::new(),
+            stalled: BTreeMap::new(),
+            disk_logs: Vec::new(),
             extra_clients: Vec::new(),
         }
     }
@@ -513,8 +524,9 @@ impl<S: Site> ServerNemesis<S> {
         // Promotions need no firewall: closed in either topology, before the rules (on
         // loopback a heal that closed only promotions records nothing about partitions).
         let mut events = self.heal_promotions(clock).await;
-        let clocks = self.restore_clocks(clock);
-        if (events.is_empty() && clocks.is_none())
+        let mut clocks: Vec<FaultEvent> = self.restore_clocks(clock).into_iter().collect();
+        clocks.extend(self.restore_disks(clock).await);
+        if (events.is_empty() && clocks.is_empty())
             || !self.windows.is_empty()
             || self.site.coordinator_addr().is_some()
         {
@@ -746,6 +758,11 @@ impl<S: Site> Nemesis for ServerNemesis<S> {
                 shift,
                 drift,
             } => vec![self.shift_clocks(targets, *shift, *drift, clock).await],
+            Fault::Disk {
+                targets,
+                delay,
+                freeze,
+            } => vec![self.stall_disks(targets, *delay, *freeze, clock).await],
             Fault::LinkBlackhole { targets } => vec![self.blackhole(targets, clock).await],
             Fault::RedisFailover => vec![self.system_fault(fault.kind(), clock).await],
             Fault::Promote => vec![self.promote(clock).await],
@@ -772,6 +789,7 @@ impl<S: Site> Nemesis for ServerNemesis<S> {
             events.extend(self.heal(clock).await);
         }
         events.extend(self.restore_clocks(clock));
+        events.extend(self.restore_disks(clock).await);
         // Everything stopped, whoever stopped it (a crashed earlier run included).
         for s in &self.servers {
             if self.site.is_paused(s.name) {

@@ -72,6 +72,18 @@ pub trait Site: Reach + 'static {
     fn clock_file(&self, _name: &str) -> Option<std::path::PathBuf> {
         None
     }
+
+    /// The disk control of server `name` while it runs on a slow-disk pass-through
+    /// ([`lockbench_slowdisk`], mounted by a run whose schedule has a `disk` fault); `None`
+    /// elsewhere.
+    fn disk(&self, _name: &str) -> Option<lockbench_slowdisk::DiskControl> {
+        None
+    }
+
+    /// The file server `name` writes its log to, where the site keeps one; `None` elsewhere.
+    fn log_file(&self, _name: &str) -> Option<std::path::PathBuf> {
+        None
+    }
 }
 
 /// The managed cluster: servers are processes in their namespaces (or on loopback).
@@ -195,6 +207,14 @@ impl Site for Managed {
 
     fn clock_file(&self, name: &str) -> Option<std::path::PathBuf> {
         self.cluster.clock_file(name)
+    }
+
+    fn disk(&self, name: &str) -> Option<lockbench_slowdisk::DiskControl> {
+        self.cluster.disk_control(name)
+    }
+
+    fn log_file(&self, name: &str) -> Option<std::path::PathBuf> {
+        Some(self.cluster.log_file(name))
     }
 
     async fn start(&self, name: &str) -> anyhow::Result<String> {

@@ -34,6 +34,25 @@ pub(crate) const SERVERS: [ServerSpec; 3] = [
 ];
 
 impl System for Etcd {
+    /// A new leader's "became leader" (one line per election), the leader's own "failed to
+    /// send out heartbeat on time" (etcd blames a slow disk), and WAL syncs over a second.
+    fn disk_signs(&self) -> &'static [lockbench_core::LogSign] {
+        &[
+            lockbench_core::LogSign {
+                what: "leader elected",
+                line_has: "became leader at term",
+            },
+            lockbench_core::LogSign {
+                what: "heartbeat late (etcd: \"likely from slow disk\")",
+                line_has: "failed to send out heartbeat on time",
+            },
+            lockbench_core::LogSign {
+                what: "WAL sync over 1 s",
+                line_has: "slow fdatasync",
+            },
+        ]
+    }
+
     fn recipes(&self) -> &'static [lockbench_core::Recipe] {
         crate::recipes::RECIPES
     }

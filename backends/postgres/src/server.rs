@@ -156,6 +156,9 @@ fn postgresql_conf(spec: &ServerSpec, site: &Site, hba: &std::path::Path) -> Str
          # again in about a second.\n\
          wal_retrieve_retry_interval = 500ms\n\
          huge_pages = off\n\
+         # Statements slower than a second are logged: a stalled commit's sign in the server's\n\
+         # own words (the disk fault counts them).\n\
+         log_min_duration_statement = 1000\n\
          timezone = 'UTC'\n\
          log_timezone = 'UTC'\n\
          log_line_prefix = '%m [%p] %q%a '\n{ssl}",

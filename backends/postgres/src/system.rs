@@ -43,6 +43,15 @@ const SERVERS: [ServerSpec; 2] = [member("pg1", 1, 15432, 50), member("pg2", 2, 
 const ROLE_SQL: &str = "SELECT pg_is_in_recovery(), (SELECT status FROM pg_stat_wal_receiver)";
 
 impl System for Postgres {
+    /// A statement that took over a second (`log_min_duration_statement` in the servers'
+    /// configuration): a commit or a sequence waiting on the WAL.
+    fn disk_signs(&self) -> &'static [lockbench_core::LogSign] {
+        &[lockbench_core::LogSign {
+            what: "statement over 1 s",
+            line_has: "LOG:  duration: ",
+        }]
+    }
+
     fn name(&self) -> &'static str {
         "postgres"
     }

@@ -37,6 +37,25 @@ pub(crate) const SERVERS: [ServerSpec; 3] = [
 ];
 
 impl System for ZooKeeper {
+    /// A new leader's election (one `LEADING` line per election), a session the leader
+    /// expired, and a transaction log sync over a second (ZooKeeper's own warning).
+    fn disk_signs(&self) -> &'static [lockbench_core::LogSign] {
+        &[
+            lockbench_core::LogSign {
+                what: "leader elected",
+                line_has: "LEADING - LEADER ELECTION TOOK",
+            },
+            lockbench_core::LogSign {
+                what: "session expired",
+                line_has: "Expiring session",
+            },
+            lockbench_core::LogSign {
+                what: "log sync over 1 s",
+                line_has: "fsync-ing the write ahead log",
+            },
+        ]
+    }
+
     fn name(&self) -> &'static str {
         "zookeeper"
     }

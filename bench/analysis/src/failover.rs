@@ -212,6 +212,7 @@ fn removals(history: &History, applied: bool) -> Vec<Removed<'_>> {
                     | FaultKind::Start
                     | FaultKind::ClockJump
                     | FaultKind::Clock
+                    | FaultKind::Disk
                     | FaultKind::LinkDelay
                     | FaultKind::LinkBlackhole
                     | FaultKind::PacketLoss

@@ -39,6 +39,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         "chaos-clock",
         include_str!("../../../scenarios/chaos-clock.toml"),
     ),
+    (
+        "chaos-disk",
+        include_str!("../../../scenarios/chaos-disk.toml"),
+    ),
     ("herd", include_str!("../../../scenarios/herd.toml")),
     ("nightly", include_str!("../../../scenarios/nightly.toml")),
     (

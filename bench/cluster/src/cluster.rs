@@ -27,7 +27,7 @@ const SUSPECT_GRACE: Duration = Duration::from_secs(20);
 /// The marker that a group's users are set up (in its first member's node directory).
 const USERS_MARKER: &str = "users-set-up";
 /// Between `SIGTERM` and `SIGKILL`.
-const STOP_GRACE: Duration = Duration::from_secs(5);
+pub(crate) const STOP_GRACE: Duration = Duration::from_secs(5);
 
 /// The managed cluster of one state directory. Holds no processes or connections: every call
 /// looks at the pid files and `/proc` afresh, so any `lockbench` process can manage servers
@@ -148,7 +148,7 @@ impl Cluster {
         self.node(name).log()
     }
 
-    fn node(&self, name: &str) -> NodeDir {
+    pub(crate) fn node(&self, name: &str) -> NodeDir {
         NodeDir::new(&self.state_dir, name)
     }
 
@@ -180,6 +180,9 @@ impl Cluster {
     /// [`Cluster::up`] for a caller that already holds the cluster lock.
     pub async fn up_locked(&self, _lock: &ClusterLock) -> anyhow::Result<UpReport> {
         install::ensure_installed().await?;
+        for line in self.detach_dead_disks().await? {
+            tracing::warn!("left behind by a run that died: {line}");
+        }
         let topo = match &self.topology {
             Some(t) => t.clone(),
             None => Topology::wanted()?,
@@ -491,6 +494,9 @@ impl Cluster {
         process::terminate(&pids, STOP_GRACE).await;
         for spec in SERVERS.iter() {
             let _ = std::fs::remove_file(self.node(spec.name).pid_file());
+        }
+        for mount in lockbench_slowdisk::mounts(&self.state_dir) {
+            lockbench_slowdisk::detach(&mount)?;
         }
         // The recorded network, else the one the environment names (a state directory that
         // lost its record after a crash), if it is ours or its owner's state directory is gone.

@@ -152,6 +152,28 @@ pub enum Fault {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         drift: Option<crate::clock_shift::ClockDrift>,
     },
+    /// Slow or stall the targets' disks: every write and sync a server makes under its data
+    /// directory (`write`, `fsync`, `fdatasync`, `fallocate`, creating, renaming and removing
+    /// files) answered `delay` late, or held until `heal` (`freeze = true`): the slow or
+    /// stalled fsync behind etcd's and ZooKeeper's best-known outages. Through a FUSE
+    /// pass-through that a run with a disk fault mounts over each of its servers' data
+    /// directories (the servers restart onto it before the run and off it after). Seen, not
+    /// only requested: the pass-through counts the operations it held, and a server that made
+    /// none while the fault lasted (Redis without persistence writes nothing) is named so.
+    Disk {
+        /// Which servers.
+        targets: Targets,
+        /// How late each write and sync is answered.
+        #[serde(
+            default,
+            with = "humantime_serde::option",
+            skip_serializing_if = "Option::is_none"
+        )]
+        delay: Option<Duration>,
+        /// Hold every write and sync until `heal`: a disk that stopped answering.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        freeze: bool,
+    },
     /// Add latency (and jitter) on the links between clients and the targets, through an
     /// in-process TCP proxy.
     LinkDelay {
@@ -287,6 +309,7 @@ impl Fault {
             Fault::Start { .. } => FaultKind::Start,
             Fault::ClockJump { .. } => FaultKind::ClockJump,
             Fault::Clock { .. } => FaultKind::Clock,
+            Fault::Disk { .. } => FaultKind::Disk,
             Fault::LinkDelay { .. } => FaultKind::LinkDelay,
             Fault::LinkBlackhole { .. } => FaultKind::LinkBlackhole,
             Fault::PacketLoss { .. } => FaultKind::PacketLoss,
@@ -305,6 +328,7 @@ impl Fault {
             | Fault::Start { targets }
             | Fault::ClockJump { targets, .. }
             | Fault::Clock { targets, .. }
+            | Fault::Disk { targets, .. }
             | Fault::LinkDelay { targets, .. }
             | Fault::LinkBlackhole { targets }
             | Fault::PacketLoss { targets, .. } => Some(targets),
@@ -332,6 +356,7 @@ impl Fault {
             | Fault::Start { targets }
             | Fault::ClockJump { targets, .. }
             | Fault::Clock { targets, .. }
+            | Fault::Disk { targets, .. }
             | Fault::LinkDelay { targets, .. }
             | Fault::LinkBlackhole { targets }
             | Fault::PacketLoss { targets, .. } => targets,
@@ -358,6 +383,7 @@ impl Fault {
         match self {
             Fault::Partition { .. }
             | Fault::Clock { .. }
+            | Fault::Disk { .. }
             | Fault::LinkDelay { .. }
             | Fault::LinkBlackhole { .. }
             | Fault::PacketLoss { .. }
@@ -398,6 +424,7 @@ impl Fault {
             }
             Fault::ClockJump { .. }
             | Fault::Clock { .. }
+            | Fault::Disk { .. }
             | Fault::RedisFailover
             | Fault::Promote => Route::Servers,
             Fault::Partition { .. } | Fault::PacketLoss { .. } => Route::Firewall,
@@ -434,6 +461,30 @@ impl Fault {
                       how fast it drifts (drift = \"+10%\"); give one or both"
                     .into(),
             ),
+            Fault::Disk {
+                delay: None,
+                freeze: false,
+                ..
+            } => Err(
+                "disk: says neither how late its writes and syncs are answered \
+                      (delay = \"200ms\") nor that they stall until heal (freeze = true); \
+                      give one"
+                    .into(),
+            ),
+            Fault::Disk {
+                delay: Some(_),
+                freeze: true,
+                ..
+            } => Err(
+                "disk: both delays (delay) and freezes (freeze = true) its writes; \
+                      a frozen disk answers nothing, so give one"
+                    .into(),
+            ),
+            Fault::Disk { delay: Some(d), .. } if d.is_zero() => {
+                Err("disk: delay = \"0s\" slows nothing; give how late each \
+                      write and sync is answered, as \"200ms\""
+                    .into())
+            }
             Fault::Partition { .. }
             | Fault::Heal
             | Fault::Pause { .. }
@@ -442,6 +493,7 @@ impl Fault {
             | Fault::Start { .. }
             | Fault::ClockJump { .. }
             | Fault::Clock { .. }
+            | Fault::Disk { .. }
             | Fault::LinkDelay { .. }
             | Fault::LinkBlackhole { .. }
             | Fault::RedisFailover
@@ -660,6 +712,41 @@ mod tests {
         );
         let bad = read("drift = \"fast\"\n").unwrap_err().to_string();
         assert!(bad.contains("\"+10%\""), "{bad}");
+    }
+
+    /// A disk fault delays or freezes, exactly one of the two, and is healed by `heal`.
+    #[test]
+    fn a_disk_fault_delays_or_freezes() {
+        #[derive(Debug, Deserialize)]
+        struct W {
+            f: Fault,
+        }
+        let read = |fields: &str| {
+            toml::from_str::<W>(&format!(
+                "[f]\nfault = \"disk\"\ntargets = \"leader\"\n{fields}"
+            ))
+            .map(|w| w.f)
+        };
+        let slow = read("delay = \"200ms\"\n").unwrap();
+        assert_eq!(
+            slow,
+            Fault::Disk {
+                targets: Targets::Leader,
+                delay: Some(Duration::from_millis(200)),
+                freeze: false
+            }
+        );
+        assert_eq!(slow.check(), Ok(()));
+        assert_eq!(slow.inverse(), Some(Fault::Heal));
+        assert_eq!(slow.route(), Route::Servers);
+        assert_eq!(slow.kind(), FaultKind::Disk);
+        assert_eq!(read("freeze = true\n").unwrap().check(), Ok(()));
+        let neither = read("").unwrap().check().unwrap_err();
+        assert!(neither.contains("freeze = true"), "{neither}");
+        let both = read("delay = \"1s\"\nfreeze = true\n").unwrap().check();
+        assert!(both.unwrap_err().contains("give one"));
+        let zero = read("delay = \"0s\"\n").unwrap().check().unwrap_err();
+        assert!(zero.contains("slows nothing"), "{zero}");
     }
 
     /// A cut reads from TOML with its direction (both ways unless said), names its client

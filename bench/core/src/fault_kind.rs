@@ -30,6 +30,8 @@ pub enum FaultKind {
     ClockJump,
     /// A server's wall clock shifted, for real.
     Clock,
+    /// A server's disk writes and syncs slowed or held.
+    Disk,
     /// Latency added on client links.
     LinkDelay,
     /// Client links black-holed.
@@ -48,7 +50,7 @@ pub enum FaultKind {
 
 impl FaultKind {
     /// Every kind, in declaration order.
-    pub const ALL: [FaultKind; 15] = [
+    pub const ALL: [FaultKind; 16] = [
         FaultKind::Partition,
         FaultKind::Heal,
         FaultKind::Pause,
@@ -57,6 +59,7 @@ impl FaultKind {
         FaultKind::Start,
         FaultKind::ClockJump,
         FaultKind::Clock,
+        FaultKind::Disk,
         FaultKind::LinkDelay,
         FaultKind::LinkBlackhole,
         FaultKind::PacketLoss,
@@ -77,6 +80,7 @@ impl FaultKind {
             FaultKind::Start => "start",
             FaultKind::ClockJump => "clock-jump",
             FaultKind::Clock => "clock",
+            FaultKind::Disk => "disk",
             FaultKind::LinkDelay => "link-delay",
             FaultKind::LinkBlackhole => "link-blackhole",
             FaultKind::PacketLoss => "packet-loss",

@@ -281,6 +281,13 @@ pub trait System: Send + Sync + 'static {
         None
     }
 
+    /// The lines of this system's server logs that show what a slow or stalled disk did
+    /// (leader changes, expired sessions, the server's own slow-sync warnings), counted over
+    /// a `disk` fault's window; none by default.
+    fn disk_signs(&self) -> &'static [crate::LogSign] {
+        &[]
+    }
+
     /// `true` when a restarted server comes back with no data (Redis without persistence),
     /// rather than with its data directory.
     fn restarts_empty(&self) -> bool {

@@ -694,6 +694,8 @@ fn every_builtin_scenario_carries_its_expectations() {
                     assert!(has(b, kind), "{path}: {b} should be {kind}");
                 }
             }
+            // A stalled or slow disk delays every system's grants; none grants twice.
+            "chaos-disk" => assert!(units.iter().all(|b| has(b, "safe")), "{path}"),
             // Each window alone breaks no recipe but etcd's Lock API, which grants a waiter
             // whose lease expired.
             "verdict-faults" => {

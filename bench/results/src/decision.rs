@@ -182,6 +182,7 @@ impl FaultColumn {
             | FaultKind::Start
             | FaultKind::ClockJump
             | FaultKind::Clock
+            | FaultKind::Disk
             | FaultKind::LinkDelay
             | FaultKind::LinkBlackhole
             | FaultKind::RedisFailover

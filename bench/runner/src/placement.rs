@@ -32,9 +32,9 @@
 
 use crate::cluster_choice::ClusterChoice;
 use anyhow::Context;
-use lockbench_cluster::{Cluster, ClusterLock, Network, Topology};
-use lockbench_core::Scenario;
+use lockbench_cluster::{Cluster, ClusterLock, Network, SlowDisks, Topology};
 use lockbench_core::scenario::{Processes, WorkloadKind};
+use lockbench_core::{FaultKind, Scenario};
 use lockbench_launch::{WorkerCommands, WorkerPlace};
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
@@ -52,6 +52,9 @@ pub struct RunEnv {
     /// Held for the whole run when it applies faults or starts workers: the managed cluster's
     /// fault-run lock, or the compose lock.
     _fault_lock: Option<ClusterLock>,
+    /// The servers a run with a `disk` fault moved onto slow-disk pass-throughs, moved back
+    /// at [`RunEnv::finish`].
+    disks: Option<SlowDisks>,
 }
 
 /// `true` when the scenario starts worker processes (every client, the fencing holder, or
@@ -72,6 +75,7 @@ impl RunEnv {
             cluster,
             place: WorkerPlace::Here,
             _fault_lock: None,
+            disks: None,
         }
     }
 
@@ -146,6 +150,7 @@ impl RunEnv {
             eprintln!("lockbench: left behind by an earlier run: {line}");
         }
         env._fault_lock = Some(lock);
+        env.disks = slow_disks(&cluster, scenario).await?;
         if let Topology::Netns(cfg) = cluster.topology() {
             env.bind = IpAddr::V4(cfg.bridge_addr());
             env.place = WorkerPlace::Hosts(Network::new(cfg));
@@ -226,7 +231,48 @@ impl RunEnv {
     /// end of the run; releases the fault-run lock.
     pub async fn finish(self) {
         self.place.remove().await;
+        if let Some(disks) = self.disks {
+            eprintln!(
+                "lockbench: moving {} back off their slow-disk pass-throughs",
+                disks.names().join(", ")
+            );
+            if let Err(e) = disks.release().await {
+                eprintln!("warning: {e:#} (`lockbench down` removes what is left)");
+            }
+        }
     }
+}
+
+/// For a run whose schedule has a `disk` fault: every running server of its backends'
+/// systems restarted onto a slow-disk pass-through (the only runs that pay for one).
+async fn slow_disks(cluster: &Cluster, scenario: &Scenario) -> anyhow::Result<Option<SlowDisks>> {
+    if !scenario
+        .faults
+        .iter()
+        .any(|f| f.fault.kind() == FaultKind::Disk)
+    {
+        return Ok(None);
+    }
+    let groups: Vec<_> = scenario
+        .backends
+        .iter()
+        .map(|&b| lockbench_registry::group_of(b))
+        .collect();
+    let names: Vec<&str> = cluster
+        .servers()
+        .into_iter()
+        .filter(|s| groups.contains(&s.group))
+        .map(|s| s.name)
+        .collect();
+    eprintln!(
+        "lockbench: restarting {} onto slow-disk pass-throughs for the run's disk faults",
+        names.join(", ")
+    );
+    let disks = cluster
+        .mount_slow_disks(&names)
+        .await
+        .context("cannot prepare the disk faults")?;
+    Ok(Some(disks))
 }
 
 #[cfg(test)]
