@@ -45,15 +45,34 @@ impl Cluster {
         if running.is_empty() {
             return Ok(disks);
         }
+        lockbench_slowdisk::preflight()?;
         let pids: Vec<u32> = running.iter().map(|(_, p)| *p).collect();
         process::terminate(&pids, STOP_GRACE).await;
+        let mut failed = None;
         for (name, _) in &running {
             let data = self.node(name).data();
-            std::fs::create_dir_all(&data)
-                .with_context(|| format!("cannot create {}", data.display()))?;
-            let mount = SlowMount::mount_over(&data)
-                .with_context(|| format!("cannot put {name} on a slow-disk pass-through"))?;
-            disks.mounts.push((name, mount));
+            let mounted = std::fs::create_dir_all(&data)
+                .with_context(|| format!("cannot create {}", data.display()))
+                .and_then(|()| SlowMount::mount_over(&data));
+            match mounted {
+                Ok(mount) => disks.mounts.push((name, mount)),
+                Err(e) => {
+                    failed =
+                        Some(e.context(format!("cannot put {name} on a slow-disk pass-through")));
+                    break;
+                }
+            }
+        }
+        if let Some(e) = failed {
+            // Every server back on its own directory before the error goes up.
+            for (_, m) in std::mem::take(&mut disks.mounts) {
+                let _ = m.unmount();
+            }
+            let names: Vec<&'static str> = running.iter().map(|(n, _)| *n).collect();
+            return Err(match disks.start(&names).await {
+                Ok(()) => e,
+                Err(again) => e.context(format!("and the servers did not start again: {again:#}")),
+            });
         }
         let started = disks.start_all().await;
         started.context("cannot start the servers again on their slow-disk pass-throughs")?;

@@ -67,4 +67,4 @@ mod passthrough;
 
 pub use control::{DiskControl, Stall};
 pub use mountinfo::{dead_mounts, detach, mounts};
-pub use mounts::{SlowMount, control_at};
+pub use mounts::{SlowMount, control_at, preflight};

@@ -264,8 +264,9 @@ fn join_session(path: &str, session: JoinHandle<io::Result<()>>) -> anyhow::Resu
     }
 }
 
-/// Checks what a mount needs before trying it, to say what is missing.
-fn preflight() -> anyhow::Result<()> {
+/// Checks what a mount needs (root, a usable `/dev/fuse`) before trying one, saying what is
+/// missing: a caller that must stop a server to mount under it asks first.
+pub fn preflight() -> anyhow::Result<()> {
     if !nix::unistd::geteuid().is_root() {
         bail!(
             "the slow-disk fault mounts a FUSE pass-through over the server's data directory, \
