@@ -8,13 +8,14 @@
 //! container's server runs without the shim) has its shift taken back and is named as not
 //! shifted. The event's targets are the servers whose clock moved.
 
+use crate::seen::{self, Watch};
 use crate::server_nemesis::ServerNemesis;
 use crate::site::Site;
 use lockbench_cluster::ClockFile;
 use lockbench_core::{
     ClockDrift, ClockShift, FaultEvent, FaultKind, FaultPhase, RunClock, Targets,
 };
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// How long a shifted server has to read its clock before the shift counts as not taken.
 pub(crate) const SEEN_WITHIN: Duration = Duration::from_secs(1);
@@ -46,16 +47,17 @@ impl<S: Site> ServerNemesis<S> {
         };
         let began = clock.now();
         let mut shifted = Vec::new();
-        let mut parts = Vec::new();
+        // Why a target's clock could not be set at all.
+        let mut unset = Vec::new();
         for name in &names {
             let file = match self.site.clock_file(name).map(|p| ClockFile::open(&p)) {
                 Some(Ok(f)) => f,
                 Some(Err(e)) => {
-                    parts.push(format!("{name}: {e:#}"));
+                    unset.push(format!("{name}: {e:#}"));
                     continue;
                 }
                 None => {
-                    parts.push(format!("{name} {NO_SHIM}"));
+                    unset.push(format!("{name} {NO_SHIM}"));
                     continue;
                 }
             };
@@ -64,33 +66,30 @@ impl<S: Site> ServerNemesis<S> {
                 shift.map_or(0, ClockShift::nanos),
                 drift.map_or(0, ClockDrift::ppm),
             );
-            shifted.push((name.clone(), file, before));
+            shifted.push(Watch {
+                name: name.clone(),
+                on: file,
+                before,
+            });
         }
-        let started = Instant::now();
-        let mut seen = Vec::new();
-        while !shifted.is_empty() && started.elapsed() < SEEN_WITHIN {
-            let (read, waiting): (Vec<_>, Vec<_>) = shifted
-                .into_iter()
-                .partition(|(_, file, before)| file.shifted_reads() > *before);
-            for (name, file, before) in read {
-                let reads = file.shifted_reads() - before;
-                parts.insert(
-                    seen.len(),
-                    format!(
-                        "{name}: its first shifted read after {:.0?} ({reads} by then)",
-                        started.elapsed()
-                    ),
-                );
-                seen.push((name, file));
-            }
-            shifted = waiting;
-            if !shifted.is_empty() {
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-        }
-        for (name, file, _) in shifted {
-            file.set(0, 0);
-            parts.push(format!("{name} {NOT_READ}"));
+        let (read, unseen) =
+            seen::first_effects(shifted, SEEN_WITHIN, ClockFile::shifted_reads).await;
+        // The servers that read their shifted clock first, in the order they did.
+        let mut parts: Vec<String> = read
+            .iter()
+            .map(|s| {
+                format!(
+                    "{}: its first shifted read after {:.0?} ({} by then)",
+                    s.watch.name,
+                    s.after,
+                    s.count - s.watch.before
+                )
+            })
+            .collect();
+        parts.append(&mut unset);
+        for w in unseen {
+            w.on.set(0, 0);
+            parts.push(format!("{} {NOT_READ}", w.name));
         }
         let how = match (shift, drift) {
             (Some(s), Some(d)) => format!("{s}, then drifting {d},"),
@@ -102,11 +101,12 @@ impl<S: Site> ServerNemesis<S> {
             "wall clock {how} through the clock shim: {}",
             parts.join("; ")
         );
-        if seen.is_empty() {
+        if read.is_empty() {
             return FaultEvent::not_applied(clock, FaultKind::Clock, names, note);
         }
-        let moved = seen.iter().map(|(name, _)| name.clone()).collect();
-        self.shifted.extend(seen);
+        let moved = read.iter().map(|s| s.watch.name.clone()).collect();
+        self.shifted
+            .extend(read.into_iter().map(|s| (s.watch.name, s.watch.on)));
         FaultEvent::now(
             clock,
             FaultKind::Clock,

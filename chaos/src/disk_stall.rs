@@ -7,11 +7,12 @@
 //! nothing) has its stall taken back and is named as not slowed. The event's targets are the
 //! servers whose disk was seen slow; the `stop` event says how many operations each had held.
 
+use crate::seen::{self, Watch};
 use crate::server_nemesis::ServerNemesis;
 use crate::site::Site;
 use lockbench_core::{FaultEvent, FaultKind, FaultPhase, LogSign, RunClock, Targets};
-use lockbench_slowdisk::Stall;
-use std::time::{Duration, Instant};
+use lockbench_slowdisk::{DiskControl, Stall};
+use std::time::Duration;
 
 /// How long a slowed server has to write or sync before the stall counts as not taken.
 pub(crate) const SEEN_WITHIN: Duration = Duration::from_secs(2);
@@ -45,74 +46,73 @@ impl<S: Site> ServerNemesis<S> {
                 return FaultEvent::not_applied(clock, FaultKind::Disk, vec![], format!("{e:#}"));
             }
         };
-        let stall = match (delay, freeze) {
-            (_, true) => Stall::Freeze,
-            (Some(d), false) => Stall::Delay(d),
-            (None, false) => Stall::None,
+        let (stall, how) = match (delay, freeze) {
+            (_, true) => (
+                Stall::Freeze,
+                "writes and syncs held until heal".to_string(),
+            ),
+            (Some(d), false) => (
+                Stall::Delay(d),
+                format!("writes and syncs answered {d:?} late"),
+            ),
+            // `Fault::check` refuses it when the scenario is read.
+            (None, false) => {
+                let why = "disk: neither a delay nor a freeze".to_string();
+                return FaultEvent::not_applied(clock, FaultKind::Disk, names, why);
+            }
         };
+        // Where the servers' logs stand before the first stall: what they write from now on
+        // is read for their system's signs at heal.
+        let logs_before = self.stalled.is_empty().then(|| self.log_ends());
         let began = clock.now();
         let mut waiting = Vec::new();
-        let mut parts = Vec::new();
+        // Why a target's disk could not be slowed at all.
+        let mut unset = Vec::new();
         for name in &names {
             match self.site.disk(name) {
                 Some(control) => {
                     let before = control.stalled_ops();
                     control.set(stall);
-                    waiting.push((name.clone(), control, before));
+                    waiting.push(Watch {
+                        name: name.clone(),
+                        on: control,
+                        before,
+                    });
                 }
-                None => parts.push(format!("{name} {NO_MOUNT}")),
+                None => unset.push(format!("{name} {NO_MOUNT}")),
             }
         }
-        let started = Instant::now();
-        let mut seen = Vec::new();
-        while !waiting.is_empty() && started.elapsed() < SEEN_WITHIN {
-            let (held, still): (Vec<_>, Vec<_>) = waiting
-                .into_iter()
-                .partition(|(_, control, before)| control.stalled_ops() > *before);
-            for (name, control, before) in held {
-                parts.insert(
-                    seen.len(),
-                    format!(
-                        "{name}: its first held operation after {:.0?}",
-                        started.elapsed()
-                    ),
-                );
-                seen.push((name, control, before));
-            }
-            waiting = still;
-            if !waiting.is_empty() {
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
+        let (held, unseen) =
+            seen::first_effects(waiting, SEEN_WITHIN, DiskControl::stalled_ops).await;
+        // The servers whose disk held an operation first, in the order they did.
+        let mut parts: Vec<String> = held
+            .iter()
+            .map(|s| {
+                format!(
+                    "{}: its first held operation after {:.0?}",
+                    s.watch.name, s.after
+                )
+            })
+            .collect();
+        parts.append(&mut unset);
+        for w in unseen {
+            w.on.set(Stall::None);
+            parts.push(format!("{} {NOT_WRITTEN}", w.name));
         }
-        for (name, control, _) in waiting {
-            control.set(Stall::None);
-            parts.push(format!("{name} {NOT_WRITTEN}"));
-        }
-        let how = match stall {
-            Stall::Delay(d) => format!("writes and syncs answered {d:?} late"),
-            Stall::Freeze | Stall::None => "writes and syncs held until heal".to_string(),
-        };
         let note = format!(
             "disk: {how}, through the slow-disk pass-through: {}",
             parts.join("; ")
         );
-        if seen.is_empty() {
+        if held.is_empty() {
             return FaultEvent::not_applied(clock, FaultKind::Disk, names, note);
         }
-        let slowed = seen.iter().map(|(name, ..)| name.clone()).collect();
-        if self.stalled.is_empty() {
-            self.disk_logs = self
-                .servers
-                .iter()
-                .filter_map(|s| self.site.log_file(s.name))
-                .map(|f| {
-                    let at = std::fs::metadata(&f).map_or(0, |m| m.len());
-                    (f, at)
-                })
-                .collect();
+        let slowed = held.iter().map(|s| s.watch.name.clone()).collect();
+        if let Some(logs) = logs_before {
+            self.disk_logs = logs;
         }
-        for (name, control, before) in seen {
-            self.stalled.insert(name, (control, before));
+        for s in held {
+            self.stalled
+                .insert(s.watch.name, (s.watch.on, s.watch.before));
         }
         FaultEvent::now(
             clock,
@@ -147,7 +147,7 @@ impl<S: Site> ServerNemesis<S> {
         }
         tokio::time::sleep(LOGGED_WITHIN).await;
         let mut note = format!("disk answers at once again on {}", parts.join(", "));
-        note.push_str(&self.disk_signs());
+        note.push_str(&self.logged_signs());
         Some(
             FaultEvent::now(
                 clock,
@@ -161,10 +161,22 @@ impl<S: Site> ServerNemesis<S> {
         )
     }
 
+    /// Every server's log file with its length now.
+    fn log_ends(&self) -> Vec<(std::path::PathBuf, u64)> {
+        self.servers
+            .iter()
+            .filter_map(|s| self.site.log_file(s.name))
+            .map(|f| {
+                let at = std::fs::metadata(&f).map_or(0, |m| m.len());
+                (f, at)
+            })
+            .collect()
+    }
+
     /// What the servers' own logs said while their disks were slow: each of their system's
     /// [`disk signs`](lockbench_core::System::disk_signs) with its count of lines, or that
     /// the logs show none.
-    fn disk_signs(&mut self) -> String {
+    fn logged_signs(&mut self) -> String {
         let logs = std::mem::take(&mut self.disk_logs);
         let Some(system) = self.servers.first().map(|s| s.system) else {
             return String::new();

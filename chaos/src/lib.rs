@@ -72,6 +72,7 @@ mod nowhere;
 mod offered;
 mod probe;
 mod promote;
+mod seen;
 mod server_nemesis;
 mod site;
 mod targets;

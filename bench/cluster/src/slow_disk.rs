@@ -74,8 +74,11 @@ impl Cluster {
                 Err(again) => e.context(format!("and the servers did not start again: {again:#}")),
             });
         }
-        let started = disks.start_all().await;
-        started.context("cannot start the servers again on their slow-disk pass-throughs")?;
+        let names = disks.names();
+        disks
+            .start(&names)
+            .await
+            .context("cannot start the servers again on their slow-disk pass-throughs")?;
         Ok(disks)
     }
 
@@ -144,10 +147,6 @@ impl SlowDisks {
             failed.join("; ")
         );
         self.start(&names).await
-    }
-
-    async fn start_all(&self) -> anyhow::Result<()> {
-        self.start(&self.names()).await
     }
 
     async fn start(&self, names: &[&'static str]) -> anyhow::Result<()> {

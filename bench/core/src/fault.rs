@@ -159,7 +159,8 @@ pub enum Fault {
     /// pass-through that a run with a disk fault mounts over each of its servers' data
     /// directories (the servers restart onto it before the run and off it after). Seen, not
     /// only requested: the pass-through counts the operations it held, and a server that made
-    /// none while the fault lasted (Redis without persistence writes nothing) is named so.
+    /// none within 2 s (Redis without persistence writes nothing) has its stall taken back and
+    /// is named so.
     Disk {
         /// Which servers.
         targets: Targets,
