@@ -14,6 +14,7 @@ pub static SYSTEMS: &[&dyn System] = &[
     &lockbench_redis::system::Sentinel,
     &lockbench_postgres::system::Postgres,
     &lockbench_nats::system::Nats,
+    &lockbench_mariadb::system::Mariadb,
 ];
 
 /// Every server of every registered system, in start order.

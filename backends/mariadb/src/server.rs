@@ -1,0 +1,168 @@
+//! How a MariaDB server of the pair starts ([`System::launch`](lockbench_core::System::launch)):
+//! an option file, the setup every start runs, and a start script, the same in managed mode
+//! and in a container.
+//!
+//! Why a script and not the `mariadbd` command line alone: a server's first start is not a
+//! plain exec. The primary needs `mariadb-install-db`; a replica needs to know which member is
+//! the primary *now* (after a promotion that is the other one), and a former primary must not
+//! come back as a second primary. The script (`start-mariadb.sh`, its variables written above
+//! the shared body) decides from the data directory and the peer, writes the init file that
+//! sets the role, then `exec`s `mariadbd`, so the pid the cluster records is the server's.
+//!
+//! The configuration is a lab setting: user `lockbench` has no password and every privilege,
+//! from anywhere. The servers listen only on the cluster's private addresses; never copy these
+//! files to a server anyone else can reach.
+
+use lockbench_core::launch::{File, Launch, Site};
+use lockbench_core::{Exchange, ServerSpec};
+
+/// What a server needs on this machine: the server, its installer and the command-line
+/// client the start script asks the peers with.
+pub(crate) const NEEDS: [&str; 4] = ["mariadbd", "mariadb-install-db", "mariadb", "bash"];
+
+/// The database every client, probe and observer uses (made by the setup on every start).
+pub const DATABASE: &str = "lockbench";
+/// The user: no password, every privilege (a lab setting).
+pub const USER: &str = "lockbench";
+/// The fencing sequence, in [`DATABASE`].
+pub const FENCE: &str = "lockbench.fence";
+
+/// The body of the start script, shared by every server.
+const START_BODY: &str = include_str!("start-mariadb.sh");
+
+/// The option file, the setup and the start script (`bash <root>/start-mariadb.sh`).
+pub(crate) fn launch(spec: &ServerSpec, site: &Site) -> Launch {
+    let root = site.root.clone();
+    let conf = root.join("mariadb.cnf");
+    let script = root.join("start-mariadb.sh");
+    let file = |path: std::path::PathBuf, contents: String| File {
+        path,
+        contents,
+        only_if_absent: false,
+    };
+    Launch {
+        program: "bash",
+        args: vec![script.display().to_string()],
+        dirs: vec![root.clone()],
+        remove: Vec::new(),
+        files: vec![
+            file(conf.clone(), options(spec, site)),
+            file(root.join("setup.sql"), setup_sql()),
+            file(script.clone(), start_script(spec, site, &conf)),
+        ],
+    }
+}
+
+/// A value for a shell variable assignment: single-quoted.
+fn sh(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// The script's variables (this server's name, id, directories and its peers' addresses as
+/// `host:port`), then the shared body.
+fn start_script(spec: &ServerSpec, site: &Site, conf: &std::path::Path) -> String {
+    let topo = site.topology;
+    let peers: Vec<String> = spec
+        .members()
+        .filter(|m| m.name != spec.name)
+        .map(|m| format!("{}:{}", topo.ip(m), topo.client_port(m)))
+        .collect();
+    format!(
+        "#!/usr/bin/env bash\n\
+         # Written by lockbench on every start: how {name} starts (see \
+         backends/mariadb/src/server.rs).\n\
+         name={name}\nid={id}\nroot={root}\ndata={data}\nconf={conf}\npeers={peers}\n\
+         master_auth={auth}\n\n{START_BODY}",
+        name = spec.name,
+        id = spec.id,
+        root = sh(&site.root.display().to_string()),
+        data = sh(&site.data().display().to_string()),
+        conf = sh(&conf.display().to_string()),
+        peers = sh(&peers.join(" ")),
+        auth = sh(&format!("MASTER_USER='{USER}'")),
+    )
+}
+
+/// What every start runs first, never written to the binary log: the database, the user and
+/// the fencing sequence, where missing.
+fn setup_sql() -> String {
+    format!(
+        "-- Written by lockbench on every start (backends/mariadb/src/server.rs).\n\
+         SET sql_log_bin = 0;\n\
+         CREATE DATABASE IF NOT EXISTS {DATABASE};\n\
+         CREATE USER IF NOT EXISTS '{USER}'@'%';\n\
+         GRANT ALL PRIVILEGES ON *.* TO '{USER}'@'%';\n\
+         CREATE SEQUENCE IF NOT EXISTS {FENCE} START WITH 1 INCREMENT BY 1 CACHE 1000;\n"
+    )
+}
+
+/// `mariadb.cnf`: where it listens, its binary log (GTIDs, every event kept), enough
+/// connections for lockbench's herd and scale runs, and `performance_schema` for the
+/// observer (who holds a lock) and the counters (the run's statements).
+fn options(spec: &ServerSpec, site: &Site) -> String {
+    let root = site.root.display();
+    format!(
+        "# Written by lockbench on every start (backends/mariadb/src/server.rs); a lab setting.\n\
+         [mariadbd]\n\
+         datadir = {data}\n\
+         bind-address = {bind}\n\
+         port = {port}\n\
+         socket = {root}/mariadbd.sock\n\
+         pid-file = {root}/mariadbd.pid\n\
+         init-file = {root}/init.sql\n\
+         server-id = {id}\n\
+         skip-name-resolve\n\
+         # Every event kept, replicated ones too: any member can bring a new replica up to date.\n\
+         log-bin = binlog\n\
+         log-slave-updates\n\
+         binlog-format = ROW\n\
+         # lockbench's herd and scale runs open up to 1,000 sessions.\n\
+         max-connections = 1100\n\
+         innodb-buffer-pool-size = 64M\n\
+         innodb-log-file-size = 16M\n\
+         # Who holds a lock (session_connect_attrs) and the run's statements (the digests).\n\
+         performance-schema = ON\n\
+         performance-schema-instrument = 'statement/%=ON'\n\
+         performance-schema-consumer-statements-digest = ON\n\
+         # A statement slower than a second is logged: a stalled commit's sign in the server's\n\
+         # own words (the disk fault counts them).\n\
+         log-warnings = 2\n\
+         character-set-server = utf8mb4\n",
+        data = site.data().display(),
+        bind = site.bind,
+        port = site.topology.client_port(spec),
+        id = spec.id,
+    )
+}
+
+/// The compose healthcheck, asked inside the container: the primary, or a replica whose
+/// replication threads both run.
+pub(crate) fn compose_healthcheck(port: u16) -> Vec<String> {
+    let check = format!(
+        "mariadb --no-defaults -h 127.0.0.1 -P {port} -u {USER} -N -B -e \"{HEALTH_SQL}\" \
+         | grep -q '^0'"
+    );
+    ["CMD", "bash", "-c", &check].map(String::from).to_vec()
+}
+
+/// The health and role question: `read_only`, and for a replica whether both replication
+/// threads run (`Slave_running` is `ON` only then).
+pub(crate) const HEALTH_SQL: &str = "SELECT @@read_only, (SELECT VARIABLE_VALUE FROM \
+     information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'SLAVE_RUNNING')";
+
+/// Start order: the replica after the first member, the initial primary.
+pub(crate) fn depends_on(spec: &ServerSpec) -> Vec<&'static str> {
+    spec.members()
+        .filter(|m| m.id == 1 && spec.id != 1)
+        .map(|m| m.name)
+        .collect()
+}
+
+/// How to ask the server at `endpoint` a question, as one [`Exchange`] (see `probe.rs`).
+pub(crate) fn ask(endpoint: &str, sql: &str) -> Exchange {
+    Exchange {
+        addr: endpoint.to_string(),
+        request: crate::probe::request(USER, sql),
+        complete: crate::probe::complete,
+    }
+}
