@@ -120,13 +120,25 @@ fn options(spec: &ServerSpec, site: &Site) -> String {
          max-connections = 1100\n\
          innodb-buffer-pool-size = 64M\n\
          innodb-log-file-size = 16M\n\
-         # Who holds a lock (session_connect_attrs) and the run's statements (the digests).\n\
+         # Who holds a lock (session_connect_attrs) and the run's statements (the digests),\n\
+         # and no history tables: about 70 MiB less than the defaults at 1,100 connections.\n\
          performance-schema = ON\n\
          performance-schema-instrument = 'statement/%=ON'\n\
          performance-schema-consumer-statements-digest = ON\n\
-         # A statement slower than a second is logged: a stalled commit's sign in the server's\n\
-         # own words (the disk fault counts them).\n\
-         log-warnings = 2\n\
+         performance-schema-digests-size = 10000\n\
+         performance-schema-max-digest-length = 256\n\
+         performance-schema-max-sql-text-length = 256\n\
+         performance-schema-session-connect-attrs-size = 512\n\
+         performance-schema-max-table-instances = 200\n\
+         performance-schema-max-table-handles = 200\n\
+         performance-schema-events-statements-history-size = 0\n\
+         performance-schema-events-statements-history-long-size = 0\n\
+         performance-schema-events-waits-history-size = 0\n\
+         performance-schema-events-waits-history-long-size = 0\n\
+         performance-schema-events-stages-history-size = 0\n\
+         performance-schema-events-stages-history-long-size = 0\n\
+         performance-schema-events-transactions-history-size = 0\n\
+         performance-schema-events-transactions-history-long-size = 0\n\
          character-set-server = utf8mb4\n",
         data = site.data().display(),
         bind = site.bind,
@@ -136,11 +148,11 @@ fn options(spec: &ServerSpec, site: &Site) -> String {
 }
 
 /// The compose healthcheck, asked inside the container: the primary, or a replica whose
-/// replication threads both run.
+/// replication threads both run (the same rule as the health probe).
 pub(crate) fn compose_healthcheck(port: u16) -> Vec<String> {
     let check = format!(
         "mariadb --no-defaults -h 127.0.0.1 -P {port} -u {USER} -N -B -e \"{HEALTH_SQL}\" \
-         | grep -q '^0'"
+         | grep -qE '^0|ON$'"
     );
     ["CMD", "bash", "-c", &check].map(String::from).to_vec()
 }

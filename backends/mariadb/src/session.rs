@@ -1,7 +1,7 @@
 //! One session on the primary, and how it is found.
 //!
 //! Clients get every address of the pair and use the first that is not read-only, as an
-//! application behind a failover would; after a promotion the next session lands on the new
+//! application behind a failover would; after a promotion the next connection lands on the new
 //! primary. Each session sets its `wait_timeout` (how long the server keeps a silent session,
 //! and its locks) and names its client in a connection attribute (`program_name`), which the
 //! observer reads back from `performance_schema.session_connect_attrs`.

@@ -12,7 +12,8 @@ use std::path::PathBuf;
 /// Compare distributed-lock backends under contention and faults, against real servers.
 ///
 /// The backends: ZooKeeper recipes, etcd leases and its Lock API, Redis SET NX, Redlock,
-/// PostgreSQL advisory locks, NATS JetStream key-value, and lock libraries behind adapters
+/// PostgreSQL advisory locks, NATS JetStream key-value, MySQL named locks on MariaDB, and lock
+/// libraries behind adapters
 /// (`lib:NAME`). Every run's history is checked for safety.
 ///
 /// Quick start: `lockbench run quick` starts a local cluster from the OS packages (installing
@@ -103,8 +104,8 @@ pub enum Command {
     /// Start the managed cluster and leave it running.
     ///
     /// The cluster: 3 ZooKeeper, 3 etcd, a standalone Redis, 5 Redis servers for Redlock, a
-    /// Redis primary and replica watched by 3 Sentinels, a PostgreSQL primary and replica, and
-    /// 3 NATS servers with JetStream.
+    /// Redis primary and replica watched by 3 Sentinels, a PostgreSQL primary and replica, 3
+    /// NATS servers with JetStream, and a MariaDB primary and replica.
     /// Installs missing server packages first. Idempotent.
     Up {
         /// The secure profile: every server over mutual TLS, with users.
@@ -112,8 +113,8 @@ pub enum Command {
         /// ZooKeeper, etcd, Redis, Redlock, the Sentinels and PostgreSQL speak only TLS with
         /// client certificates and admit lockbench's users (certificates and generated
         /// passwords in the state directory; docs/secure-clusters.md); `lockbench run` then
-        /// connects that way by itself. NATS is not secured in this profile: it stays
-        /// plaintext. A cluster running the other way is restarted; `up` without it makes a
+        /// connects that way by itself. NATS and MariaDB are not secured in this profile:
+        /// they stay plaintext. A cluster running the other way is restarted; `up` without it makes a
         /// secure cluster plain again.
         #[arg(long)]
         secure: bool,

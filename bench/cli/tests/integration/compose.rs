@@ -281,6 +281,8 @@ fn compose_cluster_runs_the_quick_suite_and_faults_and_leaves_nothing() {
         "pg-try-advisory",
         "pg-advisory-xact",
         "nats-kv",
+        "mariadb-get-lock",
+        "mariadb-try-lock",
     ] {
         let x = ran_well(&r, backend);
         eprintln!(
