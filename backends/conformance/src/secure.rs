@@ -73,3 +73,67 @@ pub fn assert_clear(err: &str, took: Duration, server: &str, wants: &[&str], sec
     }
     assert!(!err.contains(secret), "shows the password: {err}");
 }
+
+/// The first member of `system`'s servers on 127.0.0.1 at a free port, every other member at
+/// a free port nobody listens on (so a pair's start script finds no primary).
+struct FirstMember {
+    port: u16,
+    peer: u16,
+}
+
+impl lockbench_core::launch::Layout for FirstMember {
+    fn ip(&self, _spec: &lockbench_core::ServerSpec) -> std::net::IpAddr {
+        std::net::IpAddr::from([127, 0, 0, 1])
+    }
+    fn client_port(&self, spec: &lockbench_core::ServerSpec) -> u16 {
+        if spec.id == 1 { self.port } else { self.peer }
+    }
+    fn peer_ports(&self, _spec: &lockbench_core::ServerSpec) -> Vec<u16> {
+        Vec::new()
+    }
+}
+
+/// Starts `system`'s first member in `dir/<its name>` as its launch says (secure when `secure`
+/// is given): the launch's directories, its files (mode 0600) and its program, its output in
+/// `dir/log`. The child and the port it listens on; the caller waits until it answers.
+pub fn start_first_member(
+    system: &dyn lockbench_core::System,
+    dir: &Path,
+    secure: Option<&lockbench_core::launch::Secure>,
+) -> (std::process::Child, u16) {
+    use std::os::unix::fs::OpenOptionsExt;
+    let layout = FirstMember {
+        port: free_port(),
+        peer: free_port(),
+    };
+    let spec = &system.servers()[0];
+    let site = lockbench_core::launch::Site {
+        topology: &layout,
+        bind: std::net::IpAddr::from([127, 0, 0, 1]),
+        root: dir.join(spec.name),
+        log: None,
+        cluster_token: "test".into(),
+        secure,
+    };
+    let launch = system.launch(spec, &site);
+    for d in &launch.dirs {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    for f in &launch.files {
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&f.path)
+            .unwrap();
+        std::io::Write::write_all(&mut file, f.contents.as_bytes()).unwrap();
+    }
+    let log = std::fs::File::create(dir.join("log")).unwrap();
+    let child = std::process::Command::new(launch.program)
+        .args(&launch.args)
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    (child, layout.port)
+}

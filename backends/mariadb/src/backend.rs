@@ -4,7 +4,7 @@ use crate::client::MariaClient;
 use crate::knobs::MariadbKnobs;
 use crate::observe::CLIENT_NAME;
 use crate::recipe::MariaRecipe;
-use crate::session::Connector;
+use crate::session::{Connector, Login};
 use lockbench_core::traits::BackendError;
 use lockbench_core::{
     Backend, BackendInfo, ClientId, Endpoints, RunClock, ServerCounters, ServerSink, WakeupTally,
@@ -45,9 +45,10 @@ impl MariaBackend {
             ));
         }
         let knobs = Arc::new(knobs.clone());
+        let login = Login::new(crate::MARIADB, endpoints.connection(crate::MARIADB))?;
         Ok(MariaBackend {
             recipe,
-            connector: Connector::new(&addresses, knobs.clone(), "lockbench"),
+            connector: Connector::new(&addresses, knobs.clone(), login, "lockbench"),
             knobs,
             seed,
             tally: WakeupTally::default(),
@@ -60,8 +61,8 @@ impl MariaBackend {
     }
 }
 
-/// A client's connection attribute `program_name`, which the observer parses back.
-pub fn program_name(client: ClientId) -> String {
+/// A client's name in its session's `@lockbench_client`, which the observer parses back.
+pub fn client_name(client: ClientId) -> String {
     format!("{CLIENT_NAME}{}", client.0)
 }
 
@@ -112,7 +113,7 @@ impl Backend for MariaBackend {
     }
 
     async fn connect(&self, client: ClientId) -> Result<MariaClient, BackendError> {
-        let connector = Arc::new(self.connector.renamed(&program_name(client)));
+        let connector = Arc::new(self.connector.renamed(&client_name(client)));
         let seed = self.seed ^ (u64::from(client.0) + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
         let mut c = MariaClient::new(
             self.recipe,

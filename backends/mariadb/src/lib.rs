@@ -15,19 +15,24 @@
 //! - `recipe`: the two recipes ([`MariaRecipe`]) and how each waits;
 //! - `recipes`: their entries for the registry ([`recipes::RECIPES`]);
 //! - `knobs`: `[mariadb]` ([`MariadbKnobs`]), and how long a dead holder's lock lives;
-//! - `session`: one session on the primary, and how it is found;
+//! - `session`: one session on the primary, how it is found, and TLS and the password from the
+//!   group's connection settings;
 //! - `client`: [`MariaClient`], what each outcome means;
 //! - `backend`: [`MariaBackend`], the recipe bound to the servers;
 //! - `counters`: the servers' count of the clients' statements (`performance_schema`'s
 //!   statement digests);
-//! - `observe`: who the primary says holds each lock (`IS_USED_LOCK` and the holder's
-//!   connection attributes).
+//! - `observe`: who the primary says holds each lock (`IS_USED_LOCK` and the holder session's
+//!   `@lockbench_client`).
 //!
 //! The system's parts (the servers lockbench runs and faults):
 //! - `system`: [`system::Mariadb`], the pair `maria1`/`maria2` behind `lockbench_core::System`;
 //! - `server`: how a server starts (an option file and `start-mariadb.sh`), the same in
 //!   managed mode and in a container;
-//! - `probe`: the health, role, version and promote probes as protocol bytes.
+//! - `probe`: the health, role, version and promote probes as protocol bytes;
+//! - `secure`: the pair on a secure cluster (TLS only, client certificates, passwords, least
+//!   privilege);
+//! - `secure_probe`: the probes of a secure pair (TLS after the greeting, the administrator's
+//!   login).
 #![deny(missing_docs)]
 
 /// The endpoint group of the MariaDB servers (primary and replica; clients use the one that
@@ -42,11 +47,13 @@ mod observe;
 mod probe;
 pub mod recipe;
 pub mod recipes;
+pub mod secure;
+mod secure_probe;
 pub mod server;
 mod session;
 pub mod system;
 
-pub use backend::{MariaBackend, program_name};
+pub use backend::{MariaBackend, client_name};
 pub use client::{MariaClient, MariaHandle};
 pub use knobs::MariadbKnobs;
 pub use recipe::MariaRecipe;

@@ -1,9 +1,9 @@
 //! The server-side observer: who MariaDB says holds each lock.
 //!
 //! Named locks push no notification, so the observer polls: every `observe_interval` it asks
-//! `IS_USED_LOCK` of every key's lock (the holder's connection id) joined with
-//! `performance_schema.session_connect_attrs`, whose `program_name` (`lockbench-c<id>`, set by
-//! every client at login) names the holder. It runs on a session of its own
+//! `IS_USED_LOCK` of every key's lock (the holder's connection id) joined, through
+//! `performance_schema.threads`, with `performance_schema.user_variables_by_thread`, whose
+//! `lockbench_client` (`lockbench-c<id>`, set by every client at login) names the holder. It runs on a session of its own
 //! (`lockbench-observer`) on whichever server is the primary, so after a promotion it reads
 //! the new primary, where the old holders' locks do not exist.
 //!
@@ -22,7 +22,7 @@ use lockbench_core::{ClientId, KeyId, Nanos, RunClock, ServerObservation, Server
 use mysql_async::prelude::Queryable;
 use std::time::Duration;
 
-/// The `program_name` prefix clients use.
+/// The `@lockbench_client` prefix clients use.
 pub(crate) const CLIENT_NAME: &str = "lockbench-c";
 
 /// What one key looked like: its holder, or blind.
@@ -43,9 +43,10 @@ fn read_sql(knobs: &MariadbKnobs, keys: u32) -> String {
         })
         .collect();
     format!(
-        "SELECT l.k, a.ATTR_VALUE FROM ({}) l LEFT JOIN \
-         performance_schema.session_connect_attrs a ON a.PROCESSLIST_ID = l.id \
-         AND a.ATTR_NAME = 'program_name' WHERE l.id IS NOT NULL",
+        "SELECT l.k, v.VARIABLE_VALUE FROM ({}) l \
+         LEFT JOIN performance_schema.threads t ON t.PROCESSLIST_ID = l.id \
+         LEFT JOIN performance_schema.user_variables_by_thread v ON v.THREAD_ID = t.THREAD_ID \
+         AND v.VARIABLE_NAME = 'lockbench_client' WHERE l.id IS NOT NULL",
         each.join(" UNION ALL ")
     )
 }

@@ -9,12 +9,13 @@
 //! the shared body) decides from the data directory and the peer, writes the init file that
 //! sets the role, then `exec`s `mariadbd`, so the pid the cluster records is the server's.
 //!
-//! The configuration is a lab setting: user `lockbench` has no password and every privilege,
-//! from anywhere. The servers listen only on the cluster's private addresses; never copy these
+//! The plain configuration is a lab setting: user `lockbench` has no password and every
+//! privilege, from anywhere (a secure cluster's accounts are in `secure.rs`). The servers listen only on the cluster's private addresses; never copy these
 //! files to a server anyone else can reach.
 
 use lockbench_core::launch::{File, Launch, Site};
 use lockbench_core::{Exchange, ServerSpec};
+use secrecy::ExposeSecret;
 
 /// What a server needs on this machine: the server, its installer and the command-line
 /// client the start script asks the peers with.
@@ -47,7 +48,7 @@ pub(crate) fn launch(spec: &ServerSpec, site: &Site) -> Launch {
         remove: Vec::new(),
         files: vec![
             file(conf.clone(), options(spec, site)),
-            file(root.join("setup.sql"), setup_sql()),
+            file(root.join("setup.sql"), setup_sql(site.secure)),
             file(script.clone(), start_script(spec, site, &conf)),
         ],
     }
@@ -67,31 +68,56 @@ fn start_script(spec: &ServerSpec, site: &Site, conf: &std::path::Path) -> Strin
         .filter(|m| m.name != spec.name)
         .map(|m| format!("{}:{}", topo.ip(m), topo.client_port(m)))
         .collect();
+    // On a secure cluster: the CA, the server's certificate and key to copy into the server's
+    // directory, the administrator's password for asking the peer, and the replica's login.
+    let (tls, auth) = match site.secure {
+        Some(s) => (
+            format!(
+                "tls_ca={}\ntls_cert={}\ntls_key={}\nadmin_password={}\n",
+                sh(&s.ca.display().to_string()),
+                sh(&s.cert.display().to_string()),
+                sh(&s.key.display().to_string()),
+                sh(s.admin_password.expose_secret()),
+            ),
+            crate::secure::master_auth(s, &site.root),
+        ),
+        None => (String::new(), format!("MASTER_USER='{USER}'")),
+    };
     format!(
         "#!/usr/bin/env bash\n\
          # Written by lockbench on every start: how {name} starts (see \
          backends/mariadb/src/server.rs).\n\
          name={name}\nid={id}\nroot={root}\ndata={data}\nconf={conf}\npeers={peers}\n\
-         master_auth={auth}\n\n{START_BODY}",
+         master_auth={auth}\n{tls}\n{START_BODY}",
         name = spec.name,
         id = spec.id,
         root = sh(&site.root.display().to_string()),
         data = sh(&site.data().display().to_string()),
         conf = sh(&conf.display().to_string()),
         peers = sh(&peers.join(" ")),
-        auth = sh(&format!("MASTER_USER='{USER}'")),
+        auth = sh(&auth),
     )
 }
 
-/// What every start runs first, never written to the binary log: the database, the user and
-/// the fencing sequence, where missing.
-fn setup_sql() -> String {
+/// What every start runs first, never written to the binary log: the database, the accounts
+/// (a plain cluster's or a secure one's, made again each time, so a cluster can change from
+/// one to the other) and the fencing sequence, where missing.
+fn setup_sql(secure: Option<&lockbench_core::launch::Secure>) -> String {
+    let accounts = match secure {
+        Some(s) => crate::secure::accounts_sql(s),
+        None => format!(
+            "CREATE OR REPLACE USER '{USER}'@'%';\n\
+             GRANT ALL PRIVILEGES ON *.* TO '{USER}'@'%';\n\
+             DROP USER IF EXISTS '{admin}'@'%', '{repl}'@'%';\n",
+            admin = crate::secure::ADMIN_USER,
+            repl = crate::secure::REPLICATION_USER,
+        ),
+    };
     format!(
         "-- Written by lockbench on every start (backends/mariadb/src/server.rs).\n\
          SET sql_log_bin = 0;\n\
          CREATE DATABASE IF NOT EXISTS {DATABASE};\n\
-         CREATE USER IF NOT EXISTS '{USER}'@'%';\n\
-         GRANT ALL PRIVILEGES ON *.* TO '{USER}'@'%';\n\
+         {accounts}\
          CREATE SEQUENCE IF NOT EXISTS {FENCE} START WITH 1 INCREMENT BY 1 CACHE 1000;\n"
     )
 }
@@ -109,6 +135,7 @@ fn options(spec: &ServerSpec, site: &Site) -> String {
          port = {port}\n\
          socket = {root}/mariadbd.sock\n\
          pid-file = {root}/mariadbd.pid\n\
+         tmpdir = {root}/tmp\n\
          init-file = {root}/init.sql\n\
          server-id = {id}\n\
          skip-name-resolve\n\
@@ -139,11 +166,16 @@ fn options(spec: &ServerSpec, site: &Site) -> String {
          performance-schema-events-stages-history-long-size = 0\n\
          performance-schema-events-transactions-history-size = 0\n\
          performance-schema-events-transactions-history-long-size = 0\n\
-         character-set-server = utf8mb4\n",
+         character-set-server = utf8mb4\n{tls}",
         data = site.data().display(),
         bind = site.bind,
         port = site.topology.client_port(spec),
         id = spec.id,
+        tls = if site.secure.is_some() {
+            crate::secure::tls_options(&site.root)
+        } else {
+            String::new()
+        },
     )
 }
 
@@ -152,6 +184,19 @@ fn options(spec: &ServerSpec, site: &Site) -> String {
 pub(crate) fn compose_healthcheck(port: u16) -> Vec<String> {
     let check = format!(
         "mariadb --no-defaults -h 127.0.0.1 -P {port} -u {USER} -N -B -e \"{HEALTH_SQL}\" \
+         | grep -qE '^0|ON$'"
+    );
+    ["CMD", "bash", "-c", &check].map(String::from).to_vec()
+}
+
+/// The compose healthcheck on the secure compose cluster: over TLS with the client
+/// certificate (the server's verified against 127.0.0.1, which it names), as `user` with the
+/// profile's password (read when the check runs, passed in the environment).
+pub(crate) fn compose_secure_healthcheck(port: u16, files: &str, user: &str) -> Vec<String> {
+    let check = format!(
+        "MYSQL_PWD=\"$(cat {files}/password)\" mariadb --no-defaults -h 127.0.0.1 -P {port} \
+         -u {user} --ssl --ssl-ca={files}/ca.pem --ssl-cert={files}/client.pem \
+         --ssl-key={files}/client.key --ssl-verify-server-cert -N -B -e \"{HEALTH_SQL}\" \
          | grep -qE '^0|ON$'"
     );
     ["CMD", "bash", "-c", &check].map(String::from).to_vec()

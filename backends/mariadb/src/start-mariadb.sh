@@ -19,10 +19,21 @@ set -euo pipefail
 
 say() { echo "lockbench start-mariadb ($name): $*" >&2; }
 
+# Temporary tables of this server's own: two installs sharing /tmp at once collide there
+# ("Unknown table 'mysql.tmp_user_sys'").
+mkdir -p "$root/tmp"
+
 client=(mariadb --no-defaults --connect-timeout=2 -N -B)
+# A secure cluster (tls_key set above; backends/mariadb/src/secure.rs): the certificates in
+# this server's own tls/ (mode 0600), the peer asked over TLS as the administrator (the
+# password in the environment of that one command, never on a command line).
 if [ -n "${tls_key:-}" ]; then
-  client+=(--ssl --ssl-ca="$tls_ca" --ssl-cert="$tls_cert" --ssl-key="$tls_key" --ssl-verify-server-cert
-    -u root --password="$(cat "$admin_password_file")")
+  mkdir -p "$root/tls"
+  install -m 600 "$tls_ca" "$root/tls/ca.pem"
+  install -m 600 "$tls_cert" "$root/tls/server.pem"
+  install -m 600 "$tls_key" "$root/tls/server.key"
+  client+=(--ssl --ssl-ca="$root/tls/ca.pem" --ssl-cert="$root/tls/server.pem"
+    --ssl-key="$root/tls/server.key" --ssl-verify-server-cert -u root)
 else
   client+=(-u lockbench)
 fi
@@ -43,7 +54,8 @@ for _ in $(seq 100); do
 done
 
 is_primary() {
-  [ "$("${client[@]}" -h "${1%:*}" -P "${1##*:}" -e 'SELECT @@read_only' 2>/dev/null)" = 0 ]
+  [ "$(MYSQL_PWD="${admin_password:-}" "${client[@]}" -h "${1%:*}" -P "${1##*:}" \
+        -e 'SELECT @@read_only' 2>/dev/null)" = 0 ]
 }
 
 current_primary() {
@@ -56,8 +68,8 @@ current_primary() {
 
 fresh() {
   rm -rf "$data.new"
-  mariadb-install-db --no-defaults --datadir="$data.new" --user=root \
-    --auth-root-authentication-method=normal --skip-test-db --skip-name-resolve \
+  mariadb-install-db --no-defaults --datadir="$data.new" --tmpdir="$root/tmp" --user=root \
+    --skip-test-db --skip-name-resolve \
     --innodb-log-file-size=16M >"$root/install-db.log" 2>&1 || {
     say "mariadb-install-db failed:"; cat "$root/install-db.log" >&2; exit 1; }
   rm -rf "$data"

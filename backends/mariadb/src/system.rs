@@ -108,6 +108,34 @@ impl System for Mariadb {
         server::launch(spec, site)
     }
 
+    /// TLS only, client certificates, passwords, least privilege (`secure.rs`).
+    fn secured(&self, _spec: &ServerSpec) -> bool {
+        true
+    }
+
+    /// Only lockbench's account (and the administrator and the replication account) may log
+    /// in.
+    fn secure_user(&self) -> bool {
+        true
+    }
+
+    /// TLS (a CA, a client certificate, the name to verify) and a user with a password
+    /// (`session.rs`). The shape only: the files and the password are read when a backend is
+    /// made.
+    fn check_connection(&self, group: &str, c: &lockbench_core::Connection) -> Result<(), String> {
+        crate::session::check(group, c)
+    }
+
+    /// `secure_probe.rs`: TLS after the greeting, then the administrator's login.
+    fn secure_ask<'a>(
+        &'a self,
+        ex: &'a Exchange,
+        tls: std::sync::Arc<rustls::ClientConfig>,
+        admin_password: &'a secrecy::SecretString,
+    ) -> Option<lockbench_core::system::Asked<'a>> {
+        Some(Box::pin(crate::secure_probe::ask(ex, tls, admin_password)))
+    }
+
     fn needs(&self) -> &'static [&'static str] {
         &server::NEEDS
     }
@@ -159,5 +187,10 @@ impl System for Mariadb {
 
     fn compose_healthcheck(&self, port: u16) -> Vec<String> {
         server::compose_healthcheck(port)
+    }
+
+    /// `mariadb` over TLS as lockbench's user (`server.rs`).
+    fn compose_secure_healthcheck(&self, port: u16, files: &str, user: &str) -> Vec<String> {
+        server::compose_secure_healthcheck(port, files, user)
     }
 }

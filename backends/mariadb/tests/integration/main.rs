@@ -1,6 +1,7 @@
 //! lockbench-mariadb's integration tests against real MariaDB servers, one test binary
 //! (`recipes`: the conformance contract of each recipe and what an ended session means;
-//! `server_side`: the servers' counters and the observer).
+//! `server_side`: the servers' counters and the observer; `secure`: a server of its own that
+//! takes only TLS and passwords, and what each misconfiguration says).
 //!
 //! Servers come from the managed cluster (`lockbench_cluster::for_tests`, its `mariadb`
 //! group). For a quick loop against servers started by hand, set
@@ -10,6 +11,7 @@
 //! which keeps their locks, their observers' views and their statements' counters apart.
 
 mod recipes;
+mod secure;
 mod server_side;
 
 use lockbench_core::Endpoints;

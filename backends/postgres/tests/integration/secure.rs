@@ -12,34 +12,15 @@
 
 use lockbench_certs::Pki;
 use lockbench_conformance as conformance;
-use lockbench_conformance::secure::{TestDir, assert_clear, export, free_port, test_dir};
-use lockbench_core::launch::{Layout, Secure, Site};
+use lockbench_conformance::secure::{TestDir, assert_clear, export, start_first_member, test_dir};
+use lockbench_core::launch::Secure;
 use lockbench_core::{
-    Backend, ClientId, Connection, Endpoints, KeyId, LockClient, Outcome, ServerSpec, System, Tls,
+    Backend, ClientId, Connection, Endpoints, KeyId, LockClient, Outcome, System, Tls,
 };
 use lockbench_postgres::system::Postgres;
 use lockbench_postgres::{POSTGRES, PgBackend, PgRecipe, PostgresKnobs};
-use std::net::IpAddr;
-use std::process::{Child, Command};
+use std::process::Child;
 use std::time::{Duration, Instant};
-
-/// pg1 at `port`, pg2 at `peer` (nobody there), on 127.0.0.1.
-struct Ports {
-    port: u16,
-    peer: u16,
-}
-
-impl Layout for Ports {
-    fn ip(&self, _spec: &ServerSpec) -> IpAddr {
-        IpAddr::from([127, 0, 0, 1])
-    }
-    fn client_port(&self, spec: &ServerSpec) -> u16 {
-        if spec.id == 1 { self.port } else { self.peer }
-    }
-    fn peer_ports(&self, _spec: &ServerSpec) -> Vec<u16> {
-        Vec::new()
-    }
-}
 
 /// A real PostgreSQL primary, stopped on drop (before its directory goes).
 struct Server {
@@ -79,44 +60,11 @@ fn secure(dir: &std::path::Path, pw: &str) -> Secure {
 
 /// Starts pg1 in `dir` (secure when `secure` is given) and waits until it answers.
 async fn start(dir: TestDir, secure: Option<&Secure>) -> Server {
-    let ports = Ports {
-        port: free_port(),
-        peer: free_port(),
-    };
-    let spec = &Postgres.servers()[0];
-    let site = Site {
-        topology: &ports,
-        bind: IpAddr::from([127, 0, 0, 1]),
-        root: dir.join("pg1"),
-        log: None,
-        cluster_token: "test".into(),
-        secure,
-    };
-    let launch = Postgres.launch(spec, &site);
-    for d in &launch.dirs {
-        std::fs::create_dir_all(d).unwrap();
-    }
-    for f in &launch.files {
-        use std::os::unix::fs::OpenOptionsExt;
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&f.path)
-            .unwrap();
-        std::io::Write::write_all(&mut file, f.contents.as_bytes()).unwrap();
-    }
-    let log = std::fs::File::create(dir.join("log")).unwrap();
-    let child = Command::new(launch.program)
-        .args(&launch.args)
-        .stdout(log.try_clone().unwrap())
-        .stderr(log)
-        .spawn()
-        .unwrap();
+    let (child, port) = start_first_member(&Postgres, &dir, secure);
     let log = dir.join("log");
     let server = Server {
         child,
-        port: ports.port,
+        port,
         _dir: dir,
     };
     // Listening, then past its startup (a connection during recovery is refused).

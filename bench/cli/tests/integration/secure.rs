@@ -93,6 +93,9 @@ pub(crate) fn files_holding(dir: &Path, secret: &str) -> Vec<String> {
                 stack.push(path);
                 continue;
             }
+            if !path.is_file() {
+                continue; // a server's socket holds nothing
+            }
             let bytes = std::fs::read(&path).unwrap();
             if String::from_utf8_lossy(&bytes).contains(secret) {
                 found.push(path.display().to_string());

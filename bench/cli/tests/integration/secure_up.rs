@@ -11,6 +11,7 @@
 //! them to the new primary; zk-fair and zk-curator run over TLS as the digest user under its
 //! chroot; pg-advisory runs over TLS as the SCRAM user `lockbench` on the PostgreSQL pair, whose
 //! replica streams over TLS as its own role and whose files hold no password of that user;
+//! mariadb-get-lock likewise on the MariaDB pair, whose replica replicates over TLS;
 //! an adapter library, which gets only addresses, is refused before the run.
 //! (etcd 3.4's write-ahead log holds the `user add` request as sent, password
 //! included: etcd's data, not lockbench's, and documented.)
@@ -30,7 +31,13 @@ use std::time::{Duration, Instant};
 #[test]
 fn a_secure_managed_redis_takes_only_tls_and_its_user_and_a_run_connects_with_them() {
     let dir = common::scratch("secure_up", "run");
-    let groups = [REDIS, ETCD, FAILOVER, SENTINEL, ZOOKEEPER, POSTGRES];
+    let mariadb = lockbench_registry::system::system_named("mariadb")
+        .expect("MariaDB is registered")
+        .servers()[0]
+        .group;
+    let groups = [
+        REDIS, ETCD, FAILOVER, SENTINEL, ZOOKEEPER, POSTGRES, mariadb,
+    ];
     let cluster = PrivateCluster::up_secure("sec", "10.85.1.0/24", &dir, &groups);
     let state = cluster.cluster.state_dir().to_path_buf();
     assert!(cluster.cluster.is_secure());
@@ -109,7 +116,7 @@ fn a_secure_managed_redis_takes_only_tls_and_its_user_and_a_run_connects_with_th
     fail_over(&cluster, &site, password);
 
     let out_dir = dir.join("out");
-    let backends = r#"backends=["redis-setnx","etcd-lease","redis-sentinel","zk-fair","zk-curator","pg-advisory"]"#;
+    let backends = r#"backends=["redis-setnx","etcd-lease","redis-sentinel","zk-fair","zk-curator","pg-advisory","mariadb-get-lock"]"#;
     let out = quick(&cluster.arg, &out_dir, backends, "2s")
         .env("RUST_LOG", "debug")
         .output()
@@ -117,7 +124,14 @@ fn a_secure_managed_redis_takes_only_tls_and_its_user_and_a_run_connects_with_th
     let said = common::text(&out);
     assert!(out.status.success(), "{said}");
     let r = common::results(&out_dir);
-    for group in ["redis", "etcd", "sentinel", "zookeeper", "postgres"] {
+    for group in [
+        "redis",
+        "etcd",
+        "sentinel",
+        "zookeeper",
+        "postgres",
+        "mariadb",
+    ] {
         for field in ["tls", "mutual_tls", "auth"] {
             assert_eq!(r["connections"][group][field], true, "{group}.{field}: {r}");
         }
@@ -129,6 +143,7 @@ fn a_secure_managed_redis_takes_only_tls_and_its_user_and_a_run_connects_with_th
         "zk-fair",
         "zk-curator",
         "pg-advisory",
+        "mariadb-get-lock",
     ] {
         let res = common::result_of(&r, backend);
         assert!(res["acquisitions"].as_u64().unwrap() > 0, "{res}");
@@ -179,6 +194,24 @@ fn a_secure_managed_redis_takes_only_tls_and_its_user_and_a_run_connects_with_th
         let in_clear = files_holding(&node, admin.trim());
         assert_eq!(in_clear, vec![node.join("pgpass").display().to_string()]);
         for file in ["pgpass", "tls/server.key"] {
+            let mode = std::fs::metadata(node.join(file))
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o077, 0, "{server}/{file} is readable by others");
+        }
+    }
+    // MariaDB's: the user's password nowhere (its account holds a hash); the administrator's
+    // (the start script's question to its peer) only in the start script, mode 0600.
+    for server in ["maria1", "maria2"] {
+        let node = state.join("cluster").join(server);
+        assert_eq!(files_holding(&node, password), Vec::<String>::new());
+        let in_clear = files_holding(&node, admin.trim());
+        assert_eq!(
+            in_clear,
+            vec![node.join("start-mariadb.sh").display().to_string()]
+        );
+        for file in ["start-mariadb.sh", "init.sql", "tls/server.key"] {
             let mode = std::fs::metadata(node.join(file))
                 .unwrap()
                 .permissions()
