@@ -137,7 +137,6 @@ fn options(spec: &ServerSpec, site: &Site) -> String {
          pid-file = {root}/mariadbd.pid\n\
          tmpdir = {root}/tmp\n\
          init-file = {root}/init.sql\n\
-         server-id = {id}\n\
          skip-name-resolve\n\
          # Every event kept, replicated ones too: any member can bring a new replica up to date.\n\
          log-bin = binlog\n\
@@ -170,7 +169,6 @@ fn options(spec: &ServerSpec, site: &Site) -> String {
         data = site.data().display(),
         bind = site.bind,
         port = site.topology.client_port(spec),
-        id = spec.id,
         tls = if site.secure.is_some() {
             crate::secure::tls_options(&site.root)
         } else {

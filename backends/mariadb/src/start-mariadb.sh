@@ -66,7 +66,11 @@ current_primary() {
   return 1
 }
 
+# Each data directory made gets a server id of its own (the member's id * 1000 + how many this
+# member has made): a replica skips events carrying its own server id, so a former primary
+# made again under its old id would skip its own old transactions in the new primary's log.
 fresh() {
+  echo $(($(cat "$root/generation" 2>/dev/null || echo 0) + 1)) >"$root/generation"
   rm -rf "$data.new"
   mariadb-install-db --no-defaults --datadir="$data.new" --tmpdir="$root/tmp" --user=root \
     --skip-test-db --skip-name-resolve \
@@ -124,4 +128,5 @@ else
   replica_of "$primary"
 fi
 cd "$data"
-exec mariadbd --defaults-file="$conf" --user=root
+exec mariadbd --defaults-file="$conf" --user=root \
+  --server-id=$((id * 1000 + $(cat "$root/generation" 2>/dev/null || echo 0)))

@@ -1,6 +1,7 @@
 //! lockbench-mariadb's integration tests against real MariaDB servers, one test binary
 //! (`recipes`: the conformance contract of each recipe and what an ended session means;
-//! `server_side`: the servers' counters and the observer; `secure`: a server of its own that
+//! `server_side`: the servers' counters and the observer; `servers`: a private pair under the
+//! server nemesis (kill, pause, promote); `secure`: a server of its own that
 //! takes only TLS and passwords, and what each misconfiguration says).
 //!
 //! Servers come from the managed cluster (`lockbench_cluster::for_tests`, its `mariadb`
@@ -13,6 +14,7 @@
 mod recipes;
 mod secure;
 mod server_side;
+mod servers;
 
 use lockbench_core::Endpoints;
 use lockbench_mariadb::{MARIADB, MariaBackend, MariaRecipe, MariadbKnobs};
