@@ -557,7 +557,7 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
     pub repeat: u32,
 
-    /// The time the verdict suite may take [default: 20m].
+    /// The time the verdict suite may take [default: 25m].
     ///
     /// Only for `lockbench run verdict`: the parts with faults keep their timelines; the
     /// measured windows, the herd and the knee search shrink to fit, and a budget too short
