@@ -15,6 +15,12 @@
 //!
 //! A server's incarnation is the time it started (now less its uptime): its counts start again
 //! when it restarts.
+//!
+//! The digest table holds 10,000 digests (`performance-schema-digests-size`) and a run's
+//! statements make three or four; once a long-lived server has seen a few thousand runs with
+//! lock names of their own, a new run's statements land in the table's overflow row, its count
+//! reads 0, and the run's cross-check says the two counts disagree. Restarting the server
+//! empties the table.
 
 use crate::session::Connector;
 use lockbench_core::{Incarnation, ServerCount, ServerCounters};
