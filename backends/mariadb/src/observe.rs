@@ -18,21 +18,14 @@
 
 use crate::knobs::MariadbKnobs;
 use crate::session::Connector;
-use lockbench_core::{ClientId, KeyId, Nanos, RunClock, ServerObservation, ServerSink};
+use lockbench_core::{ClientId, HolderRecorder, RunClock, ServerSink};
 use mysql_async::prelude::Queryable;
 use std::time::Duration;
 
 /// The `@lockbench_client` prefix clients use.
 pub(crate) const CLIENT_NAME: &str = "lockbench-c";
 
-/// What one key looked like: its holder, or blind.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Seen {
-    Holder(Option<ClientId>),
-    Blind,
-}
-
-/// The read: `(key, program_name)` of every held lock of keys `0..keys`.
+/// The read: `(key, @lockbench_client)` of every held lock of keys `0..keys`.
 fn read_sql(knobs: &MariadbKnobs, keys: u32) -> String {
     let each: Vec<String> = (0..keys)
         .map(|k| {
@@ -59,42 +52,22 @@ pub(crate) async fn observe(
     clock: RunClock,
     sink: ServerSink,
 ) -> Result<(), String> {
-    let mut seen: Vec<Option<Seen>> = vec![None; keys as usize];
-    let record = |seen: &mut Vec<Option<Seen>>, key: usize, now: Seen, sent: Option<Nanos>| {
-        if seen[key] == Some(now) {
-            return;
-        }
-        seen[key] = Some(now);
-        let t = clock.now();
-        sink.record(match now {
-            Seen::Blind => ServerObservation::blind(t, KeyId(key as u32)),
-            Seen::Holder(h) => ServerObservation {
-                sent,
-                ..ServerObservation::holder(t, KeyId(key as u32), h)
-            },
-        });
-    };
+    let mut seen = HolderRecorder::new(keys, clock, sink);
     let sql = read_sql(knobs, keys);
     loop {
         let mut conn = match connector.connect().await {
             Ok(c) => c,
             Err(e) => {
                 tracing::debug!("observer: {e}");
-                for key in 0..seen.len() {
-                    record(&mut seen, key, Seen::Blind, None);
-                }
+                seen.blind_all();
                 tokio::time::sleep(knobs.observe_interval.max(Duration::from_millis(100))).await;
                 continue;
             }
         };
         loop {
             let sent = clock.now();
-            let rows = tokio::time::timeout(
-                knobs.response_timeout,
-                conn.query::<(u32, Option<String>), _>(sql.as_str()),
-            )
-            .await;
-            let rows = match rows {
+            let read = conn.query::<(u32, Option<String>), _>(sql.as_str());
+            let rows = match tokio::time::timeout(knobs.response_timeout, read).await {
                 Ok(Ok(rows)) => rows,
                 Ok(Err(e)) => {
                     tracing::debug!("observer: {e}");
@@ -102,26 +75,25 @@ pub(crate) async fn observe(
                 }
                 Err(_) => break,
             };
-            let mut now = vec![Seen::Holder(None); seen.len()];
+            // Who holds each key: a client of the run, nobody, or a session it cannot name.
+            let mut now: Vec<Option<Option<ClientId>>> = vec![Some(None); keys as usize];
             for (key, name) in rows {
                 let holder = name
                     .as_deref()
                     .and_then(|n| n.strip_prefix(CLIENT_NAME))
                     .and_then(|id| id.parse::<u32>().ok());
                 if let Some(slot) = now.get_mut(key as usize) {
-                    *slot = match holder {
-                        Some(id) => Seen::Holder(Some(ClientId(id))),
-                        None => Seen::Blind,
-                    };
+                    *slot = holder.map(|id| Some(ClientId(id)));
                 }
             }
             for (key, state) in now.into_iter().enumerate() {
-                record(&mut seen, key, state, Some(sent));
+                match state {
+                    Some(holder) => seen.polled(key, holder, sent),
+                    None => seen.blind(key),
+                }
             }
             tokio::time::sleep(knobs.observe_interval).await;
         }
-        for key in 0..seen.len() {
-            record(&mut seen, key, Seen::Blind, None);
-        }
+        seen.blind_all();
     }
 }

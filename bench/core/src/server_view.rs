@@ -121,10 +121,11 @@ impl ServerSink {
 /// What was last recorded for one key: holder, token, blind.
 type Seen = (Option<ClientId>, Option<FencingToken>, bool);
 
-/// The front of a [`ServerSink`] for observers that are *pushed* every change (ZooKeeper and
-/// etcd watches): it records a key's state only when it differs from the last one recorded for
-/// that key, stamped with the run's clock, so a re-listing after a reconnect or an event that
-/// does not change the holder adds no line.
+/// The front of a [`ServerSink`]: it records a key's state only when it differs from the last
+/// one recorded for that key, stamped with the run's clock, so a re-listing after a reconnect,
+/// an event or a poll that does not change the holder adds no line. Observers that are
+/// *pushed* every change (ZooKeeper and etcd watches) give [`holder`](Self::holder); observers
+/// that poll give [`polled`](Self::polled), which also says when the read was sent.
 #[derive(Debug)]
 pub struct HolderRecorder {
     seen: Vec<Option<Seen>>,
@@ -144,13 +145,25 @@ impl HolderRecorder {
 
     /// The servers now name `holder` (by client) and `token` for `key` (both `None`: nobody).
     pub fn holder(&mut self, key: usize, holder: Option<ClientId>, token: Option<FencingToken>) {
-        self.record(key, (holder, token, false));
+        self.record(key, (holder, token, false), None);
+    }
+
+    /// A poll sent at `sent` found `holder` for `key` (`None`: nobody): the servers' state is
+    /// from some instant between `sent` and now.
+    pub fn polled(&mut self, key: usize, holder: Option<ClientId>, sent: Nanos) {
+        self.record(key, (holder, None, false), Some(sent));
+    }
+
+    /// The servers name a holder for `key` that is no client of the run: blind, rather than
+    /// said to be free.
+    pub fn blind(&mut self, key: usize) {
+        self.record(key, (None, None, true), None);
     }
 
     /// The observer lost its view: every key is blind until it is seen again.
     pub fn blind_all(&mut self) {
         for key in 0..self.seen.len() {
-            self.record(key, (None, None, true));
+            self.blind(key);
         }
     }
 
@@ -159,7 +172,7 @@ impl HolderRecorder {
         self.sink.sent(n);
     }
 
-    fn record(&mut self, key: usize, state: Seen) {
+    fn record(&mut self, key: usize, state: Seen, sent: Option<Nanos>) {
         if self.seen[key] == Some(state) {
             return;
         }
@@ -168,6 +181,7 @@ impl HolderRecorder {
         self.sink.record(ServerObservation {
             token,
             blind,
+            sent,
             ..ServerObservation::holder(self.clock.now(), KeyId(key as u32), holder)
         });
     }
