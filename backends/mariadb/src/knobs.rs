@@ -13,7 +13,7 @@
 //!   while the holder may still believe it holds it: a lease no one renews, with no token to
 //!   fence the late writer.
 
-use lockbench_core::knobs::{KnobSchema, KnobTable, Knobs, schema};
+use lockbench_core::knobs::{KnobSchema, KnobTable, Knobs, run_hash, schema};
 use lockbench_core::scenario::ScenarioError;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -82,17 +82,8 @@ impl MariadbKnobs {
     /// The tag every client statement carries as a column alias (`AS <tag>`), which the
     /// servers' statement digests keep: how the counters find this run's statements.
     pub fn tag(&self) -> String {
-        format!("lb_{:08x}", fnv(self.prefix.as_bytes()))
+        format!("lb_{:08x}", run_hash(self.prefix.bytes()))
     }
-}
-
-fn fnv(bytes: &[u8]) -> u32 {
-    let mut h: u32 = 0x811c_9dc5;
-    for b in bytes {
-        h ^= u32::from(*b);
-        h = h.wrapping_mul(0x0100_0193);
-    }
-    h
 }
 
 impl KnobTable for MariadbKnobs {
@@ -152,7 +143,7 @@ pub const KNOBS: &[KnobSchema] = &[schema::<MariadbKnobs>()];
 pub fn separate_keys(knobs: &mut Knobs, id: &str) -> Result<(), String> {
     knobs.update(|k: &mut MariadbKnobs| {
         let base = k.prefix.chars().take(30).collect::<String>();
-        k.prefix = format!("{base}-{:08x}", fnv(id.as_bytes()));
+        k.prefix = format!("{base}-{:08x}", run_hash(id.bytes()));
     })
 }
 

@@ -130,16 +130,13 @@ pub const KNOBS: &[KnobSchema] = &[schema::<NatsKnobs>()];
 /// at once must not queue on each other's locks, nor count each other's messages (the
 /// counters sum the connections named after the prefix).
 pub fn separate_keys(knobs: &mut Knobs, id: &str) -> Result<(), String> {
-    knobs.update(|k: &mut NatsKnobs| k.prefix = format!("{}.r{:08x}", k.prefix, fnv(id)))
-}
-
-fn fnv(id: &str) -> u32 {
-    let mut h: u32 = 0x811c_9dc5;
-    for b in id.bytes() {
-        h ^= u32::from(b);
-        h = h.wrapping_mul(0x0100_0193);
-    }
-    h
+    knobs.update(|k: &mut NatsKnobs| {
+        k.prefix = format!(
+            "{}.r{:08x}",
+            k.prefix,
+            lockbench_core::knobs::run_hash(id.bytes())
+        )
+    })
 }
 
 #[cfg(test)]

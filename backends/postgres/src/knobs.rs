@@ -195,11 +195,7 @@ pub fn separate_keys(knobs: &mut Knobs, id: &str) -> Result<(), String> {
 }
 
 fn namespace_of(base: i32, id: &str) -> i32 {
-    let mut h: u32 = 0x811c_9dc5;
-    for b in base.to_le_bytes().iter().chain(id.as_bytes()) {
-        h ^= u32::from(*b);
-        h = h.wrapping_mul(0x0100_0193);
-    }
+    let h = lockbench_core::knobs::run_hash(base.to_le_bytes().into_iter().chain(id.bytes()));
     // Non-negative, and never -1 (the fencing sequence's setup lock is `(-1, -1)`).
     (h & 0x7fff_ffff) as i32
 }

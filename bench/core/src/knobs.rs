@@ -49,6 +49,15 @@ impl fmt::Debug for KnobSchema {
     }
 }
 
+/// A 32-bit FNV-1a of `bytes`: how a system's `separate_keys` derives a run's own lock
+/// names or namespace from the run's id (stable across builds and machines, unlike std's
+/// hasher).
+pub fn run_hash(bytes: impl IntoIterator<Item = u8>) -> u32 {
+    bytes.into_iter().fold(0x811c_9dc5, |h: u32, b| {
+        (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+    })
+}
+
 /// The schema of `K`.
 pub const fn schema<K: KnobTable>() -> KnobSchema {
     KnobSchema {
@@ -152,5 +161,16 @@ impl<'de> Deserialize<'de> for Knobs {
             }
         }
         deserializer.deserialize_map(Tables)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// FNV-1a's published values: a run's keys stay what they were across builds.
+    #[test]
+    fn run_hash_is_fnv_1a() {
+        assert_eq!(super::run_hash([]), 0x811c_9dc5);
+        assert_eq!(super::run_hash(*b"a"), 0xe40c_292c);
+        assert_eq!(super::run_hash(*b"foobar"), 0xbf9c_f968);
     }
 }
