@@ -18,20 +18,33 @@ pub(crate) const CAPABILITIES: u32 = 0x1 | 0x200 | 0x2000 | 0x8000 | 0x1_0000 | 
 /// `SERVER_MORE_RESULTS_EXISTS` in a status word.
 const MORE_RESULTS: u16 = 0x8;
 
-fn packet(out: &mut Vec<u8>, seq: u8, payload: &[u8]) {
+/// Appends one packet: its length (3 bytes), its sequence number, `payload`.
+pub(crate) fn packet(out: &mut Vec<u8>, seq: u8, payload: &[u8]) {
     let len = payload.len() as u32;
     out.extend_from_slice(&len.to_le_bytes()[..3]);
     out.push(seq);
     out.extend_from_slice(payload);
 }
 
+/// The payload length a packet's 4-byte header gives.
+pub(crate) fn payload_len(header: &[u8]) -> usize {
+    usize::from(header[0]) | usize::from(header[1]) << 8 | usize::from(header[2]) << 16
+}
+
+/// A login packet's fixed front: `capabilities`, the largest packet (16 MiB), the character
+/// set (utf8mb4_general_ci) and 23 reserved bytes. Alone it is the `SSLRequest`.
+pub(crate) fn login_head(capabilities: u32) -> Vec<u8> {
+    let mut head = Vec::new();
+    head.extend_from_slice(&capabilities.to_le_bytes());
+    head.extend_from_slice(&(16u32 << 20).to_le_bytes());
+    head.push(45);
+    head.extend_from_slice(&[0; 23]);
+    head
+}
+
 /// The login as `user` (no password), the query `sql`, and `COM_QUIT`.
 pub(crate) fn request(user: &str, sql: &str) -> Vec<u8> {
-    let mut login = Vec::new();
-    login.extend_from_slice(&CAPABILITIES.to_le_bytes());
-    login.extend_from_slice(&(16u32 << 20).to_le_bytes());
-    login.push(45); // utf8mb4_general_ci
-    login.extend_from_slice(&[0; 23]);
+    let mut login = login_head(CAPABILITIES);
     login.extend_from_slice(user.as_bytes());
     login.push(0);
     login.push(0); // an empty auth response
@@ -50,7 +63,7 @@ fn payloads(reply: &[u8]) -> (Vec<&[u8]>, bool) {
     let mut out = Vec::new();
     let mut rest = reply;
     while rest.len() >= 4 {
-        let len = usize::from(rest[0]) | usize::from(rest[1]) << 8 | usize::from(rest[2]) << 16;
+        let len = payload_len(rest);
         if rest.len() < 4 + len {
             return (out, true);
         }

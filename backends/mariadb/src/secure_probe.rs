@@ -23,9 +23,8 @@ async fn packet(r: &mut (impl AsyncRead + Unpin)) -> Result<Vec<u8>, String> {
     r.read_exact(&mut head)
         .await
         .map_err(|e| format!("reading the greeting: {e}"))?;
-    let len = usize::from(head[0]) | usize::from(head[1]) << 8 | usize::from(head[2]) << 16;
     let mut out = head.to_vec();
-    out.resize(4 + len, 0);
+    out.resize(4 + crate::probe::payload_len(&head), 0);
     r.read_exact(&mut out[4..])
         .await
         .map_err(|e| format!("reading the greeting: {e}"))?;
@@ -56,16 +55,7 @@ fn scramble(greeting: &[u8]) -> Result<Vec<u8>, String> {
 
 /// The packets of `request` after its login: the query and `COM_QUIT`.
 fn after_login(request: &[u8]) -> &[u8] {
-    let len =
-        usize::from(request[0]) | usize::from(request[1]) << 8 | usize::from(request[2]) << 16;
-    &request[4 + len..]
-}
-
-fn login(seq: u8, body: &[u8]) -> Vec<u8> {
-    let mut out = (body.len() as u32).to_le_bytes()[..3].to_vec();
-    out.push(seq);
-    out.extend_from_slice(body);
-    out
+    &request[4 + crate::probe::payload_len(request)..]
 }
 
 /// `ex` over TLS as the administrator (see the module docs).
@@ -80,13 +70,10 @@ pub(crate) async fn ask(
         .map_err(|e| format!("connect: {e}"))?;
     let greeting = packet(&mut tcp).await?;
     let scramble = scramble(&greeting)?;
-    let caps = crate::probe::CAPABILITIES | SSL;
-    let mut head = Vec::new();
-    head.extend_from_slice(&caps.to_le_bytes());
-    head.extend_from_slice(&(16u32 << 20).to_le_bytes());
-    head.push(45);
-    head.extend_from_slice(&[0; 23]);
-    tcp.write_all(&login(1, &head))
+    let head = crate::probe::login_head(crate::probe::CAPABILITIES | SSL);
+    let mut ssl_request = Vec::new();
+    crate::probe::packet(&mut ssl_request, 1, &head);
+    tcp.write_all(&ssl_request)
         .await
         .map_err(|e| format!("SSLRequest: {e}"))?;
     let name = ServerName::try_from(lockbench_core::crypto::member_host(addr).to_string())
@@ -102,7 +89,8 @@ pub(crate) async fn ask(
     body.push(answer.len() as u8);
     body.extend_from_slice(&answer);
     body.extend_from_slice(b"mysql_native_password\0");
-    let mut out = login(2, &body);
+    let mut out = Vec::new();
+    crate::probe::packet(&mut out, 2, &body);
     out.extend_from_slice(after_login(&ex.request));
     stream
         .write_all(&out)
