@@ -12,6 +12,7 @@
 
 pub mod election;
 pub mod fanout;
+pub mod faults;
 pub mod secure;
 
 use lockbench_core::{Backend, ClientId, ErrorKind, KeyId, LockClient, Outcome};

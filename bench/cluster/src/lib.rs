@@ -107,6 +107,18 @@ pub struct ClusterStatus {
 }
 
 impl ClusterStatus {
+    /// `name=role` of every healthy server (`pg1=primary`), sorted.
+    pub fn healthy_roles(&self) -> Vec<String> {
+        let mut roles: Vec<String> = self
+            .servers
+            .iter()
+            .filter(|s| s.healthy)
+            .map(|s| format!("{}={}", s.name, s.role.as_deref().unwrap_or("-")))
+            .collect();
+        roles.sort();
+        roles
+    }
+
     /// `true` when every server runs and is healthy.
     pub fn all_healthy(&self) -> bool {
         self.servers.iter().all(|s| s.healthy)

@@ -66,6 +66,20 @@ impl PrivateCluster {
         })
     }
 
+    /// The last `lines` lines of each of `servers`' logs, each under its name: what a failed
+    /// assertion prints.
+    pub fn log_tails(&self, servers: &[&str], lines: usize) -> String {
+        servers
+            .iter()
+            .map(|n| {
+                let text = std::fs::read_to_string(self.cluster.log_file(n)).unwrap_or_default();
+                let all: Vec<&str> = text.lines().collect();
+                let tail = all[all.len().saturating_sub(lines)..].join("\n");
+                format!("--- {n}\n{tail}\n")
+            })
+            .collect()
+    }
+
     /// Tears the cluster down and checks that nothing of its network is left: no namespace,
     /// no link, nothing [`Network::leftovers`] finds.
     pub async fn finish(mut self) {

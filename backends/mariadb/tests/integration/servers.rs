@@ -10,8 +10,9 @@
 //! unless `LOCKBENCH_ALLOW_NO_ROOT=1`.
 
 use lockbench_chaos::{Nemesis, ServerNemesis};
-use lockbench_cluster::{ClusterStatus, PrivateCluster};
-use lockbench_core::{Fault, FaultEvent, FaultKind, FaultPhase, RunClock, Targets};
+use lockbench_cluster::PrivateCluster;
+use lockbench_conformance::faults::applied;
+use lockbench_core::{Fault, FaultKind, FaultPhase, RunClock, Targets};
 use lockbench_mariadb::system::MARIADB;
 use mysql_async::prelude::Queryable;
 use rand::SeedableRng;
@@ -45,7 +46,7 @@ impl Pair {
 
     /// Each healthy server's role, from the status (`maria1=primary`, ...).
     async fn roles(&self) -> Vec<String> {
-        roles(&self.cluster.status().await.unwrap())
+        self.cluster.status().await.unwrap().healthy_roles()
     }
 
     /// Waits until both are healthy, then checks their roles and that the replica replicates.
@@ -104,36 +105,8 @@ impl Pair {
     }
 
     fn logs(&self) -> String {
-        ["maria1", "maria2"]
-            .iter()
-            .map(|n| {
-                let text = std::fs::read_to_string(self.cluster.log_file(n)).unwrap_or_default();
-                let lines: Vec<&str> = text.lines().collect();
-                let tail = lines[lines.len().saturating_sub(15)..].join("\n");
-                format!("--- {n}\n{tail}\n")
-            })
-            .collect()
+        self.log_tails(&["maria1", "maria2"], 15)
     }
-}
-
-fn roles(status: &ClusterStatus) -> Vec<String> {
-    let mut roles: Vec<String> = status
-        .servers
-        .iter()
-        .filter(|s| s.healthy)
-        .map(|s| format!("{}={}", s.name, s.role.as_deref().unwrap_or("-")))
-        .collect();
-    roles.sort();
-    roles
-}
-
-fn applied(events: &[FaultEvent], kind: FaultKind, phase: FaultPhase) -> FaultEvent {
-    let e = events
-        .iter()
-        .find(|e| e.fault == kind && e.phase == phase)
-        .unwrap_or_else(|| panic!("no {kind} {phase:?} event in {events:#?}"));
-    assert!(e.applied, "{e:#?}");
-    e.clone()
 }
 
 /// The pair starts as a primary and its replica, names its version, and fails over by
@@ -145,7 +118,7 @@ async fn the_pair_starts_whole_and_promote_fails_over_and_heal_rebuilds_it() {
         return;
     };
     let status = p.cluster.status().await.unwrap();
-    assert_eq!(roles(&status), ["maria1=primary", "maria2=replica"]);
+    assert_eq!(status.healthy_roles(), ["maria1=primary", "maria2=replica"]);
     assert_eq!(
         status.endpoints.get(lockbench_mariadb::MARIADB),
         ["10.87.1.70:3306", "10.87.1.71:3306"]

@@ -9,9 +9,9 @@
 
 use lockbench_chaos::{Nemesis, ServerNemesis};
 use lockbench_cluster::PrivateCluster;
+use lockbench_conformance::faults::applied;
 use lockbench_core::{
-    Backend, ClientId, Fault, FaultEvent, FaultKind, FaultPhase, KeyId, LockClient, Outcome,
-    RunClock, Targets,
+    Backend, ClientId, Fault, FaultKind, FaultPhase, KeyId, LockClient, Outcome, RunClock, Targets,
 };
 use lockbench_nats::system::NATS;
 use lockbench_nats::{NatsBackend, NatsKnobs};
@@ -98,25 +98,8 @@ impl Trio {
     }
 
     fn logs(&self) -> String {
-        NAMES
-            .iter()
-            .map(|n| {
-                let text = std::fs::read_to_string(self.cluster.log_file(n)).unwrap_or_default();
-                let lines: Vec<&str> = text.lines().collect();
-                let tail = lines[lines.len().saturating_sub(10)..].join("\n");
-                format!("--- {n}\n{tail}\n")
-            })
-            .collect()
+        self.log_tails(&NAMES, 10)
     }
-}
-
-fn applied(events: &[FaultEvent], kind: FaultKind, phase: FaultPhase) -> FaultEvent {
-    let e = events
-        .iter()
-        .find(|e| e.fault == kind && e.phase == phase)
-        .unwrap_or_else(|| panic!("no {kind} {phase:?} event in {events:#?}"));
-    assert!(e.applied, "{e:#?}");
-    e.clone()
 }
 
 /// The bucket's leader paused: the other two elect another and the locks go on; resumed, all

@@ -11,8 +11,9 @@
 //! `LOCKBENCH_ALLOW_NO_ROOT=1`.
 
 use lockbench_chaos::{Nemesis, ServerNemesis};
-use lockbench_cluster::{Cluster, ClusterStatus, PrivateCluster};
-use lockbench_core::{Fault, FaultEvent, FaultKind, FaultPhase, RunClock, Targets};
+use lockbench_cluster::{Cluster, PrivateCluster};
+use lockbench_conformance::faults::applied;
+use lockbench_core::{Fault, FaultKind, FaultPhase, RunClock, Targets};
 use lockbench_postgres::system::POSTGRES;
 use rand::SeedableRng;
 use std::time::{Duration, Instant};
@@ -46,8 +47,7 @@ impl Pair {
 
     /// Each server's role, from the status (`pg1=primary`, ...), healthy ones only.
     async fn roles(&self) -> Vec<String> {
-        let status = self.cluster.status().await.unwrap();
-        roles(&status)
+        self.cluster.status().await.unwrap().healthy_roles()
     }
 
     /// Waits until both are healthy, then checks their roles.
@@ -116,36 +116,8 @@ impl Pair {
     }
 
     fn logs(&self) -> String {
-        ["pg1", "pg2"]
-            .iter()
-            .map(|n| {
-                let text = std::fs::read_to_string(self.cluster.log_file(n)).unwrap_or_default();
-                let lines: Vec<&str> = text.lines().collect();
-                let tail = lines[lines.len().saturating_sub(15)..].join("\n");
-                format!("--- {n}\n{tail}\n")
-            })
-            .collect()
+        self.log_tails(&["pg1", "pg2"], 15)
     }
-}
-
-fn roles(status: &ClusterStatus) -> Vec<String> {
-    let mut roles: Vec<String> = status
-        .servers
-        .iter()
-        .filter(|s| s.healthy)
-        .map(|s| format!("{}={}", s.name, s.role.as_deref().unwrap_or("-")))
-        .collect();
-    roles.sort();
-    roles
-}
-
-fn applied(events: &[FaultEvent], kind: FaultKind, phase: FaultPhase) -> FaultEvent {
-    let e = events
-        .iter()
-        .find(|e| e.fault == kind && e.phase == phase)
-        .unwrap_or_else(|| panic!("no {kind} {phase:?} event in {events:#?}"));
-    assert!(e.applied, "{e:#?}");
-    e.clone()
 }
 
 #[tokio::test]
@@ -154,7 +126,7 @@ async fn the_pair_starts_as_a_primary_and_a_streaming_replica() {
         return;
     };
     let status = p.cluster.status().await.unwrap();
-    assert_eq!(roles(&status), ["pg1=primary", "pg2=replica"]);
+    assert_eq!(status.healthy_roles(), ["pg1=primary", "pg2=replica"]);
     assert_eq!(
         status.endpoints.get(lockbench_postgres::POSTGRES),
         ["10.85.1.50:5432", "10.85.1.51:5432"]
