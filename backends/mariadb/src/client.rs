@@ -77,7 +77,7 @@ pub struct MariaClient {
 
 async fn first(
     conn: &mut Conn,
-    sql: String,
+    sql: &str,
     budget: Duration,
 ) -> Result<Option<Option<i64>>, Failure> {
     match tokio::time::timeout(budget, conn.query_first::<Option<i64>, _>(sql)).await {
@@ -138,7 +138,7 @@ impl MariaClient {
     }
 
     /// Sends `sql` on the open session; any failure but a refusal retires it.
-    async fn ask(&mut self, sql: String, budget: Duration) -> Result<Option<i64>, Failure> {
+    async fn ask(&mut self, sql: &str, budget: Duration) -> Result<Option<i64>, Failure> {
         let open = self.open.as_mut().expect("a session is open");
         self.sent += 1;
         let result = first(&mut open.conn, sql, budget).await;
@@ -159,20 +159,20 @@ impl MariaClient {
         self.knobs.poll_interval + Duration::from_nanos(if span == 0 { 0 } else { self.rng % span })
     }
 
-    /// One `GET_LOCK` with `wait` (seconds) and the token when granted: `Some(token)`,
-    /// `None` when not granted in time.
-    async fn get_lock(
-        &mut self,
-        name: &str,
-        wait: Duration,
-        budget: Duration,
-    ) -> Result<Option<u64>, Failure> {
-        let sql = format!(
+    /// The statement that takes lock `name`, waiting up to `wait` in the server, and draws
+    /// the token only when granted (see [`get_lock`](Self::get_lock)).
+    fn get_lock_sql(&self, name: &str, wait: Duration) -> String {
+        format!(
             "SELECT IF(GET_LOCK('{name}', {:.3}) = 1, NEXTVAL({}), 0) AS {}",
             wait.as_secs_f64(),
             crate::server::FENCE,
             self.tag
-        );
+        )
+    }
+
+    /// Sends a [`get_lock_sql`](Self::get_lock_sql) statement: `Some(token)` when granted,
+    /// `None` when not granted in time.
+    async fn get_lock(&mut self, sql: &str, budget: Duration) -> Result<Option<u64>, Failure> {
         let token = self.ask(sql, budget).await?;
         Ok(token.filter(|t| *t > 0).map(|t| t as u64))
     }
@@ -217,8 +217,11 @@ impl MariaClient {
             Err(e) => return unavailable(self.recipe, e),
         };
         let wait = self.knobs.lock_timeout;
-        let budget = wait + self.knobs.response_timeout;
-        match self.get_lock(&name, wait, budget).await {
+        let sql = self.get_lock_sql(&name, wait);
+        match self
+            .get_lock(&sql, wait + self.knobs.response_timeout)
+            .await
+        {
             Ok(Some(token)) => Self::granted(key, token, session, name),
             Ok(None) => Outcome::Fail(ErrorKind::Timeout),
             Err(f) => self.acquire_failed(f),
@@ -227,6 +230,8 @@ impl MariaClient {
 
     async fn acquire_polling(&mut self, key: KeyId) -> Outcome<Grant<MariaHandle>> {
         let name = self.knobs.lock_name(key.0);
+        // Built once: every poll sends the same statement.
+        let sql = self.get_lock_sql(&name, Duration::ZERO);
         let budget = self.knobs.response_timeout;
         // Whether this attempt reacts to a wake-up (the poll timer), as redis-setnx counts.
         let mut reacting = false;
@@ -238,7 +243,7 @@ impl MariaClient {
             if reacting {
                 self.tally.request();
             }
-            match self.get_lock(&name, Duration::ZERO, budget).await {
+            match self.get_lock(&sql, budget).await {
                 Ok(Some(token)) => return Self::granted(key, token, session, name),
                 Ok(None) => {}
                 Err(f) => return self.acquire_failed(f),
@@ -287,7 +292,7 @@ impl LockClient for MariaClient {
             "SELECT RELEASE_LOCK('{}') AS {}",
             grant.handle.name, self.tag
         );
-        match self.ask(sql, self.knobs.response_timeout).await {
+        match self.ask(&sql, self.knobs.response_timeout).await {
             Ok(Some(1)) => Outcome::Ok(()),
             Ok(_) => Outcome::Fail(ErrorKind::LockLost),
             Err(f) => self.hold_failed(f),
@@ -302,7 +307,7 @@ impl LockClient for MariaClient {
             "SELECT IS_USED_LOCK('{}') = CONNECTION_ID() AS {}",
             grant.handle.name, self.tag
         );
-        match self.ask(sql, self.knobs.response_timeout).await {
+        match self.ask(&sql, self.knobs.response_timeout).await {
             Ok(Some(1)) => Outcome::Ok(()),
             Ok(_) => Outcome::Fail(ErrorKind::LockLost),
             Err(f) => self.hold_failed(f),
