@@ -1,7 +1,8 @@
 //! The contract for a misconfigured secure connection: each bad setting (a wrong
 //! CA, password, port, certificate or permission) fails in under [`FAST`], naming the server,
 //! the setting and the fix, and never showing the password; and the small pieces every
-//! backend's TLS tests share (a free port, a test directory, a password in the environment).
+//! backend's TLS tests share (a free port, a test directory, a password in the environment, a
+//! server started as its launch says, the error of a first connect).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -101,7 +102,6 @@ pub fn start_first_member(
     dir: &Path,
     secure: Option<&lockbench_core::launch::Secure>,
 ) -> (std::process::Child, u16) {
-    use std::os::unix::fs::OpenOptionsExt;
     let layout = FirstMember {
         port: free_port(),
         peer: free_port(),
@@ -115,7 +115,20 @@ pub fn start_first_member(
         cluster_token: "test".into(),
         secure,
     };
-    let launch = system.launch(spec, &site);
+    let child = spawn(system, spec, &site, &dir.join("log"));
+    (child, layout.port)
+}
+
+/// Starts `spec` at `site` as its launch says: the launch's directories, its files (mode 0600)
+/// and its program, its output in `log`. The child; the caller waits until it answers.
+pub fn spawn(
+    system: &dyn lockbench_core::System,
+    spec: &lockbench_core::ServerSpec,
+    site: &lockbench_core::launch::Site,
+    log: &Path,
+) -> std::process::Child {
+    use std::os::unix::fs::OpenOptionsExt;
+    let launch = system.launch(spec, site);
     for d in &launch.dirs {
         std::fs::create_dir_all(d).unwrap();
     }
@@ -128,12 +141,25 @@ pub fn start_first_member(
             .unwrap();
         std::io::Write::write_all(&mut file, f.contents.as_bytes()).unwrap();
     }
-    let log = std::fs::File::create(dir.join("log")).unwrap();
-    let child = std::process::Command::new(launch.program)
+    let log = std::fs::File::create(log).unwrap();
+    std::process::Command::new(launch.program)
         .args(&launch.args)
         .stdout(log.try_clone().unwrap())
         .stderr(log)
         .spawn()
-        .unwrap();
-    (child, layout.port)
+        .unwrap()
+}
+
+/// The error of `backend`'s first connect, and how long it took; panics when it connects
+/// (a misconfigured client must not).
+pub async fn first_connect_error<B: lockbench_core::Backend>(backend: &B) -> (String, Duration) {
+    use lockbench_core::LockClient;
+    let t0 = std::time::Instant::now();
+    match backend.connect(lockbench_core::ClientId(0)).await {
+        Err(e) => (e.to_string(), t0.elapsed()),
+        Ok(c) => {
+            c.close().await;
+            panic!("the misconfigured client connected")
+        }
+    }
 }

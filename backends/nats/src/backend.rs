@@ -7,6 +7,7 @@
 use crate::NatsKnobs;
 use crate::bucket::{connection_name, open};
 use crate::client::NatsClient;
+use crate::login::{Login, Refusals};
 use lockbench_core::traits::BackendError;
 use lockbench_core::{
     Backend, BackendInfo, BackendKind, ClientId, Endpoints, RunClock, ServerCounters, ServerSink,
@@ -15,11 +16,13 @@ use lockbench_core::{
 use std::sync::Arc;
 use tokio::sync::OnceCell;
 
-/// `nats-kv` on the servers of the `nats` endpoints group.
+/// `nats-kv` on the servers of the `nats` endpoints group, with the group's TLS and user
+/// (`login.rs`).
 #[derive(Debug)]
 pub struct NatsBackend {
     knobs: Arc<NatsKnobs>,
     addresses: Vec<String>,
+    login: Login,
     bucket_ready: Arc<OnceCell<()>>,
     tally: WakeupTally,
 }
@@ -37,9 +40,11 @@ impl NatsBackend {
                 "the cluster has no `nats` endpoints".into(),
             ));
         }
+        let login = Login::new(crate::NATS, endpoints.connection(crate::NATS))?;
         Ok(NatsBackend {
             knobs: Arc::new(knobs.clone()),
             addresses,
+            login,
             bucket_ready: Arc::new(OnceCell::new()),
             tally: WakeupTally::default(),
         })
@@ -94,14 +99,17 @@ impl Backend for NatsBackend {
     async fn connect(&self, client: ClientId) -> Result<NatsClient, BackendError> {
         let name = connection_name(&self.knobs.prefix, &format!("c{}", client.0));
         let reconnected = Arc::new(tokio::sync::Notify::new());
+        let refusals = Refusals::default();
         let conn = crate::bucket::connect(
             &self.addresses,
             &name,
             &self.knobs,
+            &self.login,
             Some(reconnected.clone()),
+            &refusals,
         )
         .await?;
-        let kv = open(&conn, &self.knobs).await?;
+        let kv = open(&conn, &self.addresses, &self.knobs, &refusals).await?;
         self.bucket_ready.get_or_init(|| async {}).await;
         Ok(NatsClient::new(
             conn,
@@ -119,7 +127,7 @@ impl Backend for NatsBackend {
     }
 
     async fn server_counters(&self) -> Result<ServerCounters, String> {
-        crate::counters::read(&self.addresses, &self.knobs).await
+        crate::counters::read(&self.addresses, &self.knobs, &self.login).await
     }
 
     async fn observe_server(
@@ -128,6 +136,7 @@ impl Backend for NatsBackend {
         keys: u32,
         sink: ServerSink,
     ) -> Result<(), String> {
-        crate::observe::observe(&self.addresses, &self.knobs, keys, clock, sink).await
+        let login = &self.login;
+        crate::observe::observe(&self.addresses, &self.knobs, login, keys, clock, sink).await
     }
 }

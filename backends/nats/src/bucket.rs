@@ -19,6 +19,7 @@
 //! the observer and the counters find a run's keys and connections by it.
 
 use crate::NatsKnobs;
+use crate::login::{Login, Refusals};
 use async_nats::jetstream::kv::Store;
 use async_nats::jetstream::stream::{Config, DiscardPolicy, StorageType};
 use lockbench_core::KeyId;
@@ -70,14 +71,17 @@ fn config(knobs: &NatsKnobs) -> Config {
 }
 
 /// A connection to `addresses` named `name` (only those addresses: servers the cluster
-/// announces are ignored, so a link proxy in front of the given ones is never bypassed).
-/// `reconnected`, when given, is notified at every (re)connect: wake-ups published while a
-/// client was disconnected are lost, so a waiter retries then.
+/// announces are ignored, so a link proxy in front of the given ones is never bypassed), with
+/// `login`'s TLS and user. `reconnected`, when given, is notified at every (re)connect:
+/// wake-ups published while a client was disconnected are lost, so a waiter retries then.
+/// `refusals` hears every subject the server refuses it.
 pub(crate) async fn connect(
     addresses: &[String],
     name: &str,
     knobs: &NatsKnobs,
+    login: &Login,
     reconnected: Option<Arc<Notify>>,
+    refusals: &Refusals,
 ) -> Result<async_nats::Client, BackendError> {
     let urls: Vec<String> = addresses
         .iter()
@@ -86,27 +90,33 @@ pub(crate) async fn connect(
             false => format!("nats://{a}"),
         })
         .collect();
-    let mut options = async_nats::ConnectOptions::new()
+    let options = async_nats::ConnectOptions::new()
         .name(name)
         .connection_timeout(knobs.connect_timeout)
         .request_timeout(Some(knobs.response_timeout))
         .ignore_discovered_servers();
-    if let Some(notify) = reconnected {
-        options = options.event_callback(move |event| {
-            let notify = notify.clone();
-            async move {
-                if matches!(event, async_nats::Event::Connected) {
-                    notify.notify_one();
+    let refusals = refusals.clone();
+    let options = login.apply(options).event_callback(move |event| {
+        let notify = reconnected.clone();
+        let refusals = refusals.clone();
+        async move {
+            match event {
+                async_nats::Event::Connected => {
+                    if let Some(n) = notify {
+                        n.notify_one();
+                    }
                 }
+                async_nats::Event::ServerError(e) => refusals.heard(&e),
+                _ => {}
             }
-        });
-    }
+        }
+    });
     let connect = options.connect(urls.as_slice());
     match tokio::time::timeout(knobs.connect_timeout * 2, connect).await {
         Ok(Ok(client)) => Ok(client),
         Ok(Err(e)) => Err(BackendError::Unreachable {
             endpoint: addresses.join(","),
-            reason: e.to_string(),
+            reason: login.explain(&e),
         }),
         Err(_) => Err(BackendError::Unreachable {
             endpoint: addresses.join(","),
@@ -115,8 +125,27 @@ pub(crate) async fn connect(
     }
 }
 
-/// The bucket on `client`, made when missing, once its stream has a leader.
+/// The bucket on `client` (connected to one of `addresses`), made when missing, once its
+/// stream has a leader; at once with the reason when the server refuses the bucket's subjects
+/// (`refusals`).
 pub(crate) async fn open(
+    client: &async_nats::Client,
+    addresses: &[String],
+    knobs: &NatsKnobs,
+    refusals: &Refusals,
+) -> Result<Store, BackendError> {
+    tokio::select! {
+        opened = open_bucket(client, knobs) => opened,
+        said = refusals.refused() => Err(BackendError::Config(format!(
+            "{}: {}",
+            addresses.join(","),
+            crate::login::refusal(&bucket_name(knobs), &said),
+        ))),
+    }
+}
+
+/// [`open`] without the refusals.
+async fn open_bucket(
     client: &async_nats::Client,
     knobs: &NatsKnobs,
 ) -> Result<Store, BackendError> {

@@ -25,6 +25,7 @@ use lockbench_core::{Incarnation, ServerCount, ServerCounters};
 pub(crate) async fn read(
     addresses: &[String],
     knobs: &NatsKnobs,
+    login: &crate::login::Login,
 ) -> Result<ServerCounters, String> {
     let prefix = connection_name(&knobs.prefix, "c");
     let mut counts = Vec::new();
@@ -37,6 +38,7 @@ pub(crate) async fn read(
             address,
             "/connz?state=all&limit=100000",
             knobs.response_timeout,
+            login.tls(),
         )
         .await
         .map_err(|e| {

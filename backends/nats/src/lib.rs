@@ -20,8 +20,9 @@
 //! - `bucket`: the bucket's name and settings, its keys, and opening it on a connection;
 //! - [`client`]: [`NatsClient`], acquire / renew / release and what each outcome means;
 //! - `backend`: [`NatsBackend`], the recipe bound to the servers;
-//! - `monitor`: the monitoring port's HTTP (`/connz`), from async code, and where a server
-//!   behind a proxy listens (its `INFO` line);
+//! - `login`: the clients' TLS and user on a secure cluster, and what a refusal means;
+//! - `monitor`: the monitoring port's HTTP or HTTPS (`/connz`), from async code, and where a
+//!   server behind a proxy listens (its `INFO` line);
 //! - `counters`: the servers' count of the clients' messages (`/connz` `in_msgs`);
 //! - `observe`: who the stream leader says holds each lock (the key's last message).
 //!
@@ -29,7 +30,10 @@
 //! - `system`: [`system::Nats`], `nats1`..`nats3` behind `lockbench_core::System`;
 //! - `server`: the config file a server starts with, and its probes as `Exchange`s: health
 //!   and version on the monitoring port, the leader check (the default bucket's stream
-//!   leader) in the client protocol on the client port, where the fault nemesis asks.
+//!   leader) in the client protocol on the client port, where the fault nemesis asks;
+//! - [`secure`]: what a secure cluster's config adds (TLS, HTTPS monitoring, users and their
+//!   permissions);
+//! - `secure_probe`: the leader check on a secure cluster (`INFO`, TLS, then the login).
 #![deny(missing_docs)]
 
 /// The endpoint group of the NATS servers (`nats = [...]`).
@@ -40,9 +44,12 @@ mod bucket;
 pub mod client;
 mod counters;
 mod knobs;
+mod login;
 mod monitor;
 mod observe;
 pub mod recipes;
+pub mod secure;
+mod secure_probe;
 pub mod server;
 pub mod system;
 

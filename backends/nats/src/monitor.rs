@@ -1,4 +1,4 @@
-//! The monitoring port's HTTP, from async code: `GET path` and its JSON body, for the counters
+//! The monitoring port's HTTP (HTTPS on a secure cluster), from async code: `GET path` and its JSON body, for the counters
 //! (`/connz`) and the tests. The cluster's own probes are `Exchange`s (`server.rs`); this is
 //! the same request, sent on the caller's runtime.
 //!
@@ -7,8 +7,9 @@
 //! `INFO` line it sends to every new client connection names its `host` and `port`
 //! ([`listen_address`]), and the monitoring port is beside that.
 
+use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// The monitoring address (`host:port`) of the server whose client endpoint is `endpoint`
 /// (`host:port`, or a `nats://` URL): the client port plus
@@ -53,31 +54,58 @@ pub(crate) async fn listen_address(endpoint: &str, budget: Duration) -> Option<S
 }
 
 /// `GET path` on the monitoring port of `endpoint`'s server, within `budget`: its JSON body.
+/// Over HTTPS with `tls` (a secure cluster's monitoring port), the certificate verified
+/// against the address's host.
 pub(crate) async fn get(
     endpoint: &str,
     path: &str,
     budget: Duration,
+    tls: Option<&Arc<rustls::ClientConfig>>,
 ) -> Result<serde_json::Value, String> {
     let addr = monitor_address(endpoint)
         .ok_or_else(|| format!("{endpoint}: no port to find the monitoring port from"))?;
     let ask = async {
-        let mut s = tokio::net::TcpStream::connect(&addr)
+        let s = tokio::net::TcpStream::connect(&addr)
             .await
             .map_err(|e| format!("{addr}: {e}"))?;
-        let request = format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n");
-        s.write_all(request.as_bytes())
-            .await
-            .map_err(|e| format!("{addr}: {e}"))?;
-        let mut reply = Vec::new();
-        s.read_to_end(&mut reply)
-            .await
-            .map_err(|e| format!("{addr}: {e}"))?;
+        let reply = match tls {
+            None => request(s, &addr, path).await,
+            Some(config) => {
+                let host = lockbench_core::crypto::member_host(&addr).to_string();
+                let name = rustls::pki_types::ServerName::try_from(host)
+                    .map_err(|e| format!("{addr}: {e}"))?;
+                let s = tokio_rustls::TlsConnector::from(config.clone())
+                    .connect(name, s)
+                    .await
+                    .map_err(|e| format!("{addr}: TLS handshake: {e}"))?;
+                request(s, &addr, path).await
+            }
+        }?;
         crate::server::body(&reply)
             .ok_or_else(|| format!("{addr}{path}: no JSON body in a 200 reply"))
     };
     tokio::time::timeout(budget, ask)
         .await
         .map_err(|_| format!("{addr}{path}: no reply within {budget:?}"))?
+}
+
+/// Sends `GET path` on `s` and reads the reply until the server closes the connection (a TLS
+/// peer that closes without its `close_notify` ends the reply as well).
+async fn request(
+    mut s: impl AsyncRead + AsyncWrite + Unpin,
+    addr: &str,
+    path: &str,
+) -> Result<Vec<u8>, String> {
+    let request = format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n");
+    s.write_all(request.as_bytes())
+        .await
+        .map_err(|e| format!("{addr}: {e}"))?;
+    let mut reply = Vec::new();
+    match s.read_to_end(&mut reply).await {
+        Ok(_) => Ok(reply),
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof && !reply.is_empty() => Ok(reply),
+        Err(e) => Err(format!("{addr}: {e}")),
+    }
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@
 
 use crate::NatsKnobs;
 use crate::bucket::{connection_name, key_name, open};
+use crate::login::{Login, Refusals};
 use async_nats::jetstream::stream::LastRawMessageErrorKind;
 use lockbench_core::{ClientId, HolderRecorder, KeyId, RunClock, ServerSink};
 use std::time::Duration;
@@ -24,6 +25,7 @@ use std::time::Duration;
 pub(crate) async fn observe(
     addresses: &[String],
     knobs: &NatsKnobs,
+    login: &Login,
     keys: u32,
     clock: RunClock,
     sink: ServerSink,
@@ -34,7 +36,9 @@ pub(crate) async fn observe(
         .map(|k| key_name(&knobs.prefix, KeyId(k)))
         .collect();
     loop {
-        let conn = match crate::bucket::connect(addresses, &name, knobs, None).await {
+        let refusals = Refusals::default();
+        let connected = crate::bucket::connect(addresses, &name, knobs, login, None, &refusals);
+        let conn = match connected.await {
             Ok(c) => c,
             Err(e) => {
                 tracing::debug!("nats observer: {e}");
@@ -43,7 +47,7 @@ pub(crate) async fn observe(
                 continue;
             }
         };
-        let kv = match open(&conn, knobs).await {
+        let kv = match open(&conn, addresses, knobs, &refusals).await {
             Ok(kv) => kv,
             Err(e) => {
                 tracing::debug!("nats observer: {e}");

@@ -42,7 +42,8 @@ pub(crate) fn launch(spec: &ServerSpec, site: &Site) -> Launch {
     }
 }
 
-/// `nats.conf`: where it listens, its JetStream store, its routes.
+/// `nats.conf`: where it listens, its JetStream store, its routes; on a secure site TLS,
+/// HTTPS monitoring and the users too ([`crate::secure`]).
 pub(crate) fn config(spec: &ServerSpec, site: &Site) -> String {
     let topo = site.topology;
     let client = topo.client_port(spec);
@@ -52,16 +53,31 @@ pub(crate) fn config(spec: &ServerSpec, site: &Site) -> String {
         .filter(|m| m.name != spec.name)
         .map(|m| format!("    \"nats-route://{}:{}\"", topo.ip(m), cluster(m)))
         .collect();
+    let (head, monitoring, client_side, route_side) = match site.secure {
+        None => (
+            "# no TLS, no users, every client may use every subject.\n",
+            "http",
+            String::new(),
+            String::new(),
+        ),
+        Some(secure) => (
+            "# TLS, users and their permissions below.\n",
+            "https",
+            crate::secure::client_side(secure),
+            crate::secure::route_side(secure),
+        ),
+    };
     format!(
         "# Written by lockbench on every start (backends/nats/src/server.rs); a lab setting:\n\
-         # no TLS, no users, every client may use every subject.\n\
+         {head}\
          server_name: {name}\n\
          listen: \"{bind}:{client}\"\n\
-         http: \"{bind}:{monitor}\"\n\
+         {monitoring}: \"{bind}:{monitor}\"\n\
          # lockbench's herd and scale runs open up to 1,000 connections.\n\
          max_connections: 4096\n\
+         {client_side}\
          jetstream {{\n  store_dir: \"{data}\"\n  max_memory_store: 64MB\n  max_file_store: 1GB\n}}\n\
-         cluster {{\n  name: {CLUSTER_NAME}\n  listen: \"{bind}:{port}\"\n  routes: [\n{routes}\n  ]\n}}\n",
+         cluster {{\n  name: {CLUSTER_NAME}\n  listen: \"{bind}:{port}\"\n{route_side}  routes: [\n{routes}\n  ]\n}}\n",
         name = spec.name,
         bind = site.bind,
         monitor = client + MONITOR_OFFSET,

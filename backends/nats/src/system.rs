@@ -97,6 +97,38 @@ impl System for Nats {
         server::launch(spec, site)
     }
 
+    /// TLS with client certificates on every port, HTTPS monitoring, users with least
+    /// privilege (`secure.rs`).
+    fn secured(&self, _spec: &ServerSpec) -> bool {
+        true
+    }
+
+    /// Only lockbench's user (and the probes' administrator) may connect.
+    fn secure_user(&self) -> bool {
+        true
+    }
+
+    /// TLS (a CA, a client certificate) and a user with a password (`login.rs`). The shape
+    /// only: the files and the password are read when a backend is made.
+    fn check_connection(&self, group: &str, c: &lockbench_core::Connection) -> Result<(), String> {
+        crate::login::check(group, c)
+    }
+
+    /// `secure_probe.rs` for the client port's leader check (`INFO`, TLS, the
+    /// administrator's login); `None` for the monitoring port's HTTPS, which the cluster's
+    /// own TLS exchange speaks.
+    fn secure_ask<'a>(
+        &'a self,
+        ex: &'a Exchange,
+        tls: std::sync::Arc<rustls::ClientConfig>,
+        admin_password: &'a secrecy::SecretString,
+    ) -> Option<lockbench_core::system::Asked<'a>> {
+        if !crate::secure_probe::speaks_client_protocol(&ex.request) {
+            return None;
+        }
+        Some(Box::pin(crate::secure_probe::ask(ex, tls, admin_password)))
+    }
+
     fn needs(&self) -> &'static [&'static str] {
         &["nats-server"]
     }
@@ -133,6 +165,18 @@ impl System for Nats {
         let check = format!(
             "exec 3<>/dev/tcp/127.0.0.1/{monitor} && printf 'GET /healthz HTTP/1.0\\r\\n\\r\\n' >&3 \
              && grep -q '\"ok\"' <&3"
+        );
+        ["CMD", "bash", "-c", &check].map(String::from).to_vec()
+    }
+
+    /// `/healthz` on the monitoring port over HTTPS, with `openssl s_client` (the server's
+    /// chain verified against the CA) and the client certificate (monitoring asks for no user).
+    fn compose_secure_healthcheck(&self, port: u16, files: &str, _user: &str) -> Vec<String> {
+        let monitor = port + server::MONITOR_OFFSET;
+        let check = format!(
+            "printf 'GET /healthz HTTP/1.0\\r\\n\\r\\n' | openssl s_client -quiet -verify_return_error -connect \
+             127.0.0.1:{monitor} -CAfile {files}/ca.pem -cert {files}/client.pem -key \
+             {files}/client.key 2>/dev/null | grep -q '\"ok\"'"
         );
         ["CMD", "bash", "-c", &check].map(String::from).to_vec()
     }

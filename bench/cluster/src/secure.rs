@@ -333,13 +333,15 @@ mod tests {
         let _ = std::fs::remove_dir_all(&state);
     }
 
-    /// Every Redis server (the failover pair's too), the Sentinels, etcd and ZooKeeper are
-    /// secured with mutual TLS and the user (ZooKeeper's under its chroot).
+    /// Every Redis server (the failover pair's too), the Sentinels, etcd, ZooKeeper and NATS
+    /// are secured with mutual TLS and the user (ZooKeeper's under its chroot).
     #[test]
     fn which_servers_the_profile_secures() {
         let state = Path::new("/state");
         let of = |name: &str| connection_for(state, crate::by_name(name).unwrap());
-        for name in ["redis", "redlock3", "fo1", "fo2", "sen2", "etcd1", "zk1"] {
+        for name in [
+            "redis", "redlock3", "fo1", "fo2", "sen2", "etcd1", "zk1", "nats2",
+        ] {
             let c = of(name).unwrap();
             assert!(c.tls.as_ref().is_some_and(|t| t.mutual()), "{name}");
             assert_eq!(c.user.as_deref(), Some(USER), "{name}");

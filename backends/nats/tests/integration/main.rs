@@ -3,7 +3,8 @@
 //! conformance contract and what the bucket's max age means for a holder; `server_side`: the
 //! servers' counters and the observer; `race`: which compare-and-set of nats-server 2.9 holds
 //! under concurrent writers, the one the recipe is built on; `faults`: a private cluster of
-//! three whose bucket leader is paused and killed by the server nemesis).
+//! three whose bucket leader is paused and killed by the server nemesis; `secure`: servers of its
+//! own that take only TLS and passwords, and what each misconfiguration says).
 //!
 //! Servers come from the managed cluster (`lockbench_cluster::for_tests`, its `nats` group).
 //!
@@ -14,6 +15,7 @@
 mod faults;
 mod race;
 mod recipes;
+mod secure;
 mod server_side;
 mod servers;
 
