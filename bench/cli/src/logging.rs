@@ -11,7 +11,9 @@
 //!
 //! Which lines are recorded at all is `LOCKBENCH_LOG`'s, else `RUST_LOG`'s (the usual
 //! `EnvFilter` syntax: `RUST_LOG=zookeeper_client=debug`), else warnings and errors; `-q` and
-//! `-v` set `LOCKBENCH_LOG` ([`crate::verbosity`]). The terminal's lines are coloured as
+//! `-v` set `LOCKBENCH_LOG` ([`crate::verbosity`]). Whatever the filter, async-nats's `TRACE`
+//! lines are never recorded: the one of each `CONNECT` it writes holds the user's password
+//! ([`recordable`]). The terminal's lines are coloured as
 //! `--color` and NO_COLOR say ([`crate::color`]); the file's never.
 
 use std::fs::{File, OpenOptions};
@@ -42,6 +44,12 @@ fn is_ours(target: &str) -> bool {
     target.starts_with("lockbench")
 }
 
+/// `false` for lines that may hold a secret: async-nats's `TRACE` lines (its `CONNECT`
+/// written, with `user` and `pass`).
+fn recordable(target: &str, level: &tracing::Level) -> bool {
+    !(target.starts_with("async_nats") && *level == tracing::Level::TRACE)
+}
+
 /// Installs the subscriber: every line on the terminal until [`to_run_dir`].
 pub fn init() {
     let filter = [FILTER_VAR, "RUST_LOG"]
@@ -54,8 +62,11 @@ pub fn init() {
     let file = tracing_subscriber::fmt::layer()
         .with_writer(|| RunLog)
         .with_ansi(false);
+    let secrets =
+        tracing_subscriber::filter::filter_fn(|meta| recordable(meta.target(), meta.level()));
     tracing_subscriber::registry()
         .with(filter)
+        .with(secrets)
         .with(terminal)
         .with(file)
         .init();
@@ -121,5 +132,18 @@ impl Write for RunLog {
             Some(file) => file.flush(),
             None => Ok(()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn async_nats_trace_lines_are_never_recorded() {
+        use tracing::Level;
+        assert!(!recordable("async_nats::connection", &Level::TRACE));
+        assert!(recordable("async_nats::connector", &Level::DEBUG));
+        assert!(recordable("lockbench_nats::client", &Level::TRACE));
     }
 }
