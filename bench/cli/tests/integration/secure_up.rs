@@ -12,6 +12,11 @@
 //! chroot; pg-advisory runs over TLS as the SCRAM user `lockbench` on the PostgreSQL pair, whose
 //! replica streams over TLS as its own role and whose files hold no password of that user;
 //! mariadb-get-lock likewise on the MariaDB pair, whose replica replicates over TLS;
+//! nats-kv runs over TLS as `lockbench`, whose permissions allow only the default bucket, on
+//! the NATS servers, whose routes speak TLS, whose monitoring (the health probes and the
+//! counters) speaks HTTPS, whose client port refuses a plaintext client, and whose files hold
+//! the passwords only as bcrypt hashes; the chaos controller finds the bucket's stream leader
+//! (the client protocol over TLS as the administrator);
 //! an adapter library, which gets only addresses, is refused before the run.
 //! (etcd 3.4's write-ahead log holds the `user add` request as sent, password
 //! included: etcd's data, not lockbench's, and documented.)
@@ -35,8 +40,12 @@ fn a_secure_managed_redis_takes_only_tls_and_its_user_and_a_run_connects_with_th
         .expect("MariaDB is registered")
         .servers()[0]
         .group;
+    let nats = lockbench_registry::system::system_named("nats")
+        .expect("NATS is registered")
+        .servers()[0]
+        .group;
     let groups = [
-        REDIS, ETCD, FAILOVER, SENTINEL, ZOOKEEPER, POSTGRES, mariadb,
+        REDIS, ETCD, FAILOVER, SENTINEL, ZOOKEEPER, POSTGRES, mariadb, nats,
     ];
     let cluster = PrivateCluster::up_secure("sec", "10.85.1.0/24", &dir, &groups);
     let state = cluster.cluster.state_dir().to_path_buf();
@@ -98,6 +107,22 @@ fn a_secure_managed_redis_takes_only_tls_and_its_user_and_a_run_connects_with_th
         srvr.addr
     );
 
+    // NATS: the INFO line comes in clear, then only TLS: a plaintext CONNECT and PING get no
+    // PONG.
+    let ping = lockbench_core::Exchange {
+        addr: cluster.endpoints.get("nats")[0].clone(),
+        request: b"CONNECT {\"verbose\":false}\r\nPING\r\n".to_vec(),
+        complete: |r| r.windows(4).any(|w| w == b"PONG"),
+    };
+    let plain = cluster.rt.block_on(lockbench_cluster::exchange(&ping));
+    assert!(
+        !plain
+            .as_ref()
+            .is_ok_and(|r| r.windows(4).any(|w| w == b"PONG")),
+        "{} answered a plaintext PING: {plain:?}",
+        ping.addr
+    );
+
     // The chaos controller's leader lookup (a `leader` fault's target) asks each member over
     // TLS with the client certificate, from inside its host: one etcd member leads, and one
     // ZooKeeper member (`srvr` over TLS).
@@ -116,7 +141,7 @@ fn a_secure_managed_redis_takes_only_tls_and_its_user_and_a_run_connects_with_th
     fail_over(&cluster, &site, password);
 
     let out_dir = dir.join("out");
-    let backends = r#"backends=["redis-setnx","etcd-lease","redis-sentinel","zk-fair","zk-curator","pg-advisory","mariadb-get-lock"]"#;
+    let backends = r#"backends=["redis-setnx","etcd-lease","redis-sentinel","zk-fair","zk-curator","pg-advisory","mariadb-get-lock","nats-kv"]"#;
     let out = quick(&cluster.arg, &out_dir, backends, "2s")
         .env("RUST_LOG", "debug")
         .output()
@@ -131,6 +156,7 @@ fn a_secure_managed_redis_takes_only_tls_and_its_user_and_a_run_connects_with_th
         "zookeeper",
         "postgres",
         "mariadb",
+        "nats",
     ] {
         for field in ["tls", "mutual_tls", "auth"] {
             assert_eq!(r["connections"][group][field], true, "{group}.{field}: {r}");
@@ -144,10 +170,19 @@ fn a_secure_managed_redis_takes_only_tls_and_its_user_and_a_run_connects_with_th
         "zk-curator",
         "pg-advisory",
         "mariadb-get-lock",
+        "nats-kv",
     ] {
         let res = common::result_of(&r, backend);
         assert!(res["acquisitions"].as_u64().unwrap() > 0, "{res}");
     }
+    // After the run, the default bucket's stream exists: the chaos controller finds its leader
+    // among the NATS servers (the client protocol over TLS, as the administrator).
+    let members = site.servers(nats);
+    let leader = cluster
+        .rt
+        .block_on(lockbench_chaos::leader(&site, &members))
+        .expect("the chaos controller finds the bucket's stream leader");
+    assert!(members.iter().any(|m| m.name == leader), "{leader}");
     assert!(cluster.endpoints.get("etcd")[0].starts_with("https://"));
 
     // An adapter library gets only the addresses: refused before the run, naming the group.
@@ -218,6 +253,20 @@ fn a_secure_managed_redis_takes_only_tls_and_its_user_and_a_run_connects_with_th
                 .mode();
             assert_eq!(mode & 0o077, 0, "{server}/{file} is readable by others");
         }
+    }
+    // NATS's: neither password anywhere (the config holds bcrypt hashes), the config private.
+    for server in ["nats1", "nats2", "nats3"] {
+        let node = state.join("cluster").join(server);
+        assert_eq!(files_holding(&node, password), Vec::<String>::new());
+        assert_eq!(files_holding(&node, admin.trim()), Vec::<String>::new());
+        let conf = node.join("nats.conf");
+        let mode = std::fs::metadata(&conf).unwrap().permissions().mode();
+        assert_eq!(mode & 0o077, 0, "{} is readable by others", conf.display());
+        let text = std::fs::read_to_string(&conf).unwrap();
+        assert!(
+            text.contains("verify: true") && text.contains("https:"),
+            "{text}"
+        );
     }
 }
 
