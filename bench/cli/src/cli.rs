@@ -110,12 +110,11 @@ pub enum Command {
     Up {
         /// The secure profile: every server over mutual TLS, with users.
         ///
-        /// ZooKeeper, etcd, Redis, Redlock, the Sentinels, PostgreSQL and MariaDB speak only
-        /// TLS with client certificates and admit lockbench's users (certificates and generated
-        /// passwords in the state directory; docs/secure-clusters.md); `lockbench run` then
-        /// connects that way by itself. NATS is not secured in this profile: it stays
-        /// plaintext. A cluster running the other way is restarted; `up` without it makes a
-        /// secure cluster plain again.
+        /// ZooKeeper, etcd, Redis, Redlock, the Sentinels, PostgreSQL, MariaDB and NATS speak
+        /// only TLS with client certificates and admit lockbench's users (certificates and
+        /// generated passwords in the state directory; docs/secure-clusters.md); `lockbench run`
+        /// then connects that way by itself. A cluster running the other way is restarted; `up`
+        /// without it makes a secure cluster plain again.
         #[arg(long)]
         secure: bool,
     },
