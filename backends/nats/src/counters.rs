@@ -32,7 +32,8 @@ pub(crate) async fn read(
     for given in addresses {
         // Through a link proxy the monitoring port is not beside the endpoint: ask the server
         // where it listens (`monitor.rs`).
-        let listen = crate::monitor::listen_address(given, knobs.response_timeout).await;
+        let listen =
+            crate::monitor::listen_address(given, knobs.response_timeout, login.tls()).await;
         let address = listen.as_deref().unwrap_or(given);
         let connz = crate::monitor::get(
             address,

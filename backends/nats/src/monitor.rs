@@ -24,8 +24,15 @@ pub fn monitor_address(endpoint: &str) -> Option<String> {
 
 /// Where the server behind `endpoint` (itself, or a proxy in front of it) listens for
 /// clients, from the `INFO` line it sends first; a wildcard `host` (`0.0.0.0` in a container)
-/// is replaced by `endpoint`'s. `None` when it does not say within `budget`.
-pub(crate) async fn listen_address(endpoint: &str, budget: Duration) -> Option<String> {
+/// is replaced by `endpoint`'s. `None` when it does not say within `budget`. With `tls` (a
+/// secure server, whose `INFO` line comes in clear too) the handshake follows and the
+/// connection is closed as TLS closes, so the server does not log a broken handshake at every
+/// reading.
+pub(crate) async fn listen_address(
+    endpoint: &str,
+    budget: Duration,
+    tls: Option<&Arc<rustls::ClientConfig>>,
+) -> Option<String> {
     let hostport = endpoint.strip_prefix("nats://").unwrap_or(endpoint);
     let read = async {
         let mut s = tokio::net::TcpStream::connect(hostport).await.ok()?;
@@ -37,6 +44,14 @@ pub(crate) async fn listen_address(endpoint: &str, budget: Duration) -> Option<S
                 return None;
             }
             line.extend_from_slice(&buf[..n]);
+        }
+        let host = lockbench_core::crypto::member_host(hostport).to_string();
+        let name = rustls::pki_types::ServerName::try_from(host).ok();
+        if let (Some(config), Some(name)) = (tls, name) {
+            let connector = tokio_rustls::TlsConnector::from(config.clone());
+            if let Ok(mut t) = connector.connect(name, s).await {
+                let _ = t.shutdown().await;
+            }
         }
         Some(line)
     };

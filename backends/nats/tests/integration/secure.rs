@@ -229,6 +229,8 @@ async fn kv_locks_over_mutual_tls_as_the_least_privileged_user() {
 
     // The counters read `/connz` over HTTPS; a backend of their own, so no connection of the
     // contract's is still closing; the servers count what arrived, which may lag the client.
+    let broken = |logs: &str| logs.matches("TLS handshake error").count();
+    let broken_before = broken(&s.logs());
     let b = NatsBackend::new(&e, &knobs("counters")).unwrap();
     let before = b.server_counters().await.unwrap();
     assert_eq!(before.servers.len(), 3, "{before:?}");
@@ -253,6 +255,9 @@ async fn kv_locks_over_mutual_tls_as_the_least_privileged_user() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     c.close().await;
+    // The counters' question where a server listens ends its TLS as TLS ends.
+    let logs = s.logs();
+    assert_eq!(broken(&logs), broken_before, "{logs}");
     assert!(
         !format!("{b:?}").contains(&s.password),
         "the Debug shows the password"
