@@ -348,6 +348,19 @@ async fn kv_locks_over_mutual_tls_as_the_least_privileged_user() {
         .output()
         .unwrap();
     assert!(ran.status.success(), "{check:?}: {ran:?}");
+    // nats-server asks monitoring clients for no certificate: TLS with the CA alone reads
+    // `/healthz` too (what the docs say of the monitoring port).
+    let monitor = s.ports.client[0] + lockbench_nats::server::MONITOR_OFFSET;
+    let no_cert = format!(
+        "printf 'GET /healthz HTTP/1.0\\r\\n\\r\\n' | openssl s_client -quiet \
+         -verify_return_error -connect 127.0.0.1:{monitor} -CAfile {files}/ca.pem 2>/dev/null \
+         | grep -q '\"ok\"'"
+    );
+    let ran = std::process::Command::new("bash")
+        .args(["-c", &no_cert])
+        .output()
+        .unwrap();
+    assert!(ran.status.success(), "{no_cert}: {ran:?}");
 }
 
 /// A CA that did not sign the servers' certificate: names `nats.tls.ca` and its file.
