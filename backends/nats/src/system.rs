@@ -133,6 +133,11 @@ impl System for Nats {
         &["nats-server"]
     }
 
+    /// async-nats writes each `CONNECT` it sends, `user` and `pass` included, at `TRACE`.
+    fn secret_trace_targets(&self) -> &'static [&'static str] {
+        &["async_nats"]
+    }
+
     /// `/healthz` on the monitoring port.
     fn health_check(&self, endpoint: &str) -> Exchange {
         server::get(endpoint, "/healthz")

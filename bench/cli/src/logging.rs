@@ -11,9 +11,11 @@
 //!
 //! Which lines are recorded at all is `LOCKBENCH_LOG`'s, else `RUST_LOG`'s (the usual
 //! `EnvFilter` syntax: `RUST_LOG=zookeeper_client=debug`), else warnings and errors; `-q` and
-//! `-v` set `LOCKBENCH_LOG` ([`crate::verbosity`]). Whatever the filter, async-nats's `TRACE`
-//! lines are never recorded: the one of each `CONNECT` it writes holds the user's password
-//! ([`recordable`]). The terminal's lines are coloured as
+//! `-v` set `LOCKBENCH_LOG` ([`crate::verbosity`]). Whatever the filter, the `TRACE` lines of a
+//! client library a system names ([`System::secret_trace_targets`]: async-nats's `CONNECT`
+//! holds the user's password) are never recorded ([`recordable`]).
+//!
+//! [`System::secret_trace_targets`]: lockbench_core::System::secret_trace_targets The terminal's lines are coloured as
 //! `--color` and NO_COLOR say ([`crate::color`]); the file's never.
 
 use std::fs::{File, OpenOptions};
@@ -44,10 +46,13 @@ fn is_ours(target: &str) -> bool {
     target.starts_with("lockbench")
 }
 
-/// `false` for lines that may hold a secret: async-nats's `TRACE` lines (its `CONNECT`
-/// written, with `user` and `pass`).
+/// `false` for lines that may hold a secret: `TRACE` lines of a target some system names.
 fn recordable(target: &str, level: &tracing::Level) -> bool {
-    !(target.starts_with("async_nats") && *level == tracing::Level::TRACE)
+    *level != tracing::Level::TRACE
+        || !lockbench_registry::system::SYSTEMS
+            .iter()
+            .flat_map(|s| s.secret_trace_targets())
+            .any(|t| target.starts_with(t))
 }
 
 /// Installs the subscriber: every line on the terminal until [`to_run_dir`].
@@ -140,10 +145,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn async_nats_trace_lines_are_never_recorded() {
+    fn trace_lines_of_a_secret_bearing_library_are_never_recorded() {
         use tracing::Level;
-        assert!(!recordable("async_nats::connection", &Level::TRACE));
-        assert!(recordable("async_nats::connector", &Level::DEBUG));
-        assert!(recordable("lockbench_nats::client", &Level::TRACE));
+        let secret = lockbench_registry::system::SYSTEMS
+            .iter()
+            .flat_map(|s| s.secret_trace_targets())
+            .next()
+            .expect("some system names one");
+        let target = format!("{secret}::connection");
+        assert!(!recordable(&target, &Level::TRACE));
+        assert!(recordable(&target, &Level::DEBUG));
+        assert!(recordable("lockbench_runner::engine", &Level::TRACE));
     }
 }

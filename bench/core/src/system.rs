@@ -307,6 +307,13 @@ pub trait System: Send + Sync + 'static {
     /// paths), which the managed cluster installs (`scripts/install-deps`) when one is missing.
     fn needs(&self) -> &'static [&'static str];
 
+    /// Log targets (module paths of this system's client library) whose `TRACE` lines may hold
+    /// a secret, which lockbench never records whatever the log filter says (async-nats writes
+    /// each `CONNECT` with its password); none by default.
+    fn secret_trace_targets(&self) -> &'static [&'static str] {
+        &[]
+    }
+
     /// How to ask the server at `endpoint` whether a lock client can use it.
     fn health_check(&self, endpoint: &str) -> Exchange;
 
