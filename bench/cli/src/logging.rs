@@ -13,10 +13,10 @@
 //! `EnvFilter` syntax: `RUST_LOG=zookeeper_client=debug`), else warnings and errors; `-q` and
 //! `-v` set `LOCKBENCH_LOG` ([`crate::verbosity`]). Whatever the filter, the `TRACE` lines of a
 //! client library a system names ([`System::secret_trace_targets`]: async-nats's `CONNECT`
-//! holds the user's password) are never recorded ([`recordable`]).
+//! holds the user's password) are never recorded ([`recordable`]). The terminal's lines are
+//! coloured as `--color` and NO_COLOR say ([`crate::color`]); the file's never.
 //!
-//! [`System::secret_trace_targets`]: lockbench_core::System::secret_trace_targets The terminal's lines are coloured as
-//! `--color` and NO_COLOR say ([`crate::color`]); the file's never.
+//! [`System::secret_trace_targets`]: lockbench_core::System::secret_trace_targets
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};

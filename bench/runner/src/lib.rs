@@ -4,7 +4,8 @@
 //! [`Runner::run_unit`] (and [`Runner::run`] over a whole scenario): the unit's stop switch is
 //! armed for Ctrl-C, the [`Observer`] is told, the lock backend ([`dispatch`] picks it once,
 //! then [`coordinator::execute`] runs it phase by phase: slot plan, start barrier, run window,
-//! `fault_loop`, collection) or the election recipe ([`failover`]) runs, and an error
+//! `fault_loop`, collection) or the election recipe (the failover workload,
+//! `lockbench-failover`, on the run's client hosts) runs, and an error
 //! becomes a result naming it. The servers are one value, [`ClusterChoice`] (managed, compose
 //! or external), which also hands out the server nemesis.
 //!
@@ -16,7 +17,7 @@
 //! or a future daemon runs a scenario with the same engine by implementing [`Observer`]. The
 //! engine spawns worker processes as `<this binary> worker`, so a binary that runs scenarios
 //! with workers must serve that subcommand with [`dispatch::run_worker`] and
-//! [`failover::run_candidate`] (the `lockbench` binary does).
+//! `lockbench_failover::run_candidate` (the `lockbench` binary does).
 #![deny(missing_docs)]
 
 pub mod assemble;
@@ -24,7 +25,6 @@ mod clock_report;
 pub mod cluster_choice;
 pub mod coordinator;
 pub mod dispatch;
-pub mod failover;
 mod fault_loop;
 pub mod links;
 pub mod observer;

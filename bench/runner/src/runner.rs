@@ -227,14 +227,13 @@ impl Runner {
                 .await
             }
             Unit::Election(kind) => {
-                crate::failover::run_election(
-                    kind,
-                    scenario,
-                    endpoints,
-                    run_dir,
-                    env,
-                    control,
-                    observer.as_ref(),
+                let hosts = lockbench_failover::Hosts {
+                    commands: env.worker_commands(),
+                    managed_state: env.managed_state(),
+                };
+                let watch = Watched(observer.as_ref());
+                lockbench_failover::run_election(
+                    kind, scenario, endpoints, run_dir, &hosts, control, &watch,
                 )
                 .await
             }
@@ -324,4 +323,17 @@ fn planned(scenario: &Scenario) -> Duration {
         scenario.recovery
     };
     scenario.warmup + scenario.duration + recovery
+}
+
+/// The observer as the failover workload's [`Watch`](lockbench_failover::Watch).
+struct Watched<'a>(&'a dyn Observer);
+
+impl lockbench_failover::Watch for Watched<'_> {
+    fn fault(&self, recipe: &str, event: &lockbench_core::FaultEvent) {
+        self.0.fault(recipe, event);
+    }
+
+    fn warning(&self, text: &str) {
+        self.0.warning(text);
+    }
 }

@@ -31,7 +31,7 @@ pub async fn run(args: WorkerArgs) -> anyhow::Result<ExitCode> {
     let mut first = String::new();
     stdin.read_line(&mut first).await?;
     if let Some(job) = lockbench_workloads::candidate::parse_job(&first) {
-        lockbench_runner::failover::run_candidate(job, stdin).await?;
+        lockbench_failover::run_candidate(job, stdin).await?;
         return Ok(ExitCode::SUCCESS);
     }
     let job = lockbench_workloads::worker::read_job(&mut first.as_bytes()).await?;

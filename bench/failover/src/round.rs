@@ -1,10 +1,8 @@
 //! One run of the failover workload against one recipe: candidate processes, and the rounds
-//! that remove the leader (see the module above for the shape).
+//! that remove the leader (see the crate's docs for the shape).
 
-use super::READY_BUDGET;
-use super::tracker::Tracker;
-use crate::observer::Observer;
-use crate::placement::RunEnv;
+use crate::tracker::Tracker;
+use crate::{Hosts, READY_BUDGET, Watch};
 use anyhow::Context;
 use lockbench_chaos::Nemesis;
 use lockbench_core::{
@@ -20,38 +18,38 @@ use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, watch};
 
 /// One run of the failover workload against one recipe.
-pub(super) struct Run<'a> {
-    pub(super) scenario: &'a Scenario,
-    pub(super) kind: ElectionKind,
-    pub(super) endpoints: &'a Endpoints,
-    pub(super) env: &'a RunEnv,
-    pub(super) run_dir: &'a RunDir,
-    pub(super) observer: &'a dyn Observer,
-    pub(super) clock: RunClock,
-    pub(super) election_name: String,
-    pub(super) tracker: Tracker,
-    pub(super) events_tx: mpsc::UnboundedSender<CandidateEvent>,
-    pub(super) events_rx: mpsc::UnboundedReceiver<CandidateEvent>,
-    pub(super) history: mpsc::UnboundedSender<Vec<lockbench_core::Op>>,
-    pub(super) faults: Vec<FaultEvent>,
+pub(crate) struct Run<'a> {
+    pub(crate) scenario: &'a Scenario,
+    pub(crate) kind: ElectionKind,
+    pub(crate) endpoints: &'a Endpoints,
+    pub(crate) hosts: &'a Hosts,
+    pub(crate) run_dir: &'a RunDir,
+    pub(crate) observer: &'a dyn Watch,
+    pub(crate) clock: RunClock,
+    pub(crate) election_name: String,
+    pub(crate) tracker: Tracker,
+    pub(crate) events_tx: mpsc::UnboundedSender<CandidateEvent>,
+    pub(crate) events_rx: mpsc::UnboundedReceiver<CandidateEvent>,
+    pub(crate) history: mpsc::UnboundedSender<Vec<lockbench_core::Op>>,
+    pub(crate) faults: Vec<FaultEvent>,
     /// Live candidate processes by slot.
-    pub(super) slots: BTreeMap<u32, CandidateProcess>,
+    pub(crate) slots: BTreeMap<u32, CandidateProcess>,
     /// Processes killed, kept until reaped.
-    pub(super) dead: Vec<CandidateProcess>,
+    pub(crate) dead: Vec<CandidateProcess>,
     /// Candidates stopped (paused) right now.
-    pub(super) paused: BTreeSet<u32>,
-    pub(super) next_id: u32,
-    pub(super) stop: watch::Receiver<bool>,
+    pub(crate) paused: BTreeSet<u32>,
+    pub(crate) next_id: u32,
+    pub(crate) stop: watch::Receiver<bool>,
     /// The round intervals' random extra, seeded from the scenario.
-    pub(super) rng: rand_chacha::ChaCha8Rng,
+    pub(crate) rng: rand_chacha::ChaCha8Rng,
 }
 
 impl Run<'_> {
-    pub(super) fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         self.kind.name()
     }
 
-    pub(super) fn live(&self) -> BTreeSet<u32> {
+    pub(crate) fn live(&self) -> BTreeSet<u32> {
         self.slots
             .values()
             .map(|p| p.candidate.0)
@@ -59,7 +57,7 @@ impl Run<'_> {
             .collect()
     }
 
-    pub(super) fn record_fault(
+    pub(crate) fn record_fault(
         &mut self,
         fault: FaultKind,
         phase: FaultPhase,
@@ -71,7 +69,7 @@ impl Run<'_> {
         self.log_fault(e);
     }
 
-    pub(super) fn log_fault(&mut self, e: FaultEvent) {
+    pub(crate) fn log_fault(&mut self, e: FaultEvent) {
         self.observer.fault(self.name(), &e);
         if let Err(err) = self.run_dir.append_fault(self.name(), &e) {
             tracing::warn!(error = %err, "cannot record a fault event");
@@ -79,7 +77,7 @@ impl Run<'_> {
         self.faults.push(e);
     }
 
-    pub(super) fn handle(&mut self, ev: CandidateEvent) {
+    pub(crate) fn handle(&mut self, ev: CandidateEvent) {
         self.tracker.apply(&ev);
         if let CandidateEvent::Op(op) = ev {
             let _ = self.history.send(vec![op]);
@@ -88,7 +86,7 @@ impl Run<'_> {
 
     /// Processes candidate events until `done` holds, `budget` runs out or the run is
     /// stopped; returns whether `done` held.
-    pub(super) async fn wait_until(
+    pub(crate) async fn wait_until(
         &mut self,
         budget: Duration,
         done: impl Fn(&Self) -> bool,
@@ -114,7 +112,7 @@ impl Run<'_> {
     }
 
     /// Starts a fresh candidate process on `slot`.
-    pub(super) async fn spawn(&mut self, slot: u32) -> anyhow::Result<()> {
+    pub(crate) async fn spawn(&mut self, slot: u32) -> anyhow::Result<()> {
         let id = ClientId(self.next_id);
         self.next_id += 1;
         let job = CandidateJob {
@@ -128,11 +126,11 @@ impl Run<'_> {
         let host = worker_name(slot);
         // Its stderr (the ZooKeeper client's warning on every failed reconnect while a server
         // is down, ...) goes to the run's log file, not to the terminal.
-        let cmd = self.env.worker_command(slot).await?;
+        let commands = &self.hosts.commands;
+        let cmd = commands.command(slot).await?;
         let mut p = CandidateProcess::spawn(host.clone(), cmd, &job, self.events_tx.clone())
             .await
             .with_context(|| format!("cannot start candidate {id} on {host}"))?;
-        let commands = self.env.worker_commands();
         p.pid = commands.pid(slot, p.pid).await?;
         p.via_docker = commands.container(slot).filter(|_| commands.via_docker());
         self.slots.insert(slot, p);
@@ -150,7 +148,7 @@ impl Run<'_> {
         Ok(())
     }
 
-    pub(super) fn slot_of(&self, candidate: u32) -> Option<u32> {
+    pub(crate) fn slot_of(&self, candidate: u32) -> Option<u32> {
         self.slots
             .iter()
             .find(|(_, p)| p.candidate.0 == candidate)
@@ -158,7 +156,7 @@ impl Run<'_> {
     }
 
     /// Waits for a settled leader among the live candidates.
-    pub(super) async fn settle(&mut self) -> Option<(u32, u64)> {
+    pub(crate) async fn settle(&mut self) -> Option<(u32, u64)> {
         let budget = self.scenario.failover.round_timeout;
         self.wait_until(budget, |r| r.tracker.settled(&r.live()).is_some())
             .await;
@@ -166,7 +164,7 @@ impl Run<'_> {
     }
 
     /// Waits until the election settled on a leadership other than `old`.
-    pub(super) async fn settle_elsewhere(&mut self, old: (u32, u64)) {
+    pub(crate) async fn settle_elsewhere(&mut self, old: (u32, u64)) {
         let budget = self.scenario.failover.round_timeout;
         self.wait_until(budget, |r| {
             r.tracker.settled(&r.live()).is_some_and(|l| l != old)
@@ -174,7 +172,7 @@ impl Run<'_> {
         .await;
     }
 
-    pub(super) async fn round(
+    pub(crate) async fn round(
         &mut self,
         removal: Removal,
         server: &mut Option<lockbench_chaos::ServerNemesis>,

@@ -1,5 +1,7 @@
-//! The failover workload's coordinator: candidate processes, leader removals round after
-//! round, one history, one result per election recipe.
+//! The failover workload: candidate processes, leader removals round after round, one
+//! history, one result per election recipe. The run engine (`lockbench-runner`) picks the
+//! workload and hands it the run's client hosts ([`Hosts`]) and whoever watches ([`Watch`]);
+//! everything the workload does between is here.
 //!
 //! Why this shape: the quantity measured is a *transition* (a leader removed, a new one
 //! elected, everyone told), so the run is driven by the election's state rather than by a
@@ -19,7 +21,7 @@
 //! restarted with its data directory once the round settled; managed cluster only),
 //! `partition` (the same nemesis isolates the leader's client host from every other host for
 //! `failover.pause`, then heals; netns topology only).
-//! Candidates are worker processes on the run's client hosts ([`RunEnv::worker_command`]).
+//! Candidates are worker processes on the run's client hosts ([`Hosts::commands`]).
 
 mod elector;
 mod round;
@@ -27,13 +29,11 @@ mod tracker;
 
 pub use elector::run_candidate;
 
-use crate::observer::Observer;
-use crate::placement::RunEnv;
 use lockbench_chaos::Nemesis;
 use lockbench_core::election::FailoverKnobs;
 use lockbench_core::{
-    ElectionKind, Elector, Endpoints, FaultKind, FaultPhase, Removal, RunClock, Scenario, Seed,
-    Stream,
+    ElectionKind, Elector, Endpoints, FaultEvent, FaultKind, FaultPhase, Removal, RunClock,
+    Scenario, Seed, Stream,
 };
 use lockbench_report::RunDir;
 use lockbench_results::model::FailoverResult;
@@ -42,14 +42,33 @@ use lockbench_workloads::RunControl;
 use lockbench_workloads::candidate::CandidateEvent;
 use round::Run;
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tracker::Tracker;
 
+/// Where the candidates run: the run's client hosts, as the engine placed them.
+pub struct Hosts {
+    /// What starts a worker process on client host `slot` (and finds its pid, its container).
+    pub commands: lockbench_launch::WorkerCommands,
+    /// The managed cluster's state directory, when the servers are the managed cluster's: the
+    /// removals that act on servers (`server-kill`, `partition`) need it.
+    pub managed_state: Option<PathBuf>,
+}
+
+/// Whoever watches the run, told as it happens (the engine's observer).
+pub trait Watch: Send + Sync {
+    /// A fault event of `recipe`'s run, the moment it is recorded.
+    fn fault(&self, recipe: &str, event: &FaultEvent);
+
+    /// Something went wrong that does not stop the run (a round without a settled leader).
+    fn warning(&self, text: &str);
+}
+
 /// How long candidates get to connect.
-pub(super) const READY_BUDGET: Duration = Duration::from_secs(30);
+pub(crate) const READY_BUDGET: Duration = Duration::from_secs(30);
 /// How long a candidate gets to exit after `stop`.
-pub(super) const FINISH_BUDGET: Duration = Duration::from_secs(5);
+pub(crate) const FINISH_BUDGET: Duration = Duration::from_secs(5);
 
 /// Runs the failover workload against `kind` and returns its result.
 pub async fn run_election(
@@ -57,9 +76,9 @@ pub async fn run_election(
     scenario: &Scenario,
     endpoints: &Endpoints,
     run_dir: &RunDir,
-    env: &RunEnv,
+    hosts: &Hosts,
     control: RunControl,
-    observer: &dyn Observer,
+    observer: &dyn Watch,
 ) -> anyhow::Result<BackendResult> {
     let name = kind.name();
     let stamp = std::time::SystemTime::now()
@@ -75,7 +94,7 @@ pub async fn run_election(
         scenario,
         kind,
         endpoints,
-        env,
+        hosts,
         run_dir,
         observer,
         clock: RunClock::start(),
@@ -96,7 +115,7 @@ pub async fn run_election(
     let mut server = (removals.contains(&Removal::ServerKill)
         || removals.contains(&Removal::Partition))
     .then(|| {
-        env.managed_state().map(|dir| {
+        hosts.managed_state.clone().map(|dir| {
             lockbench_chaos::ServerNemesis::new(
                 lockbench_cluster::Cluster::new(dir),
                 lockbench_registry::election_group_of(kind),

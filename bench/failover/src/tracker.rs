@@ -8,19 +8,19 @@ use std::collections::{BTreeMap, BTreeSet};
 
 /// What the coordinator knows of the election, from the candidates' ops.
 #[derive(Default)]
-pub(super) struct Tracker {
+pub(crate) struct Tracker {
     /// Candidates that believe they lead, with their epoch.
-    pub(super) leading: BTreeMap<u32, u64>,
+    pub(crate) leading: BTreeMap<u32, u64>,
     /// Each candidate's latest observation: (leader candidate, epoch), or none.
-    pub(super) seen: BTreeMap<u32, Option<(u32, u64)>>,
-    pub(super) ready: BTreeSet<u32>,
+    pub(crate) seen: BTreeMap<u32, Option<(u32, u64)>>,
+    pub(crate) ready: BTreeSet<u32>,
     /// Candidates whose process ended (killed, or failed).
-    pub(super) gone: BTreeSet<u32>,
-    pub(super) errors: Vec<String>,
+    pub(crate) gone: BTreeSet<u32>,
+    pub(crate) errors: Vec<String>,
 }
 
 impl Tracker {
-    pub(super) fn apply(&mut self, ev: &CandidateEvent) {
+    pub(crate) fn apply(&mut self, ev: &CandidateEvent) {
         match ev {
             CandidateEvent::Ready(c) => {
                 self.ready.insert(c.0);
@@ -54,7 +54,7 @@ impl Tracker {
 
     /// The leader when the election has settled among `live`: exactly one of them believes it
     /// leads and every one of them observes it.
-    pub(super) fn settled(&self, live: &BTreeSet<u32>) -> Option<(u32, u64)> {
+    pub(crate) fn settled(&self, live: &BTreeSet<u32>) -> Option<(u32, u64)> {
         let mut leaders = self.leading.iter().filter(|(c, _)| live.contains(c));
         let (&c, &epoch) = leaders.next()?;
         if leaders.next().is_some() {
