@@ -33,6 +33,7 @@ pub mod plan;
 pub mod recorder;
 pub mod remote;
 pub mod resource;
+pub mod scale;
 pub mod schedule;
 pub mod worker;
 pub mod worker_log;

@@ -91,7 +91,7 @@ async fn serve_job(
 }
 
 /// The scale benchmark's side: builds `kind`'s backend from `scenario`'s knobs and runs the
-/// steps against it ([`crate::scale::measure`]).
+/// steps against it ([`lockbench_workloads::scale::measure`]).
 pub async fn run_scale(
     kind: BackendKind,
     scenario: &Scenario,
@@ -99,8 +99,8 @@ pub async fn run_scale(
     steps: &[u32],
     probes: u32,
     waiting: bool,
-    server_rss: crate::scale::RssReader<'_>,
-) -> anyhow::Result<crate::scale::BackendScale> {
+    server_rss: lockbench_workloads::scale::RssReader<'_>,
+) -> anyhow::Result<lockbench_workloads::scale::BackendScale> {
     let b = lockbench_registry::backend(kind, scenario, endpoints)?;
-    Ok(crate::scale::measure(b, steps, probes, waiting, server_rss).await)
+    Ok(lockbench_workloads::scale::measure(b, steps, probes, waiting, server_rss).await)
 }

@@ -32,7 +32,6 @@ pub mod placement;
 pub mod resources;
 pub mod respawn;
 pub mod runner;
-pub mod scale;
 mod server_truth;
 pub mod session;
 mod steady;

@@ -1,4 +1,4 @@
-//! `lockbench scale`: the scale benchmark ([`lockbench_runner::scale`]) over the managed cluster, one
+//! `lockbench scale`: the scale benchmark ([`lockbench_workloads::scale`]) over the managed cluster, one
 //! backend after another; prints the table and writes `scale.json`.
 
 use crate::builtin;
@@ -7,7 +7,8 @@ use anyhow::Context;
 use lockbench_cluster::Cluster;
 use lockbench_core::BackendKind;
 use lockbench_report::RunDir;
-use lockbench_runner::{dispatch, scale};
+use lockbench_runner::dispatch;
+use lockbench_workloads::scale;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 

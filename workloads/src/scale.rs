@@ -2,7 +2,7 @@
 //! connections) a backend's servers hold before connecting, latency or memory breaks down.
 //!
 //! For each step N (cumulative: the clients of step N stay while N' > N is reached), the
-//! benchmark connects the missing clients ([`lockbench_workloads::connect_all`], bounded
+//! benchmark connects the missing clients ([`crate::connect_all`], bounded
 //! batches), lets the servers settle for [`SETTLE`], then:
 //! - a **probe** client, connected before the first step and otherwise idle, acquires and
 //!   releases its own uncontended key `probes` times: the latency an application would see from
@@ -127,7 +127,7 @@ pub async fn measure<B: Backend>(
         if n > have {
             let slots: Vec<u32> = (have..n).collect();
             let started = Instant::now();
-            match lockbench_workloads::connect_all(&backend, &slots).await {
+            match crate::connect_all(&backend, &slots).await {
                 Ok(more) if waiting => queued.extend(more.into_iter().map(|mut c| {
                     tokio::spawn(async move {
                         if let Outcome::Ok(g) = c.acquire(QUEUE_KEY).await {
@@ -211,7 +211,7 @@ async fn close_all<C: LockClient>(mut clients: Vec<C>) {
         let batch = clients.split_off(
             clients
                 .len()
-                .saturating_sub(lockbench_workloads::connect::CONNECT_PARALLELISM),
+                .saturating_sub(crate::connect::CONNECT_PARALLELISM),
         );
         futures::future::join_all(batch.into_iter().map(|c| c.close())).await;
     }
