@@ -182,8 +182,21 @@ impl Site for Managed {
         for &pid in &pids {
             let _ = kill(Pid::from_raw(pid as i32), sig);
         }
+        // Seen, not requested: a process stops when each of its threads next leaves the
+        // kernel (one in an uninterruptible disk wait only after it), so the note says when
+        // every thread was seen stopped, or which one was not.
+        let seen = if stop {
+            match stopped_within(&pids, STOP_SEEN_WITHIN).await {
+                Ok(after) => format!(", every thread stopped after {after:?}"),
+                Err(running) => {
+                    format!(", but {running} still not stopped after {STOP_SEEN_WITHIN:?}")
+                }
+            }
+        } else {
+            String::new()
+        };
         let pids: Vec<String> = pids.iter().map(|p| p.to_string()).collect();
-        Ok(format!("{sig:?} {name} (pid {})", pids.join(",")))
+        Ok(format!("{sig:?} {name} (pid {}){seen}", pids.join(",")))
     }
 
     async fn kill(&self, name: &str) -> Result<String, String> {
@@ -278,10 +291,40 @@ pub(crate) fn tree(pid: u32) -> Vec<u32> {
     out
 }
 
+/// How long a pause waits to see every thread of its targets stopped.
+const STOP_SEEN_WITHIN: Duration = Duration::from_secs(2);
+
+/// Waits until every thread of `pids` is stopped (`T`/`t`) or gone: how long that took, or
+/// the first thread still running after `within` (`pid 12 thread 14 in state D`).
+async fn stopped_within(pids: &[u32], within: Duration) -> Result<Duration, String> {
+    let start = Instant::now();
+    loop {
+        let running = pids.iter().find_map(|&pid| {
+            let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+            tasks.flatten().find_map(|t| {
+                let tid = t.file_name().to_str()?.parse::<u32>().ok()?;
+                let state = proc_state_of(&format!("/proc/{pid}/task/{tid}/stat"))?;
+                (!matches!(state, 'T' | 't' | 'Z' | 'X'))
+                    .then(|| format!("pid {pid} thread {tid} in state {state}"))
+            })
+        });
+        match running {
+            None => return Ok(start.elapsed()),
+            Some(r) if start.elapsed() >= within => return Err(r),
+            Some(_) => tokio::time::sleep(Duration::from_millis(5)).await,
+        }
+    }
+}
+
+/// The one-letter state in a `stat` file, `None` when it cannot be read.
+fn proc_state_of(stat: &str) -> Option<char> {
+    let stat = std::fs::read_to_string(stat).ok()?;
+    stat.rsplit_once(')')?.1.trim_start().chars().next()
+}
+
 /// The one-letter state of a process (`T` = stopped), `None` when gone.
 pub(crate) fn proc_state(pid: u32) -> Option<char> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    stat.rsplit_once(')')?.1.trim_start().chars().next()
+    proc_state_of(&format!("/proc/{pid}/stat"))
 }
 
 async fn wait_dead(pid: u32) {

@@ -173,6 +173,7 @@ async fn a_paused_primary_and_a_killed_replica_come_back_whole() {
         .await;
     let e = applied(&pause, FaultKind::Pause, FaultPhase::Start);
     assert_eq!(e.targets, ["maria1"]);
+    assert!(e.note.contains("every thread stopped"), "{}", e.note);
     // No answer: the query times out (or its connection fails), it never succeeds.
     let during = tokio::time::timeout(Duration::from_secs(2), session.query_drop("SELECT 1"));
     if let Ok(Ok(())) = during.await {
