@@ -40,7 +40,7 @@ pub(crate) struct Login {
     user: Option<String>,
     password: Option<SecretString>,
     /// Where the password came from (`mariadb.password_env` ...), for errors.
-    source: Option<&'static str>,
+    source: Option<String>,
 }
 
 impl std::fmt::Debug for Login {
@@ -78,11 +78,7 @@ impl Login {
             o
         });
         let credentials = c.credentials(group).map_err(BackendError::Config)?;
-        let source = match (&c.password_env, &c.password_file) {
-            (Some(_), _) => Some("mariadb.password_env"),
-            (None, Some(_)) => Some("mariadb.password_file"),
-            _ => None,
-        };
+        let source = c.password_setting(group);
         Ok(Login {
             tls,
             ca: c
@@ -107,7 +103,8 @@ impl Login {
                 .to_string()
         } else if text.contains("UnknownIssuer") || text.contains("unknown issuer") {
             format!(
-                "the server's certificate is not signed by the CA of `mariadb.tls.ca` ({}):                  unknown authority",
+                "the server's certificate is not signed by the CA of `mariadb.tls.ca` ({}): \
+                 unknown authority",
                 self.ca.as_deref().unwrap_or("the system's roots")
             )
         } else if let mysql_async::Error::Server(s) = e
@@ -127,14 +124,14 @@ impl Login {
                 "access denied for `{user}` without TLS: a server that takes only TLS refuses \
                  every plaintext login, so set `mariadb.tls` (its CA, a client certificate and \
                  key); else check the password (from `{}`)",
-                self.source.unwrap_or("no password set")
+                self.source.as_deref().unwrap_or("no password set")
             )
         } else if let mysql_async::Error::Server(s) = e
             && s.code == 1045
         {
             format!(
                 "access denied for `{user}`: check its password (from `{}`) and, where the account requires one, the client certificate (`mariadb.tls.cert`)",
-                self.source.unwrap_or("no password set")
+                self.source.as_deref().unwrap_or("no password set")
             )
         } else {
             return format!("{address}: {text}");

@@ -50,7 +50,7 @@ pub(crate) struct Login {
     user: Option<String>,
     password: Option<SecretString>,
     /// Where the password came from (`nats.password_env` ...), for errors.
-    source: Option<&'static str>,
+    source: Option<String>,
 }
 
 impl std::fmt::Debug for Login {
@@ -79,11 +79,7 @@ impl Login {
             None => None,
         };
         let credentials = c.credentials(group).map_err(BackendError::Config)?;
-        let source = match (&c.password_env, &c.password_file) {
-            (Some(_), _) => Some("nats.password_env"),
-            (None, Some(_)) => Some("nats.password_file"),
-            _ => None,
-        };
+        let source = c.password_setting(group);
         Ok(Login {
             ca: c
                 .tls
@@ -119,7 +115,7 @@ impl Login {
         let text = chain(e);
         let lower = format!("{text} {e:?}").to_ascii_lowercase();
         let user = self.user.as_deref().unwrap_or("(no user)");
-        let source = self.source.unwrap_or("no password set");
+        let source = self.source.as_deref().unwrap_or("no password set");
         let fix = if lower.contains("authorization violation") && self.user.is_none() {
             "the server admits only its users: set `nats.user` and its password \
              (`nats.password_env` or `nats.password_file`)"

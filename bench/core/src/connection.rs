@@ -143,6 +143,16 @@ impl Connection {
         self.password_env.is_some() || self.password_file.is_some()
     }
 
+    /// The setting the password is read from (`redis.password_env`, `redis.password_file`),
+    /// for an error that must say where a wrong password came from; `None` when none is set.
+    pub fn password_setting(&self, group: &str) -> Option<String> {
+        match (&self.password_env, &self.password_file) {
+            (Some(_), _) => Some(format!("{group}.password_env")),
+            (None, Some(_)) => Some(format!("{group}.password_file")),
+            (None, None) => None,
+        }
+    }
+
     /// Reads the password from its source (`None` when none is set). The error names the
     /// source and what is wrong with it, never what it holds.
     pub fn password(&self, group: &str) -> Result<Option<SecretString>, String> {
@@ -279,6 +289,11 @@ mod tests {
         let c = with_password_env("LOCKBENCH_TEST_SECRET_UNSET");
         let err = c.password("redis").unwrap_err();
         assert!(err.contains("redis.password_env") && err.contains("LOCKBENCH_TEST_SECRET_UNSET"));
+        assert_eq!(
+            c.password_setting("redis").as_deref(),
+            Some("redis.password_env")
+        );
+        assert_eq!(Connection::default().password_setting("redis"), None);
         let dir = std::env::temp_dir().join(format!("lb-secret-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("pw"), "s3cret-line\nignored\n").unwrap();
@@ -289,6 +304,10 @@ mod tests {
         c.resolve_paths(&dir);
         let s = c.password("etcd").unwrap().unwrap();
         assert_eq!(s.expose_secret(), "s3cret-line");
+        assert_eq!(
+            c.password_setting("etcd").as_deref(),
+            Some("etcd.password_file")
+        );
         std::fs::remove_dir_all(&dir).unwrap();
         let err = c.password("etcd").unwrap_err();
         assert!(
