@@ -15,6 +15,7 @@
 
 use lockbench_core::traits::BackendError;
 use lockbench_core::{Backend, ClientId, LockClient};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// Connects in flight at once.
@@ -66,15 +67,71 @@ pub async fn connect_all<B: Backend>(
     backend: &B,
     slots: &[u32],
 ) -> Result<Vec<B::Client>, BackendError> {
-    let started = Instant::now();
-    let total = slots.len();
-    let mut ready = Vec::with_capacity(total);
+    connect_share(backend, slots, &ConnectProgress::new(slots.len(), 1)).await
+}
+
+/// What the threads that connect a run's clients share: how many are connected so far (for one
+/// progress count over all of them) and how many connects each may have in flight (so the run
+/// stays within [`CONNECT_PARALLELISM`] whatever the number of threads).
+#[derive(Debug)]
+pub struct ConnectProgress {
+    total: usize,
+    done: AtomicUsize,
+    reported: AtomicUsize,
+    parallelism: usize,
+    started: Instant,
+}
+
+impl ConnectProgress {
+    /// Progress over `total` clients connected by `threads` threads.
+    pub fn new(total: usize, threads: usize) -> ConnectProgress {
+        ConnectProgress {
+            total,
+            done: AtomicUsize::new(0),
+            reported: AtomicUsize::new(0),
+            parallelism: (CONNECT_PARALLELISM / threads.max(1)).max(1),
+            started: Instant::now(),
+        }
+    }
+
+    /// Counts `n` more connected clients of `backend` and prints a line every
+    /// [`PROGRESS_FROM`] of them (and at the last) when there are that many.
+    fn connected<B: Backend>(&self, backend: &B, n: usize) {
+        let done = self.done.fetch_add(n, Ordering::Relaxed) + n;
+        if self.total < PROGRESS_FROM {
+            return;
+        }
+        let reported = self.reported.load(Ordering::Relaxed);
+        let due = done - reported >= PROGRESS_FROM || done == self.total;
+        if due
+            && self
+                .reported
+                .compare_exchange(reported, done, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
+            eprintln!(
+                "lockbench: {}: connected {done}/{} clients ({:.1} s)",
+                backend.info().backend,
+                self.total,
+                self.started.elapsed().as_secs_f64()
+            );
+        }
+    }
+}
+
+/// [`connect_all`] for this thread's share of a run's slots, counted in `progress`.
+pub async fn connect_share<B: Backend>(
+    backend: &B,
+    slots: &[u32],
+    progress: &ConnectProgress,
+) -> Result<Vec<B::Client>, BackendError> {
+    let mut ready = Vec::with_capacity(slots.len());
     let mut first_error = None;
-    let mut reported = 0;
-    for batch in slots.chunks(CONNECT_PARALLELISM) {
+    for batch in slots.chunks(progress.parallelism) {
         let connected =
             futures::future::join_all(batch.iter().map(|&slot| backend.connect(ClientId(slot))))
                 .await;
+        let before = ready.len();
         for c in connected {
             match c {
                 Ok(c) => ready.push(c),
@@ -84,15 +141,7 @@ pub async fn connect_all<B: Backend>(
         if first_error.is_some() {
             break;
         }
-        let n = ready.len();
-        if total >= PROGRESS_FROM && (n - reported >= PROGRESS_FROM || n == total) {
-            reported = n;
-            eprintln!(
-                "lockbench: {}: connected {n}/{total} clients ({:.1} s)",
-                backend.info().backend,
-                started.elapsed().as_secs_f64()
-            );
-        }
+        progress.connected(backend, ready.len() - before);
     }
     if let Some(e) = first_error {
         for c in ready {

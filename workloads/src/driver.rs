@@ -1,7 +1,9 @@
 //! The client loop: the one piece of lockbench that runs per op.
 //!
 //! [`run_contention`] connects every client first (so connection set-up is not measured and an
-//! unreachable server fails the run before it starts), then runs one task per client slot:
+//! unreachable server fails the run before it starts), then runs one task per client slot, on
+//! the client threads ([`crate::threads`]: one single-threaded runtime per core, a client's
+//! connection driven on the thread its loop runs on):
 //!
 //! ```text
 //! loop: [open loop: sleep until intended start] -> invoke acquire -> ok: write token to the
@@ -31,10 +33,12 @@
 //! for the coordinator's go-ahead before writing, so the coordinator can stop the process
 //! (SIGSTOP) between the grant and the write, exactly where a GC pause hurts.
 
+use crate::connect::ConnectProgress;
 use crate::pacer::Pacer;
 use crate::plan::ClientPlan;
 use crate::recorder::{Recorder, RunOutput};
 use crate::resource::{FencedResource, ResourceConn};
+use crate::threads::{self, ClientThread};
 use lockbench_core::scenario::Workload;
 use lockbench_core::traits::BackendError;
 use lockbench_core::{
@@ -188,7 +192,16 @@ pub async fn run_slots<B: Backend>(
     } else {
         options.slots.clone()
     };
-    let ready = crate::connect::connect_all(backend.as_ref(), &slots).await?;
+    let groups = threads::deal(&slots);
+    let progress = Arc::new(ConnectProgress::new(slots.len(), groups.len()));
+    let mut threads: Vec<_> = groups
+        .into_iter()
+        .enumerate()
+        .map(|(i, group)| ClientThread::start(i, backend.clone(), group, progress.clone()))
+        .collect();
+    for thread in &mut threads {
+        thread.connected().await?;
+    }
 
     if let Some(tx) = options.connected.take() {
         let _ = tx.send(());
@@ -236,29 +249,31 @@ pub async fn run_slots<B: Backend>(
     });
 
     let mut holder = options.holder.take();
-    let tasks: Vec<_> = ready
-        .into_iter()
-        .zip(slots)
-        .map(|(client, slot)| {
-            let resource = match options.remote_resource {
+    for thread in &mut threads {
+        let shared = shared.clone();
+        let remote = options.remote_resource;
+        // The first slot is the first thread's first: the fencing holder, when there is one.
+        let mut hooks = holder.take();
+        thread.go(Box::new(move |client, slot| {
+            let resource = match remote {
                 Some(addr) => ResourceConn::remote(addr),
                 None => ResourceConn::Local(shared.run.resource.clone()),
             };
-            let hooks = holder.take();
-            tokio::spawn(client_loop(
+            Box::pin(client_loop(
                 shared.clone(),
                 slot,
                 client,
                 start,
                 resource,
-                hooks,
+                hooks.take(),
             ))
-        })
-        .collect();
-    let mut workers = Vec::with_capacity(tasks.len());
-    for t in tasks {
-        workers.push(t.await.expect("client loop panicked"));
+        }));
     }
+    let mut workers = Vec::with_capacity(slots.len());
+    for thread in threads {
+        workers.extend(thread.finish().await);
+    }
+    workers.sort_by_key(|w| w.slot);
     if let Some(t) = timer {
         t.abort();
     }

@@ -2,7 +2,7 @@
 //!
 //! A workload is data (a [`Workload`](lockbench_core::scenario::Workload) in the scenario) plus
 //! a deterministic plan drawn from a seeded RNG ([`plan`]), executed by one generic client loop
-//! per client ([`driver`]). The loop is the hot path of the whole tool, so its shape is set by
+//! per client ([`driver`]), on one single-threaded runtime per core ([`threads`]). The loop is the hot path of the whole tool, so its shape is set by
 //! what it must not do: no allocation per op beyond pre-sized buffers, no formatting, no shared
 //! locks, no virtual calls. Each client records into its own [`recorder::Recorder`]: ops into a
 //! buffer that is shipped to the history writer in chunks (so an interrupted run keeps what it
@@ -35,6 +35,7 @@ pub mod remote;
 pub mod resource;
 pub mod scale;
 pub mod schedule;
+pub mod threads;
 pub mod worker;
 pub mod worker_log;
 

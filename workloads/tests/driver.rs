@@ -76,6 +76,27 @@ async fn a_count_limited_run_stops_at_its_count_and_records_every_op() {
     assert_eq!(out.acquire_latency().len(), n);
 }
 
+/// The clients run on the client threads, each where it was connected (its connection's
+/// driver with it), and a run of more clients than cores uses every thread.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_client_runs_on_the_client_thread_it_was_connected_on() {
+    let s = scenario("acquisitions = 400\nhold = '50us'");
+    let (out, _, locks) = run(&s, 0).await;
+    assert!(out.acquisitions() >= 400);
+    assert_eq!(
+        locks.moved.load(Ordering::SeqCst),
+        0,
+        "an acquire left its client's thread"
+    );
+    let names = locks.connect_threads.lock().unwrap().clone();
+    let threads = lockbench_workloads::threads::client_threads().len();
+    assert_eq!(names.len(), threads.min(4), "threads used: {names:?}");
+    assert!(
+        names.iter().all(|n| n.starts_with("lockbench-clients-")),
+        "clients connected elsewhere: {names:?}"
+    );
+}
+
 /// `workload.slowdown` is waited inside every acquire: no acquire, from its intended start to
 /// its grant, is faster than it, where the in-memory lock alone grants in microseconds.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -4,10 +4,11 @@
 //! in one) while a backend runs, plus how late lockbench's timers fire, and
 //! summarises them over the measured window as a [`ResourceUsage`].
 //!
-//! It runs as two tasks on lockbench's own runtime: one reads `/proc` every interval (a few
-//! small files per process: negligible next to the clients), one sleeps 5 ms at a time and
-//! records how late each wake-up was (the pacer sleeps on the same timers, so this is the
-//! pacer's lag), in memory that does not grow with the run ([`crate::timer_lag`]).
+//! It runs as two tasks: one reads `/proc` every interval (a few small files per process:
+//! negligible next to the clients), on the caller's runtime; one sleeps 5 ms at a time and
+//! records how late each wake-up was, in memory that does not grow with the run
+//! ([`crate::timer_lag`]), on the runtime the caller names: the client loops' (their pacer
+//! sleeps on the same timers, so this is the pacer's lag).
 
 use crate::procfs;
 use crate::saturation;
@@ -77,8 +78,10 @@ struct Samples {
 impl Sampler {
     /// Starts sampling lockbench (this process and its descendants) and `servers` every
     /// `interval`, with times on `clock`.
+    /// The lag probe runs on the caller's runtime.
     pub fn start(servers: Vec<Watched>, interval: Duration, clock: RunClock) -> Sampler {
-        Sampler::start_excluding(servers, Vec::new(), interval, clock)
+        let here = tokio::runtime::Handle::current();
+        Sampler::start_excluding(servers, Vec::new(), interval, clock, &here)
     }
 
     /// As [`Sampler::start`], but lockbench's share leaves out the processes in `not_ours`
@@ -86,11 +89,14 @@ impl Sampler {
     /// managed cluster itself, every server is lockbench's descendant; counted as lockbench,
     /// they made it look saturated ("lockbench CPU 165-182%", generator-bound) while it used
     /// about 11% of a core. lockbench's share is itself and its worker processes only.
+    ///
+    /// The timer-lag probe runs on `lag_on`, the runtime whose timers the clients wait on.
     pub fn start_excluding(
         servers: Vec<Watched>,
         not_ours: Vec<u32>,
         interval: Duration,
         clock: RunClock,
+        lag_on: &tokio::runtime::Handle,
     ) -> Sampler {
         let (stop, rx) = watch::channel(false);
         let mut prune = not_ours;
@@ -105,7 +111,7 @@ impl Sampler {
             extra.clone(),
         ));
         let (from, from_rx) = watch::channel(None);
-        let lag_task = tokio::spawn(probe_lag(clock, rx, from_rx));
+        let lag_task = lag_on.spawn(probe_lag(clock, rx, from_rx));
         Sampler {
             stop,
             from,
@@ -445,6 +451,7 @@ mod tests {
             vec![other.id()],
             Duration::from_millis(100),
             clock,
+            &tokio::runtime::Handle::current(),
         );
         let from = clock.now();
         tokio::time::sleep(Duration::from_millis(900)).await;

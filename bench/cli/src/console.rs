@@ -95,11 +95,24 @@ impl Observer for Console {
         };
         bar.finish(match error {
             Some(msg) => format!("error: {msg}"),
-            None => format!(
-                "{:.0} acq/s, safety {}",
-                r.throughput_per_s,
-                r.safety.verdict.name()
-            ),
+            None => {
+                let cpu = r
+                    .resources
+                    .as_ref()
+                    .and_then(|u| u.cpu_per_acquisition(r.throughput_per_s))
+                    .map(|c| {
+                        format!(
+                            ", CPU per acquisition: lockbench {:.0} µs, servers {:.0} µs",
+                            c.lockbench_us, c.servers_us
+                        )
+                    })
+                    .unwrap_or_default();
+                format!(
+                    "{:.0} acq/s, safety {}{cpu}",
+                    r.throughput_per_s,
+                    r.safety.verdict.name()
+                )
+            }
         });
         if let Some(u) = r.resources.as_ref().filter(|u| u.generator_bound) {
             eprintln!(

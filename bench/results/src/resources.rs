@@ -87,4 +87,29 @@ impl ResourceUsage {
             .map(|p| p.cpu_percent_mean)
             .sum()
     }
+
+    /// lockbench's and the servers' CPU per acquisition over the measured window, at
+    /// `acquisitions_per_s` (the same window's throughput): `None` when nothing was sampled or
+    /// acquired, or the servers were not sampled (not the managed cluster).
+    pub fn cpu_per_acquisition(&self, acquisitions_per_s: f64) -> Option<CpuPerAcquisition> {
+        if self.interval_ms == 0 || acquisitions_per_s <= 0.0 || self.servers().next().is_none() {
+            return None;
+        }
+        let micros = |percent: f64| percent / 100.0 / acquisitions_per_s * 1e6;
+        Some(CpuPerAcquisition {
+            lockbench_us: micros(self.generator_cpu_percent()),
+            servers_us: micros(self.server_cpu_percent()),
+        })
+    }
+}
+
+/// CPU time per acquisition, from one run's samples: whether lockbench is lighter than the
+/// servers it measures (on a small machine they share the cores, so a heavier harness takes
+/// them from the servers).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CpuPerAcquisition {
+    /// lockbench (with its worker processes), µs of CPU per acquisition.
+    pub lockbench_us: f64,
+    /// The backend's servers together, µs of CPU per acquisition.
+    pub servers_us: f64,
 }

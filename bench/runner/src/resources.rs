@@ -31,5 +31,13 @@ pub fn start(kind: BackendKind, env: &RunEnv, clock: RunClock, measured: Duratio
             }
         }
     }
-    Sampler::start_excluding(servers, others, sampler::interval_for(measured), clock)
+    // The lag probe shares the first client thread with its client loops.
+    let lag_on = &lockbench_workloads::threads::client_threads()[0];
+    Sampler::start_excluding(
+        servers,
+        others,
+        sampler::interval_for(measured),
+        clock,
+        lag_on,
+    )
 }

@@ -7,6 +7,7 @@ use lockbench_core::{
     Backend, BackendInfo, BackendKind, ClientId, ErrorKind, FencingToken, Grant, KeyId, LockClient,
     Outcome, ServerCounters,
 };
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use tokio::sync::{Mutex, OwnedMutexGuard};
@@ -20,6 +21,8 @@ impl MemoryLocks {
             info_every,
             connects: AtomicU64::new(0),
             broken: false,
+            connect_threads: std::sync::Mutex::new(BTreeSet::new()),
+            moved: AtomicU64::new(0),
         })
     }
 
@@ -40,11 +43,24 @@ pub struct MemoryLocks {
     pub connects: AtomicU64,
     /// Grants every acquire at once (see [`MemoryLocks::broken`]).
     pub broken: bool,
+    /// The names of the threads clients were connected on.
+    pub connect_threads: std::sync::Mutex<BTreeSet<String>>,
+    /// Acquires made on another thread than their client's connect.
+    pub moved: AtomicU64,
+}
+
+fn thread_name() -> String {
+    std::thread::current()
+        .name()
+        .unwrap_or("unnamed")
+        .to_string()
 }
 
 pub struct MemoryClient {
     locks: Arc<MemoryLocks>,
     sent: u64,
+    /// The thread the client was connected on.
+    thread: std::thread::ThreadId,
 }
 
 impl LockClient for MemoryClient {
@@ -52,6 +68,9 @@ impl LockClient for MemoryClient {
 
     async fn acquire(&mut self, key: KeyId) -> Outcome<Grant<Self::Handle>> {
         self.sent += 1;
+        if std::thread::current().id() != self.thread {
+            self.locks.moved.fetch_add(1, Ordering::SeqCst);
+        }
         let n = self.locks.acquires.fetch_add(1, Ordering::SeqCst) + 1;
         if self.locks.info_every > 0 && n.is_multiple_of(self.locks.info_every) {
             return Outcome::Info(ErrorKind::ConnectionLost);
@@ -106,9 +125,12 @@ impl Backend for MemoryBackend {
 
     async fn connect(&self, _client: ClientId) -> Result<MemoryClient, BackendError> {
         self.0.connects.fetch_add(1, Ordering::SeqCst);
+        let name = thread_name();
+        self.0.connect_threads.lock().expect("names").insert(name);
         Ok(MemoryClient {
             locks: self.0.clone(),
             sent: 0,
+            thread: std::thread::current().id(),
         })
     }
 

@@ -18,6 +18,7 @@ pub(crate) fn section(run: &Run) -> Markup {
             "backend",
             "lockbench CPU %",
             "busiest thread %",
+            "CPU µs per acquisition (lockbench / servers)",
             "lockbench RSS MiB",
             "timer lag p99 ms",
             "machine CPU %",
@@ -65,6 +66,11 @@ fn row(r: &BackendResult, u: &ResourceUsage) -> Markup {
                 (generator
                     .and_then(|g| g.busiest_thread_cpu_percent)
                     .map(|t| format!("{t:.0}"))
+                    .unwrap_or_else(|| "-".into()))
+            }
+            td.num {
+                (u.cpu_per_acquisition(r.throughput_per_s)
+                    .map(|c| format!("{:.0} / {:.0}", c.lockbench_us, c.servers_us))
                     .unwrap_or_else(|| "-".into()))
             }
             td.num { (generator.map(|g| format!("{:.0}", g.rss_mib_max)).unwrap_or_default()) }
