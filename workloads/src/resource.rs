@@ -13,7 +13,9 @@
 //! the history pairs the write with its grant though the two are stamped on different clocks
 //! (`Op::grant`). The service, not the worker, records the `write` op in the history, on the run's
 //! clock, at the moment the resource decided: it is the resource's view that counts, and a
-//! worker killed right after writing cannot lose it.
+//! worker killed right after writing cannot lose it. The lines are written and read by
+//! [`write_line`] and [`parse_write`], and by [`WriteVerdict::line`] and [`parse_reply`]: public
+//! so a benchmark can time them without a socket.
 
 use lockbench_core::scenario::ResourceMode;
 use lockbench_core::{ClientId, FencingToken, KeyId, Op, OpF, OpType, RunClock};
@@ -93,6 +95,17 @@ impl FencedResource {
 }
 
 impl WriteVerdict {
+    /// The service's reply line for this verdict, with its newline.
+    pub fn line(self) -> &'static str {
+        match (self.accepted, self.stale) {
+            (true, Some(true)) => "A 1\n",
+            (true, Some(false)) => "A 0\n",
+            (true, None) => "A -\n",
+            (false, Some(false)) => "R 0\n",
+            (false, _) => "R 1\n",
+        }
+    }
+
     /// The `write` op this verdict is recorded as.
     pub fn op(
         self,
@@ -179,21 +192,23 @@ async fn serve_conn(
         let mut done = verdict.op(clock.now(), client, key, token);
         done.grant = grant;
         let _ = history.send(vec![invoked, done]);
-        let reply: &[u8] = match (verdict.accepted, verdict.stale) {
-            (true, Some(true)) => b"A 1\n",
-            (true, Some(false)) => b"A 0\n",
-            (true, None) => b"A -\n",
-            (false, Some(false)) => b"R 0\n",
-            (false, _) => b"R 1\n",
-        };
-        if write.write_all(reply).await.is_err() {
+        if write.write_all(verdict.line().as_bytes()).await.is_err() {
             break;
         }
     }
 }
 
+/// The line a worker sends for a write of `token` to `key` by `client`, holding its
+/// `grant`-th grant.
+pub fn write_line(key: KeyId, token: Option<FencingToken>, client: ClientId, grant: u32) -> String {
+    match token {
+        Some(FencingToken(t)) => format!("W {} {t} {} {grant}\n", key.0, client.0),
+        None => format!("W {} - {} {grant}\n", key.0, client.0),
+    }
+}
+
 /// A write line's key, token, client and (when said) the client's grant.
-fn parse_write(line: &str) -> Option<(KeyId, Option<FencingToken>, ClientId, Option<u32>)> {
+pub fn parse_write(line: &str) -> Option<(KeyId, Option<FencingToken>, ClientId, Option<u32>)> {
     let mut parts = line.split_ascii_whitespace();
     if parts.next()? != "W" {
         return None;
@@ -287,10 +302,7 @@ async fn remote_write(
         *conn = Some(BufReader::new(c));
     }
     let c = conn.as_mut().expect("connected above");
-    let line = match token {
-        Some(FencingToken(t)) => format!("W {} {t} {} {grant}\n", key.0, client.0),
-        None => format!("W {} - {} {grant}\n", key.0, client.0),
-    };
+    let line = write_line(key, token, client, grant);
     c.get_mut().write_all(line.as_bytes()).await?;
     let mut reply = String::new();
     if c.read_line(&mut reply).await? == 0 {
@@ -299,25 +311,29 @@ async fn remote_write(
             "resource service closed",
         ));
     }
-    let bad = || {
+    parse_reply(&reply).ok_or_else(|| {
         io::Error::new(
             io::ErrorKind::InvalidData,
             format!("resource service: {reply:?}"),
         )
+    })
+}
+
+/// The verdict a reply line (`A|R <stale>`) gives.
+pub fn parse_reply(line: &str) -> Option<WriteVerdict> {
+    let mut parts = line.split_ascii_whitespace();
+    let accepted = match parts.next()? {
+        "A" => true,
+        "R" => false,
+        _ => return None,
     };
-    let mut parts = reply.split_ascii_whitespace();
-    let accepted = match parts.next() {
-        Some("A") => true,
-        Some("R") => false,
-        _ => return Err(bad()),
+    let stale = match parts.next()? {
+        "1" => Some(true),
+        "0" => Some(false),
+        "-" => None,
+        _ => return None,
     };
-    let stale = match parts.next() {
-        Some("1") => Some(true),
-        Some("0") => Some(false),
-        Some("-") => None,
-        _ => return Err(bad()),
-    };
-    Ok(WriteVerdict { accepted, stale })
+    Some(WriteVerdict { accepted, stale })
 }
 
 #[cfg(test)]
@@ -361,6 +377,28 @@ mod tests {
         let grants: Vec<_> = ops.iter().map(|o| o.grant).collect();
         assert_eq!(grants, [Some(1), Some(1), Some(2)]);
         assert!(conn.records_itself());
+    }
+
+    #[test]
+    fn the_service_lines_read_back_as_written() {
+        let t = Some(FencingToken(42));
+        assert_eq!(write_line(KeyId(3), t, ClientId(9), 2), "W 3 42 9 2\n");
+        assert_eq!(
+            parse_write(&write_line(KeyId(3), t, ClientId(9), 2)),
+            Some((KeyId(3), t, ClientId(9), Some(2)))
+        );
+        assert_eq!(
+            parse_write(&write_line(KeyId(0), None, ClientId(1), 1)),
+            Some((KeyId(0), None, ClientId(1), Some(1)))
+        );
+        for (accepted, stale) in [(true, Some(true)), (true, Some(false)), (true, None)]
+            .into_iter()
+            .chain([(false, Some(true)), (false, Some(false))])
+        {
+            let v = WriteVerdict { accepted, stale };
+            assert_eq!(parse_reply(v.line()), Some(v), "{:?}", v.line());
+        }
+        assert_eq!(parse_reply("E bad request\n"), None);
     }
 
     #[test]
