@@ -2,13 +2,13 @@
 //!
 //! Why not the process's multi-threaded runtime: there, a client's task, its connection's
 //! driver task (redis-rs, tonic and the ZooKeeper client each run one per connection) and the
-//! timers they wait on land on whichever worker thread is free, so nearly every request wakes
-//! another thread through the kernel and moves the task's data between cores. On two cores
-//! that was most of lockbench's own CPU per acquisition (task switches and futex wake-ups, see
-//! docs/performance.md). Here each thread runs a current-thread runtime; a slot's client is
-//! connected on its thread, so everything the client spawns stays there, and a request and its
-//! answer are handled without a thread hop. Slots are dealt round-robin, so the clients of a
-//! run share the cores evenly; no work is stolen.
+//! timers they wait on land on whichever worker thread is free, so a request and its answer can
+//! cross threads, each crossing a wake-up through the kernel and the task's data moving between
+//! cores. On two cores that cost `redis-setnx` at 50 clients about a tenth of lockbench's CPU
+//! per acquisition and of its throughput (docs/performance.md). Here each thread runs a
+//! current-thread runtime; a slot's client is connected on its thread, so everything the client
+//! spawns stays there, and a request and its answer are handled without a thread hop. Slots are
+//! dealt round-robin, so the clients of a run share the cores evenly; no work is stolen.
 //!
 //! The threads start on first use and live as long as the process; [`client_threads`] hands
 //! out their runtimes' handles. A run's share of slots on one of them is a [`ClientThread`]: it
