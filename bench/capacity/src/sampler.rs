@@ -501,10 +501,10 @@ mod tests {
         let s = u.servers().next().expect("the watched server");
         // Generous, as above: an uncharged child would read ~0 %.
         assert!(s.cpu_percent_mean > 5.0, "{s:?}");
+        // Nor is the child lockbench's: only this process was sampled as lockbench. (Not a
+        // comparison of the two CPU figures: on a loaded machine the busy child gets as little
+        // of a core as the sampler itself spends.)
         let generator = &u.processes[0];
-        assert!(
-            generator.cpu_percent_mean < s.cpu_percent_mean,
-            "lockbench {generator:?} vs server {s:?}"
-        );
+        assert_eq!(generator.pids, vec![std::process::id()], "{generator:?}");
     }
 }
