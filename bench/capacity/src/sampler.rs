@@ -466,11 +466,9 @@ mod tests {
         assert_eq!(generator.pids, vec![std::process::id()], "{generator:?}");
         let s = u.servers().next().expect("the watched server");
         assert_eq!(s.pids, vec![server.id()]);
-        // The sampled process only sleeps here; its busy children are not its share.
-        assert!(
-            generator.cpu_percent_mean < s.cpu_percent_mean,
-            "lockbench {generator:?} vs server {s:?}"
-        );
+        // The busy server is read (its share is whatever a loaded machine leaves it, so only
+        // that it is some); how it compares with lockbench's own is no property of the split.
+        assert!(s.cpu_percent_mean > 0.0, "server {s:?}");
     }
 
     /// A server that works in processes it forked (PostgreSQL serves each connection in one;

@@ -162,6 +162,12 @@ impl Drop for Down {
             }
         }
         let _ = compose(&["down", "-v"]).output();
+        // `down -v` stops at a network it cannot remove (a Docker Engine has refused once, for
+        // "active endpoints" no container held) before the volumes: the data volume goes
+        // anyway, or the next `up` (a retry) starts the replicas on this run's data.
+        let _ = Command::new("docker")
+            .args(["volume", "rm", "-f", "lockbench-data"])
+            .output();
     }
 }
 
