@@ -710,7 +710,9 @@ fn up_fails_fast_naming_the_cause_when_the_bridge_drops_traffic() {
         err.contains(&bridge) && err.contains("cannot reach each other"),
         "the error names the bridge and the cause: {err}"
     );
-    assert!(took < Duration::from_secs(15), "up took {took:?} to fail");
+    // A third of the 90 s health wait: at a load average of 23 the namespaces and servers
+    // before the probe took 15.3 s on their own.
+    assert!(took < Duration::from_secs(30), "up took {took:?} to fail");
 }
 
 /// Regression: SIGTERM (what `timeout`, CI and Kubernetes send) killed a run
