@@ -379,7 +379,9 @@ fn the_shared_lock_lets_readers_hold_together_and_never_a_writer_with_anyone() {
 
 /// The herd workload writes `fanout` for the etcd and Redis recipes too, with the servers'
 /// own counts beside lockbench's: the naive and pub/sub recipes wake several waiters per
-/// release, the revision-ordered one exactly one.
+/// release, the revision-ordered one at most one (fewer when the next in line had not begun
+/// watching yet and found the lock free itself, as happens more on a loaded machine: 0.82 at
+/// a load average of 46).
 #[test]
 fn the_herd_run_reports_fanout_with_server_counts_for_etcd_and_redis() {
     let (out, out_dir) = common::run_quietly(
@@ -401,7 +403,7 @@ fn the_herd_run_reports_fanout_with_server_counts_for_etcd_and_redis() {
             .unwrap_or_else(|| panic!("{backend}: no fanout.{field}: {r}"))
     };
     let lease = per_release("etcd-lease", "notifications_per_release");
-    assert!((0.9..=1.1).contains(&lease), "etcd-lease: {lease}");
+    assert!(lease > 0.0 && lease <= 1.1, "etcd-lease: {lease}");
     for naive in ["etcd-herd", "redis-pubsub"] {
         let n = per_release(naive, "notifications_per_release");
         assert!(n > 2.0, "{naive}: {n} notifications per release");
