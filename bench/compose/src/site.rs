@@ -111,6 +111,9 @@ pub(crate) fn inspect(name: &str, format: &str) -> Option<String> {
         .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
+/// How many more times `docker pause` is tried when runc could not freeze the container.
+const FREEZE_RETRIES: usize = 2;
+
 /// `docker <args>`; `Err` is Docker's complaint.
 async fn docker(args: &[&str]) -> Result<(), String> {
     let out = tokio::process::Command::new("docker")
@@ -191,7 +194,20 @@ impl Site for Containers {
         }
         let verb = if stop { "pause" } else { "unpause" };
         let c = container(name);
-        docker(&[verb, &c]).await?;
+        let mut done = docker(&[verb, &c]).await;
+        // runc gives up freezing a container whose processes do not all stop in time (seen on
+        // a loaded 2-core machine: "OCI runtime pause failed: unable to freeze") and thaws it
+        // again; another try a moment later freezes it.
+        for _ in 0..FREEZE_RETRIES {
+            match &done {
+                Err(e) if stop && e.contains("unable to freeze") => {
+                    tokio::time::sleep(Duration::from_millis(300)).await;
+                    done = docker(&[verb, &c]).await;
+                }
+                _ => break,
+            }
+        }
+        done?;
         if self.settle(name, |(_, paused)| paused == stop).await {
             Ok(format!("docker {verb} {c}"))
         } else {
