@@ -241,10 +241,10 @@ fn compose_cluster_runs_the_quick_suite_and_faults_and_leaves_nothing() {
     let bridge = format!("br-{}", &network.trim()[..12]);
 
     // The quick suite, every lock backend of it, against the compose cluster, 3 s a backend
-    // instead of 5 (what is checked is that each runs, acquires and stays safe; 24 s less of
-    // the flow). Redlock's keys live 2 s instead of 10: on a loaded machine a release can miss
-    // its quorum (50 ms a node), and the lock it leaves must expire inside the 3 s run, or
-    // Redlock shows no acquisition for a reason that is not the compose flow's.
+    // instead of 5: what is checked is that each runs, acquires and stays safe. Redlock's keys
+    // live 2 s instead of 10: on a loaded machine a release can miss its quorum (50 ms a
+    // node), and the lock it leaves must expire inside the 3 s run, or Redlock shows no
+    // acquisition for a reason that is not the compose flow's.
     let dir = common::scratch("compose", "quick");
     let out = timed("lockbench run quick --cluster compose", || {
         Command::new(env!("CARGO_BIN_EXE_lockbench"))
