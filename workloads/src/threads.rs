@@ -10,6 +10,11 @@
 //! spawns stays there, and a request and its answer are handled without a thread hop. Slots are
 //! dealt round-robin, so the clients of a run share the cores evenly; no work is stolen.
 //!
+//! How many: one per core when the servers run on other machines, half the cores (at least
+//! one) when they share this one ([`ServersOn`]). On two cores with a local Redis, two client
+//! threads beside the server's own thread kept the cores switching between three busy threads:
+//! one client thread made as many acquisitions at less CPU each (docs/performance.md).
+//!
 //! The threads start on first use and live as long as the process; [`client_threads`] hands
 //! out their runtimes' handles. A run's share of slots on one of them is a [`ClientThread`]: it
 //! connects its clients, reports, and waits for the go-ahead (the shared run state and the
@@ -28,12 +33,45 @@ use tokio::runtime::Handle;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-/// The process's client threads (one per core it may use), started on first use.
+/// Where the servers a process's runs measure are: what decides how many client threads it
+/// starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ServersOn {
+    /// On this machine (the managed cluster, docker-compose's containers): they need cores too.
+    ThisHost,
+    /// On other machines, or not known to be here (an external cluster, a worker process).
+    OtherHosts,
+}
+
+impl ServersOn {
+    /// The client threads for a machine with `cores` cores.
+    pub fn client_threads(self, cores: usize) -> usize {
+        match self {
+            ServersOn::ThisHost => (cores / 2).max(1),
+            ServersOn::OtherHosts => cores.max(1),
+        }
+    }
+}
+
+static PLACEMENT: OnceLock<ServersOn> = OnceLock::new();
+
+/// Says where the servers are, before the first run starts the client threads; a later call
+/// (the threads already started, or placed once) changes nothing. Unsaid, the process takes
+/// [`ServersOn::OtherHosts`]. Returns the number of client threads the process runs.
+pub fn place_servers(servers: ServersOn) -> usize {
+    let _ = PLACEMENT.set(servers);
+    client_threads().len()
+}
+
+/// The process's client threads, started on first use (see [`ServersOn`] for how many).
 pub fn client_threads() -> &'static [Handle] {
     static THREADS: OnceLock<Vec<Handle>> = OnceLock::new();
     THREADS.get_or_init(|| {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        (0..cores).map(start_thread).collect()
+        let servers = *PLACEMENT.get_or_init(|| ServersOn::OtherHosts);
+        (0..servers.client_threads(cores))
+            .map(start_thread)
+            .collect()
     })
 }
 
@@ -153,6 +191,15 @@ impl<C: LockClient> Drop for ClientThread<C> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn servers_on_this_host_leave_half_the_cores_to_them() {
+        assert_eq!(ServersOn::ThisHost.client_threads(1), 1);
+        assert_eq!(ServersOn::ThisHost.client_threads(2), 1);
+        assert_eq!(ServersOn::ThisHost.client_threads(8), 4);
+        assert_eq!(ServersOn::OtherHosts.client_threads(2), 2);
+        assert_eq!(ServersOn::OtherHosts.client_threads(0), 1);
+    }
 
     #[test]
     fn slots_are_dealt_round_robin_from_the_first_thread() {

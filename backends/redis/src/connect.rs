@@ -1,8 +1,9 @@
 //! One Redis server address and how lockbench opens connections to it.
 //!
-//! Every client owns its own [`MultiplexedConnection`] per server (never a shared pool), so one
-//! client's requests queue only behind its own, as they would in separate processes. The
-//! connection is opened with:
+//! Every client owns its own connection per server (never a shared pool), so one client's
+//! requests queue only behind its own, as they would in separate processes: a `redis-setnx`
+//! client a [`Direct`] one on plain TCP ([`crate::direct`] says why), every other a
+//! [`MultiplexedConnection`]. A connection is opened with:
 //! - `TCP_NODELAY`, because every request is a small write that waits for its reply;
 //! - no `CLIENT SETINFO` handshake, so opening a connection sends no command at all and the
 //!   servers' command counters count only the lock requests ([`crate::commandstats`]);
@@ -14,15 +15,16 @@
 //!   handshake and `AUTH` happen while the connection opens, so a wrong CA or password fails
 //!   the first connect ([`crate::tls_errors`] says which setting and how to fix it).
 
+use crate::direct::{Direct, LockConnection};
 use lockbench_core::traits::BackendError;
 use lockbench_core::{Connection, Endpoints};
 use redis::aio::MultiplexedConnection;
 use redis::io::tcp::TcpSettings;
 use redis::{
-    AsyncConnectionConfig, ClientTlsConfig, ConnectionAddr, IntoConnectionInfo,
+    AsyncConnectionConfig, ClientTlsConfig, Cmd, ConnectionAddr, IntoConnectionInfo,
     RedisConnectionInfo, TlsCertificates,
 };
-use secrecy::ExposeSecret;
+use secrecy::{ExposeSecret, SecretString};
 use std::time::Duration;
 
 /// How long opening a connection to one server may take (TCP, and with the cluster file's
@@ -41,6 +43,40 @@ pub(crate) struct Server {
     /// The settings it was opened with (for error messages: which setting to fix).
     pub(crate) security: Security,
     client: redis::Client,
+    /// Without TLS: where a lock client's [`Direct`] connection goes, and how it logs in.
+    plain: Option<Plain>,
+}
+
+/// A plain-TCP server as a [`Direct`] connection reaches it.
+#[derive(Clone)]
+struct Plain {
+    /// `host:port`.
+    address: String,
+    /// `AUTH [user] password`, when the server wants a password (`Debug` prints neither).
+    login: Option<(Option<String>, SecretString)>,
+}
+
+impl std::fmt::Debug for Plain {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Plain")
+            .field("address", &self.address)
+            .field("login", &self.login.as_ref().map(|(user, _)| user))
+            .finish()
+    }
+}
+
+impl Plain {
+    /// The `AUTH` command, when there is a login.
+    fn auth(&self) -> Option<Cmd> {
+        self.login.as_ref().map(|(user, password)| {
+            let mut auth = redis::cmd("AUTH");
+            if let Some(user) = user {
+                auth.arg(user);
+            }
+            auth.arg(password.expose_secret());
+            auth
+        })
+    }
 }
 
 /// What an error message needs of a server's connection settings: which were used, and the
@@ -86,6 +122,12 @@ impl Server {
             }
             redis_settings = redis_settings.set_password(password.expose_secret());
         }
+        let plain = connection.tls.is_none().then(|| Plain {
+            address: format!("{host}:{port}"),
+            login: password
+                .clone()
+                .map(|password| (connection.user.clone(), password)),
+        });
         let addr = match &connection.tls {
             None => ConnectionAddr::Tcp(host, port),
             Some(_) => ConnectionAddr::TcpTls {
@@ -121,6 +163,7 @@ impl Server {
                     .then(|| connection.user.clone().unwrap_or_else(|| "default".into())),
             },
             client,
+            plain,
         })
     }
 
@@ -188,21 +231,54 @@ impl Server {
         }
     }
 
+    /// A lock client's connection: [`Direct`] on plain TCP, else a multiplexed one.
+    pub(crate) async fn lock_connection(
+        &self,
+        config: &AsyncConnectionConfig,
+        response_timeout: Duration,
+    ) -> redis::RedisResult<LockConnection> {
+        match &self.plain {
+            Some(plain) => Direct::open(
+                &plain.address,
+                CONNECT_TIMEOUT,
+                response_timeout,
+                plain.auth(),
+            )
+            .await
+            .map(LockConnection::Direct),
+            None => self.connect(config).await.map(LockConnection::Multiplexed),
+        }
+    }
+
     /// Opens a new connection, or says which address could not be reached and why.
     pub(crate) async fn connect_or_unreachable(
         &self,
         config: &AsyncConnectionConfig,
     ) -> Result<MultiplexedConnection, BackendError> {
+        self.or_unreachable(self.connect(config)).await
+    }
+
+    /// Opens a lock client's connection ([`Server::lock_connection`]), or says which address
+    /// could not be reached and why.
+    pub(crate) async fn lock_connection_or_unreachable(
+        &self,
+        config: &AsyncConnectionConfig,
+        response_timeout: Duration,
+    ) -> Result<LockConnection, BackendError> {
+        self.or_unreachable(self.lock_connection(config, response_timeout))
+            .await
+    }
+
+    /// Waits for `connecting`, bounded, or says which address could not be reached and why.
+    async fn or_unreachable<C>(
+        &self,
+        connecting: impl std::future::Future<Output = redis::RedisResult<C>>,
+    ) -> Result<C, BackendError> {
         let unreachable = |reason: String| BackendError::Unreachable {
             endpoint: self.address.clone(),
             reason,
         };
-        match tokio::time::timeout(
-            CONNECT_TIMEOUT + Duration::from_millis(200),
-            self.connect(config),
-        )
-        .await
-        {
+        match tokio::time::timeout(CONNECT_TIMEOUT + Duration::from_millis(200), connecting).await {
             Ok(Ok(conn)) => Ok(conn),
             Ok(Err(e)) => Err(unreachable(crate::tls_errors::explain(&e, &self.security))),
             Err(_) if self.security.tls => Err(unreachable(crate::tls_errors::tls_unanswered(

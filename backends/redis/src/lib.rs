@@ -52,6 +52,7 @@ mod canned_access;
 mod clock_jump;
 mod commandstats;
 mod connect;
+mod direct;
 pub mod election;
 pub mod elections;
 mod errors;

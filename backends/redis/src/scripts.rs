@@ -9,7 +9,7 @@
 //! but it hides the extra requests; lockbench does the same steps itself so that
 //! [`lockbench_core::LockClient::requests_sent`] counts every one of them.
 
-use redis::aio::MultiplexedConnection;
+use redis::aio::ConnectionLike;
 use redis::{Cmd, FromRedisValue, RedisResult, Script, ServerErrorKind};
 use std::sync::LazyLock;
 
@@ -104,7 +104,7 @@ pub(crate) fn evalsha<'c>(cmd: &'c mut Cmd, script: &Script, numkeys: usize) -> 
 /// Sends the `EVALSHA` in `cmd`; on `NOSCRIPT` loads `script` and sends it again. Adds every
 /// request written to `sent`.
 pub(crate) async fn run<T: FromRedisValue>(
-    conn: &mut MultiplexedConnection,
+    conn: &mut (impl ConnectionLike + Send),
     cmd: &Cmd,
     script: &Script,
     sent: &mut u64,

@@ -28,6 +28,7 @@
 use crate::RedisKnobs;
 use crate::commandstats::{self, PUBSUB_COMMANDS, SETNX_COMMANDS};
 use crate::connect::{self, Server};
+use crate::direct::LockConnection;
 use crate::errors::{self, Failure};
 use crate::pubsub::{ReleaseWaiter, Woken};
 use crate::retry::{self, Backoff};
@@ -39,7 +40,6 @@ use lockbench_core::{
     Backend, BackendInfo, BackendKind, ClientId, Endpoints, ErrorKind, FencingToken, Grant, KeyId,
     LockClient, Outcome, ServerCounters, ServerFanout, WakeupTally, Wakeups,
 };
-use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Cmd, Script};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -266,7 +266,9 @@ impl Backend for SetNxBackend {
             Some(s) => s.primary().await?,
             None => self.server.clone(),
         };
-        let conn = server.connect_or_unreachable(&self.config).await?;
+        let conn = server
+            .lock_connection_or_unreachable(&self.config, self.knobs.response_timeout)
+            .await?;
         let ttl_ms = u64::try_from(self.knobs.ttl.as_millis())
             .unwrap_or(u64::MAX)
             .max(1);
@@ -274,6 +276,7 @@ impl Backend for SetNxBackend {
             server,
             sentinels: self.sentinels.clone(),
             config: self.config.clone(),
+            response_timeout: self.knobs.response_timeout,
             conn: Some(conn),
             cmd: Cmd::with_capacity(8, 256),
             keys: self.keys.clone(),
@@ -369,7 +372,8 @@ pub struct SetNxClient {
     /// `redis-sentinel`: asked for the primary again whenever the connection broke.
     sentinels: Option<Arc<Sentinels>>,
     config: AsyncConnectionConfig,
-    conn: Option<MultiplexedConnection>,
+    response_timeout: std::time::Duration,
+    conn: Option<LockConnection>,
     /// Reused for every request, so building one allocates nothing once it has grown.
     cmd: Cmd,
     keys: Arc<KeyTable>,
@@ -397,6 +401,10 @@ impl SetNxClient {
     /// Sends the script call in `self.cmd`, reconnecting first if the last request broke the
     /// connection. Returns the script's integer reply.
     async fn run(&mut self, script: &Script) -> Result<i64, Failure> {
+        if self.conn.as_ref().is_some_and(LockConnection::is_spent) {
+            // A request cut short (a timeout, the end of a run) left its reply on the way.
+            self.conn = None;
+        }
         if self.conn.is_none() {
             if let Some(s) = &self.sentinels {
                 match s.primary().await {
@@ -404,7 +412,11 @@ impl SetNxClient {
                     Err(_) => return Err(Failure::NotSent),
                 }
             }
-            match self.server.connect(&self.config).await {
+            match self
+                .server
+                .lock_connection(&self.config, self.response_timeout)
+                .await
+            {
                 Ok(conn) => self.conn = Some(conn),
                 Err(_) => return Err(Failure::NotSent),
             }

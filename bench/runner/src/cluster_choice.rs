@@ -14,6 +14,7 @@ use lockbench_chaos::{LinkNemesis, LinkProxies, Nemesis, Reach, ServerNemesis, U
 use lockbench_cluster::Cluster;
 
 use lockbench_core::{BackendKind, Endpoints, Fault, FaultEvent, RunClock, Seed, Stream};
+use lockbench_workloads::threads::ServersOn;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -53,6 +54,15 @@ impl ClusterChoice {
             ClusterChoice::Managed(_) => "managed".into(),
             ClusterChoice::Compose => "compose".into(),
             ClusterChoice::External(file) => format!("external:{}", file.display()),
+        }
+    }
+
+    /// Where its servers run: the managed cluster and compose's containers on this machine; an
+    /// external cluster's are taken to be elsewhere.
+    pub fn servers_on(&self) -> ServersOn {
+        match self {
+            ClusterChoice::Managed(_) | ClusterChoice::Compose => ServersOn::ThisHost,
+            ClusterChoice::External(_) => ServersOn::OtherHosts,
         }
     }
 

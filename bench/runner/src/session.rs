@@ -19,6 +19,8 @@ pub struct Servers {
     pub label: String,
     /// Where workers run.
     pub env: RunEnv,
+    /// The client threads this process runs its clients on (fewer beside servers on this host).
+    pub client_threads: usize,
     /// The managed cluster, when this command started it (it stops it at the end).
     started: Option<Cluster>,
 }
@@ -28,6 +30,7 @@ impl Servers {
     /// `scenario`.
     pub async fn prepare(cluster: ClusterChoice, scenario: &Scenario) -> anyhow::Result<Servers> {
         let (endpoints, started) = cluster.endpoints(&scenario.backends).await?;
+        let client_threads = lockbench_workloads::threads::place_servers(cluster.servers_on());
         let label = cluster.label();
         let env = match &cluster {
             ClusterChoice::Managed(dir) => RunEnv::managed(dir.clone(), scenario).await?,
@@ -41,6 +44,7 @@ impl Servers {
             endpoints,
             label,
             env,
+            client_threads,
             started,
         })
     }

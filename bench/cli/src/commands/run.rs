@@ -82,11 +82,13 @@ async fn run_scenario(
         );
     } else {
         crate::say!(
-            "scenario `{}` (seed {}), {} clients on {} key(s), {} per backend after {} warm-up",
+            "scenario `{}` (seed {}), {} clients on {} key(s) ({} client thread(s)), {} per backend \
+             after {} warm-up",
             scenario.name,
             scenario.seed,
             scenario.workload.clients,
             scenario.workload.keys,
+            runner.servers().client_threads,
             humantime::format_duration(scenario.duration),
             humantime::format_duration(scenario.warmup),
         );
