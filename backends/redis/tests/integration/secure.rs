@@ -167,11 +167,18 @@ async fn setnx_over_mutual_tls_with_an_acl_user() {
     conformance::acquire_release_and_tokens_grow(&b).await;
     conformance::mutual_exclusion(&b, 4, 10).await;
 
+    server_counts_what_a_client_sent(&b, &pw).await;
+}
+
+/// Ten rounds of acquire, renew and release on one client of `b`: the server's `INFO
+/// commandstats` counts exactly the requests the client sent, and `b`'s `Debug` does not show
+/// `password`.
+async fn server_counts_what_a_client_sent(b: &SetNxBackend, password: &str) {
     let before = b.server_counters().await.unwrap();
     let mut c = b.connect(ClientId(0)).await.unwrap();
     for round in 0..10 {
         let Outcome::Ok(g) = c.acquire(KeyId(round % 3)).await else {
-            panic!("acquire over TLS")
+            panic!("acquire as the ACL user")
         };
         assert!(c.renew(&g).await.is_ok());
         assert!(c.release(g).await.is_ok());
@@ -182,9 +189,39 @@ async fn setnx_over_mutual_tls_with_an_acl_user() {
     assert_eq!(after.requests - before.requests, sent, "{}", after.source);
     assert!(sent >= 30, "{sent} requests for 10 rounds");
     assert!(
-        !format!("{b:?}").contains(&pw),
+        !format!("{b:?}").contains(password),
         "the backend's Debug shows the password"
     );
+}
+
+/// `redis-setnx` over plaintext with the ACL user (its clients' own connections log in with
+/// `AUTH` themselves): the conformance contract, the server's count of the requests the client
+/// sent, and a wrong password named with its user and source.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn setnx_over_plaintext_with_an_acl_user_logs_in_and_names_a_wrong_password() {
+    let dir = test_dir("redis", "setnx-plain");
+    let pki = Pki::ensure(&dir.join("certs"), &["127.0.0.1"]).unwrap();
+    let pw = password("setnx-plain");
+    let server = start(&dir, "r1", &pki, &pw);
+    export("LB_TEST_PLAIN_SETNX", &pw);
+    let mut c = settings(&pki, "LB_TEST_PLAIN_SETNX");
+    c.tls = None;
+    let e = endpoints("redis", &[server.plain], c.clone());
+    let b = SetNxBackend::new(&e, &knobs("setnx-plain"), 8, 1, SetMode::Nx).unwrap();
+    b.check_servers().await.unwrap();
+    conformance::acquire_release_and_tokens_grow(&b).await;
+    conformance::mutual_exclusion(&b, 4, 10).await;
+    server_counts_what_a_client_sent(&b, &pw).await;
+
+    let wrong = format!("{pw}-not");
+    export("LB_TEST_PLAIN_SETNX_WRONG", &wrong);
+    c.password_env = Some("LB_TEST_PLAIN_SETNX_WRONG".into());
+    let e = endpoints("redis", &[server.plain], c);
+    let b = SetNxBackend::new(&e, &knobs("setnx-plain"), 1, 1, SetMode::Nx).unwrap();
+    let (err, took) = first_error(&b).await;
+    let server = format!("127.0.0.1:{}", server.plain);
+    let wants = ["authentication failed", "`lockbench`", "redis.password_env"];
+    assert_clear(&err, took, &server, &wants, &wrong);
 }
 
 /// Redlock over three TLS servers with the ACL user, and the server-side observer (keyspace
