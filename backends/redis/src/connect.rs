@@ -123,7 +123,10 @@ impl Server {
             redis_settings = redis_settings.set_password(password.expose_secret());
         }
         let plain = connection.tls.is_none().then(|| Plain {
-            address: format!("{host}:{port}"),
+            address: match host.contains(':') {
+                true => format!("[{host}]:{port}"),
+                false => format!("{host}:{port}"),
+            },
             login: password
                 .clone()
                 .map(|password| (connection.user.clone(), password)),
@@ -338,4 +341,20 @@ pub(crate) fn servers(endpoints: &Endpoints, field: &str) -> Result<Vec<Server>,
         .iter()
         .map(|a| Server::parse(a, field, connection))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_direct_connection_dials_the_address_as_written_ipv6_in_brackets() {
+        let dial = |address: &str| {
+            let server = Server::parse(address, "redis", &Connection::default()).unwrap();
+            server.plain.expect("plaintext").address
+        };
+        assert_eq!(dial("127.0.0.1:16379"), "127.0.0.1:16379");
+        assert_eq!(dial("redis.example:6379"), "redis.example:6379");
+        assert_eq!(dial("[::1]:6379"), "[::1]:6379");
+    }
 }
