@@ -82,13 +82,16 @@ async fn run_scenario(
         );
     } else {
         crate::say!(
-            "scenario `{}` (seed {}), {} clients on {} key(s) ({} client thread(s)), {} per backend \
-             after {} warm-up",
+            "scenario `{}` (seed {}), {} clients on {} key(s) on {}, {} per backend after {} \
+             warm-up",
             scenario.name,
             scenario.seed,
             scenario.workload.clients,
             scenario.workload.keys,
-            runner.servers().client_threads,
+            match runner.servers().client_threads {
+                1 => "1 client thread".to_string(),
+                n => format!("{n} client threads"),
+            },
             humantime::format_duration(scenario.duration),
             humantime::format_duration(scenario.warmup),
         );
