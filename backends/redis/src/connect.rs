@@ -234,22 +234,20 @@ impl Server {
         }
     }
 
-    /// A lock client's connection: [`Direct`] on plain TCP, else a multiplexed one.
+    /// A lock client's connection, its replies bounded by `response_timeout`: [`Direct`] on
+    /// plain TCP, else a multiplexed one.
     pub(crate) async fn lock_connection(
         &self,
-        config: &AsyncConnectionConfig,
         response_timeout: Duration,
     ) -> redis::RedisResult<LockConnection> {
         match &self.plain {
-            Some(plain) => Direct::open(
-                &plain.address,
-                CONNECT_TIMEOUT,
-                response_timeout,
-                plain.auth(),
-            )
-            .await
-            .map(LockConnection::Direct),
-            None => self.connect(config).await.map(LockConnection::Multiplexed),
+            Some(plain) => Direct::open(&plain.address, response_timeout, plain.auth())
+                .await
+                .map(LockConnection::Direct),
+            None => self
+                .connect(&config(response_timeout))
+                .await
+                .map(LockConnection::Multiplexed),
         }
     }
 
@@ -265,10 +263,9 @@ impl Server {
     /// could not be reached and why.
     pub(crate) async fn lock_connection_or_unreachable(
         &self,
-        config: &AsyncConnectionConfig,
         response_timeout: Duration,
     ) -> Result<LockConnection, BackendError> {
-        self.or_unreachable(self.lock_connection(config, response_timeout))
+        self.or_unreachable(self.lock_connection(response_timeout))
             .await
     }
 

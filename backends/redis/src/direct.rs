@@ -15,6 +15,7 @@
 //! the connection is then [`Direct::is_spent`] and the client opens a new one, as it does after
 //! a broken one. TLS connections keep redis-rs's multiplexed connection ([`LockConnection`]).
 
+use crate::connect::CONNECT_TIMEOUT;
 use redis::aio::{ConnectionLike, MultiplexedConnection};
 use redis::{Cmd, Pipeline, RedisError, RedisFuture, RedisResult, Value};
 use std::io;
@@ -22,8 +23,8 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-/// How much of a reply one read takes; the lock scripts' replies are a few bytes.
-const READ_CHUNK: usize = 512;
+/// The reply buffer's first size; the lock scripts' replies are a few bytes.
+const REPLY_CAPACITY: usize = 512;
 
 /// A plain TCP connection that carries one request at a time.
 #[derive(Debug)]
@@ -39,14 +40,13 @@ pub(crate) struct Direct {
 
 impl Direct {
     /// Connects to `address` (`TCP_NODELAY`, as every lock request waits for its reply) within
-    /// `connect_timeout`; with `auth`, sends `AUTH [user] password` first.
+    /// [`CONNECT_TIMEOUT`]; with `auth`, sends `AUTH [user] password` first.
     pub(crate) async fn open(
         address: &str,
-        connect_timeout: Duration,
         response_timeout: Duration,
         auth: Option<Cmd>,
     ) -> RedisResult<Direct> {
-        let stream = match tokio::time::timeout(connect_timeout, TcpStream::connect(address)).await
+        let stream = match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(address)).await
         {
             Ok(stream) => stream?,
             Err(_) => return Err(timed_out("connect").into()),
@@ -55,7 +55,7 @@ impl Direct {
         let mut direct = Direct {
             stream,
             request: Vec::with_capacity(256),
-            reply: Vec::with_capacity(READ_CHUNK),
+            reply: Vec::with_capacity(REPLY_CAPACITY),
             response_timeout,
             in_flight: false,
         };
@@ -95,13 +95,10 @@ impl Direct {
     async fn exchange(&mut self) -> RedisResult<Value> {
         self.stream.write_all(&self.request).await?;
         self.reply.clear();
-        let mut chunk = [0u8; READ_CHUNK];
         loop {
-            let n = self.stream.read(&mut chunk).await?;
-            if n == 0 {
+            if self.stream.read_buf(&mut self.reply).await? == 0 {
                 return Err(io::Error::from(io::ErrorKind::UnexpectedEof).into());
             }
-            self.reply.extend_from_slice(&chunk[..n]);
             if !self.reply.ends_with(b"\r\n") {
                 continue;
             }

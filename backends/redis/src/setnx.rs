@@ -40,7 +40,7 @@ use lockbench_core::{
     Backend, BackendInfo, BackendKind, ClientId, Endpoints, ErrorKind, FencingToken, Grant, KeyId,
     LockClient, Outcome, ServerCounters, ServerFanout, WakeupTally, Wakeups,
 };
-use redis::{AsyncConnectionConfig, Cmd, Script};
+use redis::{Cmd, Script};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -102,7 +102,6 @@ pub struct SetNxBackend {
     keys: Arc<KeyTable>,
     seed: u64,
     mode: SetMode,
-    config: AsyncConnectionConfig,
     /// `redis-pubsub`: waiters subscribe to the release channel instead of polling.
     pubsub: bool,
     tally: WakeupTally,
@@ -152,7 +151,6 @@ impl SetNxBackend {
             keys: Arc::new(KeyTable::new(&knobs.prefix, keys)),
             seed,
             mode,
-            config: connect::config(knobs.response_timeout),
             pubsub: false,
             tally: WakeupTally::default(),
             delivered: Arc::new(AtomicU64::new(0)),
@@ -267,7 +265,7 @@ impl Backend for SetNxBackend {
             None => self.server.clone(),
         };
         let conn = server
-            .lock_connection_or_unreachable(&self.config, self.knobs.response_timeout)
+            .lock_connection_or_unreachable(self.knobs.response_timeout)
             .await?;
         let ttl_ms = u64::try_from(self.knobs.ttl.as_millis())
             .unwrap_or(u64::MAX)
@@ -275,7 +273,6 @@ impl Backend for SetNxBackend {
         Ok(SetNxClient {
             server,
             sentinels: self.sentinels.clone(),
-            config: self.config.clone(),
             response_timeout: self.knobs.response_timeout,
             conn: Some(conn),
             cmd: Cmd::with_capacity(8, 256),
@@ -371,7 +368,7 @@ pub struct SetNxClient {
     server: Server,
     /// `redis-sentinel`: asked for the primary again whenever the connection broke.
     sentinels: Option<Arc<Sentinels>>,
-    config: AsyncConnectionConfig,
+    /// How long a reply may take; a connection whose reply is later is dropped and reopened.
     response_timeout: std::time::Duration,
     conn: Option<LockConnection>,
     /// Reused for every request, so building one allocates nothing once it has grown.
@@ -412,11 +409,7 @@ impl SetNxClient {
                     Err(_) => return Err(Failure::NotSent),
                 }
             }
-            match self
-                .server
-                .lock_connection(&self.config, self.response_timeout)
-                .await
-            {
+            match self.server.lock_connection(self.response_timeout).await {
                 Ok(conn) => self.conn = Some(conn),
                 Err(_) => return Err(Failure::NotSent),
             }
