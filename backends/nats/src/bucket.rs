@@ -180,10 +180,19 @@ async fn open_bucket(
             }
         }
     }
-    let store = js
-        .get_key_value(&name)
-        .await
-        .map_err(|e| unavailable("opening the bucket", &e))?;
+    // A stream just made has no Raft leader for a moment, and its info request then goes
+    // unanswered until it times out (on a loaded machine, once, 2 s after the make had
+    // succeeded): asked again until five `response_timeout`s have passed.
+    let deadline = tokio::time::Instant::now() + knobs.response_timeout * 5;
+    let store = loop {
+        match js.get_key_value(&name).await {
+            Ok(store) => break store,
+            Err(_) if tokio::time::Instant::now() < deadline => {
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+            Err(e) => return Err(unavailable("opening the bucket", &e)),
+        }
+    };
     leader_elected(&store, knobs)
         .await
         .map_err(|e| unavailable("waiting", &e))?;
