@@ -160,16 +160,9 @@ async fn open_bucket(
         Err(_) => {
             // Making a replicated stream asks the meta leader to place it on three servers: on
             // a loaded machine one request can time out while a retry succeeds. Idempotent.
-            let deadline = tokio::time::Instant::now() + knobs.response_timeout * 5;
-            loop {
-                match js.get_or_create_stream(config(knobs)).await {
-                    Ok(_) => break,
-                    Err(_) if tokio::time::Instant::now() < deadline => {
-                        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-                    }
-                    Err(e) => return Err(unavailable("making the bucket", &e)),
-                }
-            }
+            retried(knobs, || js.get_or_create_stream(config(knobs)))
+                .await
+                .map_err(|e| unavailable("making the bucket", &e))?;
         }
         Ok(store) => {
             let now = &store.stream.cached_info().config;
@@ -182,17 +175,10 @@ async fn open_bucket(
     }
     // A stream just made has no Raft leader for a moment, and its info request then goes
     // unanswered until it times out (on a loaded machine, once, 2 s after the make had
-    // succeeded): asked again until five `response_timeout`s have passed.
-    let deadline = tokio::time::Instant::now() + knobs.response_timeout * 5;
-    let store = loop {
-        match js.get_key_value(&name).await {
-            Ok(store) => break store,
-            Err(_) if tokio::time::Instant::now() < deadline => {
-                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-            }
-            Err(e) => return Err(unavailable("opening the bucket", &e)),
-        }
-    };
+    // succeeded): asked again.
+    let store = retried(knobs, || js.get_key_value(&name))
+        .await
+        .map_err(|e| unavailable("opening the bucket", &e))?;
     leader_elected(&store, knobs)
         .await
         .map_err(|e| unavailable("waiting", &e))?;
@@ -203,6 +189,23 @@ async fn open_bucket(
         )));
     }
     Ok(store)
+}
+
+/// `attempt`'s first success, asked again every 100 ms until five `response_timeout`s have
+/// passed; then its last error.
+async fn retried<T, E, F>(knobs: &NatsKnobs, mut attempt: impl FnMut() -> F) -> Result<T, E>
+where
+    F: std::future::Future<Output = Result<T, E>>,
+{
+    let deadline = tokio::time::Instant::now() + knobs.response_timeout * 5;
+    loop {
+        match attempt().await {
+            Err(_) if tokio::time::Instant::now() < deadline => {
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+            done => return done,
+        }
+    }
 }
 
 /// Waits until the bucket's stream has a Raft leader (a stream just made may have none for a
