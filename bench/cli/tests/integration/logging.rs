@@ -50,7 +50,9 @@ fn library_log_lines_go_to_the_run_log_and_not_to_the_terminal() {
         .args(["run", "quick", "--cluster", &cluster, "--out"])
         .arg(&run)
         .args(["--set", "backends=[\"zk-fair\", \"etcd-lease\"]"])
-        .args(["--set", "duration=1s", "--set", "warmup=0s"])
+        // 3 s: two worker processes logging every gRPC frame, on a loaded machine, made no
+        // etcd acquisition at all in 1 s once.
+        .args(["--set", "duration=3s", "--set", "warmup=0s"])
         .args(["--set", common::NO_WARM_UP])
         .args(["--set", "workload.clients=2"])
         .args(["--set", "workload.processes=\"workers\""])
