@@ -318,6 +318,10 @@ impl LockClient for NatsClient {
                 Some(Err(e)) if e.kind() == UpdateErrorKind::InvalidKey => {
                     return Outcome::Fail(ErrorKind::Other);
                 }
+                // The client's own request timeout (the same budget) fired first.
+                Some(Err(e)) if e.kind() == UpdateErrorKind::TimedOut => {
+                    return Outcome::Info(ErrorKind::Timeout);
+                }
                 Some(Err(e)) => {
                     tracing::debug!("nats: create {name}: {e}");
                     return Outcome::Info(ErrorKind::Unavailable);
@@ -391,6 +395,9 @@ impl LockClient for NatsClient {
             }
             Some(Err(e)) if e.kind() == UpdateErrorKind::WrongLastRevision => {
                 Outcome::Fail(ErrorKind::LockLost)
+            }
+            Some(Err(e)) if e.kind() == UpdateErrorKind::TimedOut => {
+                Outcome::Info(ErrorKind::Timeout)
             }
             Some(Err(e)) => {
                 tracing::debug!("nats: renew {}: {e}", grant.handle.key);
