@@ -4,9 +4,9 @@
 //! Most run the built binary (`CARGO_BIN_EXE_lockbench`) against the shared managed cluster as
 //! an external cluster; those that need servers of their own start a private cluster (own state
 //! directory, namespace prefix and subnet). Two are `#[ignore]`d as heavy, `compose` (the Docker
-//! flow) and `swarm` (workers as Swarm tasks). scripts/test runs `swarm` with every other test,
-//! after the workspace's two that need the machine to themselves (the cluster's lifecycle test
-//! in lockbench-cluster, the leftover containers' test in lockbench-runner), and `compose` last.
+//! flow) and `swarm` (workers as Swarm tasks). scripts/test runs `swarm` first, alone, with the
+//! workspace's two others (the cluster's lifecycle test in lockbench-cluster, the leftover
+//! containers' test in lockbench-runner), then `compose` beside every other test.
 
 mod adapters;
 mod capacity;
