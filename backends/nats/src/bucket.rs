@@ -218,19 +218,17 @@ async fn leader_elected(store: &Store, knobs: &NatsKnobs) -> Result<(), String> 
     if has_leader(store.stream.cached_info()) {
         return Ok(());
     }
-    let deadline = tokio::time::Instant::now() + knobs.response_timeout * 5;
-    loop {
-        if let Ok(info) = store.stream.get_info().await
-            && has_leader(&info)
-        {
-            return Ok(());
+    retried(knobs, || async {
+        match store.stream.get_info().await {
+            Ok(info) if has_leader(&info) => Ok(()),
+            _ => Err(()),
         }
-        if tokio::time::Instant::now() > deadline {
-            return Err(format!(
-                "the bucket's stream has no leader after {:?}",
-                knobs.response_timeout * 5
-            ));
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    })
+    .await
+    .map_err(|()| {
+        format!(
+            "the bucket's stream has no leader after {:?}",
+            knobs.response_timeout * 5
+        )
+    })
 }
