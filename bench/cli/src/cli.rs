@@ -535,11 +535,12 @@ pub struct RunArgs {
 
     /// Servers: managed, compose or external:FILE.
     ///
-    /// `managed` starts local servers from the OS packages (reuses them if already up, stops
-    /// them afterwards if this run started them); `compose` is the docker-compose.yml cluster,
-    /// endpoints built in; `external:FILE` is a TOML file with endpoint lists per group:
-    /// `zookeeper`, `etcd`, `redis`, `redlock`, `sentinel` (the Redis failover pair's
-    /// Sentinels) and `postgres` (`lockbench status --json` prints the managed cluster's).
+    /// `managed` starts the local servers of the systems the run's backends use, from the OS
+    /// packages (reuses them if already up, stops them afterwards if this run started them);
+    /// `compose` is the docker-compose.yml cluster, endpoints built in; `external:FILE` is a
+    /// TOML file with endpoint lists per group: `zookeeper`, `etcd`, `redis`, `redlock`,
+    /// `sentinel` (the Redis failover pair's Sentinels), `postgres`, `nats` and `mariadb`
+    /// (`lockbench status --json` prints the managed cluster's).
     /// `LOCKBENCH_CLUSTER` sets the default (`compose` in lockbench's image).
     #[arg(
         long,

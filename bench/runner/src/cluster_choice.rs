@@ -83,9 +83,23 @@ impl ClusterChoice {
         backends: &[BackendKind],
     ) -> anyhow::Result<(Endpoints, Option<Cluster>)> {
         match self {
+            // Only the servers of the systems `backends` use: a run of Redis recipes from a
+            // stopped cluster does not wait for three ZooKeeper JVMs.
             ClusterChoice::Managed(dir) => {
-                let cluster = Cluster::new(dir.clone());
-                eprintln!("lockbench: checking the managed cluster (starting it if needed)");
+                let mut groups: Vec<lockbench_core::Group> = Vec::new();
+                for server in servers_of(backends) {
+                    if !groups.contains(&server.group) {
+                        groups.push(server.group);
+                    }
+                }
+                let mut cluster = Cluster::new(dir.clone());
+                if !groups.is_empty() {
+                    cluster = cluster.with_groups(&groups);
+                }
+                eprintln!(
+                    "lockbench: checking the managed cluster's {} servers (starting them if needed)",
+                    systems_of(backends).join(", ")
+                );
                 let report = cluster
                     .up()
                     .await
@@ -246,6 +260,17 @@ impl Nemesis for ServerSide {
 /// Every server of the systems `backends` use: each backend's group, the group whose list its
 /// clients read (the Sentinels, for the failover pair they name), and the rest of those
 /// groups' systems.
+/// The names of the systems whose servers `backends` use, in the cluster's order.
+fn systems_of(backends: &[BackendKind]) -> Vec<&'static str> {
+    let mut names: Vec<&'static str> = Vec::new();
+    for server in servers_of(backends) {
+        if !names.contains(&server.system.name()) {
+            names.push(server.system.name());
+        }
+    }
+    names
+}
+
 fn servers_of(backends: &[BackendKind]) -> Vec<&'static lockbench_cluster::ServerSpec> {
     let groups: Vec<_> = backends
         .iter()

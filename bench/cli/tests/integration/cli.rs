@@ -582,41 +582,6 @@ fn host_changes(before: &str, after: &str, prefix: &str) -> Vec<String> {
     b.symmetric_difference(&a).cloned().collect()
 }
 
-/// A private managed cluster (own state dir, namespace prefix and subnet) for the host tests.
-struct PrivateCluster {
-    tag: &'static str,
-    subnet: &'static str,
-    state: std::path::PathBuf,
-}
-
-impl PrivateCluster {
-    fn new(tag: &'static str, subnet: &'static str) -> PrivateCluster {
-        let state = common::scratch("cli", tag);
-        PrivateCluster { tag, subnet, state }
-    }
-
-    fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockbench"));
-        cmd.args(args)
-            .env("LOCKBENCH_STATE_DIR", &self.state)
-            .env("LOCKBENCH_NETNS_PREFIX", format!("lb-{}-", self.tag))
-            .env("LOCKBENCH_SUBNET", self.subnet)
-            .env("LOCKBENCH_TOPOLOGY", "netns");
-        cmd
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        self.command(args).output().expect("run lockbench")
-    }
-}
-
-impl Drop for PrivateCluster {
-    fn drop(&mut self) {
-        let _ = self.run(&["down"]);
-        let _ = std::fs::remove_dir_all(&self.state);
-    }
-}
-
 /// Regression: on a Docker host (root `FORWARD` policy `DROP`, `br_netfilter`
 /// loaded) `up` timed out after 90 s because bridged traffic between lockbench's hosts was
 /// dropped. Now `up` works there, and `down` leaves the host's firewall and sysctls exactly as
@@ -627,7 +592,7 @@ fn up_works_on_a_docker_host_and_down_restores_the_host_firewall() {
         nix::unistd::geteuid().is_root(),
         "this test needs root (network namespaces and iptables); run the suite as root"
     );
-    let cluster = PrivateCluster::new("fw", "10.77.91.0/24");
+    let cluster = common::PrivateManaged::new("fw", "10.77.91.0/24");
     let tag = cluster.tag;
     let before = host_network_state();
     let up = cluster.run(&["up"]);
@@ -688,7 +653,7 @@ fn up_fails_fast_naming_the_cause_when_the_bridge_drops_traffic() {
         nix::unistd::geteuid().is_root(),
         "this test needs root (network namespaces and iptables); run the suite as root"
     );
-    let cluster = PrivateCluster::new("fx", "10.77.92.0/24");
+    let cluster = common::PrivateManaged::new("fx", "10.77.92.0/24");
     let bridge = format!("lb-{}-br0", cluster.tag);
     let rule = ["PREROUTING", "-i", bridge.as_str(), "-j", "DROP"];
     let iptables = |op: &str| {
@@ -727,7 +692,7 @@ fn sigterm_stops_the_run_cleanly_and_keeps_the_partial_results() {
         nix::unistd::geteuid().is_root(),
         "this test needs root (network namespaces and iptables); run the suite as root"
     );
-    let cluster = PrivateCluster::new("st", "10.77.94.0/24");
+    let cluster = common::PrivateManaged::new("st", "10.77.94.0/24");
     let before = host_network_state();
     let out_dir = cluster.state.join("run");
     let child = cluster

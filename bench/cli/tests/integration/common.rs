@@ -182,6 +182,49 @@ impl Drop for PrivateCluster {
     }
 }
 
+/// A managed cluster of a test's own: `lockbench` commands run with their own state directory,
+/// namespace prefix `lb-{tag}-` and subnet (a `/24` no other test uses), so a test that
+/// faults, kills or promotes servers, or measures a cluster from stopped, leaves the shared
+/// one alone and can run beside the other tests. A run started against it from stopped brings
+/// up only the servers its backends use, and stops them at its end; `down` when dropped.
+pub struct PrivateManaged {
+    /// The namespace prefix's middle part (at most 7 characters).
+    pub tag: &'static str,
+    /// The cluster's subnet.
+    pub subnet: &'static str,
+    /// Its state directory.
+    pub state: PathBuf,
+}
+
+impl PrivateManaged {
+    pub fn new(tag: &'static str, subnet: &'static str) -> PrivateManaged {
+        let state = scratch("private", tag);
+        PrivateManaged { tag, subnet, state }
+    }
+
+    /// `lockbench args` against this cluster.
+    pub fn command(&self, args: &[&str]) -> std::process::Command {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_lockbench"));
+        cmd.args(args)
+            .env("LOCKBENCH_STATE_DIR", &self.state)
+            .env("LOCKBENCH_NETNS_PREFIX", format!("lb-{}-", self.tag))
+            .env("LOCKBENCH_SUBNET", self.subnet)
+            .env("LOCKBENCH_TOPOLOGY", "netns");
+        cmd
+    }
+
+    pub fn run(&self, args: &[&str]) -> std::process::Output {
+        self.command(args).output().expect("run lockbench")
+    }
+}
+
+impl Drop for PrivateManaged {
+    fn drop(&mut self) {
+        let _ = self.run(&["down"]);
+        let _ = std::fs::remove_dir_all(&self.state);
+    }
+}
+
 /// Pids of live processes whose environment carries `LOCKBENCH_TEST_TAG=tag`.
 pub fn tagged_processes(tag: &str) -> Vec<u32> {
     let needle = format!("LOCKBENCH_TEST_TAG={tag}");

@@ -15,7 +15,7 @@
 //!
 //! A machine without a Docker Engine fails this test; it never skips. It owns the containers
 //! named `lockbench-*`, so it refuses to start while a compose cluster exists. `#[ignore]`d
-//! because it is heavy: scripts/test runs it beside the other tests (`--run-ignored only`).
+//! because it is heavy: scripts/test runs it after the other tests (`--run-ignored only`).
 
 use crate::common;
 mod compose_clients;
@@ -205,7 +205,7 @@ fn timed<T>(what: &str, f: impl FnOnce() -> T) -> T {
 }
 
 #[test]
-#[ignore = "owns the compose cluster's containers and is heavy; scripts/test runs it beside the other tests"]
+#[ignore = "owns the compose cluster's containers and is heavy; scripts/test runs it after the other tests"]
 fn compose_cluster_runs_the_quick_suite_and_faults_and_leaves_nothing() {
     let info = Command::new("docker")
         .args(["info", "--format", "{{.ServerVersion}}"])

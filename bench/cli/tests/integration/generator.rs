@@ -4,39 +4,16 @@
 //! CPU 165-182%" and generator-bound, while `/usr/bin/time` measured about 11% of a core.
 //!
 //! The test gives the run a private, stopped cluster (its own state directory, namespace prefix
-//! and subnet), so the run starts it, and checks that no server process is counted as
-//! lockbench. Run it under `flock /tmp/lb-heavy.lock` with the other tests that build
-//! networks.
+//! and subnet), so the run starts it, and checks that the run started the servers of the one
+//! system its backend uses and no other, and that no server process is counted as lockbench.
 
 use crate::common;
 
 use crate::common::{result_of, results, text};
 use serde_json::Value;
-use std::process::{Command, Output};
 
 const TAG: &str = "gc"; // the prefix `lb-gc-`: at most 7 characters
 const SUBNET: &str = "10.77.93.0/24";
-
-struct PrivateState(std::path::PathBuf);
-
-impl PrivateState {
-    fn lockbench(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_lockbench"))
-            .args(args)
-            .env("LOCKBENCH_STATE_DIR", &self.0)
-            .env("LOCKBENCH_NETNS_PREFIX", format!("lb-{TAG}-"))
-            .env("LOCKBENCH_SUBNET", SUBNET)
-            .output()
-            .expect("run lockbench")
-    }
-}
-
-impl Drop for PrivateState {
-    fn drop(&mut self) {
-        let _ = self.lockbench(&["down"]);
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 fn pids(p: &Value) -> Vec<u64> {
     p["pids"]
@@ -50,11 +27,11 @@ fn pids(p: &Value) -> Vec<u64> {
 #[test]
 fn servers_a_run_started_are_not_counted_as_lockbench() {
     let dir = common::scratch("generator", "cpu");
-    let state = PrivateState(dir.join("state"));
-    let down = state.lockbench(&["down"]);
+    let state = common::PrivateManaged::new(TAG, SUBNET);
+    let down = state.run(&["down"]);
     assert!(down.status.success(), "{}", text(&down));
     let out_dir = dir.join("run");
-    let out = state.lockbench(&[
+    let out = state.run(&[
         "run",
         "quick",
         "--quiet",
@@ -72,6 +49,13 @@ fn servers_a_run_started_are_not_counted_as_lockbench() {
     assert!(
         all.contains("stopping the managed cluster this run started"),
         "the run must have started the cluster itself: {all}"
+    );
+    // It started the servers of the system its backend uses, and no other.
+    let started = |name: &str| state.state.join("cluster").join(name).exists();
+    assert!(started("redis") && started("redlock5"), "{all}");
+    assert!(
+        !started("zk1") && !started("etcd1") && !started("pg1"),
+        "a Redis run started other systems' servers: {all}"
     );
     let r = results(&out_dir);
     let res = result_of(&r, "redis-setnx");

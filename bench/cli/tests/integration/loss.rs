@@ -5,17 +5,16 @@
 //! rules' counters at heal), and the exit code follows the scenario's expectations (every
 //! recipe safe under packet loss alone, as measured: docs/chaos.md, "Packet-loss scenario").
 //!
-//! One backend, etcd-lease (not Redis: other tests compare Redis's global command counts), on
-//! keys of its own, with the scenario's own schedule (about 18 s). Packet loss needs the
-//! coordinator's address in the hosts' subnet, so the run uses the managed cluster directly
-//! (an external cluster gets no server faults) and holds its fault-run lock. Needs root and the
-//! netns topology, as CI has; it FAILS saying why otherwise (never skips), unless
-//! `LOCKBENCH_ALLOW_NO_ROOT=1`.
+//! One backend, etcd-lease, with the scenario's own schedule (about 18 s). Packet loss needs the
+//! coordinator's address in the hosts' subnet, so the run uses a managed cluster, not an
+//! external one (which gets no server faults): one of its own (its own state directory,
+//! namespaces and subnet; the run starts its etcd members and stops them at its end), so the
+//! drops reach no other test's etcd traffic. Needs root and the netns topology, as CI has; it
+//! FAILS saying why otherwise (never skips), unless `LOCKBENCH_ALLOW_NO_ROOT=1`.
 
-use crate::common::{result_of, results, scratch, text};
+use crate::common::{PrivateManaged, result_of, results, scratch, text};
 use lockbench_core::{Fault, LossMode};
 use serde_json::Value;
-use std::process::Command;
 
 /// `(dropped, total)` from "`<dropped>` of `<total>` packets dropped" in `note`.
 fn counts(note: &str) -> (u64, u64) {
@@ -69,8 +68,9 @@ fn chaos_loss_drops_the_asked_share_and_leaves_the_recipe_safe() {
     }
     let dir = scratch("loss", "chaos-loss");
     let run = dir.join("run");
-    let out = Command::new(env!("CARGO_BIN_EXE_lockbench"))
-        .args(["run", "chaos-loss", "--quiet", "--out"])
+    let cluster = PrivateManaged::new("ls", "10.88.2.0/24");
+    let out = cluster
+        .command(&["run", "chaos-loss", "--quiet", "--out"])
         .arg(&run)
         .args(["--set", "backends=etcd-lease"])
         .args(["--set", "etcd.prefix=/lockbench-loss-test"])

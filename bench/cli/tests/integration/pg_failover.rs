@@ -5,23 +5,22 @@
 //! violation, exit 0), the fault applied with the time the promotion took, and the server-side
 //! view must name a lock lost while held.
 //!
-//! It runs on the managed cluster (`lockbench up`, as `scripts/test` starts it; a run starts one
-//! itself when none is up): the fault kills and promotes the shared PostgreSQL pair, and its
-//! heal rejoins the old primary as the new one's replica, so the pair is whole again, with its
-//! roles swapped, which every PostgreSQL client here finds by itself. No other test may use the
-//! pair meanwhile: `.config/nextest.toml` gives this test every test thread.
+//! The fault kills and promotes the PostgreSQL pair (its heal rejoins the old primary as the
+//! new one's replica), so the run has a managed cluster of its own: its own state directory,
+//! namespaces and subnet, where the run starts the pair and stops it at its end. The shared
+//! cluster's PostgreSQL tests are not disturbed, and this test runs beside them.
 
 use crate::common;
 
 use crate::common::{result_of, results, text};
-use std::process::Command;
 
 #[test]
 fn promoting_the_replica_loses_the_held_advisory_lock_and_the_run_shows_it() {
     let dir = common::scratch("pg-failover", "promote");
     let out_dir = dir.join("run");
-    let out = Command::new(env!("CARGO_BIN_EXE_lockbench"))
-        .args(["run", "pg-failover", "--quiet", "--out"])
+    let cluster = common::PrivateManaged::new("pf", "10.88.3.0/24");
+    let out = cluster
+        .command(&["run", "pg-failover", "--quiet", "--out"])
         .arg(&out_dir)
         .args(["--set", "backends=pg-advisory"])
         .output()

@@ -4,9 +4,11 @@
 //! scenario expects, the page draws the recipe's row in red, and its holder-pause cell links to
 //! the history excerpt where the offending release is.
 //!
-//! The suite's fault part pauses and isolates the shared Redis server and drops packets on the
-//! way to it, so the test runs alone (`.config/nextest.toml`). Needs root and the netns
-//! topology, as CI has; it FAILS saying why otherwise, unless `LOCKBENCH_ALLOW_NO_ROOT=1`.
+//! The suite's fault part pauses and isolates the Redis server and drops packets on the way to
+//! it, so the run has a managed cluster of its own (its own state directory, namespaces and
+//! subnet; the run starts its Redis servers and stops them at its end), and the shared one's
+//! other users are not disturbed. Needs root and the netns topology, as CI has; it FAILS saying
+//! why otherwise, unless `LOCKBENCH_ALLOW_NO_ROOT=1`.
 
 use crate::common::{self, text};
 use crate::partition::netns_or_skip;
@@ -18,8 +20,9 @@ fn the_suite_fails_on_a_broken_release_and_draws_its_row_red_with_the_evidence()
         return;
     }
     let dir = common::scratch("verdict", "broken").join("suite");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_lockbench"))
-        .args(["run", "verdict", "--budget", "90s", "--set"])
+    let cluster = common::PrivateManaged::new("vd", "10.88.1.0/24");
+    let out = cluster
+        .command(&["run", "verdict", "--budget", "90s", "--set"])
         .arg("backends=redis-broken-release")
         .arg("--set")
         .arg("redis.prefix=lockbench-verdict-test:")

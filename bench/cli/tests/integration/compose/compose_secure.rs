@@ -10,7 +10,7 @@
 //!
 //! Its own test, not a step of the plain compose test: the secure servers are other
 //! containers (another command), and one `up` of them with a short run keeps it to about two
-//! minutes here. `#[ignore]`d like the plain one (scripts/test runs it beside the other
+//! minutes here. `#[ignore]`d like the plain one (scripts/test runs it after the other
 //! tests), in the `compose-containers` group (`compose::` tests).
 
 use super::{Down, common, compose, docker, no_compose_cluster_yet, ok, ran_well, root, timed};
@@ -47,7 +47,7 @@ fn secure_compose(dir: &Path, args: &[&str]) -> Command {
 }
 
 #[test]
-#[ignore = "owns the compose cluster's containers and is heavy; scripts/test runs it beside the other tests"]
+#[ignore = "owns the compose cluster's containers and is heavy; scripts/test runs it after the other tests"]
 fn the_secure_compose_cluster_takes_only_tls_and_a_run_connects_by_itself() {
     no_compose_cluster_yet();
     timed("scripts/build-images --servers", || {
