@@ -1,8 +1,9 @@
 //! `lockbench run --workers swarm:N`: the clients in the tasks of a Docker Swarm service
 //! (image `lockbench/lockbench:local`, never resolved at a registry), dialling in with the
 //! run's secret from a Docker secret. `#[ignore]`d with the Docker flow's other heavy tests
-//! (scripts/test runs them first, alone, one at a time in nextest's `compose-containers`
-//! group): it needs a Docker Engine and fails without one.
+//! (scripts/test runs them beside the other tests, after the cluster's lifecycle test, one at a
+//! time in nextest's `compose-containers` group): it needs a Docker Engine and fails without
+//! one.
 
 use crate::common::{result_of, results, run_quietly, text};
 use std::path::PathBuf;
@@ -67,7 +68,7 @@ fn ready_to_run() -> String {
 /// left and the engine is in the swarm state it was in before (lockbench leaves a swarm it
 /// made).
 #[test]
-#[ignore = "needs a Docker Engine and lockbench's image; scripts/test runs it first, alone"]
+#[ignore = "needs a Docker Engine and lockbench's image; scripts/test runs it with the other tests"]
 fn a_quick_run_on_two_swarm_tasks_is_safe_and_leaves_nothing() {
     let before = ready_to_run();
     let (out, dir) = run_quietly(
@@ -121,7 +122,7 @@ fn partition_scenario() -> String {
 /// has ended) while `client2` goes on, `client1` acquires again within 5 s of the heal, and
 /// nothing is left: no service, secret, network or container, the swarm state as before.
 #[test]
-#[ignore = "needs a Docker Engine and lockbench's image; scripts/test runs it first, alone"]
+#[ignore = "needs a Docker Engine and lockbench's image; scripts/test runs it with the other tests"]
 fn a_partition_of_a_swarm_task_cuts_its_container_and_leaves_nothing() {
     if crate::partition::netns_or_skip("it isolates a Swarm task's container").is_none() {
         return;
@@ -208,7 +209,7 @@ fn managed_run(name: &str, toml: &str) -> (std::process::Output, PathBuf) {
 /// safe; nothing is left (the replacement container, service, secret, network) and the swarm
 /// is in the state it was in.
 #[test]
-#[ignore = "needs a Docker Engine and lockbench's image; scripts/test runs it first, alone"]
+#[ignore = "needs a Docker Engine and lockbench's image; scripts/test runs it with the other tests"]
 fn a_killed_swarm_task_is_replaced_on_its_network_and_leaves_nothing() {
     let before = ready_to_run();
     let (out, run) = managed_run("respawn", &crate::workers::kill_scenario("swarm"));
@@ -223,7 +224,7 @@ fn a_killed_swarm_task_is_replaced_on_its_network_and_leaves_nothing() {
 /// the swarm, when it made it); the next Swarm run removes them when it starts, says so,
 /// leaves the swarm as it was before the killed run, and leaves nothing itself.
 #[test]
-#[ignore = "needs a Docker Engine and lockbench's image; scripts/test runs it first, alone"]
+#[ignore = "needs a Docker Engine and lockbench's image; scripts/test runs it with the other tests"]
 fn what_a_killed_swarm_run_left_is_removed_by_the_next_one() {
     let before = ready_to_run();
     let dir = crate::common::scratch("swarm", "killed");
