@@ -257,9 +257,6 @@ impl Nemesis for ServerSide {
     }
 }
 
-/// Every server of the systems `backends` use: each backend's group, the group whose list its
-/// clients read (the Sentinels, for the failover pair they name), and the rest of those
-/// groups' systems.
 /// The names of the systems whose servers `backends` use, in the cluster's order.
 fn systems_of(backends: &[BackendKind]) -> Vec<&'static str> {
     let mut names: Vec<&'static str> = Vec::new();
@@ -271,6 +268,9 @@ fn systems_of(backends: &[BackendKind]) -> Vec<&'static str> {
     names
 }
 
+/// Every server of the systems `backends` use: each backend's group, the group whose list its
+/// clients read (the Sentinels, for the failover pair they name), and the rest of those
+/// groups' systems.
 fn servers_of(backends: &[BackendKind]) -> Vec<&'static lockbench_cluster::ServerSpec> {
     let groups: Vec<_> = backends
         .iter()
